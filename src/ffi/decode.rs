@@ -1,0 +1,55 @@
+//! Row decoding.
+
+use super::boundary::{call, out_slice};
+use super::view::{from_c, ninfer_weight_view};
+use crate::decode;
+use crate::dtype::Dtype;
+use crate::error::Status;
+
+/// Decodes row `row` of `view` into `out[0 .. cols]` as f32: each value is the exact
+/// represented value of its format's decoding equation (GGUF: bit-identical to ggml's
+/// `dequantize_row_*`).
+///
+/// Errors: the structural errors of `ninfer_weight_view_check`, `ROW_OUT_OF_RANGE`,
+/// `BUFFER_TOO_SMALL` when `out_len < cols`, `MISALIGNED`, `UNSUPPORTED` for a format this
+/// build cannot decode (never a wrong value). Nothing is written unless the status is OK.
+///
+/// # Safety
+/// `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable floats.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_decode_row(
+    view: *const ninfer_weight_view,
+    row: u64,
+    out: *mut f32,
+    out_len: usize,
+) -> Status {
+    call(|| {
+        let v = unsafe { from_c(view) }?;
+        let out = unsafe { out_slice(out, out_len, "out") }?;
+        decode::decode_row(&v, row, out)
+    })
+}
+
+/// Decodes row `row` into `out` as `dtype` (`NINFER_DTYPE_*`, native-endian): f32 as
+/// `ninfer_decode_row`; bf16 and f16 rounded to nearest-even from the exact f32 value (f16
+/// overflow gives ±Inf). `out_bytes` must be at least `cols × element size`.
+///
+/// Errors: as `ninfer_decode_row`, plus `UNKNOWN_DTYPE`.
+///
+/// # Safety
+/// `view` as for `ninfer_weight_view_check`; `out` must have `out_bytes` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_decode_row_as(
+    view: *const ninfer_weight_view,
+    row: u64,
+    dtype: u32,
+    out: *mut u8,
+    out_bytes: usize,
+) -> Status {
+    call(|| {
+        let dtype = Dtype::from_u32(dtype)?;
+        let v = unsafe { from_c(view) }?;
+        let out = unsafe { out_slice(out, out_bytes, "out") }?;
+        decode::decode_row_as(&v, row, dtype, out)
+    })
+}

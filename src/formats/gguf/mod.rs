@@ -1,0 +1,62 @@
+//! GGUF block formats (the gguf_* rows of spec §1 and the paragraph after §3.4).
+//!
+//! A gguf_* weight is a row-major [N, K] matrix whose rows are K / block_values consecutive
+//! ggml blocks, each the byte image of ggml's `block_*` struct (little-endian fields). The
+//! value of every element is what ggml's `dequantize_row_*` computes: every function here
+//! reproduces its f32 results bit for bit (tests compare against PyPI `gguf`, an
+//! independent implementation). Block facts: `shared/reference/gguf-blocks.md`.
+
+mod kquants;
+mod legacy;
+
+use crate::error::{Error, Result};
+use crate::registry::{Category, Format};
+
+/// Reads the little-endian binary16 at `b[0..2]` as f32 (exact).
+#[inline(always)]
+pub(crate) fn f16_at(b: &[u8], at: usize) -> f32 {
+    half::f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
+}
+
+/// One block type's row dequantizer: `blocks` holds whole blocks, `out` their values.
+type DequantizeFn = fn(blocks: &[u8], out: &mut [f32]);
+
+fn dequantizer(format: Format) -> Option<DequantizeFn> {
+    Some(match format {
+        Format::GgufQ8_0 => legacy::dequantize_q8_0,
+        Format::GgufQ4_0 => legacy::dequantize_q4_0,
+        Format::GgufQ5_0 => legacy::dequantize_q5_0,
+        Format::GgufQ4_K => kquants::dequantize_q4_k,
+        Format::GgufQ6_K => kquants::dequantize_q6_k,
+        _ => return None,
+    })
+}
+
+/// Whether this build decodes `format` (a gguf_* format).
+pub fn is_decodable(format: Format) -> bool {
+    dequantizer(format).is_some()
+}
+
+/// Dequantizes whole blocks of a gguf_* format into f32, bit-exactly as ggml.
+///
+/// `blocks.len()` must be `out.len() / block_values * block_bytes` and `out.len()` a
+/// multiple of block_values (the view guarantees both). Decoding is a pure function of the
+/// bytes: NaN/Inf scale fields decode as ggml would; `validate` reports them.
+pub fn dequantize(format: Format, blocks: &[u8], out: &mut [f32]) -> Result<()> {
+    let info = format.info();
+    if info.category != Category::GgufBlock {
+        return Err(Error::Internal(format!("{format} is not a GGUF format")));
+    }
+    let (bv, bb) = (info.block_values as usize, info.block_bytes as usize);
+    if out.len() % bv != 0 || blocks.len() != out.len() / bv * bb {
+        return Err(Error::Internal(format!(
+            "{format}: {} bytes for {} values",
+            blocks.len(),
+            out.len()
+        )));
+    }
+    let f = dequantizer(format)
+        .ok_or_else(|| Error::Unsupported(format!("decoding {format} is not implemented yet")))?;
+    f(blocks, out);
+    Ok(())
+}

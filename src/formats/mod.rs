@@ -1,0 +1,5 @@
+//! Codecs, one module per format family of the spec. Codecs are pure functions over bytes:
+//! no I/O, no global state, no allocation in per-element loops.
+
+pub mod direct;
+pub mod gguf;

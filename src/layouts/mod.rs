@@ -1,0 +1,97 @@
+//! The layout registry's geometry: how many byte planes each layout has, what they are
+//! called, and how long each is for a logical shape (spec §2 "storage layout").
+//!
+//! Sizes come from (format, rows, K) alone; a reader never guesses them from a payload.
+//! Each layout's byte order and packing is written down in `docs/layouts.md`.
+
+use crate::error::{Error, Result, mul};
+use crate::registry::{Format, Layout, check_compatible};
+
+/// The most planes any layout has. A view carries this many `(ptr, len)` pairs; unused
+/// ones are empty.
+pub const MAX_PLANES: usize = 3;
+
+/// The byte length of every plane of a `(format, layout)` tensor of `rows × cols` logical
+/// values; unused planes are 0.
+pub type PlaneSizes = [usize; MAX_PLANES];
+
+/// Names of the planes a layout uses, in plane order (for messages and docs).
+pub fn plane_names(layout: Layout) -> &'static [&'static str] {
+    match layout {
+        Layout::ContiguousLeV1 => &["words"],
+        Layout::GgufBlocksV1 => &["blocks"],
+        Layout::RowSplitK128V1 => &["codes", "high_bits", "scales"],
+        Layout::BlockScaleK16M128x4V1 => &["codes", "scales", "divisors"],
+        Layout::RowScaleV1 => &["codes", "scales"],
+        Layout::RowInterleavedV1 => &["rows"],
+    }
+}
+
+/// The name of plane `i` of `layout`, or `"plane"` past its last plane.
+pub fn plane_name(layout: Layout, i: usize) -> &'static str {
+    plane_names(layout).get(i).copied().unwrap_or("plane")
+}
+
+/// Rows and K must both be positive: every registered layout stores rank-2 [N, K] tensors
+/// with positive dimensions.
+fn check_dims(rows: usize, cols: usize) -> Result<()> {
+    if rows == 0 || cols == 0 {
+        return Err(Error::BadShape(format!(
+            "shape [{rows}, {cols}]: both dimensions must be positive"
+        )));
+    }
+    Ok(())
+}
+
+/// The byte length of each plane for a `rows × cols` tensor of `format` in `layout`.
+///
+/// Errors: [`Error::IncompatibleLayout`] for an unregistered pair, [`Error::BadShape`] for
+/// zero dimensions or a K the format cannot hold (GGUF: K a multiple of the block's value
+/// count), [`Error::Overflow`] when a size does not fit in `isize`, [`Error::Unsupported`]
+/// for a layout this build does not implement.
+pub fn plane_sizes(format: Format, layout: Layout, rows: usize, cols: usize) -> Result<PlaneSizes> {
+    check_compatible(format, layout)?;
+    check_dims(rows, cols)?;
+    let info = format.info();
+    match layout {
+        Layout::ContiguousLeV1 => {
+            let n = mul(rows, cols, "rows × K")?;
+            Ok([mul(n, info.block_bytes as usize, "payload bytes")?, 0, 0])
+        }
+        Layout::GgufBlocksV1 => {
+            let bv = info.block_values as usize;
+            if cols % bv != 0 {
+                return Err(Error::BadShape(format!(
+                    "{format}: K = {cols} is not a multiple of the block's {bv} values"
+                )));
+            }
+            let row = mul(cols / bv, info.block_bytes as usize, "row bytes")?;
+            Ok([mul(rows, row, "payload bytes")?, 0, 0])
+        }
+        other => Err(Error::Unsupported(format!(
+            "layout {other} is not implemented yet"
+        ))),
+    }
+}
+
+/// Checks every plane's length against [`plane_sizes`] (exact equality), naming the first
+/// plane that differs.
+pub fn check_planes(
+    format: Format,
+    layout: Layout,
+    rows: usize,
+    cols: usize,
+    planes: &[&[u8]; MAX_PLANES],
+) -> Result<()> {
+    let sizes = plane_sizes(format, layout, rows, cols)?;
+    for (i, (&expected, plane)) in sizes.iter().zip(planes).enumerate() {
+        if plane.len() != expected {
+            return Err(Error::SizeMismatch {
+                plane: plane_name(layout, i),
+                expected,
+                actual: plane.len(),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,34 @@
+//! # ninfer: the persistent numeric tensor formats of `.ninfer` artifacts
+//!
+//! Codecs, reference encoders and matrix products for every format of the closed registry
+//! of `shared/spec/numeric-formats.txt` (the spec), with a stable C ABI (`include/ninfer.h`).
+//!
+//! | spec | module |
+//! |---|---|
+//! | §1–§2 registry, layouts, legal pairs | [`registry`], [`layouts`] |
+//! | structural checks of a payload | [`view`] |
+//! | §3.1 bf16 / fp32 / int32 | [`formats::direct`] |
+//! | GGUF block formats (after §3.4) | [`formats::gguf`] |
+//! | row decoding to f32/bf16/f16 | [`decode`] |
+//! | C ABI | `ffi` (C names `ninfer_*`) |
+//!
+//! Every operation takes a [`WeightView`]: format, layout, logical shape [N, K] and the
+//! byte planes that layout defines, checked once when the view is built.
+
+pub mod decode;
+pub mod dtype;
+pub mod error;
+pub mod formats;
+pub mod layouts;
+pub mod registry;
+pub mod view;
+
+mod ffi;
+
+pub use dtype::Dtype;
+pub use error::{Error, Location, Result, Status};
+pub use registry::{Category, Format, FormatInfo, Layout, ScaleType};
+pub use view::WeightView;
+
+/// The library version (the Cargo package version), e.g. `"0.1.0"`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
