@@ -20,8 +20,8 @@ pub fn plane_names(layout: Layout) -> &'static [&'static str] {
     match layout {
         Layout::ContiguousLeV1 => &["words"],
         Layout::GgufBlocksV1 => &["blocks"],
-        Layout::RowSplitK128V1 => &["codes", "high_bits", "scales"],
-        Layout::BlockScaleK16M128x4V1 => &["codes", "scales", "divisors"],
+        Layout::RowSplitK128_V1 => &["codes", "high_bits", "scales"],
+        Layout::BlockScaleK16_M128x4_V1 => &["codes", "scales", "divisors"],
         Layout::RowScaleV1 => &["codes", "scales"],
         Layout::RowInterleavedV1 => &["rows"],
     }
