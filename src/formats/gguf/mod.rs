@@ -6,6 +6,8 @@
 //! reproduces its f32 results bit for bit (tests compare against PyPI `gguf`, an
 //! independent implementation). Block facts: `shared/reference/gguf-blocks.md`.
 
+pub mod grids;
+mod iquants;
 mod kquants;
 mod legacy;
 
@@ -26,8 +28,21 @@ fn dequantizer(format: Format) -> Option<DequantizeFn> {
         Format::GgufQ8_0 => legacy::dequantize_q8_0,
         Format::GgufQ4_0 => legacy::dequantize_q4_0,
         Format::GgufQ5_0 => legacy::dequantize_q5_0,
+        Format::GgufQ2_0 => legacy::dequantize_q2_0,
+        Format::GgufQ2_K => kquants::dequantize_q2_k,
+        Format::GgufQ3_K => kquants::dequantize_q3_k,
         Format::GgufQ4_K => kquants::dequantize_q4_k,
+        Format::GgufQ5_K => kquants::dequantize_q5_k,
         Format::GgufQ6_K => kquants::dequantize_q6_k,
+        Format::GgufIq2Xxs => iquants::dequantize_iq2_xxs,
+        Format::GgufIq2Xs => iquants::dequantize_iq2_xs,
+        Format::GgufIq3Xxs => iquants::dequantize_iq3_xxs,
+        Format::GgufIq1S => iquants::dequantize_iq1_s,
+        Format::GgufIq4Nl => iquants::dequantize_iq4_nl,
+        Format::GgufIq3S => iquants::dequantize_iq3_s,
+        Format::GgufIq2S => iquants::dequantize_iq2_s,
+        Format::GgufIq4Xs => iquants::dequantize_iq4_xs,
+        Format::GgufIq1M => iquants::dequantize_iq1_m,
         _ => return None,
     })
 }
