@@ -16,6 +16,16 @@
 #include <stdint.h>
 
 /**
+ * The offset added to every IQ1_S / IQ1_M grid value before scaling (sign from the block).
+ */
+#define IQ1S_DELTA 0.125
+
+/**
+ * IQ1_M's delta (the same value as IQ1_S's).
+ */
+#define IQ1M_DELTA 0.125
+
+/**
  * The most planes any layout has. A view carries this many `(ptr, len)` pairs; unused
  * ones are empty.
  */
@@ -707,6 +717,80 @@ ninfer_status ninfer_layout_plane_sizes(uint32_t format,
                                         uint64_t cols,
                                         size_t *out_sizes,
                                         size_t out_len);
+
+/**
+ * Copies rows `start .. start + count` of `view` into `out`: the payload of a
+ * `[count, cols]` tensor of the same format and layout (for contiguous_le_v1 and
+ * gguf_blocks_v1 simply the rows' bytes; for multi-plane layouts each plane's rows, the
+ * planes back to back in plane order, sized by `ninfer_layout_plane_sizes` for `count`
+ * rows). Nothing is decoded or renormalized. `count = 0` copies nothing.
+ *
+ * On success `*out_written` (may be NULL) receives the number of bytes written.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `OVERFLOW` when
+ * `start + count` overflows, `ROW_OUT_OF_RANGE` when `start + count > rows`,
+ * `BUFFER_TOO_SMALL` when `out_len` is less than the result, `NULL_POINTER` for a NULL
+ * `out` with non-zero `out_len`, `UNSUPPORTED` for a layout whose planes are not whole
+ * rows. Nothing is written unless the status is OK.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable bytes not
+ * overlapping the view's planes; `out_written` NULL or writable.
+ */
+ninfer_status ninfer_rows_copy(const struct ninfer_weight_view *view,
+                               uint64_t start,
+                               uint64_t count,
+                               uint8_t *out,
+                               size_t out_len,
+                               size_t *out_written);
+
+/**
+ * Copies rows `indices[0 .. n_indices]` of `view` (any order, repeats allowed) into `out`:
+ * the payload of a `[n_indices, cols]` tensor of the same format and layout (byte layout
+ * as `ninfer_rows_copy`). Nothing is decoded or renormalized.
+ *
+ * On success `*out_written` (may be NULL) receives the number of bytes written.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INDEX_OUT_OF_RANGE` for
+ * the first entry `>= rows` (the message names its position), `BUFFER_TOO_SMALL`,
+ * `NULL_POINTER` for a NULL `indices` or `out` with a non-zero length, `MISALIGNED` for
+ * an `indices` not aligned to 8 bytes, `OVERFLOW` when `n_indices` × 8 or the result size
+ * overflows, `UNSUPPORTED` as for `ninfer_rows_copy`. Nothing is written unless the
+ * status is OK.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `indices` must have `n_indices` readable
+ * `uint64_t`; `out` must have `out_len` writable bytes not overlapping the view's planes;
+ * `out_written` NULL or writable.
+ */
+ninfer_status ninfer_rows_gather(const struct ninfer_weight_view *view,
+                                 const uint64_t *indices,
+                                 size_t n_indices,
+                                 uint8_t *out,
+                                 size_t out_len,
+                                 size_t *out_written);
+
+/**
+ * Checks every encoding rule of the view's format over its whole payload (after the
+ * structural checks of `ninfer_weight_view_check`): for gguf_* formats every binary16
+ * scale field (d, dmin, IQ1_M's spread super-scale) must be finite; direct formats
+ * (bf16, fp32, int32) always pass.
+ *
+ * On `NINFER_STATUS_INVALID_ENCODING` (and only then) the first offending location in
+ * row-major order is written: `*out_row` = the row, `*out_block` = the block (GGUF) or
+ * group index within that row. Either pointer may be NULL to skip it. On any other status
+ * neither is written.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ENCODING`,
+ * `UNSUPPORTED` for a format whose validator this build does not have (never a silent OK).
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `out_row` / `out_block` NULL or writable and
+ * aligned.
+ */
+ninfer_status ninfer_validate(const struct ninfer_weight_view *view,
+                              uint64_t *out_row,
+                              uint64_t *out_block);
 
 /**
  * The library's version as a static NUL-terminated string, e.g. `"0.1.0"`.

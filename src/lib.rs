@@ -10,6 +10,8 @@
 //! | §3.1 bf16 / fp32 / int32 | [`formats::direct`] |
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
+//! | encoding validation of a payload | [`validate`] |
+//! | row slices and gathers (whole rows copied) | [`rows`] |
 //! | C ABI | `ffi` (C names `ninfer_*`) |
 //!
 //! Every operation takes a [`WeightView`]: format, layout, logical shape [N, K] and the
@@ -21,6 +23,8 @@ pub mod error;
 pub mod formats;
 pub mod layouts;
 pub mod registry;
+pub mod rows;
+pub mod validate;
 pub mod view;
 
 mod ffi;

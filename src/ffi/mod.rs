@@ -12,5 +12,7 @@
 pub(crate) mod boundary;
 mod decode;
 mod registry;
+mod rows;
+mod validate;
 mod version;
 mod view;

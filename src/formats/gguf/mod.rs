@@ -10,6 +10,9 @@ pub mod grids;
 mod iquants;
 mod kquants;
 mod legacy;
+mod validate;
+
+pub use validate::validate;
 
 use crate::error::{Error, Result};
 use crate::registry::{Category, Format};
