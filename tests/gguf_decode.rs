@@ -151,3 +151,97 @@ fn bad_shapes_and_sizes_are_refused() {
         Status::BufferTooSmall
     );
 }
+
+/// Every code path (scalar, and AVX2 when the CPU has it) gives the oracle's bits on every
+/// fixture, whole payload at once.
+#[test]
+fn every_kernel_matches_oracle() {
+    use ninfer::formats::gguf::{Kernel, dequantize_with};
+    let fixtures = load_fixtures();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for kernel in [Kernel::Scalar, Kernel::Avx2] {
+        for fx in &fixtures {
+            let mut out = vec![0f32; fx.rows * fx.cols];
+            match dequantize_with(kernel, fx.format, &fx.blocks, &mut out) {
+                Ok(()) => {}
+                Err(e) if e.status() == Status::Unsupported && kernel != Kernel::Scalar => {
+                    continue;
+                }
+                Err(e) => panic!("{kernel:?} {}: {e}", fx.format),
+            }
+            for (i, (got, &want)) in out.iter().zip(&fx.expected).enumerate() {
+                assert_eq!(
+                    got.to_bits(),
+                    want,
+                    "{kernel:?} {} {} value {i}",
+                    fx.format,
+                    fx.set
+                );
+            }
+            *counts
+                .entry(format!("{kernel:?} {}", fx.format))
+                .or_default() += out.len();
+        }
+    }
+    for (k, n) in &counts {
+        println!("{k:>22}: {n} values");
+    }
+    let scalar = counts.keys().filter(|k| k.starts_with("Scalar")).count();
+    assert_eq!(scalar, gguf_formats().len());
+    if std::arch::is_x86_feature_detected!("avx2") {
+        for f in [
+            "q8_0", "q4_0", "q5_0", "q2_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl",
+            "iq4_xs",
+        ] {
+            assert!(
+                counts.contains_key(&format!("Avx2 gguf_{f}")),
+                "no AVX2 {f}"
+            );
+        }
+    }
+}
+
+/// Scalar and AVX2 agree bit for bit on random blocks whose scales include NaN, ±Inf,
+/// subnormals and zeros (outside the oracle's finite domain, decoding is still a pure
+/// function of the bytes and must not depend on the code path).
+#[test]
+fn kernels_agree_on_non_finite_scales() {
+    use ninfer::formats::gguf::{Kernel, dequantize_with};
+    let mut state = 0x1234_5678_9abc_def1u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let specials = [
+        0x7C00u16, 0xFC00, 0x7E00, 0xFE01, 0x0001, 0x8000, 0x7BFF, 0x3C00,
+    ];
+    for f in gguf_formats() {
+        let info = f.info();
+        let (bv, bb) = (info.block_values as usize, info.block_bytes as usize);
+        let nblocks = 64;
+        let mut blocks: Vec<u8> = (0..nblocks * bb).map(|_| next() as u8).collect();
+        for (i, b) in blocks.chunks_exact_mut(bb).enumerate() {
+            // Overwrite every 2-byte-aligned fp16 candidate field with specials sometimes.
+            let at = match f {
+                Format::GgufQ2_K => 80,
+                Format::GgufQ3_K => 108,
+                Format::GgufQ6_K => 208,
+                Format::GgufIq1M => 48,
+                _ => 0,
+            };
+            let h = specials[i % specials.len()];
+            b[at..at + 2].copy_from_slice(&h.to_le_bytes());
+        }
+        let mut a = vec![0f32; nblocks * bv];
+        let mut b = vec![0f32; nblocks * bv];
+        dequantize_with(Kernel::Scalar, f, &blocks, &mut a).unwrap();
+        if dequantize_with(Kernel::Avx2, f, &blocks, &mut b).is_err() {
+            continue;
+        }
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(x.to_bits(), y.to_bits(), "{f} value {i}");
+        }
+    }
+}

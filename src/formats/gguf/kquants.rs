@@ -97,7 +97,7 @@ pub(super) fn dequantize_q2_k(blocks: &[u8], out: &mut [f32]) {
 /// The sixteen 6-bit Q3_K scales from their 12 packed bytes: the low nibble of scale s is
 /// nibble s / 8 of byte s % 8, its high 2 bits are bits 2·(s / 4) of byte 8 + s % 4.
 #[inline(always)]
-fn q3_k_scales(s: &[u8]) -> [i8; 16] {
+pub(super) fn q3_k_scales(s: &[u8]) -> [i8; 16] {
     let mut out = [0i8; 16];
     for (i, o) in out.iter_mut().enumerate() {
         let lo = (s[i % 8] >> (4 * (i / 8))) & 0x0F;

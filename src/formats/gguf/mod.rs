@@ -6,6 +6,8 @@
 //! reproduces its f32 results bit for bit (tests compare against PyPI `gguf`, an
 //! independent implementation). Block facts: `shared/reference/gguf-blocks.md`.
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 pub mod grids;
 mod iquants;
 mod kquants;
@@ -50,17 +52,60 @@ fn dequantizer(format: Format) -> Option<DequantizeFn> {
     })
 }
 
+/// A dequantization code path. Every path gives bit-identical results; [`dequantize`]
+/// picks the fastest one this CPU runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Portable scalar code (every gguf_* format).
+    Scalar,
+    /// x86-64 AVX2 (Q8_0, Q4_0, Q5_0, Q2_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS), when the CPU has it.
+    Avx2,
+}
+
+fn kernel_fn(format: Format, kernel: Kernel) -> Option<DequantizeFn> {
+    match kernel {
+        Kernel::Scalar => dequantizer(format),
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => avx2::dequantizer(format),
+        #[cfg(not(target_arch = "x86_64"))]
+        Kernel::Avx2 => None,
+    }
+}
+
+/// The kernel [`dequantize`] uses for `format` on this CPU.
+pub fn best_kernel(format: Format) -> Kernel {
+    if kernel_fn(format, Kernel::Avx2).is_some() {
+        Kernel::Avx2
+    } else {
+        Kernel::Scalar
+    }
+}
+
 /// Whether this build decodes `format` (a gguf_* format).
 pub fn is_decodable(format: Format) -> bool {
     dequantizer(format).is_some()
 }
 
-/// Dequantizes whole blocks of a gguf_* format into f32, bit-exactly as ggml.
+/// Dequantizes whole blocks of a gguf_* format into f32, bit-exactly as ggml, with the
+/// fastest [`Kernel`] this CPU runs.
 ///
 /// `blocks.len()` must be `out.len() / block_values * block_bytes` and `out.len()` a
 /// multiple of block_values (the view guarantees both). Decoding is a pure function of the
 /// bytes: NaN/Inf scale fields decode as ggml would; `validate` reports them.
 pub fn dequantize(format: Format, blocks: &[u8], out: &mut [f32]) -> Result<()> {
+    dequantize_with(best_kernel(format), format, blocks, out)
+}
+
+/// [`dequantize`] on a chosen code path (for tests and benchmarks).
+///
+/// Errors: [`Error::Unsupported`] when `kernel` does not handle `format` or the CPU lacks
+/// it; [`Error::Internal`] for a non-GGUF format or inconsistent lengths.
+pub fn dequantize_with(
+    kernel: Kernel,
+    format: Format,
+    blocks: &[u8],
+    out: &mut [f32],
+) -> Result<()> {
     let info = format.info();
     if info.category != Category::GgufBlock {
         return Err(Error::Internal(format!("{format} is not a GGUF format")));
@@ -73,8 +118,9 @@ pub fn dequantize(format: Format, blocks: &[u8], out: &mut [f32]) -> Result<()> 
             out.len()
         )));
     }
-    let f = dequantizer(format)
-        .ok_or_else(|| Error::Unsupported(format!("decoding {format} is not implemented yet")))?;
+    let f = kernel_fn(format, kernel).ok_or_else(|| {
+        Error::Unsupported(format!("no {kernel:?} kernel for {format} on this CPU"))
+    })?;
     f(blocks, out);
     Ok(())
 }
