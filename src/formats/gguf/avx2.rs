@@ -16,7 +16,11 @@
 #![allow(unused_unsafe)]
 
 use super::f16_at;
-use super::grids::KVALUES_IQ4NL;
+use super::grids::{
+    IQ1M_DELTA, IQ1S_DELTA, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID,
+    KSIGNS_IQ2XS, KVALUES_IQ4NL,
+};
+use super::iquants::signed_delta;
 use super::kquants::scale_min_k4;
 use crate::registry::Format;
 use std::arch::x86_64::*;
@@ -56,6 +60,13 @@ pub(super) fn dequantizer(format: Format) -> Option<DequantizeFn> {
         Format::GgufQ6_K => safe!(q6_k),
         Format::GgufIq4Nl => safe!(iq4_nl),
         Format::GgufIq4Xs => safe!(iq4_xs),
+        Format::GgufIq2Xxs => safe!(iq2_xxs),
+        Format::GgufIq2Xs => safe!(iq2_xs),
+        Format::GgufIq2S => safe!(iq2_s),
+        Format::GgufIq3Xxs => safe!(iq3_xxs),
+        Format::GgufIq3S => safe!(iq3_s),
+        Format::GgufIq1S => safe!(iq1_s),
+        Format::GgufIq1M => safe!(iq1_m),
         _ => return None,
     })
 }
@@ -467,6 +478,205 @@ unsafe fn iq4_xs(blocks: &[u8], out: &mut [f32]) {
                 let hi = ((scales_h >> (2 * g)) & 3) as u8;
                 let dl = _mm256_set1_ps(d * ((lo | (hi << 4)) as i32 - 32) as f32);
                 store_scaled(y, iq4_values(load16(&b[8 + 16 * g..]), table), dl, dl);
+            }
+        }
+    }
+}
+
+/// `y[j] = (db · grid[j]) · ±1` for the 8 unsigned magnitudes of a grid point, as the
+/// scalar `put8` (sign bit j of `signs` set → −1).
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn grid8(y: &mut [f32], db: __m256, grid: u64, signs: u8) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let y = &mut y[..8];
+        let g = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(grid as i64)));
+        let bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        let neg = _mm256_cmpeq_epi32(
+            _mm256_and_si256(_mm256_set1_epi32(signs as i32), bits),
+            bits,
+        );
+        let s = _mm256_blendv_ps(
+            _mm256_set1_ps(1.0),
+            _mm256_set1_ps(-1.0),
+            _mm256_castsi256_ps(neg),
+        );
+        // SAFETY: `y` holds 8 floats.
+        unsafe { _mm256_storeu_ps(y.as_mut_ptr(), _mm256_mul_ps(_mm256_mul_ps(db, g), s)) }
+    }
+}
+
+/// `y[j] = dl · (grid[j] + delta)` for an IQ1 grid point (i8 values), as the scalar code.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn grid8_iq1(y: &mut [f32], dl: __m256, grid: u64, delta: __m256) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let y = &mut y[..8];
+        let g = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(grid as i64)));
+        // SAFETY: `y` holds 8 floats.
+        unsafe { _mm256_storeu_ps(y.as_mut_ptr(), _mm256_mul_ps(dl, _mm256_add_ps(g, delta))) }
+    }
+}
+
+#[inline(always)]
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+#[inline(always)]
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq2_xxs(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(66).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let q = &b[2 + 8 * g..10 + 8 * g];
+                let aux = u32_at(q, 4);
+                let db = _mm256_set1_ps(d * (0.5 + (aux >> 28) as f32) * 0.25);
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let signs = KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize];
+                    grid8(y, db, IQ2XXS_GRID[q[l] as usize], signs);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq2_xs(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(74).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let sc = b[66 + g];
+                let db = [
+                    _mm256_set1_ps(d * (0.5 + (sc & 0x0F) as f32) * 0.25),
+                    _mm256_set1_ps(d * (0.5 + (sc >> 4) as f32) * 0.25),
+                ];
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let q = u16_at(b, 2 + 8 * g + 2 * l);
+                    let signs = KSIGNS_IQ2XS[(q >> 9) as usize];
+                    grid8(y, db[l / 2], IQ2XS_GRID[(q & 511) as usize], signs);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq2_s(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(82).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            let (qs, signs, qh, scales) = (&b[2..34], &b[34..66], &b[66..74], &b[74..82]);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let db = [
+                    _mm256_set1_ps(d * (0.5 + (scales[g] & 0x0F) as f32) * 0.25),
+                    _mm256_set1_ps(d * (0.5 + (scales[g] >> 4) as f32) * 0.25),
+                ];
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let r = 4 * g + l;
+                    let idx = qs[r] as usize | ((((qh[g] >> (2 * l)) & 3) as usize) << 8);
+                    grid8(y, db[l / 2], IQ2S_GRID[idx], signs[r]);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq3_xxs(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(98).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let aux = u32_at(b, 66 + 4 * g);
+                let db = _mm256_set1_ps(d * (0.5 + (aux >> 28) as f32) * 0.5);
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let signs = KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize];
+                    let g1 = IQ3XXS_GRID[b[2 + 8 * g + 2 * l] as usize] as u64;
+                    let g2 = IQ3XXS_GRID[b[3 + 8 * g + 2 * l] as usize] as u64;
+                    grid8(y, db, g1 | (g2 << 32), signs);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq3_s(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(110).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            let (qs, qh, signs, scales) = (&b[2..66], &b[66..74], &b[74..106], &b[106..110]);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let s = (scales[g / 2] >> (4 * (g % 2))) & 0x0F;
+                let db = _mm256_set1_ps(d * (1 + 2 * s as i32) as f32);
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let r = 4 * g + l;
+                    let i1 = qs[2 * r] as usize | ((((qh[g] >> (2 * l)) & 1) as usize) << 8);
+                    let i2 =
+                        qs[2 * r + 1] as usize | ((((qh[g] >> (2 * l + 1)) & 1) as usize) << 8);
+                    let grid = IQ3S_GRID[i1] as u64 | ((IQ3S_GRID[i2] as u64) << 32);
+                    grid8(y, db, grid, signs[r]);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq1_s(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(50).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let qh = u16_at(b, 34 + 2 * g);
+                let dl = _mm256_set1_ps(d * (2 * ((qh >> 12) & 7) as i32 + 1) as f32);
+                let delta = _mm256_set1_ps(signed_delta(IQ1S_DELTA, qh as u32, 15));
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let idx = b[2 + 4 * g + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8);
+                    grid8_iq1(y, dl, IQ1S_GRID[idx], delta);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq1_m(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let delta_pos = _mm256_set1_ps(IQ1M_DELTA);
+        for (b, y) in blocks.chunks_exact(56).zip(out.chunks_exact_mut(256)) {
+            let d = half::f16::from_bits(super::iquants::iq1_m_scale_bits(b)).to_f32();
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let sc = u16_at(b, 48 + 2 * (g / 2));
+                let shift = 6 * (g % 2);
+                let dl = [
+                    _mm256_set1_ps(d * (2 * ((sc >> shift) & 7) as i32 + 1) as f32),
+                    _mm256_set1_ps(d * (2 * ((sc >> (shift + 3)) & 7) as i32 + 1) as f32),
+                ];
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let nib = b[32 + 2 * g + l / 2] >> (4 * (l % 2));
+                    let idx = b[4 * g + l] as usize | (((nib & 7) as usize) << 8);
+                    // The delta's sign as an integer broadcast (a select here becomes a branch).
+                    let sign = _mm256_set1_epi32((((nib as u32) & 8) << 28) as i32);
+                    let delta = _mm256_xor_ps(delta_pos, _mm256_castsi256_ps(sign));
+                    grid8_iq1(y, dl[l / 2], IQ1S_GRID[idx], delta);
+                }
             }
         }
     }

@@ -144,6 +144,13 @@ pub(super) fn dequantize_iq3_s(blocks: &[u8], out: &mut [f32]) {
     }
 }
 
+/// `delta` with its sign bit taken from bit `bit` of `bits` (set → −delta), by integer
+/// arithmetic: the sign bits are random in real blocks, and a branch here mispredicts.
+#[inline(always)]
+pub(super) fn signed_delta(delta: f32, bits: u32, bit: u32) -> f32 {
+    f32::from_bits(delta.to_bits() | ((bits >> bit) & 1) << 31)
+}
+
 /// Writes `y[j] = dl · (grid[j] + delta)` for an IQ1 grid point (i8 values −1, 0, 1).
 #[inline(always)]
 fn put8_iq1(y: &mut [f32], dl: f32, grid: u64, delta: f32) {
@@ -155,18 +162,14 @@ fn put8_iq1(y: &mut [f32], dl: f32, grid: u64, delta: f32) {
 
 /// `block_iq1_s { f16 d; u8 qs[32]; u16 qh[8]; }`, 50 bytes. Group g (32 values) reads
 /// qh[g]: bits 3l..3l+3 are the high bits of run l's 11-bit grid index (low byte qs[4g+l]),
-/// bits 12..15 the scale s, bit 15 the delta's sign; `y = d·(2s+1)·(grid ± IQ1S_DELTA)`.
+/// bits 12..15 the scale s (3 bits), bit 15 the delta's sign; `y = d·(2s+1)·(grid ± IQ1S_DELTA)`.
 pub(super) fn dequantize_iq1_s(blocks: &[u8], out: &mut [f32]) {
     for (b, y) in blocks.chunks_exact(50).zip(out.chunks_exact_mut(256)) {
         let d = f16_at(b, 0);
         for (g, y) in y.chunks_exact_mut(32).enumerate() {
             let qh = u16_at(b, 34 + 2 * g);
             let dl = d * (2 * ((qh >> 12) & 7) as i32 + 1) as f32;
-            let delta = if qh & 0x8000 != 0 {
-                -IQ1S_DELTA
-            } else {
-                IQ1S_DELTA
-            };
+            let delta = signed_delta(IQ1S_DELTA, qh as u32, 15);
             for (l, y) in y.chunks_exact_mut(8).enumerate() {
                 let idx = b[2 + 4 * g + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8);
                 put8_iq1(y, dl, IQ1S_GRID[idx], delta);
@@ -201,11 +204,7 @@ pub(super) fn dequantize_iq1_m(blocks: &[u8], out: &mut [f32]) {
             for (l, y) in y.chunks_exact_mut(8).enumerate() {
                 let nib = b[32 + 2 * g + l / 2] >> (4 * (l % 2));
                 let idx = b[4 * g + l] as usize | (((nib & 7) as usize) << 8);
-                let delta = if nib & 8 != 0 {
-                    -IQ1M_DELTA
-                } else {
-                    IQ1M_DELTA
-                };
+                let delta = signed_delta(IQ1M_DELTA, nib as u32, 3);
                 put8_iq1(y, dl[l / 2], IQ1S_GRID[idx], delta);
             }
         }

@@ -58,7 +58,7 @@ fn dequantizer(format: Format) -> Option<DequantizeFn> {
 pub enum Kernel {
     /// Portable scalar code (every gguf_* format).
     Scalar,
-    /// x86-64 AVX2 (Q8_0, Q4_0, Q5_0, Q2_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS), when the CPU has it.
+    /// x86-64 AVX2 (every gguf_* format), when the CPU has it.
     Avx2,
 }
 
