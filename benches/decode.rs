@@ -1,10 +1,12 @@
 //! Single-thread row decoding speed of every gguf_* format on a 4096 × 4096 matrix of
 //! random blocks (finite, typical binary16 scales), through the public API
-//! (`WeightView` + `decode::decode_row`). Prints Gvalues/s (best of several passes).
+//! (`WeightView` + `decode::decode_row`, which picks the fastest kernel), and the portable
+//! scalar kernel alone (`formats::gguf::dequantize_with`). Prints Gvalues/s (best of 5).
 //!
 //! `cargo bench --bench decode [-- FILTER]`; set `NINFER_BENCH_N=1024` for a quicker run.
 
 use ninfer::decode::decode_row;
+use ninfer::formats::gguf::{Kernel, best_kernel, dequantize_with};
 use ninfer::{Category, Format, WeightView};
 use std::time::Instant;
 
@@ -67,20 +69,35 @@ fn main() {
         }
         let p = payload(f, n, k, &mut rng);
         let view = WeightView::single(f, n, k, &p).unwrap();
-        let mut row = vec![0f32; k];
-        let mut best = f64::INFINITY;
-        let mut sink = 0f32;
-        for _ in 0..5 {
-            let t = Instant::now();
-            for r in 0..n {
-                decode_row(&view, r as u64, &mut row).unwrap();
-                sink += row[r % k];
+        let row_bytes = p.len() / n;
+        let time = |decode: &mut dyn FnMut(usize, &mut [f32])| {
+            let mut row = vec![0f32; k];
+            let mut best = f64::INFINITY;
+            let mut sink = 0f32;
+            for _ in 0..5 {
+                let t = Instant::now();
+                for r in 0..n {
+                    decode(r, &mut row);
+                    sink += row[r % k];
+                }
+                best = best.min(t.elapsed().as_secs_f64());
             }
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        std::hint::black_box(sink);
-        let gv = (n * k) as f64 / best / 1e9;
-        let gb = p.len() as f64 / best / 1e9;
-        println!("{:>14}: {gv:6.2} Gvalues/s  ({gb:5.2} GB/s of blocks)", f.name());
+            std::hint::black_box(sink);
+            best
+        };
+        let t_api = time(&mut |r, out| decode_row(&view, r as u64, out).unwrap());
+        let t_scalar = time(&mut |r, out| {
+            let b = &p[r * row_bytes..(r + 1) * row_bytes];
+            dequantize_with(Kernel::Scalar, f, b, out).unwrap()
+        });
+        let gv = |t: f64| (n * k) as f64 / t / 1e9;
+        println!(
+            "{:>14}: {:6.2} Gvalues/s ({:?}, {:5.2} GB/s of blocks)   scalar {:5.2} Gvalues/s",
+            f.name(),
+            gv(t_api),
+            best_kernel(f),
+            p.len() as f64 / t_api / 1e9,
+            gv(t_scalar)
+        );
     }
 }
