@@ -1,0 +1,1 @@
+//! grouped_absmax (spec §7.2).

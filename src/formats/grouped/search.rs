@@ -1,0 +1,1 @@
+//! grouped_search (spec §7.3).
