@@ -63,16 +63,6 @@ pub fn plane_sizes(format: Format, rows: usize, cols: usize) -> Result<PlaneSize
     Ok(out)
 }
 
-/// Writes `v` (only its low `w` bits) as element `k` of a packed field plane row.
-#[inline(always)]
-fn put(row: &mut [u8], k: usize, w: u32, v: u8) {
-    let m = 8 / w as usize;
-    let shift = (k % m) as u32 * w;
-    let mask = (((1u16 << w) - 1) as u8) << shift;
-    let b = &mut row[k / m];
-    *b = (*b & !mask) | ((v << shift) & mask);
-}
-
 /// Reads element `k` of a packed field plane row (`w` bits).
 #[inline(always)]
 fn get(row: &[u8], k: usize, w: u32) -> u8 {
@@ -81,39 +71,70 @@ fn get(row: &[u8], k: usize, w: u32) -> u8 {
     (row[k / m] >> shift) & ((1u16 << w) - 1) as u8
 }
 
+/// Packs one row of Kpad codes (padding included: `codes.len()` is Kpad) into its code
+/// and high-bit plane rows (lengths [`row_plane_bytes`]). Codes are not checked here.
+#[inline]
+pub(crate) fn pack_codes(s: &Scheme, codes: &[i8], lo: &mut [u8], hi: &mut [u8]) {
+    match s.bits {
+        8 => {
+            for (o, &q) in lo.iter_mut().zip(codes) {
+                *o = q as u8;
+            }
+        }
+        4..=6 => {
+            // The low nibble of a two's-complement i8 is the low nibble of the b-bit word.
+            for (o, c) in lo.iter_mut().zip(codes.chunks_exact(2)) {
+                *o = (c[0] as u8 & 0x0f) | ((c[1] as u8) << 4);
+            }
+            if s.bits == 5 {
+                for (o, c) in hi.iter_mut().zip(codes.chunks_exact(8)) {
+                    *o = c
+                        .iter()
+                        .enumerate()
+                        .fold(0, |b, (i, &q)| b | (((q as u8 >> 4) & 1) << i));
+                }
+            } else if s.bits == 6 {
+                for (o, c) in hi.iter_mut().zip(codes.chunks_exact(4)) {
+                    *o = c
+                        .iter()
+                        .enumerate()
+                        .fold(0, |b, (i, &q)| b | (((q as u8 >> 4) & 3) << (2 * i)));
+                }
+            }
+        }
+        _ => {
+            for (o, c) in lo.iter_mut().zip(codes.chunks_exact(4)) {
+                *o = c
+                    .iter()
+                    .enumerate()
+                    .fold(0, |b, (i, &q)| b | (s.word_from_code(q) << (2 * i)));
+            }
+        }
+    }
+}
+
+/// Writes ceil(K/G) scale words followed by +0 for every padding group.
+#[inline]
+pub(crate) fn pack_scales(scales: &[u16], sc: &mut [u8]) {
+    sc.fill(0);
+    for (o, w) in sc.chunks_exact_mut(2).zip(scales) {
+        o.copy_from_slice(&w.to_le_bytes());
+    }
+}
+
 /// Packs one logical row (K codes, ceil(K/G) scales, not checked here) into its three plane
 /// rows, writing the canonical padding. Plane row lengths are [`row_plane_bytes`].
 pub(crate) fn pack_row(
     s: &Scheme,
     codes: &[i8],
     scales: &[u16],
-    lo: &mut [u8],
-    hi: &mut [u8],
-    sc: &mut [u8],
+    padded: &mut [i8],
+    [lo, hi, sc]: [&mut [u8]; MAX_PLANES],
 ) {
-    let (lw, hw) = field_bits(s);
-    let kp = lo.len() * 8 / lw as usize;
-    // Zero-fill, then write every element: padding elements get the word of code 0.
-    lo.fill(0);
-    hi.fill(0);
-    sc.fill(0);
-    let zero = s.word_from_code(0);
-    for k in 0..kp {
-        let u = codes.get(k).map_or(zero, |&q| s.word_from_code(q));
-        match (lw, hw) {
-            (8, _) => lo[k] = u,
-            (4, 0) => put(lo, k, 4, u),
-            (2, _) => put(lo, k, 2, u),
-            (4, h) => {
-                put(lo, k, 4, u);
-                put(hi, k, h, u >> 4);
-            }
-            _ => unreachable!(),
-        }
-    }
-    for (o, w) in sc.chunks_exact_mut(2).zip(scales) {
-        o.copy_from_slice(&w.to_le_bytes());
-    }
+    padded[..codes.len()].copy_from_slice(codes);
+    padded[codes.len()..].fill(0);
+    pack_codes(s, padded, lo, hi);
+    pack_scales(scales, sc);
 }
 
 /// Reads and validates one plane row: fills `codes` (Kpad entries, padding included) and
@@ -208,14 +229,18 @@ pub fn pack(
     let ng = s.groups(cols);
     let per = row_plane_bytes(format, cols)?;
     let [p0, p1, p2] = planes;
+    let mut padded = vec![0i8; padded_k(cols)?];
     for r in 0..rows {
         pack_row(
             &s,
             &codes[r * cols..(r + 1) * cols],
             &scales[r * ng..(r + 1) * ng],
-            &mut p0[r * per[0]..(r + 1) * per[0]],
-            &mut p1[r * per[1]..(r + 1) * per[1]],
-            &mut p2[r * per[2]..(r + 1) * per[2]],
+            &mut padded,
+            [
+                &mut p0[r * per[0]..(r + 1) * per[0]],
+                &mut p1[r * per[1]..(r + 1) * per[1]],
+                &mut p2[r * per[2]..(r + 1) * per[2]],
+            ],
         );
     }
     Ok(())

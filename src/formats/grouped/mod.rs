@@ -11,7 +11,10 @@
 //! docs/layouts.md). Encoders: [`absmax`] (§7.2, canonical reference) and [`search`] (§7.3).
 
 pub mod absmax;
+pub mod encode;
 pub mod search;
+
+pub use encode::{Method, Options, Provenance, Source, quantize};
 
 use crate::error::{Error, Result};
 use crate::registry::{Category, Format};
