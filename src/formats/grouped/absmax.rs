@@ -129,7 +129,10 @@ mod tests {
     #[test]
     fn all_zero_group_is_positive_zero() {
         let mut c = [5i8; 4];
-        assert_eq!(quantize_group(&q4(), &[0.0, -0.0, 0.0, -0.0], &mut c), Ok(0));
+        assert_eq!(
+            quantize_group(&q4(), &[0.0, -0.0, 0.0, -0.0], &mut c),
+            Ok(0)
+        );
         assert_eq!(c, [0; 4]);
     }
 

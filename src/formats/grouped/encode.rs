@@ -67,7 +67,9 @@ impl Method {
         match v {
             0 => Ok(Method::GroupedAbsmax),
             1 => Ok(Method::GroupedSearch),
-            _ => Err(Error::InvalidArgument(format!("unknown quantize method {v}"))),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown quantize method {v}"
+            ))),
         }
     }
 
@@ -249,8 +251,7 @@ fn check_target(format: Format) -> Result<Scheme> {
 }
 
 fn check_options(opts: &Options<'_>, cols: usize) -> Result<()> {
-    if opts.method == Method::GroupedAbsmax && (opts.importance.is_some() || opts.negative_scales)
-    {
+    if opts.method == Method::GroupedAbsmax && (opts.importance.is_some() || opts.negative_scales) {
         return Err(Error::InvalidArgument(
             "importance and negative_scales apply to grouped_search only".into(),
         ));
@@ -338,15 +339,8 @@ fn encode_row(
         }
         if search {
             let imp = opts.importance.map(|i| &i[a..b]);
-            let res = search::search_group(
-                s,
-                x,
-                imp,
-                opts.negative_scales,
-                scale,
-                codes,
-                &mut scr.tmp,
-            );
+            let res =
+                search::search_group(s, x, imp, opts.negative_scales, scale, codes, &mut scr.tmp);
             if res.scale != scale || res.error < res.absmax_error {
                 st.improved += 1;
             }

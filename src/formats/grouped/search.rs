@@ -71,7 +71,7 @@ fn candidate_word(c: f32, negative_scales: bool) -> Option<u16> {
 /// The word `d` units in the last place away from `w` in magnitude, if it is finite non-zero.
 fn neighbour(w: u16, d: i32) -> Option<u16> {
     let m = (w & 0x7fff) as i32 + d;
-    (1..=0x7bff).contains(&m).then(|| (w & 0x8000) | m as u16)
+    (1..=0x7bff).contains(&m).then_some((w & 0x8000) | m as u16)
 }
 
 /// `Σ imp·x·q / Σ imp·q²` rounded to binary32, if the denominator is positive.
@@ -214,7 +214,9 @@ mod tests {
     fn full_range_negative_scale_wins_only_when_enabled() {
         // A group dominated by one positive value: with a negative scale it lands on -8.
         let s = Scheme::of(Format::Q4_G64Fp16).unwrap();
-        let x: Vec<f32> = (0..64).map(|i| if i == 0 { 8.0 } else { (i % 8) as f32 }).collect();
+        let x: Vec<f32> = (0..64)
+            .map(|i| if i == 0 { 8.0 } else { (i % 8) as f32 })
+            .collect();
         let mut c = vec![0i8; 64];
         let sc = super::super::absmax::quantize_group(&s, &x, &mut c).unwrap();
         let mut tmp = vec![0i8; 64];
