@@ -22,6 +22,8 @@ use crate::layouts::{MAX_PLANES, PlaneSizes};
 use crate::registry::Format;
 
 /// The K padding multiple.
+///
+/// cbindgen:ignore
 pub const K_ALIGN: usize = 128;
 
 /// `ceil(K / 128) · 128`, or [`Error::Overflow`].

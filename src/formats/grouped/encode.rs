@@ -52,7 +52,8 @@ impl Source<'_> {
 }
 
 /// A conversion method (C: `NINFER_QUANTIZE_METHOD_*`, a `uint32_t`).
-#[repr(u32)]
+///
+/// cbindgen:ignore
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
     /// `grouped_absmax` (§7.2): the canonical reference encoder.
@@ -94,6 +95,7 @@ pub struct Options<'a> {
     pub negative_scales: bool,
 }
 
+/// cbindgen:ignore
 impl Options<'_> {
     /// grouped_absmax.
     pub const ABSMAX: Options<'static> = Options {

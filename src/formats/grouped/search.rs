@@ -38,6 +38,8 @@ use super::absmax::{amax, codes_for_scale};
 use half::f16;
 
 /// The identifier of this candidate set, recorded in provenance (bump when it changes).
+///
+/// cbindgen:ignore
 pub const PARAMETERS_VERSION: u32 = 1;
 
 /// E(s) for a scale word and its codes (see the module docs).
