@@ -75,7 +75,7 @@ fn get(row: &[u8], k: usize, w: u32) -> u8 {
 
 /// Packs one row of Kpad codes (padding included: `codes.len()` is Kpad) into its code
 /// and high-bit plane rows (lengths [`row_plane_bytes`]). Codes are not checked here.
-#[inline]
+#[inline(always)]
 pub(crate) fn pack_codes(s: &Scheme, codes: &[i8], lo: &mut [u8], hi: &mut [u8]) {
     match s.bits {
         8 => {
@@ -116,7 +116,7 @@ pub(crate) fn pack_codes(s: &Scheme, codes: &[i8], lo: &mut [u8], hi: &mut [u8])
 }
 
 /// Writes ceil(K/G) scale words followed by +0 for every padding group.
-#[inline]
+#[inline(always)]
 pub(crate) fn pack_scales(scales: &[u16], sc: &mut [u8]) {
     sc.fill(0);
     for (o, w) in sc.chunks_exact_mut(2).zip(scales) {

@@ -28,26 +28,25 @@ impl Source<'_> {
         }
     }
 
-    /// Widens `out.len()` values starting at `start` to binary32 (§7.1: finite bf16 and
-    /// binary16 convert exactly); returns the offset of the first non-finite value.
-    fn widen(&self, start: usize, out: &mut [f32]) -> Option<usize> {
-        let n = out.len();
+    /// Row `r` (of `cols` values) as binary32: borrowed for f32, widened exactly into `buf`
+    /// for bf16 and binary16 (§7.1).
+    fn row<'b>(&'b self, r: usize, cols: usize, buf: &'b mut [f32]) -> &'b [f32] {
+        let range = r * cols..(r + 1) * cols;
         match self {
-            Source::F32(v) => out.copy_from_slice(&v[start..start + n]),
+            Source::F32(v) => &v[range],
             Source::Bf16(v) => {
-                for (o, &w) in out.iter_mut().zip(&v[start..start + n]) {
+                for (o, &w) in buf.iter_mut().zip(&v[range]) {
                     *o = f32::from_bits((w as u32) << 16);
                 }
+                buf
             }
             Source::F16(v) => {
-                for (o, &w) in out.iter_mut().zip(&v[start..start + n]) {
+                for (o, &w) in buf.iter_mut().zip(&v[range]) {
                     *o = half::f16::from_bits(w).to_f32();
                 }
+                buf
             }
         }
-        // Finite ⇔ exponent field not all ones.
-        out.iter()
-            .position(|v| v.to_bits() & 0x7f80_0000 == 0x7f80_0000)
     }
 }
 
@@ -141,8 +140,9 @@ struct RowStats {
 
 /// Encodes a `rows × cols` source into the `row_split_k128_v1` planes of `format`.
 ///
-/// Rows are encoded in parallel (rayon) into temporaries; `planes` are written only when
-/// every row succeeded, so on error they keep their previous contents. The result is
+/// Rows are encoded in parallel (rayon). A first pass checks every row for the failures an
+/// encoding can have; `planes` are written only after it passed, so on error they keep
+/// their previous contents. The result is
 /// identical for any thread count. Errors (the lowest failing row is reported; within a row
 /// a non-finite value is reported before a scale overflow):
 /// [`Error::Unsupported`] for a format grouped_absmax/grouped_search refuse (q2_g64_fp16,
@@ -179,35 +179,42 @@ pub fn quantize(
         }
     }
     check_options(opts, cols)?;
-    let mut tmp: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0u8; n]).collect();
     let per = row_plane_bytes(format, cols)?;
-    let stats = {
-        let [t0, t1, t2] = &mut tmp[..] else {
-            unreachable!()
-        };
-        let rows_out: Vec<[&mut [u8]; 3]> = split_rows(t0, per[0], rows)
-            .into_iter()
-            .zip(split_rows(t1, per[1], rows))
-            .zip(split_rows(t2, per[2], rows))
-            .map(|((a, b), c)| [a, b, c])
-            .collect();
-        let kp = padded_k(cols)?;
-        let results: Vec<Result<RowStats>> = rows_out
-            .into_par_iter()
-            .enumerate()
-            .map_init(
-                || Scratch::new(cols, kp),
-                |scr, (r, out)| encode_row(&s, &src, r, cols, opts, scr, out),
-            )
-            .collect();
-        let mut stats = Vec::with_capacity(rows);
-        for r in results {
-            stats.push(r?);
-        }
-        stats
-    };
-    for (p, t) in planes.into_iter().zip(&tmp) {
-        p.copy_from_slice(t);
+    let kp = padded_k(cols)?;
+    let kernel = Kernel::detect();
+    // Pass 1: every failure an encoding can have (non-finite value, scale overflow) is
+    // found before anything is written; the lowest failing row is reported.
+    let first_error = (0..rows)
+        .into_par_iter()
+        .map_init(
+            || vec![0f32; cols],
+            |buf, r| check_row(kernel, &s, &src, r, cols, buf).err(),
+        )
+        .find_first(Option::is_some)
+        .flatten();
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    // Pass 2: encode straight into the caller's planes.
+    let [p0, p1, p2] = planes;
+    let rows_out: Vec<[&mut [u8]; 3]> = split_rows(p0, per[0], rows)
+        .into_iter()
+        .zip(split_rows(p1, per[1], rows))
+        .zip(split_rows(p2, per[2], rows))
+        .map(|((a, b), c)| [a, b, c])
+        .collect();
+    let results: Vec<Result<RowStats>> = rows_out
+        .into_par_iter()
+        .enumerate()
+        .map_init(
+            || Scratch::new(cols, kp),
+            |scr, (r, out)| encode_row(kernel, &s, &src, r, cols, opts, scr, out),
+        )
+        .collect();
+    let mut stats = Vec::with_capacity(rows);
+    for r in results {
+        // Pass 1 proved every row encodable: an error here is a bug.
+        stats.push(r.map_err(|e| Error::Internal(format!("row passed its check: {e}")))?);
     }
     let mut prov = Provenance {
         method: opts.method,
@@ -306,7 +313,61 @@ impl Scratch {
     }
 }
 
+/// Which compiled copy of the row kernel runs. Both copies are the same Rust code (IEEE
+/// operations in the same order, no contraction), so their results are bit-identical; the
+/// AVX2 copy only lets the compiler use wider vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Kernel {
+    pub(crate) fn detect() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return Kernel::Avx2;
+        }
+        Kernel::Portable
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn encode_row(
+    kernel: Kernel,
+    s: &Scheme,
+    src: &Source<'_>,
+    r: usize,
+    cols: usize,
+    opts: &Options<'_>,
+    scr: &mut Scratch,
+    out: [&mut [u8]; 3],
+) -> Result<RowStats> {
+    match kernel {
+        Kernel::Portable => encode_row_impl(s, src, r, cols, opts, scr, out),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2.
+        Kernel::Avx2 => unsafe { encode_row_avx2(s, src, r, cols, opts, scr, out) },
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn encode_row_avx2(
+    s: &Scheme,
+    src: &Source<'_>,
+    r: usize,
+    cols: usize,
+    opts: &Options<'_>,
+    scr: &mut Scratch,
+    out: [&mut [u8]; 3],
+) -> Result<RowStats> {
+    encode_row_impl(s, src, r, cols, opts, scr, out)
+}
+
+#[inline(always)]
+fn encode_row_impl(
     s: &Scheme,
     src: &Source<'_>,
     r: usize,
@@ -315,25 +376,24 @@ fn encode_row(
     scr: &mut Scratch,
     [lo, hi, sc]: [&mut [u8]; 3],
 ) -> Result<RowStats> {
-    if let Some(c) = src.widen(r * cols, &mut scr.x) {
-        return Err(Error::NonFiniteSource {
-            row: r as u64,
-            col: c as u64,
-        });
-    }
+    let Scratch {
+        x: xbuf,
+        codes: cbuf,
+        scales,
+        tmp,
+    } = scr;
+    let xr = src.row(r, cols, xbuf);
     let ng = s.groups(cols);
     let mut st = RowStats::default();
     let search = opts.method == Method::GroupedSearch;
-    for g in 0..ng {
+    for (g, slot) in scales[..ng].iter_mut().enumerate() {
         let (a, b) = (g * s.group, ((g + 1) * s.group).min(cols));
-        let x = &scr.x[a..b];
-        let codes = &mut scr.codes[a..b];
-        let mut scale = absmax::quantize_group(s, x, codes).map_err(|e| match e {
-            GroupError::ScaleOverflow => Error::ScaleOverflow {
-                row: r as u64,
-                group: g as u64,
-            },
-        })?;
+        let x = &xr[a..b];
+        let codes = &mut cbuf[a..b];
+        let mut scale = match absmax::quantize_group(s, x, codes) {
+            Ok(v) => v,
+            Err(e) => return Err(row_error(xr, r, g, e)),
+        };
         match scale {
             0 => st.zero += 1,
             1 => st.rescued += 1,
@@ -341,8 +401,7 @@ fn encode_row(
         }
         if search {
             let imp = opts.importance.map(|i| &i[a..b]);
-            let res =
-                search::search_group(s, x, imp, opts.negative_scales, scale, codes, &mut scr.tmp);
+            let res = search::search_group(s, x, imp, opts.negative_scales, scale, codes, tmp);
             if res.scale != scale || res.error < res.absmax_error {
                 st.improved += 1;
             }
@@ -350,10 +409,131 @@ fn encode_row(
             st.absmax_error += res.absmax_error;
             st.error += res.error;
         }
-        scr.scales[g] = scale;
+        *slot = scale;
     }
-    scr.codes[cols..].fill(0);
-    pack_codes(s, &scr.codes, lo, hi);
-    pack_scales(&scr.scales[..ng], sc);
+    cbuf[cols..].fill(0);
+    pack_codes(s, cbuf, lo, hi);
+    pack_scales(&scales[..ng], sc);
     Ok(st)
+}
+
+/// Pass 1 of [`quantize`]: whether row `r` can be encoded (finite values, finite scales).
+///
+/// Scale overflow is monotone in a group's amax, so one integer max over the row decides
+/// both conditions; only a failing row is examined group by group.
+fn check_row(
+    kernel: Kernel,
+    s: &Scheme,
+    src: &Source<'_>,
+    r: usize,
+    cols: usize,
+    buf: &mut [f32],
+) -> Result<()> {
+    let xr = src.row(r, cols, buf);
+    let m = match kernel {
+        Kernel::Portable => absmax::amax_bits(xr),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2.
+        Kernel::Avx2 => unsafe { amax_bits_avx2(xr) },
+    };
+    let ok = m <= 0x7f7f_ffff && (m == 0 || absmax::scale_for_amax(s, f32::from_bits(m)).is_ok());
+    if ok {
+        return Ok(());
+    }
+    for (g, x) in xr.chunks(s.group).enumerate() {
+        let m = absmax::amax_bits(x);
+        let e = if m > 0x7f7f_ffff {
+            GroupError::NonFinite
+        } else if m != 0 && absmax::scale_for_amax(s, f32::from_bits(m)).is_err() {
+            GroupError::ScaleOverflow
+        } else {
+            continue;
+        };
+        return Err(row_error(xr, r, g, e));
+    }
+    Err(Error::Internal(
+        "row check disagrees with its groups".into(),
+    ))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn amax_bits_avx2(x: &[f32]) -> u32 {
+    absmax::amax_bits(x)
+}
+
+/// The error of a row whose group `g` failed: a non-finite value anywhere in the row is
+/// reported first (its lowest column), else the scale overflow of group `g`.
+#[cold]
+fn row_error(x: &[f32], r: usize, g: usize, _e: GroupError) -> Error {
+    match x.iter().position(|v| !v.is_finite()) {
+        Some(c) => Error::NonFiniteSource {
+            row: r as u64,
+            col: c as u64,
+        },
+        None => Error::ScaleOverflow {
+            row: r as u64,
+            group: g as u64,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn portable_and_detected_kernels_agree() {
+        let k = Kernel::detect();
+        let cols = 1000;
+        let rows = 8;
+        // Values spanning many binades, ties, zeros, negatives.
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|i| {
+                let h = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+                let v = (h as f32 / 16_777_216.0 - 0.5) * 2f32.powi((i / 64 % 40) as i32 - 30);
+                if i % 17 == 0 {
+                    (i % 15) as f32 - 7.5
+                } else {
+                    v
+                }
+            })
+            .collect();
+        for f in [
+            Format::Q4_G64Fp16,
+            Format::Q5_G64Fp16,
+            Format::Q6_G64Fp16,
+            Format::Q8_G32Fp16,
+        ] {
+            let s = Scheme::of(f).unwrap();
+            let per = row_plane_bytes(f, cols).unwrap();
+            let kp = padded_k(cols).unwrap();
+            for opts in [
+                Options::ABSMAX,
+                Options {
+                    method: Method::GroupedSearch,
+                    importance: None,
+                    negative_scales: true,
+                },
+            ] {
+                let mut outs = Vec::new();
+                for kern in [Kernel::Portable, k] {
+                    let mut scr = Scratch::new(cols, kp);
+                    let mut p = per.map(|n| vec![0u8; n * rows]);
+                    for r in 0..rows {
+                        let [a, b, c] = &mut p;
+                        let o = [
+                            &mut a[r * per[0]..(r + 1) * per[0]],
+                            &mut b[r * per[1]..(r + 1) * per[1]],
+                            &mut c[r * per[2]..(r + 1) * per[2]],
+                        ];
+                        encode_row(kern, &s, &Source::F32(&x), r, cols, &opts, &mut scr, o)
+                            .unwrap();
+                    }
+                    outs.push(p);
+                }
+                assert_eq!(outs[0], outs[1], "{f} {:?} vs portable", k);
+            }
+        }
+    }
 }
