@@ -2,7 +2,7 @@
 
 use super::boundary::{call, in_slice, out_slice, write};
 use crate::dtype::Dtype;
-use crate::error::{Error, Result, Status, mul, to_usize};
+use crate::error::{Error, Result, Status, to_usize};
 use crate::formats::grouped::{Method, Options, Provenance, Source, quantize};
 use crate::registry::Format;
 use std::ffi::c_void;
@@ -155,15 +155,16 @@ pub unsafe extern "C" fn ninfer_quantize_grouped(
                 }
             }
         };
-        let n = mul(rows, cols, "rows × cols")?;
-        let needed = mul(n, dtype.size(), "source bytes")?;
-        if src_bytes != needed {
+        // The element count comes from the byte length; the library checks it against
+        // rows × cols (after the shape).
+        if src_bytes % dtype.size() != 0 {
             return Err(Error::SizeMismatch {
                 plane: "source",
-                expected: needed,
+                expected: src_bytes / dtype.size() * dtype.size(),
                 actual: src_bytes,
             });
         }
+        let n = src_bytes / dtype.size();
         let src = match dtype {
             Dtype::F32 => Source::F32(unsafe { in_slice(src.cast::<f32>(), n, "src") }?),
             Dtype::Bf16 => Source::Bf16(unsafe { in_slice(src.cast::<u16>(), n, "src") }?),

@@ -164,7 +164,7 @@ pub fn quantize(
     let n = mul(rows, cols, "rows × K")?;
     if src.len() != n {
         return Err(Error::SizeMismatch {
-            plane: "source",
+            plane: "source (counted in values)",
             expected: n,
             actual: src.len(),
         });
