@@ -11,6 +11,7 @@
 
 pub(crate) mod boundary;
 mod decode;
+mod quantize;
 mod registry;
 mod rows;
 mod validate;

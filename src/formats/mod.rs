@@ -3,3 +3,4 @@
 
 pub mod direct;
 pub mod gguf;
+pub mod grouped;

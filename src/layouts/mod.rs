@@ -7,6 +7,8 @@
 use crate::error::{Error, Result, mul};
 use crate::registry::{Format, Layout, check_compatible};
 
+pub mod row_split;
+
 /// The most planes any layout has. A view carries this many `(ptr, len)` pairs; unused
 /// ones are empty.
 pub const MAX_PLANES: usize = 3;
@@ -68,6 +70,7 @@ pub fn plane_sizes(format: Format, layout: Layout, rows: usize, cols: usize) -> 
             let row = mul(cols / bv, info.block_bytes as usize, "row bytes")?;
             Ok([mul(rows, row, "payload bytes")?, 0, 0])
         }
+        Layout::RowSplitK128_V1 => row_split::plane_sizes(format, rows, cols),
         other => Err(Error::Unsupported(format!(
             "layout {other} is not implemented yet"
         ))),
