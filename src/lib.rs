@@ -8,6 +8,7 @@
 //! | §1–§2 registry, layouts, legal pairs | [`registry`], [`layouts`] |
 //! | structural checks of a payload | [`view`] |
 //! | §3.1 bf16 / fp32 / int32 | [`formats::direct`] |
+//! | §3.3 E4M3FN and E2M1 words | [`words`] |
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
 //! | C ABI | `ffi` (C names `ninfer_*`) |
@@ -22,6 +23,7 @@ pub mod formats;
 pub mod layouts;
 pub mod registry;
 pub mod view;
+pub mod words;
 
 mod ffi;
 
