@@ -608,6 +608,57 @@ ninfer_status ninfer_decode_row_as(const struct ninfer_weight_view *view,
                                    size_t out_bytes);
 
 /**
+ * Quantizes a row-major `rows × cols` source with the `fp8_row_maxabs` method into the
+ * planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`).
+ *
+ * `src` holds `src_len` = rows × cols elements of `src_dtype` (`NINFER_DTYPE_*`,
+ * native-endian, aligned to the element size). Every value is first rounded to BF16;
+ * per row the scale is binary32(max|x| / 448) rounded to the scale type (binary16: zero
+ * rescued to 2^-24, overflow refused; BF16: raised to at least 2^-126), codes are
+ * E4M3FN(RNE(clamp(x · binary32(1 / scale), ±448))); all-zero rows store +0 scale and
+ * codes. Exact rules: `docs/layouts.md` and spec §3.4.
+ *
+ * Output planes, lengths exactly as `ninfer_layout_plane_sizes` gives:
+ * - bf16 (`row_scale_v1`): `plane0` = rows × cols codes, `plane1` = rows BF16 LE scales;
+ * - fp16 (`row_interleaved_v1`): `plane0` = rows × (2 + cols) bytes, each row its
+ *   binary16 LE scale then its codes; `plane1` must be `{NULL, 0}`.
+ *
+ * Errors: `INVALID_ARGUMENT` (not an fp8 row format), `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
+ * `BAD_SHAPE`, `SIZE_MISMATCH` (source or a plane), `NULL_POINTER`, `MISALIGNED`,
+ * `OVERFLOW`, `NON_FINITE_SOURCE` (a value not finite after BF16 rounding; message has row
+ * and column), `SCALE_OVERFLOW` (binary16 scale rounds to infinity; message has the row).
+ * Nothing is written unless the status is OK.
+ *
+ * # Safety
+ * `src` must have `src_len` readable elements; `plane0`/`plane1` their lengths in
+ * writable bytes, not overlapping `src` or each other.
+ */
+ninfer_status ninfer_fp8_row_maxabs(uint32_t format,
+                                    uint32_t src_dtype,
+                                    const void *src,
+                                    size_t src_len,
+                                    uint64_t rows,
+                                    uint64_t cols,
+                                    uint8_t *plane0,
+                                    size_t plane0_len,
+                                    uint8_t *plane1,
+                                    size_t plane1_len);
+
+/**
+ * Checks every row of a row-scaled FP8 view against §3.4: no NaN code (0x7F, 0xFF); a
+ * row scale with sign bit zero that is finite (+0 and subnormals accepted; −0, negative,
+ * infinite and NaN refused); a +0 scale only with signed-zero codes (0x00, 0x80).
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ARGUMENT` for a
+ * view of another format, `INVALID_ENCODING` naming the lowest bad row and its column
+ * (or the row scale).
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`.
+ */
+ninfer_status ninfer_fp8_row_validate(const struct ninfer_weight_view *view);
+
+/**
  * The number of registered formats. Format numbers are `0 .. ninfer_format_count() - 1`.
  */
 uint32_t ninfer_format_count(void);

@@ -23,6 +23,7 @@ pub mod formats;
 pub mod layouts;
 pub mod registry;
 pub mod view;
+/// cbindgen:ignore
 pub mod words;
 
 mod ffi;

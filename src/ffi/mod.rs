@@ -11,6 +11,7 @@
 
 pub(crate) mod boundary;
 mod decode;
+mod fp8;
 mod registry;
 mod version;
 mod view;

@@ -7,7 +7,9 @@
 use crate::error::{Error, Result, mul};
 use crate::registry::{Format, Layout, check_compatible};
 
+/// cbindgen:ignore
 pub mod block_scale;
+/// cbindgen:ignore
 pub mod fp8_row;
 
 /// The most planes any layout has. A view carries this many `(ptr, len)` pairs; unused
