@@ -3,7 +3,7 @@
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
-use crate::formats::{direct, fp8_row, gguf};
+use crate::formats::{direct, fp8_row, gguf, nvfp4};
 use crate::registry::Category;
 use crate::view::WeightView;
 
@@ -31,6 +31,7 @@ pub fn decode_row(view: &WeightView<'_>, row: u64, out: &mut [f32]) -> Result<()
         }
         Category::GgufBlock => gguf::dequantize(format, view.row_bytes(0, r), out),
         Category::RowScaledFloat => fp8_row::decode_row(view, r, out),
+        Category::BlockScaledFloat => nvfp4::decode_row(view, r, out),
         _ => Err(Error::Unsupported(format!(
             "decoding {format} is not implemented yet"
         ))),
@@ -43,7 +44,7 @@ pub fn is_decodable(view: &WeightView<'_>) -> bool {
     match format.info().category {
         Category::DirectFloat => true,
         Category::GgufBlock => gguf::is_decodable(format),
-        Category::RowScaledFloat => true,
+        Category::RowScaledFloat | Category::BlockScaledFloat => true,
         _ => false,
     }
 }

@@ -5,3 +5,4 @@ pub mod direct;
 pub mod float_source;
 pub mod fp8_row;
 pub mod gguf;
+pub mod nvfp4;
