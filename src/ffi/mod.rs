@@ -12,6 +12,7 @@
 pub(crate) mod boundary;
 mod decode;
 mod fp8;
+mod nvfp4;
 mod registry;
 mod version;
 mod view;
