@@ -623,4 +623,40 @@ mod tests {
         let r = import_nvfp4(&st, &["nothing"]).unwrap_err();
         assert!(r.reason.contains("no NVFP4 tensors"), "{r}");
     }
+
+    /// A checkpoint written by an independent Python producer
+    /// (scripts/fixtures/nvfp4_checkpoint.py, real MiniLM rows) with the expected planes.
+    #[test]
+    fn python_checkpoint_imports_to_expected_planes() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/nvfp4/checkpoint.safetensors"
+        );
+        let bytes = std::fs::read(path).unwrap_or_else(|e| {
+            panic!("fixture {path} missing ({e}): run scripts/fixtures/nvfp4_checkpoint.py")
+        });
+        let st = SafeTensors::deserialize(&bytes).unwrap();
+        let data = |n: &str| st.tensor(n).unwrap().data().to_vec();
+        let b = import_encoded(&st, "fp8b", Format::Fp8E4m3fnRowBf16).unwrap();
+        assert_eq!(b.planes[0], data("fp8b.weight"));
+        assert_eq!(b.planes[1], data("expected.fp8b.scales"));
+        let r = import_encoded(&st, "fp8f", Format::Fp8E4m3fnRowBf16).unwrap_err();
+        assert!(r.reason.contains("no exact BF16"), "{r}");
+        let qk = import_nvfp4(&st, &["q", "k"]).unwrap();
+        assert_eq!(
+            qk.planes[0],
+            [data("q.weight_packed"), data("k.weight_packed")].concat()
+        );
+        assert_eq!(qk.planes[1], data("expected.qk.scales"));
+        assert_eq!(qk.planes[2], data("expected.qk.divisors"));
+        let m = import_encoded(&st, "m", Format::Nvfp4).unwrap();
+        assert_eq!(m.planes[0], data("m.weight"));
+        assert_eq!(m.planes[1], data("expected.m.scales"));
+        assert_eq!(m.planes[2], data("expected.m.divisors"));
+        // Every imported row decodes.
+        let mut out = vec![0f32; 96];
+        for r in 0..96 {
+            ninfer::decode::decode_row(&qk.view().unwrap(), r, &mut out).unwrap();
+        }
+    }
 }
