@@ -49,6 +49,25 @@ impl<'a> FloatSource<'a> {
         }
     }
 
+    /// Writes the exact binary32 values of elements `start .. start + out.len()` to `out`
+    /// (one tight loop per dtype, for the encoders' per-row scratch buffers).
+    pub fn read_into(&self, start: usize, out: &mut [f32]) {
+        let n = out.len();
+        match self {
+            FloatSource::F32(s) => out.copy_from_slice(&s[start..start + n]),
+            FloatSource::Bf16(s) => {
+                for (o, &w) in out.iter_mut().zip(&s[start..start + n]) {
+                    *o = f32::from_bits((w as u32) << 16);
+                }
+            }
+            FloatSource::F16(s) => {
+                for (o, &w) in out.iter_mut().zip(&s[start..start + n]) {
+                    *o = half::f16::from_bits(w).to_f32();
+                }
+            }
+        }
+    }
+
     /// The sub-range `start .. start + len` of the elements.
     pub fn slice(&self, start: usize, len: usize) -> FloatSource<'a> {
         match *self {

@@ -110,18 +110,24 @@ pub fn decode_row(view: &WeightView<'_>, r: usize, out: &mut [f32]) -> Result<()
     Ok(())
 }
 
-/// The row's source values rounded to BF16 (RNE, `half`), as exact binary32 values, or the
-/// column of the first value that is not finite after rounding.
+/// `x` rounded to the nearest BF16 (ties to even), as an exact binary32 value. Identical
+/// to `half::bf16::from_f32` for every non-NaN input (±Inf stay, finite values beyond the
+/// BF16 range become ±Inf); a NaN stays a NaN (the encoder refuses both).
 #[inline]
-fn bf16_value(v: f32) -> f32 {
-    bf16::from_f32(v).to_f32()
+fn round_bf16(x: f32) -> f32 {
+    if x.is_nan() {
+        return x;
+    }
+    let b = x.to_bits();
+    // No u32 overflow: the largest non-NaN pattern is 0xFF80_0000.
+    f32::from_bits((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF_0000)
 }
 
-/// Pass 1 of the encoder for one row: the scale word, or the row's error.
-fn row_scale(format: Format, row: u64, src: &FloatSource<'_>) -> Result<u16> {
+/// Pass 1 of the encoder for one row of BF16-rounded values: the scale word, or the
+/// row's error.
+fn row_scale(format: Format, row: u64, xs: &[f32]) -> Result<u16> {
     let mut amax = 0f32;
-    for i in 0..src.len() {
-        let x = bf16_value(src.get(i));
+    for (i, &x) in xs.iter().enumerate() {
         if !x.is_finite() {
             return Err(Error::NonFiniteSource { row, col: i as u64 });
         }
@@ -160,17 +166,25 @@ fn row_scale(format: Format, row: u64, src: &FloatSource<'_>) -> Result<u16> {
     Ok(bits)
 }
 
-/// Pass 2 for one row: the codes from the scale word (no failure possible).
-fn row_codes(format: Format, scale: u16, src: &FloatSource<'_>, codes: &mut [u8]) {
+/// Pass 2 for one row of BF16-rounded values: the codes from the scale word (no failure
+/// possible).
+fn row_codes(format: Format, scale: u16, xs: &[f32], codes: &mut [u8]) {
     if scale == 0 {
         codes.fill(0);
         return;
     }
     let inv = 1.0f32 / scale_value(format, scale);
-    for (i, c) in codes.iter_mut().enumerate() {
-        let y = bf16_value(src.get(i)) * inv;
+    for (c, &x) in codes.iter_mut().zip(xs) {
         // satfinite clamps to ±448 before rounding's overflow: the spec's clamp then RNE.
-        *c = e4m3fn::encode_satfinite(y.clamp(-448.0, 448.0));
+        *c = e4m3fn::encode_satfinite((x * inv).clamp(-448.0, 448.0));
+    }
+}
+
+/// Row `r` of the source, rounded to BF16, into the scratch buffer `buf` (K values).
+fn load_row(src: &FloatSource<'_>, r: usize, buf: &mut [f32]) {
+    src.read_into(r * buf.len(), buf);
+    for x in buf.iter_mut() {
+        *x = round_bf16(*x);
     }
 }
 
@@ -220,12 +234,19 @@ pub fn fp8_row_maxabs(
     }
     let scales: Vec<Result<u16>> = (0..rows)
         .into_par_iter()
-        .map(|r| row_scale(format, r as u64, &src.slice(r * cols, cols)))
+        .map_init(
+            || vec![0f32; cols],
+            |buf, r| {
+                load_row(&src, r, buf);
+                row_scale(format, r as u64, buf)
+            },
+        )
         .collect();
     let scales = scales.into_iter().collect::<Result<Vec<u16>>>()?;
-    layout::for_each_row_mut(lay, cols, planes, |r, s, codes| {
+    layout::for_each_row_mut(lay, cols, planes, |buf, r, s, codes| {
         s.copy_from_slice(&scales[r].to_le_bytes());
-        row_codes(format, scales[r], &src.slice(r * cols, cols), codes);
+        load_row(&src, r, buf);
+        row_codes(format, scales[r], buf, codes);
     });
     debug_assert!(matches!(lay, Layout::RowScaleV1 | Layout::RowInterleavedV1));
     Ok(())
@@ -304,6 +325,42 @@ mod tests {
         );
         assert_eq!(out, [9.0; 2]);
         assert!(validate(&v).is_err());
+    }
+
+    #[test]
+    fn round_bf16_matches_half() {
+        let mut x = 0x1234_5678u32;
+        let check = |b: u32| {
+            let v = f32::from_bits(b);
+            let h = bf16::from_f32(v).to_f32();
+            let r = round_bf16(v);
+            if v.is_nan() {
+                assert!(r.is_nan());
+            } else {
+                assert_eq!(r.to_bits(), h.to_bits(), "{b:#010x}");
+            }
+        };
+        for _ in 0..1_000_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            check(x);
+        }
+        for b in [
+            0,
+            0x8000_0000,
+            0x7F7F_FFFF,
+            0x7F7F_8000,
+            0x7F7F_7FFF,
+            0x0000_8000,
+            0x0001_8000,
+        ] {
+            check(b);
+            check(b | 0x8000_0000);
+        }
+        for hi in 0..=0xFFFFu32 {
+            check((hi << 16) | 0x8000); // every tie
+        }
     }
 
     #[test]

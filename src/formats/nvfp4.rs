@@ -232,26 +232,24 @@ pub fn nvfp4_quantize(
     let row_max: Vec<Result<f32>> = bmax
         .par_chunks_mut(nkb)
         .enumerate()
-        .map(|(r, bm)| {
-            let row = src.slice(r * cols, cols);
-            let mut rmax = 0f32;
-            for (kb, m) in bm.iter_mut().enumerate() {
-                let mut b = 0f32;
-                for k in kb * BLOCK..(kb + 1) * BLOCK {
-                    let x = row.get(k);
-                    if !x.is_finite() {
-                        return Err(Error::NonFiniteSource {
-                            row: r as u64,
-                            col: k as u64,
-                        });
-                    }
-                    b = b.max(x.abs());
+        .map_init(
+            || vec![0f32; cols],
+            |buf, (r, bm)| {
+                src.read_into(r * cols, buf);
+                if let Some(k) = buf.iter().position(|x| !x.is_finite()) {
+                    return Err(Error::NonFiniteSource {
+                        row: r as u64,
+                        col: k as u64,
+                    });
                 }
-                *m = b;
-                rmax = rmax.max(b);
-            }
-            Ok(rmax)
-        })
+                let mut rmax = 0f32;
+                for (m, blk) in bm.iter_mut().zip(buf.chunks_exact(BLOCK)) {
+                    *m = blk.iter().fold(0f32, |a, x| a.max(x.abs()));
+                    rmax = rmax.max(*m);
+                }
+                Ok(rmax)
+            },
+        )
         .collect();
     let row_max = row_max.into_iter().collect::<Result<Vec<f32>>>()?;
     let mut divisors = Vec::with_capacity(sources);
@@ -284,18 +282,22 @@ pub fn nvfp4_quantize(
 
     // Pass 3: write. Nothing below can fail.
     let [codes, scales, divs] = planes;
-    codes
-        .par_chunks_mut(cols / 2)
-        .enumerate()
-        .for_each(|(r, out)| {
-            let row = src.slice(r * cols, cols);
-            for (j, o) in out.iter_mut().enumerate() {
-                let inv = blocks[r * nkb + 2 * j / BLOCK].1;
-                let lo = e2m1::encode(row.get(2 * j) * inv);
-                let hi = e2m1::encode(row.get(2 * j + 1) * inv);
-                *o = lo | (hi << 4);
+    codes.par_chunks_mut(cols / 2).enumerate().for_each_init(
+        || vec![0f32; cols],
+        |buf, (r, out)| {
+            src.read_into(r * cols, buf);
+            for (kb, (o, x)) in out
+                .chunks_exact_mut(BLOCK / 2)
+                .zip(buf.chunks_exact(BLOCK))
+                .enumerate()
+            {
+                let inv = blocks[r * nkb + kb].1;
+                for (byte, pair) in o.iter_mut().zip(x.chunks_exact(2)) {
+                    *byte = e2m1::encode(pair[0] * inv) | (e2m1::encode(pair[1] * inv) << 4);
+                }
             }
-        });
+        },
+    );
     scales.fill(0);
     for (i, &(s, _)) in blocks.iter().enumerate() {
         scales[layout::offset(i / nkb, i % nkb, nkb)] = s;

@@ -40,24 +40,15 @@ pub fn encode(x: f32) -> u8 {
     let sign = ((x.to_bits() >> 28) & 8) as u8;
     let a = x.abs();
     // Decision points are the midpoints between neighbours; at a midpoint the word with
-    // mantissa bit 0 (even) wins, hence the alternating <= / <.
-    let mag = if a.is_nan() || a <= 0.25 {
-        0
-    } else if a < 0.75 {
-        1
-    } else if a <= 1.25 {
-        2
-    } else if a < 1.75 {
-        3
-    } else if a <= 2.5 {
-        4
-    } else if a < 3.5 {
-        5
-    } else if a <= 5.0 {
-        6
-    } else {
-        7
-    };
+    // mantissa bit 0 (even) wins, hence the alternating > / >=. Counting the thresholds
+    // passed is branch-free; a NaN passes none.
+    let mag = (a > 0.25) as u8
+        + (a >= 0.75) as u8
+        + (a > 1.25) as u8
+        + (a >= 1.75) as u8
+        + (a > 2.5) as u8
+        + (a >= 3.5) as u8
+        + (a > 5.0) as u8;
     sign | mag
 }
 
