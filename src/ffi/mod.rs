@@ -11,6 +11,8 @@
 
 pub(crate) mod boundary;
 mod decode;
+mod fp8;
+mod nvfp4;
 mod quantize;
 mod registry;
 mod rows;
