@@ -533,6 +533,21 @@ typedef struct ninfer_weight_view {
 } ninfer_weight_view;
 
 /**
+ * A caller-owned writable byte range: `len` bytes at `ptr`. `ptr` may be NULL only when
+ * `len` is 0.
+ */
+typedef struct ninfer_mut_bytes {
+  /**
+   * First byte (no alignment required).
+   */
+  uint8_t *ptr;
+  /**
+   * Length in bytes.
+   */
+  size_t len;
+} ninfer_mut_bytes;
+
+/**
  * Options of `ninfer_quantize_grouped`. A NULL options pointer means grouped_absmax.
  */
 typedef struct ninfer_quantize_options {
@@ -556,21 +571,6 @@ typedef struct ninfer_quantize_options {
    */
   size_t importance_len;
 } ninfer_quantize_options;
-
-/**
- * A caller-owned writable byte range: `len` bytes at `ptr`. `ptr` may be NULL only when
- * `len` is 0.
- */
-typedef struct ninfer_mut_bytes {
-  /**
-   * First byte (no alignment required).
-   */
-  uint8_t *ptr;
-  /**
-   * Length in bytes.
-   */
-  size_t len;
-} ninfer_mut_bytes;
 
 /**
  * Conversion provenance written by `ninfer_quantize_grouped`: what to record with the
@@ -772,6 +772,31 @@ ninfer_status ninfer_fp8_row_maxabs(uint32_t format,
  * `view` as for `ninfer_weight_view_check`.
  */
 ninfer_status ninfer_fp8_row_validate(const struct ninfer_weight_view *view);
+
+/**
+ * Imports a `gguf_q2_0` or `gguf_q8_0` view into the `row_split_k128_v1` planes of
+ * `target_format` (`NINFER_FORMAT_Q2_G64_FP16` or `NINFER_FORMAT_Q8_G32_FP16`
+ * respectively), moving every code and binary16 scale word without rounding, negating
+ * or canonicalizing (spec §2 `import_encoded`, §3.2). One GGUF block becomes one native
+ * group.
+ *
+ * - `planes`: 3 `ninfer_mut_bytes` (`codes`, `high_bits` = `{NULL, 0}`, `scales`), each
+ *   exactly as long as `ninfer_layout_plane_sizes(target_format,
+ *   NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols)` gives; K is padded to a multiple of 128
+ *   with canonical zero padding.
+ *
+ * Errors: the view's structural errors; `UNSUPPORTED` for any other (source, target) pair;
+ * `SIZE_MISMATCH` (naming the plane); `INVALID_ENCODING` when a block breaks the target's
+ * rules (Q8_0: code −128, a −0/Inf/NaN scale, a +0 scale with non-zero codes; Q2_0: an
+ * Inf/NaN scale), the message naming the row and block. Nothing is written on error.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `planes` must point to 3 `ninfer_mut_bytes`
+ * whose ranges are writable and overlap neither each other nor the view's planes.
+ */
+ninfer_status ninfer_import_gguf(const struct ninfer_weight_view *view,
+                                 uint32_t target_format,
+                                 const struct ninfer_mut_bytes *planes);
 
 /**
  * Quantizes a row-major `rows × cols` source made of `sources` stacked matrices (each

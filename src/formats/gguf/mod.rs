@@ -22,7 +22,13 @@ use crate::registry::{Category, Format};
 /// Reads the little-endian binary16 at `b[0..2]` as f32 (exact).
 #[inline(always)]
 pub(crate) fn f16_at(b: &[u8], at: usize) -> f32 {
-    half::f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
+    half::f16::from_bits(f16_bits_at(b, at)).to_f32()
+}
+
+/// The little-endian binary16 word at `b[at..at + 2]`.
+#[inline(always)]
+pub(crate) fn f16_bits_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
 }
 
 /// One block type's row dequantizer: `blocks` holds whole blocks, `out` their values.
