@@ -244,6 +244,65 @@ fn load_row(src: &FloatSource<'_>, r: usize, buf: &mut [f32]) {
     }
 }
 
+fn check_exact(plane: &'static str, expected: usize, actual: usize) -> Result<()> {
+    if expected != actual {
+        return Err(Error::SizeMismatch {
+            plane,
+            expected,
+            actual,
+        });
+    }
+    Ok(())
+}
+
+/// Lays out logical words in the planes of `format`: `codes` = rows × cols E4M3FN words
+/// (row-major), `scales` = one 16-bit scale word per row (BF16 or binary16 bits). The
+/// words are copied unchanged and not validated (use [`validate`] on the result): this is
+/// the layout step of an import. `planes` as for [`fp8_row_maxabs`].
+///
+/// Errors: [`Error::InvalidArgument`], [`Error::BadShape`], [`Error::SizeMismatch`]
+/// (inputs or planes), [`Error::Overflow`]. Nothing is written on error.
+pub fn pack(
+    format: Format,
+    rows: usize,
+    cols: usize,
+    codes: &[u8],
+    scales: &[u16],
+    planes: [&mut [u8]; 2],
+) -> Result<()> {
+    is_fp8_row(format)?;
+    let lay = format.info().layout;
+    let sizes = layouts::plane_sizes(format, lay, rows, cols)?;
+    check_exact("codes (words)", rows * cols, codes.len())?;
+    check_exact("scales (words)", rows, scales.len())?;
+    for (i, p) in planes.iter().enumerate() {
+        check_exact(layouts::plane_name(lay, i), sizes[i], p.len())?;
+    }
+    layout::for_each_row_mut(lay, cols, planes, |_, r, s, c| {
+        s.copy_from_slice(&scales[r].to_le_bytes());
+        c.copy_from_slice(&codes[r * cols..(r + 1) * cols]);
+    });
+    Ok(())
+}
+
+/// The inverse of [`pack`]: the logical words of a row-scaled FP8 view, codes row-major
+/// into `codes` (rows × cols) and the row scale words into `scales` (rows). Words are
+/// copied unchanged, valid or not.
+///
+/// Errors: [`Error::InvalidArgument`] (not an fp8 row view), [`Error::SizeMismatch`].
+pub fn unpack(view: &WeightView<'_>, codes: &mut [u8], scales: &mut [u16]) -> Result<()> {
+    is_fp8_row(view.format())?;
+    let (rows, cols) = (view.rows(), view.cols());
+    check_exact("codes (words)", rows * cols, codes.len())?;
+    check_exact("scales (words)", rows, scales.len())?;
+    for r in 0..rows {
+        let (s, c) = layout::row_parts(view, r);
+        scales[r] = s;
+        codes[r * cols..(r + 1) * cols].copy_from_slice(c);
+    }
+    Ok(())
+}
+
 /// The `fp8_row_maxabs` encoder: quantizes a row-major `rows × cols` source into the
 /// planes of `format` (fp8_e4m3fn_row_bf16 → `planes = [codes, scales]` of row_scale_v1;
 /// fp8_e4m3fn_row_fp16 → `planes = [rows, empty]` of row_interleaved_v1), each exactly the
@@ -381,6 +440,33 @@ mod tests {
         );
         assert_eq!(out, [9.0; 2]);
         assert!(validate(&v).is_err());
+    }
+
+    #[test]
+    fn pack_unpack_round_trip_every_word() {
+        // Every code word and a spread of scale words (valid or not: layout only).
+        let (rows, cols) = (37, 7);
+        let codes: Vec<u8> = (0..rows * cols).map(|i| (i * 7 % 256) as u8).collect();
+        let scales: Vec<u16> = (0..rows).map(|i| (i as u16).wrapping_mul(1777)).collect();
+        for format in [Format::Fp8E4m3fnRowBf16, Format::Fp8E4m3fnRowFp16] {
+            let lay = format.info().layout;
+            let sizes = layouts::plane_sizes(format, lay, rows, cols).unwrap();
+            let (mut p0, mut p1) = (vec![0u8; sizes[0]], vec![0u8; sizes[1]]);
+            pack(format, rows, cols, &codes, &scales, [&mut p0, &mut p1]).unwrap();
+            let v = WeightView::new(format, lay, rows, cols, [&p0, &p1, &[]]).unwrap();
+            let (mut c2, mut s2) = (vec![0u8; codes.len()], vec![0u16; rows]);
+            unpack(&v, &mut c2, &mut s2).unwrap();
+            assert_eq!((c2, s2), (codes.clone(), scales.clone()));
+            // The byte order of the docs: row 1's scale then codes.
+            if format == Format::Fp8E4m3fnRowFp16 {
+                assert_eq!(&p0[9..11], &scales[1].to_le_bytes());
+                assert_eq!(&p0[11..18], &codes[7..14]);
+            } else {
+                assert_eq!(&p1[2..4], &scales[1].to_le_bytes());
+            }
+            let e = pack(format, rows, cols, &codes[1..], &scales, [&mut p0, &mut p1]);
+            assert_eq!(e.unwrap_err().status(), crate::Status::SizeMismatch);
+        }
     }
 
     #[test]
