@@ -171,23 +171,27 @@ unsafe fn decode_codes_avx2(codes: &[u8], s32: f32, out: &mut [f32]) {
 /// BF16 range become ±Inf); a NaN stays a NaN (the encoder refuses both).
 #[inline]
 fn round_bf16(x: f32) -> f32 {
-    if x.is_nan() {
-        return x;
-    }
     let b = x.to_bits();
-    // No u32 overflow: the largest non-NaN pattern is 0xFF80_0000.
-    f32::from_bits((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF_0000)
+    // No u32 overflow: the largest non-NaN pattern is 0xFF80_0000. A select, not a
+    // branch, keeps the loop vectorizable.
+    let r = f32::from_bits((b.wrapping_add(0x7FFF + ((b >> 16) & 1))) & 0xFFFF_0000);
+    if x.is_nan() { x } else { r }
 }
 
 /// Pass 1 of the encoder for one row of BF16-rounded values: the scale word, or the
 /// row's error.
 fn row_scale(format: Format, row: u64, xs: &[f32]) -> Result<u16> {
-    let mut amax = 0f32;
-    for (i, &x) in xs.iter().enumerate() {
-        if !x.is_finite() {
-            return Err(Error::NonFiniteSource { row, col: i as u64 });
-        }
-        amax = amax.max(x.abs());
+    // One vectorizable pass (max of |x| and a finiteness flag), then the slow search for
+    // the column only on failure.
+    let (amax, finite) = xs.iter().fold((0f32, true), |(m, f), &x| {
+        (m.max(x.abs()), f & x.is_finite())
+    });
+    if !finite {
+        let col = xs.iter().position(|x| !x.is_finite()).unwrap_or(0);
+        return Err(Error::NonFiniteSource {
+            row,
+            col: col as u64,
+        });
     }
     if amax == 0.0 {
         return Ok(0);
