@@ -254,7 +254,8 @@ pub fn block_scale(bmax: f32, d_w: f32) -> (u8, f32) {
 /// [`Error::SizeMismatch`], [`Error::NonFiniteSource`] (lowest row, then column),
 /// [`Error::ScaleOverflow`] when a source's amax is so small that `d_w` is infinite
 /// (amax < 2688 / f32::MAX; reported at the source's first row, group `u64::MAX`) or a
-/// block's `inv` overflows binary32 (amax below about 1e-32; at that row and K-block).
+/// block's `inv` overflows binary32 (possible only when amax < 4e-33 and the block is
+/// far smaller than amax; at that row and K-block).
 pub fn nvfp4_quantize(
     src: FloatSource<'_>,
     rows: usize,
