@@ -30,11 +30,9 @@ pub fn decode_row(view: &WeightView<'_>, row: u64, out: &mut [f32]) -> Result<()
             direct::decode_row(format, view.row_bytes(0, r), out)
         }
         Category::GgufBlock => gguf::dequantize(format, view.row_bytes(0, r), out),
+        Category::GroupedInt => crate::layouts::row_split::decode_row(view, r, out),
         Category::RowScaledFloat => fp8_row::decode_row(view, r, out),
         Category::BlockScaledFloat => nvfp4::decode_row(view, r, out),
-        _ => Err(Error::Unsupported(format!(
-            "decoding {format} is not implemented yet"
-        ))),
     }
 }
 
@@ -42,10 +40,12 @@ pub fn decode_row(view: &WeightView<'_>, row: u64, out: &mut [f32]) -> Result<()
 pub fn is_decodable(view: &WeightView<'_>) -> bool {
     let format = view.format();
     match format.info().category {
-        Category::DirectFloat => true,
+        Category::DirectInt => false,
         Category::GgufBlock => gguf::is_decodable(format),
-        Category::RowScaledFloat | Category::BlockScaledFloat => true,
-        _ => false,
+        Category::DirectFloat
+        | Category::GroupedInt
+        | Category::RowScaledFloat
+        | Category::BlockScaledFloat => true,
     }
 }
 

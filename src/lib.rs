@@ -13,6 +13,8 @@
 //! | §3.4 fp8_e4m3fn_row_*, fp8_row_maxabs | [`formats::fp8_row`], [`layouts::fp8_row`] |
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
+//! | encoding validation of a payload | [`validate`] |
+//! | row slices and gathers (whole rows copied) | [`rows`] |
 //! | C ABI | `ffi` (C names `ninfer_*`) |
 //!
 //! Every operation takes a [`WeightView`]: format, layout, logical shape [N, K] and the
@@ -24,6 +26,8 @@ pub mod error;
 pub mod formats;
 pub mod layouts;
 pub mod registry;
+pub mod rows;
+pub mod validate;
 pub mod view;
 /// cbindgen:ignore
 pub mod words;

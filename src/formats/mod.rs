@@ -5,4 +5,5 @@ pub mod direct;
 pub mod float_source;
 pub mod fp8_row;
 pub mod gguf;
+pub mod grouped;
 pub mod nvfp4;

@@ -11,6 +11,7 @@ use crate::registry::{Format, Layout, check_compatible};
 pub mod block_scale;
 /// cbindgen:ignore
 pub mod fp8_row;
+pub mod row_split;
 
 /// The most planes any layout has. A view carries this many `(ptr, len)` pairs; unused
 /// ones are empty.
@@ -73,12 +74,9 @@ pub fn plane_sizes(format: Format, layout: Layout, rows: usize, cols: usize) -> 
             let row = mul(cols / bv, info.block_bytes as usize, "row bytes")?;
             Ok([mul(rows, row, "payload bytes")?, 0, 0])
         }
+        Layout::RowSplitK128_V1 => row_split::plane_sizes(format, rows, cols),
         Layout::RowScaleV1 | Layout::RowInterleavedV1 => fp8_row::plane_sizes(layout, rows, cols),
         Layout::BlockScaleK16_M128x4_V1 => block_scale::plane_sizes(rows, cols),
-        #[allow(unreachable_patterns)]
-        other => Err(Error::Unsupported(format!(
-            "layout {other} is not implemented yet"
-        ))),
     }
 }
 
