@@ -774,6 +774,47 @@ ninfer_status ninfer_fp8_row_maxabs(uint32_t format,
 ninfer_status ninfer_fp8_row_validate(const struct ninfer_weight_view *view);
 
 /**
+ * Lays out logical FP8 words in the planes of `format` (`..._ROW_BF16` → `plane0` codes,
+ * `plane1` BF16 LE scales; `..._ROW_FP16` → `plane0` interleaved rows, `plane1` empty):
+ * `codes` = rows × cols E4M3FN words row-major, `scales` = rows 16-bit scale words
+ * (native `uint16_t`: BF16 or binary16 bits). Words are copied unchanged, not validated:
+ * follow with `ninfer_fp8_row_validate` on the result.
+ *
+ * Errors: `INVALID_ARGUMENT`, `UNKNOWN_FORMAT`, `BAD_SHAPE`, `SIZE_MISMATCH`,
+ * `NULL_POINTER`, `MISALIGNED`, `OVERFLOW`. Nothing is written unless the status is OK.
+ *
+ * # Safety
+ * Every pointer valid for its length; outputs writable and not overlapping the inputs.
+ */
+ninfer_status ninfer_fp8_row_pack(uint32_t format,
+                                  uint64_t rows,
+                                  uint64_t cols,
+                                  const uint8_t *codes,
+                                  size_t codes_len,
+                                  const uint16_t *scales,
+                                  size_t scales_len,
+                                  uint8_t *plane0,
+                                  size_t plane0_len,
+                                  uint8_t *plane1,
+                                  size_t plane1_len);
+
+/**
+ * The inverse of `ninfer_fp8_row_pack`: copies the logical words of a row-scaled FP8 view
+ * into `codes` (rows × cols, row-major) and `scales` (rows 16-bit words), unchanged.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ARGUMENT` (another
+ * format), `SIZE_MISMATCH`, `NULL_POINTER`, `MISALIGNED`.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; outputs writable for their lengths.
+ */
+ninfer_status ninfer_fp8_row_unpack(const struct ninfer_weight_view *view,
+                                    uint8_t *codes,
+                                    size_t codes_len,
+                                    uint16_t *scales,
+                                    size_t scales_len);
+
+/**
  * Imports a `gguf_q2_0` or `gguf_q8_0` view into the `row_split_k128_v1` planes of
  * `target_format` (`NINFER_FORMAT_Q2_G64_FP16` or `NINFER_FORMAT_Q8_G32_FP16`
  * respectively), moving every code and binary16 scale word without rounding, negating

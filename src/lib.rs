@@ -9,6 +9,8 @@
 //! | structural checks of a payload | [`view`] |
 //! | §3.1 bf16 / fp32 / int32 | [`formats::direct`] |
 //! | §3.3 E4M3FN and E2M1 words | [`words`] |
+//! | §3.3 nvfp4, its quantizer | [`formats::nvfp4`], [`layouts::block_scale`] |
+//! | §3.4 fp8_e4m3fn_row_*, fp8_row_maxabs | [`formats::fp8_row`], [`layouts::fp8_row`] |
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
 //! | encoding validation of a payload | [`validate`] |
