@@ -4,7 +4,14 @@
 //! ggml blocks, each the byte image of ggml's `block_*` struct (little-endian fields). The
 //! value of every element is what ggml's `dequantize_row_*` computes: every function here
 //! reproduces its f32 results bit for bit (tests compare against PyPI `gguf`, an
-//! independent implementation). Block facts: `shared/reference/gguf-blocks.md`.
+//! independent implementation; Q2_0, absent from it, against its equation). Block facts:
+//! `shared/reference/gguf-blocks.md`.
+//!
+//! - `legacy`, `kquants`, `iquants`: one portable scalar dequantizer per block type.
+//! - `avx2`: x86-64 AVX2 kernels for every type, chosen at run time ([`Kernel`]), each
+//!   bit-identical to its scalar kernel.
+//! - [`grids`]: ggml's i-quant tables, carried as generated data.
+//! - [`validate()`]: the encoding rule (every binary16 scale field finite).
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
