@@ -93,12 +93,13 @@ pub fn is_decodable(format: Format) -> bool {
     dequantizer(format).is_some()
 }
 
-/// Dequantizes whole blocks of a gguf_* format into f32, bit-exactly as ggml, with the
-/// fastest [`Kernel`] this CPU runs.
+/// Dequantizes whole blocks of a gguf_* format into f32, bit-exactly as ggml (for finite
+/// scale fields, i.e. every valid payload), with the fastest [`Kernel`] this CPU runs.
 ///
 /// `blocks.len()` must be `out.len() / block_values * block_bytes` and `out.len()` a
 /// multiple of block_values (the view guarantees both). Decoding is a pure function of the
-/// bytes: NaN/Inf scale fields decode as ggml would; `validate` reports them.
+/// bytes: a NaN/Inf scale field gives non-finite values in its block (the sign and payload
+/// of such a NaN are not specified); `validate` reports such fields.
 pub fn dequantize(format: Format, blocks: &[u8], out: &mut [f32]) -> Result<()> {
     dequantize_with(best_kernel(format), format, blocks, out)
 }
