@@ -11,6 +11,9 @@
 
 pub(crate) mod boundary;
 mod decode;
+mod fp8;
+mod nvfp4;
+mod quantize;
 mod registry;
 mod rows;
 mod validate;
