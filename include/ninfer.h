@@ -723,49 +723,6 @@ ninfer_status ninfer_decode_row_as(const struct ninfer_weight_view *view,
                                    size_t out_bytes);
 
 /**
- * Quantizes a dense row-major `[rows, cols]` source into the `row_split_k128_v1` planes of
- * a grouped format (q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16).
- *
- * - `src`, `src_bytes`, `src_dtype`: `rows × cols` values of `NINFER_DTYPE_F32` (4-byte
- *   aligned), `_BF16` or `_F16` (2-byte aligned), native-endian; `src_bytes` must be exactly
- *   `rows × cols × element size`. bf16/f16 widen exactly to binary32 (spec §7.1).
- * - `options`: NULL for grouped_absmax, else see `ninfer_quantize_options`.
- * - `planes`: an array of 3 `ninfer_mut_bytes`, the output planes `codes`, `high_bits`,
- *   `scales` (docs/layouts.md), each exactly as long as `ninfer_layout_plane_sizes` gives
- *   for (format, `NINFER_LAYOUT_ROW_SPLIT_K128_V1`, rows, cols); `high_bits` is `{NULL, 0}`
- *   except for q5/q6. K is padded to a multiple of 128 with canonical zero padding.
- * - `provenance`: NULL, or receives the method, its parameters and counters.
- *
- * Rows are encoded in parallel into internal temporaries: the planes and `*provenance` are
- * written only when the whole tensor succeeded, so on error they keep their contents. The
- * output does not depend on the thread count.
- *
- * Errors: `NULL_POINTER`, `MISALIGNED`, `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
- * `UNSUPPORTED` (q2_g64_fp16 and t2_g128_fp16 targets are refused by spec §2/§7; non-grouped
- * formats), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
- * naming it), `OVERFLOW`, `INVALID_ARGUMENT` (unknown method, a flag other than 0/1,
- * importance of the wrong length or with a negative/non-finite weight, or options grouped_absmax
- * does not take), `NON_FINITE_SOURCE` (NaN/±Inf; the message names row and column; the
- * lowest such row is reported), `SCALE_OVERFLOW` (amax / qmax rounds to binary16 infinity;
- * names row and group).
- *
- * # Safety
- * `src` must point to `src_bytes` readable bytes; `options` NULL or valid, its importance
- * pointer valid for `importance_len` floats; `planes` must point to 3 `ninfer_mut_bytes`
- * whose ranges are writable, and no range may overlap another or the inputs;
- * `provenance` NULL or writable.
- */
-ninfer_status ninfer_quantize_grouped(uint32_t format,
-                                      const void *src,
-                                      size_t src_bytes,
-                                      uint32_t src_dtype,
-                                      uint64_t rows,
-                                      uint64_t cols,
-                                      const struct ninfer_quantize_options *options,
-                                      const struct ninfer_mut_bytes *planes,
-                                      struct ninfer_quantize_provenance *provenance);
-
-/**
  * Quantizes a row-major `rows × cols` source with the `fp8_row_maxabs` method into the
  * planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`).
  *
@@ -903,6 +860,49 @@ ninfer_status ninfer_nvfp4_unpack_scales(uint64_t rows,
                                          size_t swizzled_len,
                                          uint8_t *out,
                                          size_t out_len);
+
+/**
+ * Quantizes a dense row-major `[rows, cols]` source into the `row_split_k128_v1` planes of
+ * a grouped format (q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16).
+ *
+ * - `src`, `src_bytes`, `src_dtype`: `rows × cols` values of `NINFER_DTYPE_F32` (4-byte
+ *   aligned), `_BF16` or `_F16` (2-byte aligned), native-endian; `src_bytes` must be exactly
+ *   `rows × cols × element size`. bf16/f16 widen exactly to binary32 (spec §7.1).
+ * - `options`: NULL for grouped_absmax, else see `ninfer_quantize_options`.
+ * - `planes`: an array of 3 `ninfer_mut_bytes`, the output planes `codes`, `high_bits`,
+ *   `scales` (docs/layouts.md), each exactly as long as `ninfer_layout_plane_sizes` gives
+ *   for (format, `NINFER_LAYOUT_ROW_SPLIT_K128_V1`, rows, cols); `high_bits` is `{NULL, 0}`
+ *   except for q5/q6. K is padded to a multiple of 128 with canonical zero padding.
+ * - `provenance`: NULL, or receives the method, its parameters and counters.
+ *
+ * Rows are encoded in parallel into internal temporaries: the planes and `*provenance` are
+ * written only when the whole tensor succeeded, so on error they keep their contents. The
+ * output does not depend on the thread count.
+ *
+ * Errors: `NULL_POINTER`, `MISALIGNED`, `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
+ * `UNSUPPORTED` (q2_g64_fp16 and t2_g128_fp16 targets are refused by spec §2/§7; non-grouped
+ * formats), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
+ * naming it), `OVERFLOW`, `INVALID_ARGUMENT` (unknown method, a flag other than 0/1,
+ * importance of the wrong length or with a negative/non-finite weight, or options grouped_absmax
+ * does not take), `NON_FINITE_SOURCE` (NaN/±Inf; the message names row and column; the
+ * lowest such row is reported), `SCALE_OVERFLOW` (amax / qmax rounds to binary16 infinity;
+ * names row and group).
+ *
+ * # Safety
+ * `src` must point to `src_bytes` readable bytes; `options` NULL or valid, its importance
+ * pointer valid for `importance_len` floats; `planes` must point to 3 `ninfer_mut_bytes`
+ * whose ranges are writable, and no range may overlap another or the inputs;
+ * `provenance` NULL or writable.
+ */
+ninfer_status ninfer_quantize_grouped(uint32_t format,
+                                      const void *src,
+                                      size_t src_bytes,
+                                      uint32_t src_dtype,
+                                      uint64_t rows,
+                                      uint64_t cols,
+                                      const struct ninfer_quantize_options *options,
+                                      const struct ninfer_mut_bytes *planes,
+                                      struct ninfer_quantize_provenance *provenance);
 
 /**
  * The number of registered formats. Format numbers are `0 .. ninfer_format_count() - 1`.
