@@ -107,12 +107,12 @@ impl From<Provenance> for ninfer_quantize_provenance {
 /// A first pass checks every row for the failures an encoding can have (non-finite values,
 /// overflowing scales); the planes and `*provenance` are written only after it passed, so on
 /// error they keep their contents. The output does not depend on the thread count.
-/// Arithmetic assumes the default floating-point environment (round to nearest, no
-/// flush-to-zero / denormals-are-zero); a caller that enabled FTZ/DAZ must restore it.
+/// The encoders need the default floating-point environment (round to nearest, IEEE
+/// subnormals): a thread that flushes subnormals (FTZ/DAZ) is refused with `UNSUPPORTED`.
 ///
 /// Errors: `NULL_POINTER`, `MISALIGNED`, `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
 /// `UNSUPPORTED` (q2_g64_fp16 and t2_g128_fp16 targets are refused by spec §2/§7; non-grouped
-/// formats), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
+/// formats; FTZ/DAZ active), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
 /// naming it), `OVERFLOW`, `INVALID_ARGUMENT` (unknown method, a flag other than 0/1,
 /// importance of the wrong length or with a negative/non-finite weight, or options grouped_absmax
 /// does not take), `NON_FINITE_SOURCE` (NaN/±Inf; the message names row and column; the
