@@ -39,6 +39,8 @@ fn dot(row: &[f32], x: &[f64]) -> f64 {
 
 /// Returns whether every decodable tensor verified (the process exit status).
 pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool> {
+    // Start the thread pool before anything is timed.
+    rayon::broadcast(|_| ());
     let start = Instant::now();
     let tensors = tensor::classify(file);
     println!(
