@@ -10,6 +10,7 @@
 //! | §3.1 bf16 / fp32 / int32 | [`formats::direct`] |
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
+//! | §2 compute profile, §8: y = x · Wᵀ | [`linear`] |
 //! | C ABI | `ffi` (C names `ninfer_*`) |
 //!
 //! Every operation takes a [`WeightView`]: format, layout, logical shape [N, K] and the
@@ -20,6 +21,7 @@ pub mod dtype;
 pub mod error;
 pub mod formats;
 pub mod layouts;
+pub mod linear;
 pub mod registry;
 pub mod view;
 

@@ -11,6 +11,7 @@
 
 pub(crate) mod boundary;
 mod decode;
+mod linear;
 mod registry;
 mod version;
 mod view;
