@@ -411,11 +411,15 @@ impl<'a> PreparedWeight<'a> {
             0 => rayon::current_num_threads(),
             t => t,
         };
-        let rows_per_chunk = n.div_ceil(per_thread * 8).clamp(1, 64);
+        let rows_per_chunk = n
+            .div_ceil(per_thread * 8)
+            .clamp(1, 64)
+            .next_multiple_of(ROW_GROUP);
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
             let mut scratch = Vec::new();
-            for (i, o) in out.chunks_exact_mut(m).enumerate() {
-                self.row(ci * rows_per_chunk + i, xf, &qrows, o, &mut scratch)?;
+            let first = ci * rows_per_chunk;
+            for (g, o) in out.chunks_mut(ROW_GROUP * m).enumerate() {
+                self.row_group(first + g * ROW_GROUP, xf, m, &qrows, o, &mut scratch)?;
             }
             Ok(())
         };
@@ -435,29 +439,51 @@ impl<'a> PreparedWeight<'a> {
         Ok(yt)
     }
 
-    /// Output row `r` of W against every activation row.
-    fn row(
+    /// Output rows `r0 .. r0 + out.len() / m` of W against every activation row (`out` is
+    /// row of W major).
+    fn row_group(
         &self,
-        r: usize,
+        r0: usize,
         x: &[f32],
+        m: usize,
         q: &[q8_1::Row<'_>],
         out: &mut [f32],
         scratch: &mut Vec<f32>,
     ) -> Result<()> {
         let v = &self.view;
+        let count = out.len() / m;
+        let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
-            Path::Bf16 => cpu::float::dot_rows(self.isa, WRow::Bf16Le(v.row_bytes(0, r)), x, out),
-            Path::Fp32 => cpu::float::dot_rows(self.isa, WRow::F32Le(v.row_bytes(0, r)), x, out),
-            Path::Gguf(kind) => cpu::gguf::dot_rows(self.isa, kind, v.row_bytes(0, r), q, out),
+            Path::Bf16 | Path::Fp32 => {
+                let ws: Vec<WRow<'_>> = (0..count)
+                    .map(|i| match self.path {
+                        Path::Bf16 => WRow::Bf16Le(bytes(i)),
+                        _ => WRow::F32Le(bytes(i)),
+                    })
+                    .collect();
+                cpu::float::dot_rows(self.isa, &ws, x, m, out)
+            }
+            Path::Gguf(kind) => {
+                for (i, o) in out.chunks_exact_mut(m).enumerate() {
+                    cpu::gguf::dot_rows(self.isa, kind, bytes(i), q, o);
+                }
+            }
             Path::GgufDecoded | Path::Decoded => {
-                scratch.resize(v.cols(), 0.0);
-                decode::decode_row(v, r as u64, scratch)?;
-                cpu::float::dot_rows(self.isa, WRow::F32(scratch), x, out)
+                let k = v.cols();
+                scratch.resize(count * k, 0.0);
+                for (i, d) in scratch.chunks_exact_mut(k).enumerate() {
+                    decode::decode_row(v, (r0 + i) as u64, d)?;
+                }
+                let ws: Vec<WRow<'_>> = scratch.chunks_exact(k).map(WRow::F32).collect();
+                cpu::float::dot_rows(self.isa, &ws, x, m, out)
             }
         }
         Ok(())
     }
 }
+
+/// Weight rows computed together (the float kernels' tile height).
+const ROW_GROUP: usize = 4;
 
 /// y[mi, ni] from the N × M products, plus the bias (one f32 addition).
 #[inline]
@@ -484,5 +510,89 @@ fn to_f32(x: &[u8], dtype: Dtype) -> Vec<f32> {
             .chunks_exact(2)
             .map(|w| half::f16::from_bits(u16::from_ne_bytes([w[0], w[1]])).to_f32())
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn weight(format: Format, n: usize, k: usize) -> Vec<u8> {
+        let info = format.info();
+        let bytes = n * k / info.block_values as usize * info.block_bytes as usize;
+        let mut w: Vec<u8> = (0..bytes).map(|i| (i * 131 % 251) as u8).collect();
+        match format {
+            Format::Bf16 => {
+                for c in w.chunks_exact_mut(2) {
+                    c[1] = 0x3C | (c[1] & 0x81); // finite, moderate exponents
+                }
+            }
+            _ => {
+                for b in w.chunks_exact_mut(info.block_bytes as usize) {
+                    let at = if format == Format::GgufQ6_K { 208 } else { 0 };
+                    b[at..at + 2]
+                        .copy_from_slice(&half::f16::from_f32(0.01).to_bits().to_le_bytes());
+                    if format == Format::GgufQ4_K {
+                        b[2..4]
+                            .copy_from_slice(&half::f16::from_f32(0.003).to_bits().to_le_bytes());
+                    }
+                }
+            }
+        }
+        w
+    }
+
+    /// The generic decoded path (how formats without a dedicated kernel run) on formats
+    /// that also have one: bf16 through decode_row gives the bf16 kernel's bits (same
+    /// order, exact decode); GGUF through decode_row + x̂ stays within twice the criterion
+    /// of the dedicated vec_dot.
+    #[test]
+    fn decoded_paths_agree_with_dedicated_kernels() {
+        let (n, k, m) = (7, 512, 3);
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0)
+            .collect();
+        for format in [
+            Format::Bf16,
+            Format::GgufQ8_0,
+            Format::GgufQ4_K,
+            Format::GgufQ6_K,
+        ] {
+            let wb = weight(format, n, k);
+            let view = WeightView::single(format, n, k, &wb).unwrap();
+            let mut w = PreparedWeight::new(view).unwrap();
+            let mut y = vec![0f32; m * n];
+            w.forward_f32(&x, m, None, &mut y).unwrap();
+            w.path = if format == Format::Bf16 {
+                Path::Decoded
+            } else {
+                Path::GgufDecoded
+            };
+            for isa in [Isa::Scalar, Isa::detect()] {
+                w.set_isa(isa).unwrap();
+                let mut yd = vec![0f32; m * n];
+                w.forward_f32(&x, m, None, &mut yd).unwrap();
+                if format == Format::Bf16 {
+                    assert_eq!(
+                        y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        yd.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                    );
+                } else {
+                    let q = q8_1::Rows::quantize(&x, m, k).dequantized();
+                    let mut wd = vec![0f32; k];
+                    for r in 0..n {
+                        decode::decode_row(&view, r as u64, &mut wd).unwrap();
+                        for i in 0..m {
+                            let s: f64 = (0..k)
+                                .map(|j| (wd[j] as f64 * q[i * k + j] as f64).abs())
+                                .sum();
+                            let tol = 2.0 * tolerance(k, s, 0.0, Dtype::F32);
+                            let (a, b) = (y[i * n + r], yd[i * n + r]);
+                            assert!(((a - b) as f64).abs() <= tol, "{format}: {a} vs {b}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

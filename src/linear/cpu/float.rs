@@ -1,10 +1,13 @@
-//! f32 dot products of one weight row with activation rows: bf16 / fp32 weight words, or a
-//! row already decoded to f32 (every other decodable format).
+//! f32 dot products of weight rows with activation rows: bf16 / fp32 weight words, or rows
+//! already decoded to f32 (every other decodable format).
 //!
 //! Evaluation order (the same bits on every path): element k of the row accumulates into
-//! lane `k mod 8` of accumulator `(k / 8) mod 4` by a fused multiply-add,
-//! `acc ← fma(w_k, x_k, acc)`, in increasing k; then `s[l] = (acc0[l] + acc1[l]) +
-//! (acc2[l] + acc3[l])` and the eight lanes are summed by [`super::tree8`].
+//! lane `k mod 8` of one eight-lane accumulator by a fused multiply-add,
+//! `acc[k mod 8] ← fma(w_k, x_k, acc[k mod 8])`, in increasing k; the eight lanes are then
+//! summed by [`super::tree8`]. Independent outputs (a tile of up to 4 weight rows × 2
+//! activation rows) run side by side, which gives the AVX2 path its parallelism and reuses
+//! each loaded weight vector across activation rows and each activation vector across
+//! weight rows.
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -45,148 +48,170 @@ impl WRow<'_> {
     }
 }
 
-/// `out[r] = Σ_k w_k · x[r·K + k]` for every activation row r (K = the row's length,
-/// `x.len() == out.len() · K`), in the order of the module docs.
-pub(crate) fn dot_rows(isa: Isa, w: WRow<'_>, x: &[f32], out: &mut [f32]) {
-    let k = w.len();
-    debug_assert_eq!(x.len(), out.len() * k);
+/// `out[i·m + r] = Σ_k w[i]_k · x[r·K + k]` for every weight row i (all of one kind and
+/// length K) and activation row r (`x.len() == m · K`), in the order of the module docs.
+pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+    debug_assert_eq!(out.len(), w.len() * m);
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
-        Isa::Avx2 => unsafe { avx2::dot_rows(w, x, out) },
+        Isa::Avx2 => unsafe { avx2::dot_rows(w, x, m, out) },
         _ => {
-            for (o, xr) in out.iter_mut().zip(x.chunks_exact(k.max(1))) {
-                *o = dot_scalar(&w, xr);
+            let k = w.first().map_or(0, |r| r.len());
+            for (i, wr) in w.iter().enumerate() {
+                for r in 0..m {
+                    let mut acc = [0f32; 8];
+                    accumulate_scalar(wr, &x[r * k..(r + 1) * k], 0, &mut acc);
+                    out[i * m + r] = tree8(acc);
+                }
             }
         }
     }
 }
 
-/// The lanes' final reduction (shared by both paths).
+/// The reference order, one element at a time from `start` (accumulator given).
 #[inline]
-fn finish(acc: &[[f32; 8]; 4]) -> f32 {
-    let mut s = [0f32; 8];
-    for l in 0..8 {
-        s[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
-    }
-    tree8(s)
-}
-
-/// The reference order, one element at a time from `start` (accumulators given).
-#[inline]
-fn accumulate_scalar(w: &WRow<'_>, x: &[f32], start: usize, acc: &mut [[f32; 8]; 4]) {
+fn accumulate_scalar(w: &WRow<'_>, x: &[f32], start: usize, acc: &mut [f32; 8]) {
     for (k, &xk) in x.iter().enumerate().skip(start) {
-        let a = &mut acc[(k / 8) % 4][k % 8];
-        *a = w.get(k).mul_add(xk, *a);
+        acc[k % 8] = w.get(k).mul_add(xk, acc[k % 8]);
     }
-}
-
-fn dot_scalar(w: &WRow<'_>, x: &[f32]) -> f32 {
-    let mut acc = [[0f32; 8]; 4];
-    accumulate_scalar(w, x, 0, &mut acc);
-    finish(&acc)
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{WRow, accumulate_scalar, finish};
+    use super::{WRow, accumulate_scalar};
+    use crate::linear::cpu::tree8;
     use std::arch::x86_64::*;
 
-    /// Eight weights starting at element k.
-    ///
+    /// A weight row's 8-value loads, monomorphized per word type.
+    trait Load {
+        /// # Safety
+        /// `k + 8 <= len`; AVX2 available.
+        unsafe fn load8(p: *const u8, k: usize) -> __m256;
+    }
+    struct Bf16;
+    struct F32;
+    impl Load for Bf16 {
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8(p: *const u8, k: usize) -> __m256 {
+            // SAFETY: 16 bytes in bounds (caller).
+            let h = unsafe { _mm_loadu_si128(p.add(2 * k).cast()) };
+            _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+        }
+    }
+    impl Load for F32 {
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8(p: *const u8, k: usize) -> __m256 {
+            // SAFETY: 32 bytes in bounds (caller).
+            unsafe { _mm256_loadu_ps(p.add(4 * k).cast()) }
+        }
+    }
+
+    fn ptr(w: &WRow<'_>) -> *const u8 {
+        match w {
+            WRow::Bf16Le(b) | WRow::F32Le(b) => b.as_ptr(),
+            WRow::F32(v) => v.as_ptr().cast(),
+        }
+    }
+
     /// # Safety
-    /// `k + 8 <= w.len()`; AVX2 available.
-    #[inline]
+    /// AVX2, FMA and F16C available; every row of `w` has the same kind and length K and
+    /// `x.len() == m · K`.
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load8(w: &WRow<'_>, k: usize) -> __m256 {
-        // SAFETY: k + 8 values are in bounds (caller); unaligned loads.
+    pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+        // SAFETY (all calls): the caller's contract.
         unsafe {
-            match w {
-                WRow::Bf16Le(b) => {
-                    let h = _mm_loadu_si128(b.as_ptr().add(2 * k).cast());
-                    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
-                }
-                WRow::F32Le(b) => _mm256_loadu_ps(b.as_ptr().add(4 * k).cast()),
-                WRow::F32(v) => _mm256_loadu_ps(v.as_ptr().add(k)),
+            match w.first() {
+                Some(WRow::Bf16Le(_)) => tiles::<Bf16>(w, x, m, out),
+                Some(_) => tiles::<F32>(w, x, m, out),
+                None => {}
             }
         }
     }
 
-    /// Rows of `x` in pairs (sharing each weight load), then a last single row.
+    /// Tiles of up to 4 weight rows × 2 activation rows.
     ///
     /// # Safety
-    /// AVX2, FMA and F16C must be available.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot_rows(w: WRow<'_>, x: &[f32], out: &mut [f32]) {
-        let k = w.len();
-        let mut r = 0;
-        while r + 2 <= out.len() {
-            let (x0, x1) = (&x[r * k..(r + 1) * k], &x[(r + 1) * k..(r + 2) * k]);
-            // SAFETY: features enabled by the caller's contract.
-            let [a, b] = unsafe { dot2(&w, x0, x1) };
-            out[r] = a;
-            out[r + 1] = b;
-            r += 2;
-        }
-        if r < out.len() {
-            // SAFETY: as above.
-            out[r] = unsafe { dot1(&w, &x[r * k..(r + 1) * k]) };
-        }
-    }
-
+    /// As [`dot_rows`].
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn store(v: [__m256; 4]) -> [[f32; 8]; 4] {
-        let mut a = [[0f32; 8]; 4];
-        for (o, v) in a.iter_mut().zip(v) {
-            // SAFETY: 8 writable floats.
-            unsafe { _mm256_storeu_ps(o.as_mut_ptr(), v) };
+    unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+        let mut i = 0;
+        while i < w.len() {
+            let rw = (w.len() - i).min(4);
+            let mut r = 0;
+            while r < m {
+                let rx = (m - r).min(2);
+                // SAFETY: the caller's contract.
+                unsafe {
+                    match (rw, rx) {
+                        (4, 2) => tile::<L, 4, 2>(&w[i..], x, r, m, out, i),
+                        (4, 1) => tile::<L, 4, 1>(&w[i..], x, r, m, out, i),
+                        (3, 2) => tile::<L, 3, 2>(&w[i..], x, r, m, out, i),
+                        (3, 1) => tile::<L, 3, 1>(&w[i..], x, r, m, out, i),
+                        (2, 2) => tile::<L, 2, 2>(&w[i..], x, r, m, out, i),
+                        (2, 1) => tile::<L, 2, 1>(&w[i..], x, r, m, out, i),
+                        (1, 2) => tile::<L, 1, 2>(&w[i..], x, r, m, out, i),
+                        _ => tile::<L, 1, 1>(&w[i..], x, r, m, out, i),
+                    }
+                }
+                r += rx;
+            }
+            i += rw;
         }
-        a
     }
 
+    /// Weight rows `w[0..RW]` × activation rows `r0..r0+RX` into `out[(i0+i)·m + r]`.
+    ///
+    /// # Safety
+    /// As [`dot_rows`]; RW rows in `w`, RX rows from r0 in x.
+    #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn dot1(w: &WRow<'_>, x: &[f32]) -> f32 {
-        let k = x.len();
-        let mut acc = [_mm256_setzero_ps(); 4];
-        let mut i = 0;
-        while i + 32 <= k {
-            for (j, a) in acc.iter_mut().enumerate() {
-                // SAFETY: i + 32 <= k for both rows.
-                unsafe {
-                    let wv = load8(w, i + 8 * j);
-                    *a = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x.as_ptr().add(i + 8 * j)), *a);
+    unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
+        w: &[WRow<'_>],
+        x: &[f32],
+        r0: usize,
+        m: usize,
+        out: &mut [f32],
+        i0: usize,
+    ) {
+        let k = w[0].len();
+        let mut wp = [std::ptr::null::<u8>(); RW];
+        for i in 0..RW {
+            wp[i] = ptr(&w[i]);
+        }
+        let mut xp = [std::ptr::null::<f32>(); RX];
+        for r in 0..RX {
+            xp[r] = x[(r0 + r) * k..].as_ptr();
+        }
+        let mut acc = [[_mm256_setzero_ps(); RX]; RW];
+        let mut kk = 0;
+        while kk + 8 <= k {
+            let mut xv = [_mm256_setzero_ps(); RX];
+            for r in 0..RX {
+                // SAFETY: kk + 8 <= K values in each activation row.
+                xv[r] = unsafe { _mm256_loadu_ps(xp[r].add(kk)) };
+            }
+            for i in 0..RW {
+                // SAFETY: kk + 8 <= K values in each weight row.
+                let wv = unsafe { L::load8(wp[i], kk) };
+                for r in 0..RX {
+                    acc[i][r] = _mm256_fmadd_ps(wv, xv[r], acc[i][r]);
                 }
             }
-            i += 32;
+            kk += 8;
         }
-        let mut a = store(acc);
-        accumulate_scalar(w, x, i, &mut a);
-        finish(&a)
-    }
-
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn dot2(w: &WRow<'_>, x0: &[f32], x1: &[f32]) -> [f32; 2] {
-        let k = x0.len();
-        let mut acc0 = [_mm256_setzero_ps(); 4];
-        let mut acc1 = [_mm256_setzero_ps(); 4];
-        let mut i = 0;
-        while i + 32 <= k {
-            for j in 0..4 {
-                // SAFETY: i + 32 <= k for the weight row and both activation rows.
-                unsafe {
-                    let wv = load8(w, i + 8 * j);
-                    acc0[j] =
-                        _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0.as_ptr().add(i + 8 * j)), acc0[j]);
-                    acc1[j] =
-                        _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1.as_ptr().add(i + 8 * j)), acc1[j]);
-                }
+        for i in 0..RW {
+            for r in 0..RX {
+                let mut a = [0f32; 8];
+                // SAFETY: 8 writable floats.
+                unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]) };
+                let xr = &x[(r0 + r) * k..(r0 + r + 1) * k];
+                accumulate_scalar(&w[i], xr, kk, &mut a);
+                out[(i0 + i) * m + r0 + r] = tree8(a);
             }
-            i += 32;
         }
-        let (mut a0, mut a1) = (store(acc0), store(acc1));
-        accumulate_scalar(w, x0, i, &mut a0);
-        accumulate_scalar(w, x1, i, &mut a1);
-        [finish(&a0), finish(&a1)]
     }
 }

@@ -8,9 +8,17 @@
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
 
-use super::gguf::{Kind, f16_at, finish, q4k_min, q4k_scale_min};
+use super::gguf::{Kind, finish, q4k_min, q4k_scale_min};
 use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
+
+/// The binary16 at `b[at..at + 2]` as f32 (exact), through F16C.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn f16_at(b: &[u8], at: usize) -> f32 {
+    let bits = u16::from_le_bytes([b[at], b[at + 1]]);
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
 
 /// One block's signed codes (32 × i8), 16-bit scale factors (16 × i16) and float scale.
 type Block = (__m256i, __m256i, f32);
@@ -203,29 +211,26 @@ unsafe fn rows_by_4<U: Unpack>(w: &[u8], xs: &[Row<'_>], out: &mut [f32]) {
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn dot_r<const R: usize, U: Unpack>(w: &[u8], xs: &[Row<'_>], out: &mut [f32]) {
     let nb = xs[0].d.len();
-    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    let mut acc0 = [_mm256_setzero_ps(); R];
+    let mut acc1 = [_mm256_setzero_ps(); R];
     let mut accm = [_mm256_setzero_ps(); R];
-    for b in 0..nb {
-        // SAFETY: block b lies in w (the caller's contract).
-        let (q, sc, d) = unsafe { U::unpack(w, b) };
-        let aq = _mm256_sign_epi8(q, q);
-        for r in 0..R {
-            let x = &xs[r];
-            // SAFETY: row r has nb whole blocks of 32 codes.
-            let xv = unsafe { _mm256_loadu_si256(x.qs.as_ptr().add(32 * b).cast()) };
-            let p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(xv, q));
-            let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, sc));
-            let ds = _mm256_set1_ps(d * x.d[b]);
-            acc[r][b % 2] = _mm256_fmadd_ps(ds, s, acc[r][b % 2]);
+    let mut b = 0;
+    // Blocks in pairs so that acc[b mod 2] is a register, not an indexed array.
+    while b < nb {
+        // SAFETY (both): block b (and b + 1 when < nb) lies in w; the caller's contract.
+        unsafe { block::<R, U>(w, xs, b, &mut acc0) };
+        if b + 1 < nb {
+            unsafe { block::<R, U>(w, xs, b + 1, &mut acc1) };
         }
-        if U::Q4K && b % 8 == 7 {
+        if U::Q4K && b % 8 == 6 {
             let sb = b / 8;
             let (dmin, m) = q4k_min(w, sb);
             // SAFETY: m holds 8 bytes.
             let mv = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(m.as_ptr().cast()) });
             for r in 0..R {
                 let x = &xs[r];
-                // SAFETY: 8 sums and 8 scales of super-block sb exist in row r.
+                assert!(x.sum.len() >= 8 * sb + 8 && x.d.len() >= 8 * sb + 8);
+                // SAFETY: 8 sums and 8 scales of super-block sb exist in row r (checked).
                 let (sums, dx) = unsafe {
                     (
                         _mm256_loadu_si256(x.sum.as_ptr().add(8 * sb).cast()),
@@ -237,16 +242,44 @@ unsafe fn dot_r<const R: usize, U: Unpack>(w: &[u8], xs: &[Row<'_>], out: &mut [
                 accm[r] = _mm256_fmadd_ps(dm, mm, accm[r]);
             }
         }
+        b += 2;
     }
     for r in 0..R {
         let mut a = [[0f32; 8]; 2];
         let mut m = [0f32; 8];
         // SAFETY: 8 writable floats each.
         unsafe {
-            _mm256_storeu_ps(a[0].as_mut_ptr(), acc[r][0]);
-            _mm256_storeu_ps(a[1].as_mut_ptr(), acc[r][1]);
+            _mm256_storeu_ps(a[0].as_mut_ptr(), acc0[r]);
+            _mm256_storeu_ps(a[1].as_mut_ptr(), acc1[r]);
             _mm256_storeu_ps(m.as_mut_ptr(), accm[r]);
         }
         out[r] = finish(&a, &m);
+    }
+}
+
+/// Block `b` of the weight row against the same block of every activation row, into `acc`.
+///
+/// # Safety
+/// As [`dot_rows`]; block b lies in `w` and in every activation row.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn block<const R: usize, U: Unpack>(
+    w: &[u8],
+    xs: &[Row<'_>],
+    b: usize,
+    acc: &mut [__m256; R],
+) {
+    // SAFETY: block b lies in w (the caller's contract).
+    let (q, sc, d) = unsafe { U::unpack(w, b) };
+    let aq = _mm256_sign_epi8(q, q);
+    for r in 0..R {
+        let x = &xs[r];
+        let xq = &x.qs[32 * b..32 * b + 32];
+        // SAFETY: 32 codes in xq.
+        let xv = unsafe { _mm256_loadu_si256(xq.as_ptr().cast()) };
+        let p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(xv, q));
+        let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, sc));
+        let ds = _mm256_set1_ps(d * x.d[b]);
+        acc[r] = _mm256_fmadd_ps(ds, s, acc[r]);
     }
 }
