@@ -11,7 +11,12 @@
 
 pub(crate) mod boundary;
 mod decode;
+mod fp8;
 mod linear;
+mod nvfp4;
+mod quantize;
 mod registry;
+mod rows;
+mod validate;
 mod version;
 mod view;
