@@ -558,3 +558,186 @@ fn support_query_matches_prepare() {
     }
     println!("linear supported on the CPU for: {}", yes.join(", "));
 }
+
+/// Random planes for any format, with every scale field set to a finite moderate value so
+/// that products stay finite (codes are random; decode_row defines their values).
+fn random_planes(format: Format, n: usize, k: usize, rng: &mut Rng) -> Vec<Vec<u8>> {
+    let layout = format.info().layout;
+    let sizes = ninfer::layouts::plane_sizes(format, layout, n, k).unwrap();
+    let mut p: Vec<Vec<u8>> = sizes
+        .iter()
+        .map(|&len| (0..len).map(|_| rng.next() as u8).collect())
+        .collect();
+    let f16 = |rng: &mut Rng| rng.f16_scale();
+    match layout {
+        Layout::ContiguousLeV1 => return vec![random_weight(format, n, k, rng), vec![], vec![]],
+        Layout::GgufBlocksV1 => {
+            let info = format.info();
+            let bb = info.block_bytes as usize;
+            let fields: &[usize] = match format {
+                Format::GgufQ2_K => &[80, 82],
+                Format::GgufQ3_K => &[108],
+                Format::GgufQ4_K | Format::GgufQ5_K => &[0, 2],
+                Format::GgufQ6_K => &[208],
+                Format::GgufIq1M => &[],
+                _ => &[0],
+            };
+            for blk in p[0].chunks_exact_mut(bb) {
+                for &at in fields {
+                    blk[at..at + 2].copy_from_slice(&f16(rng));
+                }
+                if format == Format::GgufIq1M {
+                    // The super-scale's exponent lives in the top nibble of byte 55: 0x3_
+                    // keeps it finite.
+                    blk[55] = (blk[55] & 0x0F) | 0x30;
+                }
+            }
+        }
+        Layout::RowSplitK128_V1 => {
+            // Legal logical codes and non-zero finite scales, packed by the layout codec.
+            let info = format.info();
+            let span = (info.code_max - info.code_min + 1) as u64;
+            let codes: Vec<i8> = (0..n * k)
+                .map(|_| (info.code_min + (rng.next() % span) as i64) as i8)
+                .collect();
+            let g = info.block_values as usize;
+            let scales: Vec<u16> = (0..n * k.div_ceil(g))
+                .map(|_| {
+                    let v = 0.001 + 0.02 * rng.unit().abs();
+                    let v = if rng.next() % 2 == 0 { v } else { -v };
+                    half::f16::from_f32(v).to_bits()
+                })
+                .collect();
+            let [a, b, c] = &mut p[..] else {
+                unreachable!()
+            };
+            ninfer::layouts::row_split::pack(format, n, k, &codes, &scales, [a, b, c]).unwrap();
+        }
+        Layout::BlockScaleK16_M128x4_V1 => {
+            for s in p[1].iter_mut() {
+                *s &= 0x7E; // non-negative, never the NaN word 0x7F
+            }
+            for d in p[2].chunks_exact_mut(4) {
+                d.copy_from_slice(&(0.75f32 + rng.unit().abs()).to_le_bytes());
+            }
+        }
+        Layout::RowScaleV1 => {
+            for c in p[0].iter_mut() {
+                if *c & 0x7F == 0x7F {
+                    *c ^= 1;
+                }
+            }
+            for s in p[1].chunks_exact_mut(2) {
+                let v = half::bf16::from_f32(0.001 + 0.01 * rng.unit().abs());
+                s.copy_from_slice(&v.to_bits().to_le_bytes());
+            }
+        }
+        Layout::RowInterleavedV1 => {
+            let stride = p[0].len() / n;
+            for rec in p[0].chunks_exact_mut(stride) {
+                let v = half::f16::from_f32(0.001 + 0.01 * rng.unit().abs());
+                rec[0..2].copy_from_slice(&v.to_bits().to_le_bytes());
+                for c in rec[2..].iter_mut() {
+                    if *c & 0x7F == 0x7F {
+                        *c ^= 1;
+                    }
+                }
+            }
+        }
+    }
+    p
+}
+
+#[test]
+fn every_supported_format_meets_the_criterion() {
+    let mut rng = Rng(2026);
+    let n = 13;
+    let mut covered = Vec::new();
+    for i in 0..Format::COUNT as u32 {
+        let format = Format::from_u32(i).unwrap();
+        let info = format.info();
+        let layout = info.layout;
+        if !linear::supported(format, layout, Dtype::F32, Dtype::F32, Device::Cpu) {
+            println!("{format}: not supported by linear in this build (refused at prepare)");
+            continue;
+        }
+        let gguf = layout == Layout::GgufBlocksV1;
+        // K: not a multiple of 128 wherever the format allows it.
+        let k = match layout {
+            Layout::GgufBlocksV1 => 3 * info.block_values as usize,
+            Layout::ContiguousLeV1 => 77,
+            Layout::RowSplitK128_V1 => 200,
+            Layout::BlockScaleK16_M128x4_V1 => 80,
+            _ => 77,
+        };
+        let planes = random_planes(format, n, k, &mut rng);
+        let view =
+            WeightView::new(format, layout, n, k, [&planes[0], &planes[1], &planes[2]]).unwrap();
+        let mut wdec = vec![0f32; n * k];
+        for r in 0..n {
+            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+        }
+        assert!(
+            wdec.iter().all(|v| v.is_finite()),
+            "{format}: test weights not finite"
+        );
+        let mmax = 64;
+        let x: Vec<f32> = (0..mmax * k).map(|_| rng.unit()).collect();
+        let xv: Vec<f64> = if gguf {
+            x.chunks(k).flat_map(q8_1_xhat).collect()
+        } else {
+            x.iter().map(|&v| v as f64).collect()
+        };
+        let (mut yref, mut sabs) = (vec![0f64; mmax * n], vec![0f64; mmax * n]);
+        for m in 0..mmax {
+            for r in 0..n {
+                for j in 0..k {
+                    let p = wdec[r * k + j] as f64 * xv[m * k + j];
+                    yref[m * n + r] += p;
+                    sabs[m * n + r] += p.abs();
+                }
+            }
+        }
+        let mut c = Checked {
+            count: 0,
+            worst: 0.0,
+        };
+        let mut first: Option<Vec<u32>> = None;
+        for isa in isas() {
+            for threads in [1, 2] {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_isa(isa).unwrap();
+                w.set_threads(threads).unwrap();
+                for m in [1, 2, 7, 64] {
+                    let y = forward(&w, &x[..m * k], m, None);
+                    let what = format!("{format} K={k} {isa:?} t{threads} m{m}");
+                    check(
+                        &what,
+                        &y,
+                        &yref[..m * n],
+                        &sabs[..m * n],
+                        None,
+                        n,
+                        k,
+                        false,
+                        &mut c,
+                    );
+                    match &first {
+                        None if m == 64 => first = Some(bits(&y)),
+                        Some(f) if m == 64 => assert_eq!(f, &bits(&y), "{what}: bits differ"),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        println!(
+            "{format} ({}): N={n} K={k}: {} outputs within linear_f32acc_v1 (worst |err|/tol = {:.2e})",
+            layout.name(),
+            c.count,
+            c.worst
+        );
+        covered.push(format.name());
+    }
+    println!("covered: {}", covered.join(", "));
+    assert!(covered.len() >= 7);
+}
