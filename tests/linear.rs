@@ -186,6 +186,10 @@ fn real_minilm_rows_meet_the_criterion() {
             count: 0,
             worst: 0.0,
         };
+        let mut cb = Checked {
+            count: 0,
+            worst: 0.0,
+        };
         let mut reference: Option<Vec<u32>> = None;
         for isa in isas() {
             for threads in [1, 2] {
@@ -238,7 +242,7 @@ fn real_minilm_rows_meet_the_criterion() {
                         n,
                         k,
                         true,
-                        &mut c,
+                        &mut cb,
                     );
                     if m == 7 {
                         match &reference {
@@ -252,12 +256,13 @@ fn real_minilm_rows_meet_the_criterion() {
             }
         }
         println!(
-            "{name}: N={n} K={k}: {} outputs within linear_f32acc_v1 (worst |err|/tol = {:.2e})",
-            c.count, c.worst
+            "{name}: N={n} K={k}: {} f32 and {} bf16 outputs within linear_f32acc_v1 \
+             (worst |err|/tol: f32 {:.2e}, bf16 {:.2e})",
+            c.count, cb.count, c.worst, cb.worst
         );
         formats += 1;
     }
-    assert_eq!(formats, 7);
+    assert_eq!(formats, 19);
 }
 
 struct Rng(u64);
