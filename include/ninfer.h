@@ -38,6 +38,16 @@
 #define MAX_PLANES 3
 
 /**
+ * Values per q8_1 block.
+ */
+#define QK8_1 32
+
+/**
+ * Bytes per ggml `block_q8_1`.
+ */
+#define BLOCK_Q8_1_BYTES 36
+
+/**
  * Number of registered formats.
  */
 #define ninfer_format_COUNT 30
@@ -46,6 +56,16 @@
  * Number of registered layouts.
  */
 #define ninfer_layout_COUNT 6
+
+/**
+ * `ninfer_linear_prepare`'s device: the host CPU.
+ */
+#define NINFER_DEVICE_CPU 0
+
+/**
+ * `ninfer_linear_prepare`'s device: an NVIDIA GPU through CUDA (not in this build).
+ */
+#define NINFER_DEVICE_CUDA 1
 
 /**
  * `grouped_absmax`: the canonical reference encoder of spec §7.2 (bit-exact).
@@ -480,6 +500,19 @@ typedef uint32_t ninfer_dtype;
 #endif // __cplusplus
 
 /**
+ * A weight prepared for `ninfer_linear_forward` (opaque).
+ *
+ * Ownership rules: the handle **borrows** the plane buffers of the view it was prepared
+ * from (zero-copy): they must stay valid and unmodified until `ninfer_linear_free`. The
+ * view struct itself may be discarded after `ninfer_linear_prepare` returns. The handle
+ * owns its settings and thread pool; `ninfer_linear_free` releases them, after which the
+ * handle must not be used (as with `free`). `ninfer_linear_forward` may be called on one
+ * handle from several threads at once; `ninfer_linear_set_threads` must not run
+ * concurrently with any other call on the same handle.
+ */
+typedef struct ninfer_linear ninfer_linear;
+
+/**
  * A borrowed byte range: `len` bytes at `ptr`. `ptr` may be NULL only when `len` is 0.
  */
 typedef struct ninfer_bytes {
@@ -838,6 +871,105 @@ ninfer_status ninfer_fp8_row_unpack(const struct ninfer_weight_view *view,
 ninfer_status ninfer_import_gguf(const struct ninfer_weight_view *view,
                                  uint32_t target_format,
                                  const struct ninfer_mut_bytes *planes);
+
+/**
+ * Whether this build implements `linear` for weights of `format` stored in `layout`,
+ * activations of `x_dtype` and outputs of `y_dtype` (`NINFER_DTYPE_*`) on `device`
+ * (`NINFER_DEVICE_*`).
+ *
+ * Returns `NINFER_STATUS_OK` when it does, `NINFER_STATUS_UNSUPPORTED` when every number
+ * is valid but the combination is not implemented (e.g. int32 weights, f16 outputs, CUDA),
+ * and `UNKNOWN_FORMAT`, `UNKNOWN_LAYOUT`, `INCOMPATIBLE_LAYOUT`, `UNKNOWN_DTYPE` or
+ * `INVALID_ARGUMENT` (device) for numbers that name nothing.
+ */
+ninfer_status ninfer_linear_supported(uint32_t format,
+                                      uint32_t layout,
+                                      uint32_t x_dtype,
+                                      uint32_t y_dtype,
+                                      uint32_t device);
+
+/**
+ * Prepares the weight described by `view` (N = rows outputs, K = cols inputs) for
+ * `device` and stores a new handle in `*out_handle`. Checks the view's structure once
+ * (no payload scan, no repacking, spec §8). Free the handle with `ninfer_linear_free`;
+ * the view's plane buffers must outlive it (see `ninfer_linear`).
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `UNSUPPORTED` for a
+ * combination without a kernel (see `ninfer_linear_supported`), `INVALID_ARGUMENT` for an
+ * unknown device, `NULL_POINTER`. `*out_handle` is written only on success.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`, with plane buffers valid until the handle is
+ * freed; `out_handle` writable.
+ */
+ninfer_status ninfer_linear_prepare(const struct ninfer_weight_view *view,
+                                    uint32_t device,
+                                    struct ninfer_linear **out_handle);
+
+/**
+ * Sets the threads `ninfer_linear_forward` uses on this handle: 0 = a process-wide pool
+ * with one thread per core (the default), 1 = the calling thread only, n ≥ 2 = a pool of
+ * n threads owned by the handle. Results never depend on it (each output is computed by
+ * one thread in a fixed order).
+ *
+ * Errors: `NULL_POINTER`, `INVALID_ARGUMENT` above 1024, `INTERNAL` if threads cannot be
+ * created.
+ *
+ * # Safety
+ * `handle` must come from `ninfer_linear_prepare`, not be freed, and not be in use by
+ * another thread.
+ */
+ninfer_status ninfer_linear_set_threads(struct ninfer_linear *handle, uint32_t threads);
+
+/**
+ * The prepared weight's shape: N (outputs) into `*out_rows`, K (inputs) into `*out_cols`.
+ *
+ * Errors: `NULL_POINTER`.
+ *
+ * # Safety
+ * `handle` from `ninfer_linear_prepare` and not freed; outputs writable.
+ */
+ninfer_status ninfer_linear_shape(const struct ninfer_linear *handle,
+                                  uint64_t *out_rows,
+                                  uint64_t *out_cols);
+
+/**
+ * `y = x · Wᵀ (+ bias)`: `x` holds `m × k` activations of `x_dtype` (`NINFER_DTYPE_F32`,
+ * `_BF16` or `_F16`, native-endian, row-major, no alignment required) in `x_bytes` bytes;
+ * `y` receives `m × N` outputs of `y_dtype` (`F32` or `BF16`, rounded to nearest even from
+ * the f32 result) in `y_bytes` bytes; `bias` is NULL (with `bias_len` 0) or N floats.
+ * `k` must equal the weight's K. GGUF weights quantize each row of x to q8_1 blocks and
+ * accumulate in f32; other formats multiply the exact weight values with x in f32. The
+ * named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
+ *
+ * Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),
+ * `BUFFER_TOO_SMALL` (x, y or bias shorter than needed), `UNKNOWN_DTYPE`, `UNSUPPORTED`
+ * (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`.
+ *
+ * # Safety
+ * `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`
+ * readable for `x_bytes`, `y` writable for `y_bytes`, `bias` readable for `bias_len`
+ * floats; `y` must not overlap `x`, `bias` or the weight.
+ */
+ninfer_status ninfer_linear_forward(const struct ninfer_linear *handle,
+                                    const void *x,
+                                    size_t x_bytes,
+                                    uint32_t x_dtype,
+                                    uint64_t m,
+                                    uint64_t k,
+                                    const float *bias,
+                                    size_t bias_len,
+                                    void *y,
+                                    size_t y_bytes,
+                                    uint32_t y_dtype);
+
+/**
+ * Frees a handle from `ninfer_linear_prepare` (its thread pool included). NULL is a no-op.
+ *
+ * # Safety
+ * `handle` must be NULL or a handle not yet freed and not in use by another thread.
+ */
+void ninfer_linear_free(struct ninfer_linear *handle);
 
 /**
  * Quantizes a row-major `rows × cols` source made of `sources` stacked matrices (each

@@ -16,6 +16,7 @@
 //! | §3.4 fp8_e4m3fn_row_*, fp8_row_maxabs | [`formats::fp8_row`], [`layouts::fp8_row`] |
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
+//! | §2 compute profile, §8: y = x · Wᵀ | [`linear`] |
 //! | encoding validation of a payload | [`validate`] |
 //! | row slices and gathers (whole rows copied) | [`rows`] |
 //! | C ABI | `ffi` (C names `ninfer_*`) |
@@ -28,6 +29,7 @@ pub mod dtype;
 pub mod error;
 pub mod formats;
 pub mod layouts;
+pub mod linear;
 pub mod registry;
 pub mod rows;
 pub mod validate;
