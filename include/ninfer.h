@@ -16,6 +16,22 @@
 #include <stdint.h>
 
 /**
+ * The offset added to every IQ1_S / IQ1_M grid value before scaling (sign from the block).
+ */
+#define IQ1S_DELTA 0.125
+
+/**
+ * IQ1_M's delta (the same value as IQ1_S's).
+ */
+#define IQ1M_DELTA 0.125
+
+/**
+ * `2688 = 448 · 6`: the divisor numerator that maps a matrix's amax onto the largest
+ * E4M3FN scale times the largest E2M1 code.
+ */
+#define DIVISOR_NUMERATOR 2688.0
+
+/**
  * The most planes any layout has. A view carries this many `(ptr, len)` pairs; unused
  * ones are empty.
  */
@@ -30,6 +46,16 @@
  * Number of registered layouts.
  */
 #define ninfer_layout_COUNT 6
+
+/**
+ * `grouped_absmax`: the canonical reference encoder of spec §7.2 (bit-exact).
+ */
+#define NINFER_QUANTIZE_METHOD_GROUPED_ABSMAX 0
+
+/**
+ * `grouped_search`: the importance-weighted scale search of spec §7.3.
+ */
+#define NINFER_QUANTIZE_METHOD_GROUPED_SEARCH 1
 
 /**
  * Major version of the library this header belongs to.
@@ -507,6 +533,95 @@ typedef struct ninfer_weight_view {
 } ninfer_weight_view;
 
 /**
+ * Options of `ninfer_quantize_grouped`. A NULL options pointer means grouped_absmax.
+ */
+typedef struct ninfer_quantize_options {
+  /**
+   * `NINFER_QUANTIZE_METHOD_*`.
+   */
+  uint32_t method;
+  /**
+   * grouped_search only: 1 lets negative candidate scales compete, 0 does not. Must be 0
+   * for grouped_absmax; other values are refused.
+   */
+  uint32_t negative_scales;
+  /**
+   * grouped_search only: one finite, non-negative weight per input column (`cols`
+   * floats, 4-byte aligned), e.g. an activation importance vector; NULL weighs every
+   * column 1. Must be NULL for grouped_absmax.
+   */
+  const float *importance;
+  /**
+   * Number of floats at `importance` (`cols`, or 0 with NULL).
+   */
+  size_t importance_len;
+} ninfer_quantize_options;
+
+/**
+ * A caller-owned writable byte range: `len` bytes at `ptr`. `ptr` may be NULL only when
+ * `len` is 0.
+ */
+typedef struct ninfer_mut_bytes {
+  /**
+   * First byte (no alignment required).
+   */
+  uint8_t *ptr;
+  /**
+   * Length in bytes.
+   */
+  size_t len;
+} ninfer_mut_bytes;
+
+/**
+ * Conversion provenance written by `ninfer_quantize_grouped`: what to record with the
+ * artifact (method identity and numerical parameters, spec §7.3/§8) plus counters.
+ */
+typedef struct ninfer_quantize_provenance {
+  /**
+   * `NINFER_QUANTIZE_METHOD_*` used.
+   */
+  uint32_t method;
+  /**
+   * 1 when negative scales could compete (grouped_search), else 0.
+   */
+  uint32_t negative_scales;
+  /**
+   * 1 when an importance vector weighted the search, else 0.
+   */
+  uint32_t importance;
+  /**
+   * grouped_search's candidate-set version (1 = the set documented for
+   * `ninfer::formats::grouped::search`); 0 for grouped_absmax.
+   */
+  uint32_t parameters_version;
+  /**
+   * Logical groups encoded: rows × ceil(cols / G).
+   */
+  uint64_t groups;
+  /**
+   * Groups whose source values were all zero (stored scale +0).
+   */
+  uint64_t zero_groups;
+  /**
+   * Groups whose §7.2 scale took the 0x0001 underflow rescue.
+   */
+  uint64_t rescued_groups;
+  /**
+   * Groups where grouped_search replaced the §7.2 result (0 for grouped_absmax).
+   */
+  uint64_t improved_groups;
+  /**
+   * grouped_search: Σ over groups of the §7.2 result's importance-weighted squared error
+   * (binary64); 0 for grouped_absmax.
+   */
+  double absmax_error;
+  /**
+   * grouped_search: the same sum for the stored result (≤ `absmax_error`).
+   */
+  double error;
+} ninfer_quantize_provenance;
+
+/**
  * Everything the registry knows about one format (spec §1). Filled by
  * `ninfer_format_get_info`.
  */
@@ -608,6 +723,188 @@ ninfer_status ninfer_decode_row_as(const struct ninfer_weight_view *view,
                                    size_t out_bytes);
 
 /**
+ * Quantizes a dense row-major `[rows, cols]` source into the `row_split_k128_v1` planes of
+ * a grouped format (q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16).
+ *
+ * - `src`, `src_bytes`, `src_dtype`: `rows × cols` values of `NINFER_DTYPE_F32` (4-byte
+ *   aligned), `_BF16` or `_F16` (2-byte aligned), native-endian; `src_bytes` must be exactly
+ *   `rows × cols × element size`. bf16/f16 widen exactly to binary32 (spec §7.1).
+ * - `options`: NULL for grouped_absmax, else see `ninfer_quantize_options`.
+ * - `planes`: an array of 3 `ninfer_mut_bytes`, the output planes `codes`, `high_bits`,
+ *   `scales` (docs/layouts.md), each exactly as long as `ninfer_layout_plane_sizes` gives
+ *   for (format, `NINFER_LAYOUT_ROW_SPLIT_K128_V1`, rows, cols); `high_bits` is `{NULL, 0}`
+ *   except for q5/q6. K is padded to a multiple of 128 with canonical zero padding.
+ * - `provenance`: NULL, or receives the method, its parameters and counters.
+ *
+ * Rows are encoded in parallel into internal temporaries: the planes and `*provenance` are
+ * written only when the whole tensor succeeded, so on error they keep their contents. The
+ * output does not depend on the thread count.
+ *
+ * Errors: `NULL_POINTER`, `MISALIGNED`, `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
+ * `UNSUPPORTED` (q2_g64_fp16 and t2_g128_fp16 targets are refused by spec §2/§7; non-grouped
+ * formats), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
+ * naming it), `OVERFLOW`, `INVALID_ARGUMENT` (unknown method, a flag other than 0/1,
+ * importance of the wrong length or with a negative/non-finite weight, or options grouped_absmax
+ * does not take), `NON_FINITE_SOURCE` (NaN/±Inf; the message names row and column; the
+ * lowest such row is reported), `SCALE_OVERFLOW` (amax / qmax rounds to binary16 infinity;
+ * names row and group).
+ *
+ * # Safety
+ * `src` must point to `src_bytes` readable bytes; `options` NULL or valid, its importance
+ * pointer valid for `importance_len` floats; `planes` must point to 3 `ninfer_mut_bytes`
+ * whose ranges are writable, and no range may overlap another or the inputs;
+ * `provenance` NULL or writable.
+ */
+ninfer_status ninfer_quantize_grouped(uint32_t format,
+                                      const void *src,
+                                      size_t src_bytes,
+                                      uint32_t src_dtype,
+                                      uint64_t rows,
+                                      uint64_t cols,
+                                      const struct ninfer_quantize_options *options,
+                                      const struct ninfer_mut_bytes *planes,
+                                      struct ninfer_quantize_provenance *provenance);
+
+/**
+ * Quantizes a row-major `rows × cols` source with the `fp8_row_maxabs` method into the
+ * planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`).
+ *
+ * `src` holds `src_len` = rows × cols elements of `src_dtype` (`NINFER_DTYPE_*`,
+ * native-endian, aligned to the element size). Every value is first rounded to BF16;
+ * per row the scale is binary32(max|x| / 448) rounded to the scale type (binary16: zero
+ * rescued to 2^-24, overflow refused; BF16: raised to at least 2^-126), codes are
+ * E4M3FN(RNE(clamp(x · binary32(1 / scale), ±448))); all-zero rows store +0 scale and
+ * codes. Exact rules: `docs/layouts.md` and spec §3.4.
+ *
+ * Output planes, lengths exactly as `ninfer_layout_plane_sizes` gives:
+ * - bf16 (`row_scale_v1`): `plane0` = rows × cols codes, `plane1` = rows BF16 LE scales;
+ * - fp16 (`row_interleaved_v1`): `plane0` = rows × (2 + cols) bytes, each row its
+ *   binary16 LE scale then its codes; `plane1` must be `{NULL, 0}`.
+ *
+ * Errors: `INVALID_ARGUMENT` (not an fp8 row format), `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
+ * `BAD_SHAPE`, `SIZE_MISMATCH` (source or a plane), `NULL_POINTER`, `MISALIGNED`,
+ * `OVERFLOW`, `NON_FINITE_SOURCE` (a value not finite after BF16 rounding; message has row
+ * and column), `SCALE_OVERFLOW` (binary16 scale rounds to infinity; message has the row).
+ * Nothing is written unless the status is OK.
+ *
+ * # Safety
+ * `src` must have `src_len` readable elements; `plane0`/`plane1` their lengths in
+ * writable bytes, not overlapping `src` or each other.
+ */
+ninfer_status ninfer_fp8_row_maxabs(uint32_t format,
+                                    uint32_t src_dtype,
+                                    const void *src,
+                                    size_t src_len,
+                                    uint64_t rows,
+                                    uint64_t cols,
+                                    uint8_t *plane0,
+                                    size_t plane0_len,
+                                    uint8_t *plane1,
+                                    size_t plane1_len);
+
+/**
+ * Checks every row of a row-scaled FP8 view against §3.4: no NaN code (0x7F, 0xFF); a
+ * row scale with sign bit zero that is finite (+0 and subnormals accepted; −0, negative,
+ * infinite and NaN refused); a +0 scale only with signed-zero codes (0x00, 0x80).
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ARGUMENT` for a
+ * view of another format, `INVALID_ENCODING` naming the lowest bad row and its column
+ * (or the row scale).
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`.
+ */
+ninfer_status ninfer_fp8_row_validate(const struct ninfer_weight_view *view);
+
+/**
+ * Quantizes a row-major `rows × cols` source made of `sources` stacked matrices (each
+ * `rows / sources` rows) to nvfp4 in `block_scale_k16_m128x4_v1`.
+ *
+ * `src` holds `src_len` = rows × cols elements of `src_dtype` (`NINFER_DTYPE_*`,
+ * native-endian, aligned), used exactly. Per source, `d_w = binary32(2688 / amax)` (1 for
+ * an all-zero source); per 16-value block, with binary32 round-to-nearest-even at every
+ * step: `s = E4M3FN_satfinite(d_w · (bmax / 6))`, `inv = s ? 1 / (e4m3(s) · (1 / d_w)) : 0`,
+ * codes `E2M1_satfinite(x · inv)` (the production algorithm, reproducible bit for bit).
+ *
+ * Outputs: `codes` = rows × cols/2 bytes (element 2j in the low nibble); `scales` = the
+ * swizzled E4M3FN plane (`ninfer_layout_plane_sizes` plane 1; padding written as 0);
+ * `divisors` = 4 × `sources` bytes, little-endian binary32, in stacking order.
+ *
+ * Errors: `BAD_SHAPE` (a zero dimension, cols not a multiple of 16, `sources` 0 or not
+ * dividing rows), `SIZE_MISMATCH`, `UNKNOWN_DTYPE`, `NULL_POINTER`, `MISALIGNED`,
+ * `OVERFLOW`, `NON_FINITE_SOURCE` (row, column), `SCALE_OVERFLOW` (a source whose amax is
+ * so small that `d_w` or a block's `inv` is not finite in binary32). Nothing is written
+ * unless the status is OK.
+ *
+ * # Safety
+ * `src` must have `src_len` readable elements; each output its length in writable bytes,
+ * none overlapping.
+ */
+ninfer_status ninfer_nvfp4_quantize(uint32_t src_dtype,
+                                    const void *src,
+                                    size_t src_len,
+                                    uint64_t rows,
+                                    uint64_t cols,
+                                    uint64_t sources,
+                                    uint8_t *codes,
+                                    size_t codes_len,
+                                    uint8_t *scales,
+                                    size_t scales_len,
+                                    uint8_t *divisors,
+                                    size_t divisors_len);
+
+/**
+ * Checks an nvfp4 view against §3.3 and its layout: every divisor finite and > 0; every
+ * block scale with sign bit zero and not NaN (0x00..0x7E; −0 0x80 refused); every padding
+ * byte of the swizzled scale plane zero. The divisor count (planes[2].len / 4) must divide
+ * rows (checked with the view).
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ARGUMENT` for a
+ * view of another format, `INVALID_ENCODING` (first divisor, else lowest row and K-block,
+ * else first padding byte).
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`.
+ */
+ninfer_status ninfer_nvfp4_validate(const struct ninfer_weight_view *view);
+
+/**
+ * Swizzles linear row-major E4M3FN block scales `[rows, k_blocks]` (as checkpoints store
+ * them; k_blocks = K / 16) into the 128×4 layout of `block_scale_k16_m128x4_v1`: byte
+ * `(m/128)·kt·512 + (kb/4)·512 + (m%32)·16 + ((m%128)/32)·4 + kb%4` with
+ * kt = ceil(k_blocks/4); padding zero-filled. `out_len` must be
+ * round_up(rows,128) × round_up(k_blocks,4). Words are copied, never checked or changed.
+ *
+ * Errors: `SIZE_MISMATCH` (`linear_len` ≠ rows × k_blocks, or `out_len`), `NULL_POINTER`,
+ * `OVERFLOW`.
+ *
+ * # Safety
+ * `linear` readable for `linear_len` bytes; `out` writable for `out_len`, not overlapping.
+ */
+ninfer_status ninfer_nvfp4_pack_scales(uint64_t rows,
+                                       uint64_t k_blocks,
+                                       const uint8_t *linear,
+                                       size_t linear_len,
+                                       uint8_t *out,
+                                       size_t out_len);
+
+/**
+ * The inverse of `ninfer_nvfp4_pack_scales`: extracts the linear `[rows, k_blocks]`
+ * scales from a swizzled plane (padding ignored).
+ *
+ * Errors: `SIZE_MISMATCH`, `NULL_POINTER`, `OVERFLOW`.
+ *
+ * # Safety
+ * `swizzled` readable for `swizzled_len` bytes; `out` writable for `out_len`.
+ */
+ninfer_status ninfer_nvfp4_unpack_scales(uint64_t rows,
+                                         uint64_t k_blocks,
+                                         const uint8_t *swizzled,
+                                         size_t swizzled_len,
+                                         uint8_t *out,
+                                         size_t out_len);
+
+/**
  * The number of registered formats. Format numbers are `0 .. ninfer_format_count() - 1`.
  */
 uint32_t ninfer_format_count(void);
@@ -707,6 +1004,80 @@ ninfer_status ninfer_layout_plane_sizes(uint32_t format,
                                         uint64_t cols,
                                         size_t *out_sizes,
                                         size_t out_len);
+
+/**
+ * Copies rows `start .. start + count` of `view` into `out`: the payload of a
+ * `[count, cols]` tensor of the same format and layout (for contiguous_le_v1 and
+ * gguf_blocks_v1 simply the rows' bytes; for multi-plane layouts each plane's rows, the
+ * planes back to back in plane order, sized by `ninfer_layout_plane_sizes` for `count`
+ * rows). Nothing is decoded or renormalized. `count = 0` copies nothing.
+ *
+ * On success `*out_written` (may be NULL) receives the number of bytes written.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `OVERFLOW` when
+ * `start + count` overflows, `ROW_OUT_OF_RANGE` when `start + count > rows`,
+ * `BUFFER_TOO_SMALL` when `out_len` is less than the result, `NULL_POINTER` for a NULL
+ * `out` with non-zero `out_len`, `UNSUPPORTED` for a layout whose planes are not whole
+ * rows. Nothing is written unless the status is OK.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable bytes not
+ * overlapping the view's planes; `out_written` NULL or writable.
+ */
+ninfer_status ninfer_rows_copy(const struct ninfer_weight_view *view,
+                               uint64_t start,
+                               uint64_t count,
+                               uint8_t *out,
+                               size_t out_len,
+                               size_t *out_written);
+
+/**
+ * Copies rows `indices[0 .. n_indices]` of `view` (any order, repeats allowed) into `out`:
+ * the payload of a `[n_indices, cols]` tensor of the same format and layout (byte layout
+ * as `ninfer_rows_copy`). Nothing is decoded or renormalized.
+ *
+ * On success `*out_written` (may be NULL) receives the number of bytes written.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INDEX_OUT_OF_RANGE` for
+ * the first entry `>= rows` (the message names its position), `BUFFER_TOO_SMALL`,
+ * `NULL_POINTER` for a NULL `indices` or `out` with a non-zero length, `MISALIGNED` for
+ * an `indices` not aligned to 8 bytes, `OVERFLOW` when `n_indices` × 8 or the result size
+ * overflows, `UNSUPPORTED` as for `ninfer_rows_copy`. Nothing is written unless the
+ * status is OK.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `indices` must have `n_indices` readable
+ * `uint64_t`; `out` must have `out_len` writable bytes not overlapping the view's planes;
+ * `out_written` NULL or writable.
+ */
+ninfer_status ninfer_rows_gather(const struct ninfer_weight_view *view,
+                                 const uint64_t *indices,
+                                 size_t n_indices,
+                                 uint8_t *out,
+                                 size_t out_len,
+                                 size_t *out_written);
+
+/**
+ * Checks every encoding rule of the view's format over its whole payload (after the
+ * structural checks of `ninfer_weight_view_check`): for gguf_* formats every binary16
+ * scale field (d, dmin, IQ1_M's spread super-scale) must be finite; direct formats
+ * (bf16, fp32, int32) always pass.
+ *
+ * On `NINFER_STATUS_INVALID_ENCODING` (and only then) the first offending location in
+ * row-major order is written: `*out_row` = the row, `*out_block` = the block (GGUF) or
+ * group index within that row. Either pointer may be NULL to skip it. On any other status
+ * neither is written.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ENCODING`,
+ * `UNSUPPORTED` for a format whose validator this build does not have (never a silent OK).
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `out_row` / `out_block` NULL or writable and
+ * aligned.
+ */
+ninfer_status ninfer_validate(const struct ninfer_weight_view *view,
+                              uint64_t *out_row,
+                              uint64_t *out_block);
 
 /**
  * The library's version as a static NUL-terminated string, e.g. `"0.1.0"`.

@@ -3,7 +3,7 @@
 
 use crate::dtype::Dtype;
 use crate::error::{Error, Result};
-use crate::formats::{direct, gguf};
+use crate::formats::{direct, fp8_row, gguf, nvfp4};
 use crate::registry::Category;
 use crate::view::WeightView;
 
@@ -30,9 +30,9 @@ pub fn decode_row(view: &WeightView<'_>, row: u64, out: &mut [f32]) -> Result<()
             direct::decode_row(format, view.row_bytes(0, r), out)
         }
         Category::GgufBlock => gguf::dequantize(format, view.row_bytes(0, r), out),
-        _ => Err(Error::Unsupported(format!(
-            "decoding {format} is not implemented yet"
-        ))),
+        Category::GroupedInt => crate::layouts::row_split::decode_row(view, r, out),
+        Category::RowScaledFloat => fp8_row::decode_row(view, r, out),
+        Category::BlockScaledFloat => nvfp4::decode_row(view, r, out),
     }
 }
 
@@ -40,9 +40,12 @@ pub fn decode_row(view: &WeightView<'_>, row: u64, out: &mut [f32]) -> Result<()
 pub fn is_decodable(view: &WeightView<'_>) -> bool {
     let format = view.format();
     match format.info().category {
-        Category::DirectFloat => true,
+        Category::DirectInt => false,
         Category::GgufBlock => gguf::is_decodable(format),
-        _ => false,
+        Category::DirectFloat
+        | Category::GroupedInt
+        | Category::RowScaledFloat
+        | Category::BlockScaledFloat => true,
     }
 }
 

@@ -8,8 +8,11 @@
 //! | §1–§2 registry, layouts, legal pairs | [`registry`], [`layouts`] |
 //! | structural checks of a payload | [`view`] |
 //! | §3.1 bf16 / fp32 / int32 | [`formats::direct`] |
+//! | §3.3 E4M3FN and E2M1 words | [`words`] |
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
+//! | encoding validation of a payload | [`validate`] |
+//! | row slices and gathers (whole rows copied) | [`rows`] |
 //! | C ABI | `ffi` (C names `ninfer_*`) |
 //!
 //! Every operation takes a [`WeightView`]: format, layout, logical shape [N, K] and the
@@ -21,7 +24,11 @@ pub mod error;
 pub mod formats;
 pub mod layouts;
 pub mod registry;
+pub mod rows;
+pub mod validate;
 pub mod view;
+/// cbindgen:ignore
+pub mod words;
 
 mod ffi;
 

@@ -11,6 +11,11 @@
 
 pub(crate) mod boundary;
 mod decode;
+mod fp8;
+mod nvfp4;
+mod quantize;
 mod registry;
+mod rows;
+mod validate;
 mod version;
 mod view;

@@ -2,4 +2,8 @@
 //! no I/O, no global state, no allocation in per-element loops.
 
 pub mod direct;
+pub mod float_source;
+pub mod fp8_row;
 pub mod gguf;
+pub mod grouped;
+pub mod nvfp4;

@@ -7,6 +7,12 @@
 use crate::error::{Error, Result, mul};
 use crate::registry::{Format, Layout, check_compatible};
 
+/// cbindgen:ignore
+pub mod block_scale;
+/// cbindgen:ignore
+pub mod fp8_row;
+pub mod row_split;
+
 /// The most planes any layout has. A view carries this many `(ptr, len)` pairs; unused
 /// ones are empty.
 pub const MAX_PLANES: usize = 3;
@@ -68,14 +74,16 @@ pub fn plane_sizes(format: Format, layout: Layout, rows: usize, cols: usize) -> 
             let row = mul(cols / bv, info.block_bytes as usize, "row bytes")?;
             Ok([mul(rows, row, "payload bytes")?, 0, 0])
         }
-        other => Err(Error::Unsupported(format!(
-            "layout {other} is not implemented yet"
-        ))),
+        Layout::RowSplitK128_V1 => row_split::plane_sizes(format, rows, cols),
+        Layout::RowScaleV1 | Layout::RowInterleavedV1 => fp8_row::plane_sizes(layout, rows, cols),
+        Layout::BlockScaleK16_M128x4_V1 => block_scale::plane_sizes(rows, cols),
     }
 }
 
 /// Checks every plane's length against [`plane_sizes`] (exact equality), naming the first
-/// plane that differs.
+/// plane that differs. One exception: the divisors plane of block_scale_k16_m128x4_v1 holds
+/// one FP32 word per stacked source, a count the shape cannot know; it is accepted when it
+/// holds at least one word and the count divides N ([`block_scale::check_divisors_len`]).
 pub fn check_planes(
     format: Format,
     layout: Layout,
@@ -85,6 +93,10 @@ pub fn check_planes(
 ) -> Result<()> {
     let sizes = plane_sizes(format, layout, rows, cols)?;
     for (i, (&expected, plane)) in sizes.iter().zip(planes).enumerate() {
+        if layout == Layout::BlockScaleK16_M128x4_V1 && i == block_scale::DIVISORS_PLANE {
+            block_scale::check_divisors_len(rows, plane.len())?;
+            continue;
+        }
         if plane.len() != expected {
             return Err(Error::SizeMismatch {
                 plane: plane_name(layout, i),

@@ -40,3 +40,16 @@ pub(super) fn dequantize_q5_0(blocks: &[u8], out: &mut [f32]) {
         }
     }
 }
+
+/// `block_q2_0 { f16 d; u8 qs[16]; }`, 18 bytes, 64 values: element j is the 2-bit code u
+/// at bits 2·(j % 4) of qs[j / 4]; `y = (u − 1) · d` (u = 0..3 → −1, 0, 1, 2).
+pub(super) fn dequantize_q2_0(blocks: &[u8], out: &mut [f32]) {
+    for (b, y) in blocks.chunks_exact(18).zip(out.chunks_exact_mut(64)) {
+        let d = f16_at(b, 0);
+        for (y4, &q) in y.chunks_exact_mut(4).zip(&b[2..18]) {
+            for (i, yj) in y4.iter_mut().enumerate() {
+                *yj = (((q >> (2 * i)) & 3) as i32 - 1) as f32 * d;
+            }
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! §3.4 row-scaled FP8 weights: `fp8_e4m3fn_row_bf16` (layout `row_scale_v1`) and
+//! `fp8_e4m3fn_row_fp16` (layout `row_interleaved_v1`), their validation, exact decoding,
+//! and the `fp8_row_maxabs` encoder.
+//!
+//! Every logical weight is one E4M3FN code `c[n,k]`; every row one multiplier `s[n]` (BF16
+//! or binary16). The represented weight is `binary32(c32 · s32)` with both factors expanded
+//! exactly. Plane byte order: [`crate::layouts::fp8_row`].
+
+use crate::error::{Error, Result};
+use crate::formats::float_source::FloatSource;
+use crate::layouts::{self, fp8_row as layout};
+use crate::registry::{Format, Layout};
+use crate::view::WeightView;
+use crate::words::e4m3fn;
+use half::{bf16, f16};
+use rayon::prelude::*;
+
+/// The whole-row "block" of an error location (the rule concerns the row scale).
+const WHOLE_ROW: u64 = u64::MAX;
+
+fn is_fp8_row(format: Format) -> Result<()> {
+    match format {
+        Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => Ok(()),
+        other => Err(Error::InvalidArgument(format!(
+            "{other} is not a row-scaled FP8 format"
+        ))),
+    }
+}
+
+/// The exact binary32 value of a row-scale word of `format` (BF16 for
+/// fp8_e4m3fn_row_bf16, binary16 for fp8_e4m3fn_row_fp16).
+#[inline]
+pub fn scale_value(format: Format, bits: u16) -> f32 {
+    match format {
+        Format::Fp8E4m3fnRowFp16 => f16::from_bits(bits).to_f32(),
+        _ => f32::from_bits((bits as u32) << 16),
+    }
+}
+
+/// Checks one row against §3.4: the scale has sign bit zero and is finite (positive zero
+/// and subnormals allowed; −0, ±Inf, NaN and negative values refused); no code is a NaN
+/// word (0x7F, 0xFF); a positive-zero scale admits only the signed-zero codes 0x00 and
+/// 0x80.
+///
+/// Errors: [`Error::InvalidEncoding`] at (`row`, `u64::MAX`) for the scale and at
+/// (`row`, column) for a code.
+pub fn check_row(format: Format, row: u64, scale: u16, codes: &[u8]) -> Result<()> {
+    let (exp_mask, name) = match format {
+        Format::Fp8E4m3fnRowFp16 => (0x7C00u16, "binary16"),
+        _ => (0x7F80u16, "BF16"),
+    };
+    if scale & 0x8000 != 0 {
+        return Err(Error::encoding(
+            row,
+            WHOLE_ROW,
+            format!("{name} row scale {scale:#06x} has its sign bit set (negative or -0)"),
+        ));
+    }
+    if scale & exp_mask == exp_mask {
+        return Err(Error::encoding(
+            row,
+            WHOLE_ROW,
+            format!("{name} row scale {scale:#06x} is infinite or NaN"),
+        ));
+    }
+    let zero_scale = scale == 0;
+    for (k, &c) in codes.iter().enumerate() {
+        if e4m3fn::is_nan(c) {
+            return Err(Error::encoding(
+                row,
+                k as u64,
+                format!("code {c:#04x} at column {k} is an E4M3FN NaN word"),
+            ));
+        }
+        if zero_scale && c & 0x7F != 0 {
+            return Err(Error::encoding(
+                row,
+                k as u64,
+                format!("code {c:#04x} at column {k} is not a signed zero in a zero-scale row"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Validates every row of a row-scaled FP8 view ([`check_row`]); the error reported is the
+/// one of the lowest failing row.
+pub fn validate(view: &WeightView<'_>) -> Result<()> {
+    is_fp8_row(view.format())?;
+    let format = view.format();
+    (0..view.rows())
+        .into_par_iter()
+        .find_map_first(|r| {
+            let (s, codes) = layout::row_parts(view, r);
+            check_row(format, r as u64, s, codes).err()
+        })
+        .map_or(Ok(()), Err)
+}
+
+/// Decodes row `r` (already range-checked) into `out` (exactly K values): checks the row
+/// ([`check_row`]) then writes `binary32(e4m3fn(c) · s32)`. Nothing is written on error.
+pub fn decode_row(view: &WeightView<'_>, r: usize, out: &mut [f32]) -> Result<()> {
+    is_fp8_row(view.format())?;
+    let (s, codes) = layout::row_parts(view, r);
+    check_row(view.format(), r as u64, s, codes)?;
+    let s32 = scale_value(view.format(), s);
+    for (o, &c) in out.iter_mut().zip(codes) {
+        *o = e4m3fn::decode(c) * s32;
+    }
+    Ok(())
+}
+
+/// `x` rounded to the nearest BF16 (ties to even), as an exact binary32 value. Identical
+/// to `half::bf16::from_f32` for every non-NaN input (±Inf stay, finite values beyond the
+/// BF16 range become ±Inf); a NaN stays a NaN (the encoder refuses both).
+#[inline]
+fn round_bf16(x: f32) -> f32 {
+    if x.is_nan() {
+        return x;
+    }
+    let b = x.to_bits();
+    // No u32 overflow: the largest non-NaN pattern is 0xFF80_0000.
+    f32::from_bits((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF_0000)
+}
+
+/// Pass 1 of the encoder for one row of BF16-rounded values: the scale word, or the
+/// row's error.
+fn row_scale(format: Format, row: u64, xs: &[f32]) -> Result<u16> {
+    let mut amax = 0f32;
+    for (i, &x) in xs.iter().enumerate() {
+        if !x.is_finite() {
+            return Err(Error::NonFiniteSource { row, col: i as u64 });
+        }
+        amax = amax.max(x.abs());
+    }
+    if amax == 0.0 {
+        return Ok(0);
+    }
+    let raw = amax / 448.0;
+    let bits = match format {
+        Format::Fp8E4m3fnRowFp16 => {
+            let s = f16::from_f32(raw);
+            if s.is_infinite() {
+                return Err(Error::ScaleOverflow { row, group: 0 });
+            }
+            if s.to_bits() == 0 {
+                0x0001 // 2^-24, the smallest binary16 subnormal
+            } else {
+                s.to_bits()
+            }
+        }
+        _ => {
+            let s = bf16::from_f32(raw);
+            if s.is_infinite() {
+                return Err(Error::ScaleOverflow { row, group: 0 });
+            }
+            // Below 2^-126 the FP32 reciprocal of a BF16 scale can overflow (1 / 2^-133 is
+            // 2^133): such scales are raised to 2^-126 (0x0080), the smallest BF16 normal.
+            if s.to_bits() < 0x0080 {
+                0x0080
+            } else {
+                s.to_bits()
+            }
+        }
+    };
+    Ok(bits)
+}
+
+/// Pass 2 for one row of BF16-rounded values: the codes from the scale word (no failure
+/// possible).
+fn row_codes(format: Format, scale: u16, xs: &[f32], codes: &mut [u8]) {
+    if scale == 0 {
+        codes.fill(0);
+        return;
+    }
+    let inv = 1.0f32 / scale_value(format, scale);
+    for (c, &x) in codes.iter_mut().zip(xs) {
+        // satfinite clamps to ±448 before rounding's overflow: the spec's clamp then RNE.
+        *c = e4m3fn::encode_satfinite((x * inv).clamp(-448.0, 448.0));
+    }
+}
+
+/// Row `r` of the source, rounded to BF16, into the scratch buffer `buf` (K values).
+fn load_row(src: &FloatSource<'_>, r: usize, buf: &mut [f32]) {
+    src.read_into(r * buf.len(), buf);
+    for x in buf.iter_mut() {
+        *x = round_bf16(*x);
+    }
+}
+
+/// The `fp8_row_maxabs` encoder: quantizes a row-major `rows × cols` source into the
+/// planes of `format` (fp8_e4m3fn_row_bf16 → `planes = [codes, scales]` of row_scale_v1;
+/// fp8_e4m3fn_row_fp16 → `planes = [rows, empty]` of row_interleaved_v1), each exactly the
+/// length [`layouts::plane_sizes`] gives.
+///
+/// Per row, independently of any chunking (spec §3.4 paragraph on fp8_row_maxabs; all
+/// arithmetic binary32 with round-to-nearest-even, no flush-to-zero):
+/// 1. every source value is rounded to BF16 (RNE); a value that is not finite after that
+///    rounding (NaN, ±Inf, or a finite f32 above the BF16 range) fails the encoder;
+/// 2. `amax = max |x|`; an all-zero row (signed zeros included) stores scale +0 and
+///    codes 0x00;
+/// 3. `raw = binary32(amax / 448)`, rounded to the scale type with ties to even:
+///    - binary16: a nonzero `raw` rounding to zero becomes 0x0001 (2^-24); a scale
+///      rounding to infinity fails with [`Error::ScaleOverflow`];
+///    - BF16 (this crate's choice, the spec is silent): a scale below 2^-126 (zero or
+///      subnormal) becomes 0x0080 (2^-126), so that its FP32 reciprocal is finite; BF16
+///      scales never overflow (BF16 max / 448 is finite);
+/// 4. `inv = binary32(1 / s32)` of the stored scale; each code is
+///    `e4m3fn_rne(clamp(binary32(x · inv), -448, 448))` (a negative value that rounds to
+///    zero gives 0x80).
+///
+/// Nothing is written unless every row succeeds. Errors: [`Error::InvalidArgument`] (not
+/// an fp8 row format), [`Error::BadShape`], [`Error::SizeMismatch`],
+/// [`Error::NonFiniteSource`] and [`Error::ScaleOverflow`] of the lowest failing row.
+pub fn fp8_row_maxabs(
+    format: Format,
+    src: FloatSource<'_>,
+    rows: usize,
+    cols: usize,
+    planes: [&mut [u8]; 2],
+) -> Result<()> {
+    is_fp8_row(format)?;
+    src.check_shape(rows, cols)?;
+    let lay = format.info().layout;
+    let sizes = layouts::plane_sizes(format, lay, rows, cols)?;
+    for (i, p) in planes.iter().enumerate() {
+        if p.len() != sizes[i] {
+            return Err(Error::SizeMismatch {
+                plane: layouts::plane_name(lay, i),
+                expected: sizes[i],
+                actual: p.len(),
+            });
+        }
+    }
+    let scales: Vec<Result<u16>> = (0..rows)
+        .into_par_iter()
+        .map_init(
+            || vec![0f32; cols],
+            |buf, r| {
+                load_row(&src, r, buf);
+                row_scale(format, r as u64, buf)
+            },
+        )
+        .collect();
+    let scales = scales.into_iter().collect::<Result<Vec<u16>>>()?;
+    layout::for_each_row_mut(lay, cols, planes, |buf, r, s, codes| {
+        s.copy_from_slice(&scales[r].to_le_bytes());
+        load_row(&src, r, buf);
+        row_codes(format, scales[r], buf, codes);
+    });
+    debug_assert!(matches!(lay, Layout::RowScaleV1 | Layout::RowInterleavedV1));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view<'a>(format: Format, rows: usize, cols: usize, p: [&'a [u8]; 2]) -> WeightView<'a> {
+        WeightView::new(format, format.info().layout, rows, cols, [p[0], p[1], &[]]).unwrap()
+    }
+
+    #[test]
+    fn decode_hand_worked_bf16_rows() {
+        // Row 0: scale 0.5 (BF16 0x3F00), codes 1.0 (0x38), -1.5 (0xBC), 448 (0x7E).
+        // Row 1: scale +0, codes +0 and -0.
+        let codes = [0x38, 0xBC, 0x7E, 0x00, 0x80, 0x00];
+        let scales = [0x00, 0x3F, 0x00, 0x00];
+        let v = view(Format::Fp8E4m3fnRowBf16, 2, 3, [&codes, &scales]);
+        let mut out = [0f32; 3];
+        decode_row(&v, 0, &mut out).unwrap();
+        assert_eq!(out, [0.5, -0.75, 224.0]);
+        decode_row(&v, 1, &mut out).unwrap();
+        assert_eq!(out.map(f32::to_bits), [0, 0x8000_0000, 0]);
+        validate(&v).unwrap();
+    }
+
+    #[test]
+    fn decode_hand_worked_fp16_interleaved() {
+        // K = 2; row 0: scale 2^-24 (0x0001), codes 0x08 (2^-6), 0x01 (2^-9):
+        // 2^-30 and 2^-33, exact in binary32.
+        let rows = [0x01, 0x00, 0x08, 0x01, 0x00, 0x3C, 0x38, 0xC0];
+        let v = view(Format::Fp8E4m3fnRowFp16, 2, 2, [&rows, &[]]);
+        let mut out = [0f32; 2];
+        decode_row(&v, 0, &mut out).unwrap();
+        assert_eq!(out, [2f32.powi(-30), 2f32.powi(-33)]);
+        decode_row(&v, 1, &mut out).unwrap();
+        assert_eq!(out, [1.0, -2.0]);
+    }
+
+    #[test]
+    fn refused_rows_and_near_misses() {
+        let f = Format::Fp8E4m3fnRowBf16;
+        let h = Format::Fp8E4m3fnRowFp16;
+        let bad = |fmt, s, c: &[u8]| match check_row(fmt, 7, s, c) {
+            Err(Error::InvalidEncoding { at, .. }) => (at.row, at.block),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(bad(f, 0x3F80, &[0, 0x7F]), (7, 1));
+        assert_eq!(bad(f, 0x3F80, &[0xFF]), (7, 0));
+        assert_eq!(bad(f, 0x8000, &[0]), (7, u64::MAX)); // -0
+        assert_eq!(bad(f, 0xBF80, &[0]), (7, u64::MAX)); // -1
+        assert_eq!(bad(f, 0x7F80, &[0]), (7, u64::MAX)); // +Inf
+        assert_eq!(bad(f, 0x7FC0, &[0]), (7, u64::MAX)); // NaN
+        assert_eq!(bad(f, 0x0000, &[0x80, 0x01]), (7, 1)); // zero scale, nonzero code
+        assert_eq!(bad(h, 0x7C00, &[0]), (7, u64::MAX));
+        assert_eq!(bad(h, 0x8000, &[0]), (7, u64::MAX));
+        assert_eq!(bad(h, 0x0000, &[0x7E]), (7, 0));
+        // Near misses.
+        check_row(f, 0, 0x0001, &[0x7E, 0xFE]).unwrap(); // subnormal scale, max codes
+        check_row(f, 0, 0x7F7F, &[0x7E]).unwrap(); // largest finite BF16
+        check_row(f, 0, 0x0000, &[0x00, 0x80]).unwrap();
+        check_row(h, 0, 0x7BFF, &[0x7E]).unwrap();
+        check_row(h, 0, 0x0001, &[0xFE]).unwrap();
+        // 0x7C00 is finite for BF16 (a normal number), only infinite for binary16.
+        check_row(f, 0, 0x7C00, &[0x01]).unwrap();
+        // decode refuses and writes nothing.
+        let codes = [0x38, 0x7F];
+        let scales = [0x80, 0x3F];
+        let v = view(f, 1, 2, [&codes, &scales]);
+        let mut out = [9f32; 2];
+        assert_eq!(
+            decode_row(&v, 0, &mut out).unwrap_err().status(),
+            crate::Status::InvalidEncoding
+        );
+        assert_eq!(out, [9.0; 2]);
+        assert!(validate(&v).is_err());
+    }
+
+    #[test]
+    fn round_bf16_matches_half() {
+        let mut x = 0x1234_5678u32;
+        let check = |b: u32| {
+            let v = f32::from_bits(b);
+            let h = bf16::from_f32(v).to_f32();
+            let r = round_bf16(v);
+            if v.is_nan() {
+                assert!(r.is_nan());
+            } else {
+                assert_eq!(r.to_bits(), h.to_bits(), "{b:#010x}");
+            }
+        };
+        for _ in 0..1_000_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            check(x);
+        }
+        for b in [
+            0,
+            0x8000_0000,
+            0x7F7F_FFFF,
+            0x7F7F_8000,
+            0x7F7F_7FFF,
+            0x0000_8000,
+            0x0001_8000,
+        ] {
+            check(b);
+            check(b | 0x8000_0000);
+        }
+        for hi in 0..=0xFFFFu32 {
+            check((hi << 16) | 0x8000); // every tie
+        }
+    }
+
+    #[test]
+    fn maxabs_hand_worked() {
+        // amax 448 → scale 1.0; values exact in E4M3FN.
+        let src = [448.0f32, -1.5, 0.0, -0.0, 0.0, 0.0, 0.0, 0.0];
+        let (mut codes, mut scales) = ([0u8; 8], [0u8; 4]);
+        fp8_row_maxabs(
+            Format::Fp8E4m3fnRowBf16,
+            FloatSource::F32(&src),
+            2,
+            4,
+            [&mut codes, &mut scales],
+        )
+        .unwrap();
+        assert_eq!(scales, [0x80, 0x3F, 0, 0]);
+        assert_eq!(codes, [0x7E, 0xBC, 0x00, 0x80, 0, 0, 0, 0]);
+        // fp16: tiny row → rescue 2^-24; huge row → overflow refused.
+        let mut rows = [0u8; 2 * 3];
+        fp8_row_maxabs(
+            Format::Fp8E4m3fnRowFp16,
+            FloatSource::F32(&[1e-30, -0.0]),
+            2,
+            1,
+            [&mut rows, &mut []],
+        )
+        .unwrap();
+        assert_eq!(rows, [0x01, 0x00, 0x00, 0x00, 0x00, 0x00]);
+        let e = fp8_row_maxabs(
+            Format::Fp8E4m3fnRowFp16,
+            FloatSource::F32(&[1.0, 3e7]),
+            2,
+            1,
+            [&mut rows, &mut []],
+        );
+        assert_eq!(e, Err(Error::ScaleOverflow { row: 1, group: 0 }));
+        assert_eq!(rows, [0x01, 0x00, 0x00, 0x00, 0x00, 0x00]); // untouched
+        let e = fp8_row_maxabs(
+            Format::Fp8E4m3fnRowFp16,
+            FloatSource::F32(&[1.0, f32::NAN]),
+            2,
+            1,
+            [&mut rows, &mut []],
+        );
+        assert_eq!(e, Err(Error::NonFiniteSource { row: 1, col: 0 }));
+        // A finite f32 above the BF16 range rounds to Inf: refused.
+        let e = fp8_row_maxabs(
+            Format::Fp8E4m3fnRowBf16,
+            FloatSource::F32(&[f32::MAX]),
+            1,
+            1,
+            [&mut [0u8; 1], &mut [0u8; 2]],
+        );
+        assert_eq!(e, Err(Error::NonFiniteSource { row: 0, col: 0 }));
+        // BF16 floor: a row of 2^-130 gets scale 2^-126 and code 2^-4.
+        let (mut c, mut s) = ([0u8; 1], [0u8; 2]);
+        fp8_row_maxabs(
+            Format::Fp8E4m3fnRowBf16,
+            FloatSource::F32(&[f32::from_bits(1 << 19)]), // 2^-130
+            1,
+            1,
+            [&mut c, &mut s],
+        )
+        .unwrap();
+        assert_eq!(u16::from_le_bytes(s), 0x0080);
+        assert_eq!(e4m3fn::decode(c[0]), 0.0625);
+    }
+}

@@ -1,0 +1,683 @@
+//! AVX2 dequantizers for the hot block types, selected at run time.
+//!
+//! Each kernel computes exactly the scalar kernel's f32 operations (same operands, same
+//! order, no FMA): codes are built as integers in vectors and converted exactly, the
+//! block's binary16 fields are converted by the same scalar [`f16_at`], and scale
+//! products that the scalar code forms per sub-block (`d·sc`, `dmin·m`) are formed the
+//! same way before broadcasting. So results are bit-identical to the scalar path
+//! (`tests/gguf_decode.rs` checks both paths on every fixture).
+//!
+//! # Safety
+//! Every function here requires AVX2; callers go through [`dequantizer`], which returns
+//! them only when `is_x86_feature_detected!("avx2")` holds. Inputs are whole blocks and
+//! their outputs (`chunks_exact`), so every load and store below is in bounds.
+
+// Intrinsics became safe inside `#[target_feature]` functions after our MSRV (1.85).
+#![allow(unused_unsafe)]
+
+use super::f16_at;
+use super::grids::{
+    IQ1M_DELTA, IQ1S_DELTA, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID,
+    KSIGNS_IQ2XS, KVALUES_IQ4NL,
+};
+use super::iquants::signed_delta;
+use super::kquants::scale_min_k4;
+use crate::registry::Format;
+use std::arch::x86_64::*;
+
+/// A row dequantizer (same contract as the scalar ones).
+type DequantizeFn = fn(&[u8], &mut [f32]);
+
+/// Whether this CPU runs the AVX2 kernels.
+pub(super) fn available() -> bool {
+    is_x86_feature_detected!("avx2")
+}
+
+/// The AVX2 kernel for `format`, when there is one and the CPU has AVX2.
+pub(super) fn dequantizer(format: Format) -> Option<DequantizeFn> {
+    if !available() {
+        return None;
+    }
+    // Each wrapper is a safe fn: it is only handed out after the detection above.
+    macro_rules! safe {
+        ($k:ident) => {{
+            fn wrapper(blocks: &[u8], out: &mut [f32]) {
+                // SAFETY: AVX2 was detected before this wrapper was returned.
+                unsafe { $k(blocks, out) }
+            }
+            wrapper as DequantizeFn
+        }};
+    }
+    Some(match format {
+        Format::GgufQ8_0 => safe!(q8_0),
+        Format::GgufQ4_0 => safe!(q4_0),
+        Format::GgufQ5_0 => safe!(q5_0),
+        Format::GgufQ2_0 => safe!(q2_0),
+        Format::GgufQ2_K => safe!(q2_k),
+        Format::GgufQ3_K => safe!(q3_k),
+        Format::GgufQ4_K => safe!(q4_k),
+        Format::GgufQ5_K => safe!(q5_k),
+        Format::GgufQ6_K => safe!(q6_k),
+        Format::GgufIq4Nl => safe!(iq4_nl),
+        Format::GgufIq4Xs => safe!(iq4_xs),
+        Format::GgufIq2Xxs => safe!(iq2_xxs),
+        Format::GgufIq2Xs => safe!(iq2_xs),
+        Format::GgufIq2S => safe!(iq2_s),
+        Format::GgufIq3Xxs => safe!(iq3_xxs),
+        Format::GgufIq3S => safe!(iq3_s),
+        Format::GgufIq1S => safe!(iq1_s),
+        Format::GgufIq1M => safe!(iq1_m),
+        _ => return None,
+    })
+}
+
+/// 8 i8 codes (low 8 bytes of `q`) as f32.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn cvt8(q: __m128i) -> __m256 {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe { _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)) }
+}
+
+/// The four 8-code quarters of 32 i8 codes.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn quarters(q: __m256i) -> [__m256; 4] {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let lo = _mm256_castsi256_si128(q);
+        let hi = _mm256_extracti128_si256::<1>(q);
+        [
+            cvt8(lo),
+            cvt8(_mm_srli_si128::<8>(lo)),
+            cvt8(hi),
+            cvt8(_mm_srli_si128::<8>(hi)),
+        ]
+    }
+}
+
+/// `y[j] = q[j] · d` for 32 i8 codes, codes 0..16 scaled by `d0`, 16..32 by `d1`.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn store_scaled(y: &mut [f32], q: __m256i, d0: __m256, d1: __m256) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let y = &mut y[..32];
+        let p = y.as_mut_ptr();
+        let [a, b, c, e] = quarters(q);
+        // SAFETY: `y` holds 32 floats.
+        unsafe {
+            _mm256_storeu_ps(p, _mm256_mul_ps(d0, a));
+            _mm256_storeu_ps(p.add(8), _mm256_mul_ps(d0, b));
+            _mm256_storeu_ps(p.add(16), _mm256_mul_ps(d1, c));
+            _mm256_storeu_ps(p.add(24), _mm256_mul_ps(d1, e));
+        }
+    }
+}
+
+/// `y[j] = d · q[j] − m` for 32 codes, (d0, m0) for codes 0..16 and (d1, m1) for 16..32.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn store_affine(y: &mut [f32], q: __m256i, d0: __m256, m0: __m256, d1: __m256, m1: __m256) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let y = &mut y[..32];
+        let p = y.as_mut_ptr();
+        let [a, b, c, e] = quarters(q);
+        // SAFETY: `y` holds 32 floats.
+        unsafe {
+            _mm256_storeu_ps(p, _mm256_sub_ps(_mm256_mul_ps(d0, a), m0));
+            _mm256_storeu_ps(p.add(8), _mm256_sub_ps(_mm256_mul_ps(d0, b), m0));
+            _mm256_storeu_ps(p.add(16), _mm256_sub_ps(_mm256_mul_ps(d1, c), m1));
+            _mm256_storeu_ps(p.add(24), _mm256_sub_ps(_mm256_mul_ps(d1, e), m1));
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn load16(b: &[u8]) -> __m128i {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let b = &b[..16];
+        // SAFETY: 16 readable bytes; unaligned load.
+        unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn load32(b: &[u8]) -> __m256i {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let b = &b[..32];
+        // SAFETY: 32 readable bytes; unaligned load.
+        unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
+    }
+}
+
+/// 16 bytes → 32 nibbles: element j < 16 the low nibble of byte j, element j + 16 its high.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn nibbles(qs: __m128i) -> __m256i {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let m4 = _mm_set1_epi8(0x0F);
+        let lo = _mm_and_si128(qs, m4);
+        let hi = _mm_and_si128(_mm_srli_epi16::<4>(qs), m4);
+        _mm256_set_m128i(hi, lo)
+    }
+}
+
+/// 0xFF in byte j where bit `bit` of byte j of `v` is set, else 0.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn bit_set(v: __m256i, bit: u32) -> __m256i {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let m = _mm256_set1_epi8((1u8 << bit) as i8);
+        _mm256_cmpeq_epi8(_mm256_and_si256(v, m), m)
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn q8_0(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(34).zip(out.chunks_exact_mut(32)) {
+            let d = _mm256_set1_ps(f16_at(b, 0));
+            store_scaled(y, load32(&b[2..]), d, d);
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn q4_0(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let eight = _mm256_set1_epi8(8);
+        for (b, y) in blocks.chunks_exact(18).zip(out.chunks_exact_mut(32)) {
+            let d = _mm256_set1_ps(f16_at(b, 0));
+            let q = _mm256_sub_epi8(nibbles(load16(&b[2..])), eight);
+            store_scaled(y, q, d, d);
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn q5_0(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        // Byte j of the spread qh holds byte j/8 of qh; mask byte j keeps bit j%8.
+        let spread = _mm256_setr_epi8(
+            0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, //
+            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+        );
+        let mask = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+        let (x10, x16) = (_mm256_set1_epi8(0x10), _mm256_set1_epi8(16));
+        for (b, y) in blocks.chunks_exact(22).zip(out.chunks_exact_mut(32)) {
+            let d = _mm256_set1_ps(f16_at(b, 0));
+            let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+            let bits = _mm256_shuffle_epi8(_mm256_set1_epi32(qh as i32), spread);
+            let h = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, mask), mask), x10);
+            let q = _mm256_sub_epi8(_mm256_or_si256(nibbles(load16(&b[6..])), h), x16);
+            store_scaled(y, q, d, d);
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn q2_0(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let (m3, one) = (_mm_set1_epi8(3), _mm_set1_epi8(1));
+        for (b, y) in blocks.chunks_exact(18).zip(out.chunks_exact_mut(64)) {
+            let d = _mm256_set1_ps(f16_at(b, 0));
+            let qs = load16(&b[2..]);
+            // c_i[k] = code 4k + i.
+            let c0 = _mm_and_si128(qs, m3);
+            let c1 = _mm_and_si128(_mm_srli_epi16::<2>(qs), m3);
+            let c2 = _mm_and_si128(_mm_srli_epi16::<4>(qs), m3);
+            let c3 = _mm_and_si128(_mm_srli_epi16::<6>(qs), m3);
+            // Interleave back into element order 4k, 4k+1, 4k+2, 4k+3.
+            let (a_lo, a_hi) = (_mm_unpacklo_epi8(c0, c1), _mm_unpackhi_epi8(c0, c1));
+            let (b_lo, b_hi) = (_mm_unpacklo_epi8(c2, c3), _mm_unpackhi_epi8(c2, c3));
+            let e = [
+                _mm_unpacklo_epi16(a_lo, b_lo),
+                _mm_unpackhi_epi16(a_lo, b_lo),
+                _mm_unpacklo_epi16(a_hi, b_hi),
+                _mm_unpackhi_epi16(a_hi, b_hi),
+            ];
+            let e = e.map(|v| _mm_sub_epi8(v, one));
+            store_scaled(&mut y[..32], _mm256_set_m128i(e[1], e[0]), d, d);
+            store_scaled(&mut y[32..], _mm256_set_m128i(e[3], e[2]), d, d);
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn q2_k(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let m3 = _mm256_set1_epi8(3);
+        for (b, y) in blocks.chunks_exact(84).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 80);
+            let dmin = f16_at(b, 82);
+            for h in 0..2 {
+                let qs = load32(&b[16 + 32 * h..]);
+                for i in 0..4 {
+                    let q = match i {
+                        0 => qs,
+                        1 => _mm256_srli_epi16::<2>(qs),
+                        2 => _mm256_srli_epi16::<4>(qs),
+                        _ => _mm256_srli_epi16::<6>(qs),
+                    };
+                    let q = _mm256_and_si256(q, m3);
+                    let (s0, s1) = (b[8 * h + 2 * i], b[8 * h + 2 * i + 1]);
+                    let o = 128 * h + 32 * i;
+                    store_affine(
+                        &mut y[o..],
+                        q,
+                        _mm256_set1_ps(d * (s0 & 0x0F) as f32),
+                        _mm256_set1_ps(dmin * (s0 >> 4) as f32),
+                        _mm256_set1_ps(d * (s1 & 0x0F) as f32),
+                        _mm256_set1_ps(dmin * (s1 >> 4) as f32),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn q3_k(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let (m3, four) = (_mm256_set1_epi8(3), _mm256_set1_epi8(4));
+        for (b, y) in blocks.chunks_exact(110).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 108);
+            let hmask = load32(b);
+            let scales = super::kquants::q3_k_scales(&b[96..108]);
+            for h in 0..2 {
+                let qs = load32(&b[32 + 32 * h..]);
+                for i in 0..4 {
+                    let low = match i {
+                        0 => qs,
+                        1 => _mm256_srli_epi16::<2>(qs),
+                        2 => _mm256_srli_epi16::<4>(qs),
+                        _ => _mm256_srli_epi16::<6>(qs),
+                    };
+                    let low = _mm256_and_si256(low, m3);
+                    // A clear hmask bit subtracts 4.
+                    let sub = _mm256_andnot_si256(bit_set(hmask, (4 * h + i) as u32), four);
+                    let q = _mm256_sub_epi8(low, sub);
+                    let s = 8 * h + 2 * i;
+                    store_scaled(
+                        &mut y[128 * h + 32 * i..],
+                        q,
+                        _mm256_set1_ps(d * scales[s] as f32),
+                        _mm256_set1_ps(d * scales[s + 1] as f32),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn q4_k(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let m4 = _mm256_set1_epi8(0x0F);
+        for (b, y) in blocks.chunks_exact(144).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            let dmin = f16_at(b, 2);
+            let scales = &b[4..16];
+            for c in 0..4 {
+                let qs = load32(&b[16 + 32 * c..]);
+                let (sc1, m1) = scale_min_k4(2 * c, scales);
+                let (sc2, m2) = scale_min_k4(2 * c + 1, scales);
+                let (d1, m1) = (
+                    _mm256_set1_ps(d * sc1 as f32),
+                    _mm256_set1_ps(dmin * m1 as f32),
+                );
+                let (d2, m2) = (
+                    _mm256_set1_ps(d * sc2 as f32),
+                    _mm256_set1_ps(dmin * m2 as f32),
+                );
+                let lo = _mm256_and_si256(qs, m4);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(qs), m4);
+                store_affine(&mut y[64 * c..], lo, d1, m1, d1, m1);
+                store_affine(&mut y[64 * c + 32..], hi, d2, m2, d2, m2);
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn q5_k(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let (m4, x10) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x10));
+        for (b, y) in blocks.chunks_exact(176).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            let dmin = f16_at(b, 2);
+            let scales = &b[4..16];
+            let qh = load32(&b[16..]);
+            for c in 0..4 {
+                let qs = load32(&b[48 + 32 * c..]);
+                let (sc1, m1) = scale_min_k4(2 * c, scales);
+                let (sc2, m2) = scale_min_k4(2 * c + 1, scales);
+                let (d1, m1) = (
+                    _mm256_set1_ps(d * sc1 as f32),
+                    _mm256_set1_ps(dmin * m1 as f32),
+                );
+                let (d2, m2) = (
+                    _mm256_set1_ps(d * sc2 as f32),
+                    _mm256_set1_ps(dmin * m2 as f32),
+                );
+                let h1 = _mm256_and_si256(bit_set(qh, 2 * c as u32), x10);
+                let h2 = _mm256_and_si256(bit_set(qh, 2 * c as u32 + 1), x10);
+                let lo = _mm256_or_si256(_mm256_and_si256(qs, m4), h1);
+                let hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(qs), m4), h2);
+                store_affine(&mut y[64 * c..], lo, d1, m1, d1, m1);
+                store_affine(&mut y[64 * c + 32..], hi, d2, m2, d2, m2);
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn q6_k(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let (m4, m30, x32) = (
+            _mm256_set1_epi8(0x0F),
+            _mm256_set1_epi8(0x30),
+            _mm256_set1_epi8(32),
+        );
+        for (b, y) in blocks.chunks_exact(210).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 208);
+            for h in 0..2 {
+                let ql0 = load32(&b[64 * h..]);
+                let ql1 = load32(&b[64 * h + 32..]);
+                let qh = load32(&b[128 + 32 * h..]);
+                let sc = &b[192 + 8 * h..200 + 8 * h];
+                // ((qh >> 2i) & 3) << 4, for i = 0..4 (the 16-bit shifts' spill is masked off).
+                let hb = [
+                    _mm256_and_si256(_mm256_slli_epi16::<4>(qh), m30),
+                    _mm256_and_si256(_mm256_slli_epi16::<2>(qh), m30),
+                    _mm256_and_si256(qh, m30),
+                    _mm256_and_si256(_mm256_srli_epi16::<2>(qh), m30),
+                ];
+                let low = [
+                    _mm256_and_si256(ql0, m4),
+                    _mm256_and_si256(ql1, m4),
+                    _mm256_and_si256(_mm256_srli_epi16::<4>(ql0), m4),
+                    _mm256_and_si256(_mm256_srli_epi16::<4>(ql1), m4),
+                ];
+                for i in 0..4 {
+                    let q = _mm256_sub_epi8(_mm256_or_si256(low[i], hb[i]), x32);
+                    store_scaled(
+                        &mut y[128 * h + 32 * i..],
+                        q,
+                        _mm256_set1_ps(d * (sc[2 * i] as i8) as f32),
+                        _mm256_set1_ps(d * (sc[2 * i + 1] as i8) as f32),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// 16 bytes of IQ4 codes → 32 i8 code values (low nibbles first).
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn iq4_values(qs: __m128i, table: __m128i) -> __m256i {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let m4 = _mm_set1_epi8(0x0F);
+        let lo = _mm_shuffle_epi8(table, _mm_and_si128(qs, m4));
+        let hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16::<4>(qs), m4));
+        _mm256_set_m128i(hi, lo)
+    }
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn iq4_table() -> __m128i {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        // SAFETY: KVALUES_IQ4NL is 16 bytes.
+        unsafe { _mm_loadu_si128(KVALUES_IQ4NL.as_ptr().cast()) }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq4_nl(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let table = iq4_table();
+        for (b, y) in blocks.chunks_exact(18).zip(out.chunks_exact_mut(32)) {
+            let d = _mm256_set1_ps(f16_at(b, 0));
+            store_scaled(y, iq4_values(load16(&b[2..]), table), d, d);
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq4_xs(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let table = iq4_table();
+        for (b, y) in blocks.chunks_exact(136).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            let scales_h = u16::from_le_bytes([b[2], b[3]]);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let lo = (b[4 + g / 2] >> (4 * (g % 2))) & 0x0F;
+                let hi = ((scales_h >> (2 * g)) & 3) as u8;
+                let dl = _mm256_set1_ps(d * ((lo | (hi << 4)) as i32 - 32) as f32);
+                store_scaled(y, iq4_values(load16(&b[8 + 16 * g..]), table), dl, dl);
+            }
+        }
+    }
+}
+
+/// `y[j] = (db · grid[j]) · ±1` for the 8 unsigned magnitudes of a grid point, as the
+/// scalar `put8` (sign bit j of `signs` set → −1).
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn grid8(y: &mut [f32], db: __m256, grid: u64, signs: u8) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let y = &mut y[..8];
+        let g = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(grid as i64)));
+        let bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+        let neg = _mm256_cmpeq_epi32(
+            _mm256_and_si256(_mm256_set1_epi32(signs as i32), bits),
+            bits,
+        );
+        let s = _mm256_blendv_ps(
+            _mm256_set1_ps(1.0),
+            _mm256_set1_ps(-1.0),
+            _mm256_castsi256_ps(neg),
+        );
+        // SAFETY: `y` holds 8 floats.
+        unsafe { _mm256_storeu_ps(y.as_mut_ptr(), _mm256_mul_ps(_mm256_mul_ps(db, g), s)) }
+    }
+}
+
+/// `y[j] = dl · (grid[j] + delta)` for an IQ1 grid point (i8 values), as the scalar code.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn grid8_iq1(y: &mut [f32], dl: __m256, grid: u64, delta: __m256) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let y = &mut y[..8];
+        let g = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(grid as i64)));
+        // SAFETY: `y` holds 8 floats.
+        unsafe { _mm256_storeu_ps(y.as_mut_ptr(), _mm256_mul_ps(dl, _mm256_add_ps(g, delta))) }
+    }
+}
+
+#[inline(always)]
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+#[inline(always)]
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq2_xxs(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(66).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let q = &b[2 + 8 * g..10 + 8 * g];
+                let aux = u32_at(q, 4);
+                let db = _mm256_set1_ps(d * (0.5 + (aux >> 28) as f32) * 0.25);
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let signs = KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize];
+                    grid8(y, db, IQ2XXS_GRID[q[l] as usize], signs);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq2_xs(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(74).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let sc = b[66 + g];
+                let db = [
+                    _mm256_set1_ps(d * (0.5 + (sc & 0x0F) as f32) * 0.25),
+                    _mm256_set1_ps(d * (0.5 + (sc >> 4) as f32) * 0.25),
+                ];
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let q = u16_at(b, 2 + 8 * g + 2 * l);
+                    let signs = KSIGNS_IQ2XS[(q >> 9) as usize];
+                    grid8(y, db[l / 2], IQ2XS_GRID[(q & 511) as usize], signs);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq2_s(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(82).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            let (qs, signs, qh, scales) = (&b[2..34], &b[34..66], &b[66..74], &b[74..82]);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let db = [
+                    _mm256_set1_ps(d * (0.5 + (scales[g] & 0x0F) as f32) * 0.25),
+                    _mm256_set1_ps(d * (0.5 + (scales[g] >> 4) as f32) * 0.25),
+                ];
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let r = 4 * g + l;
+                    let idx = qs[r] as usize | ((((qh[g] >> (2 * l)) & 3) as usize) << 8);
+                    grid8(y, db[l / 2], IQ2S_GRID[idx], signs[r]);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq3_xxs(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(98).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let aux = u32_at(b, 66 + 4 * g);
+                let db = _mm256_set1_ps(d * (0.5 + (aux >> 28) as f32) * 0.5);
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let signs = KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize];
+                    let g1 = IQ3XXS_GRID[b[2 + 8 * g + 2 * l] as usize] as u64;
+                    let g2 = IQ3XXS_GRID[b[3 + 8 * g + 2 * l] as usize] as u64;
+                    grid8(y, db, g1 | (g2 << 32), signs);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq3_s(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(110).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            let (qs, qh, signs, scales) = (&b[2..66], &b[66..74], &b[74..106], &b[106..110]);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let s = (scales[g / 2] >> (4 * (g % 2))) & 0x0F;
+                let db = _mm256_set1_ps(d * (1 + 2 * s as i32) as f32);
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let r = 4 * g + l;
+                    let i1 = qs[2 * r] as usize | ((((qh[g] >> (2 * l)) & 1) as usize) << 8);
+                    let i2 =
+                        qs[2 * r + 1] as usize | ((((qh[g] >> (2 * l + 1)) & 1) as usize) << 8);
+                    let grid = IQ3S_GRID[i1] as u64 | ((IQ3S_GRID[i2] as u64) << 32);
+                    grid8(y, db, grid, signs[r]);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq1_s(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        for (b, y) in blocks.chunks_exact(50).zip(out.chunks_exact_mut(256)) {
+            let d = f16_at(b, 0);
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let qh = u16_at(b, 34 + 2 * g);
+                let dl = _mm256_set1_ps(d * (2 * ((qh >> 12) & 7) as i32 + 1) as f32);
+                let delta = _mm256_set1_ps(signed_delta(IQ1S_DELTA, qh as u32, 15));
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let idx = b[2 + 4 * g + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8);
+                    grid8_iq1(y, dl, IQ1S_GRID[idx], delta);
+                }
+            }
+        }
+    }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn iq1_m(blocks: &[u8], out: &mut [f32]) {
+    // SAFETY: AVX2 is enabled (module doc); every access is to whole blocks in bounds.
+    unsafe {
+        let delta_pos = _mm256_set1_ps(IQ1M_DELTA);
+        for (b, y) in blocks.chunks_exact(56).zip(out.chunks_exact_mut(256)) {
+            let d = half::f16::from_bits(super::iquants::iq1_m_scale_bits(b)).to_f32();
+            for (g, y) in y.chunks_exact_mut(32).enumerate() {
+                let sc = u16_at(b, 48 + 2 * (g / 2));
+                let shift = 6 * (g % 2);
+                let dl = [
+                    _mm256_set1_ps(d * (2 * ((sc >> shift) & 7) as i32 + 1) as f32),
+                    _mm256_set1_ps(d * (2 * ((sc >> (shift + 3)) & 7) as i32 + 1) as f32),
+                ];
+                for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                    let nib = b[32 + 2 * g + l / 2] >> (4 * (l % 2));
+                    let idx = b[4 * g + l] as usize | (((nib & 7) as usize) << 8);
+                    // The delta's sign as an integer broadcast (a select here becomes a branch).
+                    let sign = _mm256_set1_epi32((((nib as u32) & 8) << 28) as i32);
+                    let delta = _mm256_xor_ps(delta_pos, _mm256_castsi256_ps(sign));
+                    grid8_iq1(y, dl[l / 2], IQ1S_GRID[idx], delta);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,539 @@
+//! The grouped encoders' driver: source widening, row parallelism, row_split_k128_v1
+//! output, provenance. The arithmetic lives in [`super::absmax`] and [`super::search`].
+
+use super::absmax::{self, GroupError};
+use super::{Scheme, search};
+use crate::error::{Error, Result, mul};
+use crate::layouts::row_split::{pack_codes, pack_scales, padded_k, row_plane_bytes};
+use crate::layouts::{MAX_PLANES, plane_name};
+use crate::registry::{Format, Layout};
+use rayon::prelude::*;
+
+/// A dense row-major `[rows, cols]` source (native-endian host values).
+#[derive(Clone, Copy, Debug)]
+pub enum Source<'a> {
+    /// binary32 values (used unchanged).
+    F32(&'a [f32]),
+    /// bfloat16 words (widened exactly to binary32).
+    Bf16(&'a [u16]),
+    /// binary16 words (widened exactly to binary32).
+    F16(&'a [u16]),
+}
+
+impl Source<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Source::F32(v) => v.len(),
+            Source::Bf16(v) | Source::F16(v) => v.len(),
+        }
+    }
+
+    /// Row `r` (of `cols` values) as binary32: borrowed for f32, widened exactly into `buf`
+    /// for bf16 and binary16 (§7.1).
+    fn row<'b>(&'b self, r: usize, cols: usize, buf: &'b mut [f32]) -> &'b [f32] {
+        let range = r * cols..(r + 1) * cols;
+        match self {
+            Source::F32(v) => &v[range],
+            Source::Bf16(v) => {
+                for (o, &w) in buf.iter_mut().zip(&v[range]) {
+                    *o = f32::from_bits((w as u32) << 16);
+                }
+                buf
+            }
+            Source::F16(v) => {
+                for (o, &w) in buf.iter_mut().zip(&v[range]) {
+                    *o = half::f16::from_bits(w).to_f32();
+                }
+                buf
+            }
+        }
+    }
+}
+
+/// A conversion method (C: `NINFER_QUANTIZE_METHOD_*`, a `uint32_t`).
+///
+/// cbindgen:ignore
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// `grouped_absmax` (§7.2): the canonical reference encoder.
+    GroupedAbsmax = 0,
+    /// `grouped_search` (§7.3).
+    GroupedSearch = 1,
+}
+
+impl Method {
+    /// The method with this number, or [`Error::InvalidArgument`].
+    pub fn from_u32(v: u32) -> Result<Method> {
+        match v {
+            0 => Ok(Method::GroupedAbsmax),
+            1 => Ok(Method::GroupedSearch),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown quantize method {v}"
+            ))),
+        }
+    }
+
+    /// The method's name: `grouped_absmax`, `grouped_search`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::GroupedAbsmax => "grouped_absmax",
+            Method::GroupedSearch => "grouped_search",
+        }
+    }
+}
+
+/// Encoder options.
+#[derive(Clone, Copy, Debug)]
+pub struct Options<'a> {
+    /// The method.
+    pub method: Method,
+    /// grouped_search only: one finite, non-negative weight per input column (K values);
+    /// `None` weighs every column 1.
+    pub importance: Option<&'a [f32]>,
+    /// grouped_search only: let negative candidate scales compete.
+    pub negative_scales: bool,
+}
+
+/// cbindgen:ignore
+impl Options<'_> {
+    /// grouped_absmax.
+    pub const ABSMAX: Options<'static> = Options {
+        method: Method::GroupedAbsmax,
+        importance: None,
+        negative_scales: false,
+    };
+}
+
+/// What the encoder did, for the artifact's conversion provenance (§7.3, §8).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Provenance {
+    /// The method used.
+    pub method: Method,
+    /// Whether negative scales could compete (grouped_search).
+    pub negative_scales: bool,
+    /// Whether an importance vector weighted the search.
+    pub importance: bool,
+    /// grouped_search's candidate-set version ([`search::PARAMETERS_VERSION`]); 0 for absmax.
+    pub parameters_version: u32,
+    /// Logical groups encoded (rows × ceil(K/G)).
+    pub groups: u64,
+    /// Groups whose source was all zero (+0 scale).
+    pub zero_groups: u64,
+    /// Groups whose §7.2 scale needed the 0x0001 underflow rescue.
+    pub rescued_groups: u64,
+    /// Groups where grouped_search replaced the §7.2 result (0 for absmax).
+    pub improved_groups: u64,
+    /// Σ of the §7.2 results' weighted squared errors (grouped_search; 0 for absmax).
+    pub absmax_error: f64,
+    /// Σ of the chosen results' weighted squared errors (grouped_search; 0 for absmax).
+    pub error: f64,
+}
+
+#[derive(Default, Clone, Copy)]
+struct RowStats {
+    zero: u64,
+    rescued: u64,
+    improved: u64,
+    absmax_error: f64,
+    error: f64,
+}
+
+/// Encodes a `rows × cols` source into the `row_split_k128_v1` planes of `format`.
+///
+/// Rows are encoded in parallel (rayon). A first pass checks every row for the failures an
+/// encoding can have; `planes` are written only after it passed, so on error they keep
+/// their previous contents. The result is
+/// identical for any thread count. Errors (the lowest failing row is reported; within a row
+/// a non-finite value is reported before a scale overflow):
+/// [`Error::Unsupported`] for a format grouped_absmax/grouped_search refuse (q2_g64_fp16,
+/// t2_g128_fp16) or a non-grouped format; [`Error::BadShape`]; [`Error::SizeMismatch`] for a
+/// source or plane of the wrong length; [`Error::InvalidArgument`] for an importance vector of
+/// the wrong length, with a negative or non-finite weight, or given to grouped_absmax (as is
+/// `negative_scales`); [`Error::NonFiniteSource`] (row, column);
+/// [`Error::ScaleOverflow`] (row, group).
+pub fn quantize(
+    format: Format,
+    src: Source<'_>,
+    rows: usize,
+    cols: usize,
+    opts: &Options<'_>,
+    planes: [&mut [u8]; MAX_PLANES],
+) -> Result<Provenance> {
+    let s = check_target(format)?;
+    let sizes = crate::layouts::plane_sizes(format, Layout::RowSplitK128_V1, rows, cols)?;
+    let n = mul(rows, cols, "rows × K")?;
+    if src.len() != n {
+        return Err(Error::SizeMismatch {
+            plane: "source (counted in values)",
+            expected: n,
+            actual: src.len(),
+        });
+    }
+    for (i, (p, &want)) in planes.iter().zip(&sizes).enumerate() {
+        if p.len() != want {
+            return Err(Error::SizeMismatch {
+                plane: plane_name(Layout::RowSplitK128_V1, i),
+                expected: want,
+                actual: p.len(),
+            });
+        }
+    }
+    check_options(opts, cols)?;
+    let per = row_plane_bytes(format, cols)?;
+    let kp = padded_k(cols)?;
+    let kernel = Kernel::detect();
+    // Pass 1: every failure an encoding can have (non-finite value, scale overflow) is
+    // found before anything is written; the lowest failing row is reported.
+    let first_error = (0..rows)
+        .into_par_iter()
+        .map_init(
+            || vec![0f32; cols],
+            |buf, r| check_row(kernel, &s, &src, r, cols, buf).err(),
+        )
+        .find_first(Option::is_some)
+        .flatten();
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    // Pass 2: encode straight into the caller's planes.
+    let [p0, p1, p2] = planes;
+    let rows_out: Vec<[&mut [u8]; 3]> = split_rows(p0, per[0], rows)
+        .into_iter()
+        .zip(split_rows(p1, per[1], rows))
+        .zip(split_rows(p2, per[2], rows))
+        .map(|((a, b), c)| [a, b, c])
+        .collect();
+    let results: Vec<Result<RowStats>> = rows_out
+        .into_par_iter()
+        .enumerate()
+        .map_init(
+            || Scratch::new(cols, kp),
+            |scr, (r, out)| encode_row(kernel, &s, &src, r, cols, opts, scr, out),
+        )
+        .collect();
+    let mut stats = Vec::with_capacity(rows);
+    for r in results {
+        // Pass 1 proved every row encodable: an error here is a bug.
+        stats.push(r.map_err(|e| Error::Internal(format!("row passed its check: {e}")))?);
+    }
+    let mut prov = Provenance {
+        method: opts.method,
+        negative_scales: opts.negative_scales,
+        importance: opts.importance.is_some(),
+        parameters_version: match opts.method {
+            Method::GroupedAbsmax => 0,
+            Method::GroupedSearch => search::PARAMETERS_VERSION,
+        },
+        groups: (rows * s.groups(cols)) as u64,
+        zero_groups: 0,
+        rescued_groups: 0,
+        improved_groups: 0,
+        absmax_error: 0.0,
+        error: 0.0,
+    };
+    for st in stats {
+        prov.zero_groups += st.zero;
+        prov.rescued_groups += st.rescued;
+        prov.improved_groups += st.improved;
+        prov.absmax_error += st.absmax_error;
+        prov.error += st.error;
+    }
+    Ok(prov)
+}
+
+/// The scheme of an encoder target, or [`Error::Unsupported`] (q2, t2, non-grouped).
+fn check_target(format: Format) -> Result<Scheme> {
+    if format.info().category != crate::Category::GroupedInt {
+        return Err(Error::Unsupported(format!(
+            "{format} is not a grouped signed-integer format: grouped_absmax and \
+             grouped_search encode q4_g64_fp16, q5_g64_fp16, q6_g64_fp16 and q8_g32_fp16"
+        )));
+    }
+    let s = Scheme::of(format)?;
+    if s.encoder_qmax <= 0 {
+        return Err(Error::Unsupported(format!(
+            "grouped_absmax and grouped_search refuse the {format} target (spec §2, §7.2): \
+             import its codes and scales instead"
+        )));
+    }
+    Ok(s)
+}
+
+fn check_options(opts: &Options<'_>, cols: usize) -> Result<()> {
+    if opts.method == Method::GroupedAbsmax && (opts.importance.is_some() || opts.negative_scales) {
+        return Err(Error::InvalidArgument(
+            "importance and negative_scales apply to grouped_search only".into(),
+        ));
+    }
+    if let Some(imp) = opts.importance {
+        if imp.len() != cols {
+            return Err(Error::InvalidArgument(format!(
+                "importance has {} weights, K = {cols} needed",
+                imp.len()
+            )));
+        }
+        if let Some((k, w)) = imp
+            .iter()
+            .enumerate()
+            .find(|&(_, w)| !w.is_finite() || *w < 0.0)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "importance weight {k} is {w}: weights must be finite and non-negative"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `rows` consecutive `per`-byte row slices of `p` (empty slices when `per` is 0).
+fn split_rows(p: &mut [u8], per: usize, rows: usize) -> Vec<&mut [u8]> {
+    if per == 0 {
+        (0..rows).map(|_| <&mut [u8]>::default()).collect()
+    } else {
+        p.chunks_exact_mut(per).collect()
+    }
+}
+
+/// Per-thread buffers.
+struct Scratch {
+    x: Vec<f32>,
+    codes: Vec<i8>,
+    scales: Vec<u16>,
+    tmp: Vec<i8>,
+}
+
+impl Scratch {
+    fn new(cols: usize, kp: usize) -> Scratch {
+        Scratch {
+            x: vec![0.0; cols],
+            codes: vec![0; kp],
+            scales: vec![0; cols.div_ceil(32)],
+            tmp: vec![0; 128],
+        }
+    }
+}
+
+/// Which compiled copy of the row kernel runs. Both copies are the same Rust code (IEEE
+/// operations in the same order, no contraction), so their results are bit-identical; the
+/// AVX2 copy only lets the compiler use wider vectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Kernel {
+    pub(crate) fn detect() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return Kernel::Avx2;
+        }
+        Kernel::Portable
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn encode_row(
+    kernel: Kernel,
+    s: &Scheme,
+    src: &Source<'_>,
+    r: usize,
+    cols: usize,
+    opts: &Options<'_>,
+    scr: &mut Scratch,
+    out: [&mut [u8]; 3],
+) -> Result<RowStats> {
+    match kernel {
+        Kernel::Portable => encode_row_impl(s, src, r, cols, opts, scr, out),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2.
+        Kernel::Avx2 => unsafe { encode_row_avx2(s, src, r, cols, opts, scr, out) },
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn encode_row_avx2(
+    s: &Scheme,
+    src: &Source<'_>,
+    r: usize,
+    cols: usize,
+    opts: &Options<'_>,
+    scr: &mut Scratch,
+    out: [&mut [u8]; 3],
+) -> Result<RowStats> {
+    encode_row_impl(s, src, r, cols, opts, scr, out)
+}
+
+#[inline(always)]
+fn encode_row_impl(
+    s: &Scheme,
+    src: &Source<'_>,
+    r: usize,
+    cols: usize,
+    opts: &Options<'_>,
+    scr: &mut Scratch,
+    [lo, hi, sc]: [&mut [u8]; 3],
+) -> Result<RowStats> {
+    let Scratch {
+        x: xbuf,
+        codes: cbuf,
+        scales,
+        tmp,
+    } = scr;
+    let xr = src.row(r, cols, xbuf);
+    let ng = s.groups(cols);
+    let mut st = RowStats::default();
+    let search = opts.method == Method::GroupedSearch;
+    for (g, slot) in scales[..ng].iter_mut().enumerate() {
+        let (a, b) = (g * s.group, ((g + 1) * s.group).min(cols));
+        let x = &xr[a..b];
+        let codes = &mut cbuf[a..b];
+        let mut scale = match absmax::quantize_group(s, x, codes) {
+            Ok(v) => v,
+            Err(e) => return Err(row_error(xr, r, g, e)),
+        };
+        match scale {
+            0 => st.zero += 1,
+            1 => st.rescued += 1,
+            _ => {}
+        }
+        if search {
+            let imp = opts.importance.map(|i| &i[a..b]);
+            let res = search::search_group(s, x, imp, opts.negative_scales, scale, codes, tmp);
+            if res.scale != scale || res.error < res.absmax_error {
+                st.improved += 1;
+            }
+            scale = res.scale;
+            st.absmax_error += res.absmax_error;
+            st.error += res.error;
+        }
+        *slot = scale;
+    }
+    cbuf[cols..].fill(0);
+    pack_codes(s, cbuf, lo, hi);
+    pack_scales(&scales[..ng], sc);
+    Ok(st)
+}
+
+/// Pass 1 of [`quantize`]: whether row `r` can be encoded (finite values, finite scales).
+///
+/// Scale overflow is monotone in a group's amax, so one integer max over the row decides
+/// both conditions; only a failing row is examined group by group.
+fn check_row(
+    kernel: Kernel,
+    s: &Scheme,
+    src: &Source<'_>,
+    r: usize,
+    cols: usize,
+    buf: &mut [f32],
+) -> Result<()> {
+    let xr = src.row(r, cols, buf);
+    let m = match kernel {
+        Kernel::Portable => absmax::amax_bits(xr),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2.
+        Kernel::Avx2 => unsafe { amax_bits_avx2(xr) },
+    };
+    let ok = m <= 0x7f7f_ffff && (m == 0 || absmax::scale_for_amax(s, f32::from_bits(m)).is_ok());
+    if ok {
+        return Ok(());
+    }
+    for (g, x) in xr.chunks(s.group).enumerate() {
+        let m = absmax::amax_bits(x);
+        let e = if m > 0x7f7f_ffff {
+            GroupError::NonFinite
+        } else if m != 0 && absmax::scale_for_amax(s, f32::from_bits(m)).is_err() {
+            GroupError::ScaleOverflow
+        } else {
+            continue;
+        };
+        return Err(row_error(xr, r, g, e));
+    }
+    Err(Error::Internal(
+        "row check disagrees with its groups".into(),
+    ))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn amax_bits_avx2(x: &[f32]) -> u32 {
+    absmax::amax_bits(x)
+}
+
+/// The error of a row whose group `g` failed: a non-finite value anywhere in the row is
+/// reported first (its lowest column), else the scale overflow of group `g`.
+#[cold]
+fn row_error(x: &[f32], r: usize, g: usize, _e: GroupError) -> Error {
+    match x.iter().position(|v| !v.is_finite()) {
+        Some(c) => Error::NonFiniteSource {
+            row: r as u64,
+            col: c as u64,
+        },
+        None => Error::ScaleOverflow {
+            row: r as u64,
+            group: g as u64,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn portable_and_detected_kernels_agree() {
+        let k = Kernel::detect();
+        let cols = 1000;
+        let rows = 8;
+        // Values spanning many binades, ties, zeros, negatives.
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|i| {
+                let h = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+                let v = (h as f32 / 16_777_216.0 - 0.5) * 2f32.powi((i / 64 % 40) as i32 - 30);
+                if i % 17 == 0 {
+                    (i % 15) as f32 - 7.5
+                } else {
+                    v
+                }
+            })
+            .collect();
+        for f in [
+            Format::Q4_G64Fp16,
+            Format::Q5_G64Fp16,
+            Format::Q6_G64Fp16,
+            Format::Q8_G32Fp16,
+        ] {
+            let s = Scheme::of(f).unwrap();
+            let per = row_plane_bytes(f, cols).unwrap();
+            let kp = padded_k(cols).unwrap();
+            for opts in [
+                Options::ABSMAX,
+                Options {
+                    method: Method::GroupedSearch,
+                    importance: None,
+                    negative_scales: true,
+                },
+            ] {
+                let mut outs = Vec::new();
+                for kern in [Kernel::Portable, k] {
+                    let mut scr = Scratch::new(cols, kp);
+                    let mut p = per.map(|n| vec![0u8; n * rows]);
+                    for r in 0..rows {
+                        let [a, b, c] = &mut p;
+                        let o = [
+                            &mut a[r * per[0]..(r + 1) * per[0]],
+                            &mut b[r * per[1]..(r + 1) * per[1]],
+                            &mut c[r * per[2]..(r + 1) * per[2]],
+                        ];
+                        encode_row(kern, &s, &Source::F32(&x), r, cols, &opts, &mut scr, o)
+                            .unwrap();
+                    }
+                    outs.push(p);
+                }
+                assert_eq!(outs[0], outs[1], "{f} {:?} vs portable", k);
+            }
+        }
+    }
+}

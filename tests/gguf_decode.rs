@@ -1,0 +1,241 @@
+//! GGUF row decoding against independent oracles, bit for bit.
+//!
+//! Fixtures: `tests/data/gguf/` written by `scripts/fixtures/gguf_fixtures.py` (libgguf-quantized
+//! all-MiniLM-L6-v2 rows and random blocks with finite fp16 fields; expected words from
+//! PyPI `gguf`'s dequantizers, Q2_0 from its equation in numpy). Every registered gguf_*
+//! format must have both sets: a missing fixture fails the test.
+
+use ninfer::decode::decode_row;
+use ninfer::{Category, Format, Status, WeightView};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+struct Fixture {
+    format: Format,
+    set: String,
+    rows: usize,
+    cols: usize,
+    blocks: Vec<u8>,
+    expected: Vec<u32>,
+}
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/gguf")
+}
+
+fn load_fixtures() -> Vec<Fixture> {
+    let dir = data_dir();
+    let index = std::fs::read_to_string(dir.join("index.txt"))
+        .expect("tests/data/gguf/index.txt missing: run scripts/fixtures/gguf_fixtures.py");
+    let mut out = Vec::new();
+    for line in index.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f.len(), 5, "bad index line {line:?}");
+        let format = Format::from_name(f[0]).expect("fixture names a registered format");
+        let rows: usize = f[2].parse().unwrap();
+        let cols: usize = f[3].parse().unwrap();
+        let bytes = std::fs::read(dir.join(f[4])).unwrap_or_else(|e| panic!("{}: {e}", f[4]));
+        let info = format.info();
+        let nblocks = rows * cols / info.block_values as usize;
+        let nb = nblocks * info.block_bytes as usize;
+        assert_eq!(bytes.len(), nb + rows * cols * 4, "{}: file size", f[4]);
+        let expected = bytes[nb..]
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+        out.push(Fixture {
+            format,
+            set: f[1].to_string(),
+            rows,
+            cols,
+            blocks: bytes[..nb].to_vec(),
+            expected,
+        });
+    }
+    out
+}
+
+fn gguf_formats() -> Vec<Format> {
+    Format::all()
+        .filter(|f| f.info().category == Category::GgufBlock)
+        .collect()
+}
+
+/// Decodes every fixture row through `WeightView` + `decode_row` and compares bit patterns.
+#[test]
+fn decode_matches_oracle_bit_for_bit() {
+    let fixtures = load_fixtures();
+    let mut counts: BTreeMap<(&str, String), usize> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for fx in &fixtures {
+        let view = WeightView::single(fx.format, fx.rows, fx.cols, &fx.blocks).unwrap();
+        let mut row = vec![0f32; fx.cols];
+        for r in 0..fx.rows {
+            decode_row(&view, r as u64, &mut row)
+                .unwrap_or_else(|e| panic!("{} {} row {r}: {e}", fx.format, fx.set));
+            let exp = &fx.expected[r * fx.cols..(r + 1) * fx.cols];
+            for (c, (got, &want)) in row.iter().zip(exp).enumerate() {
+                if got.to_bits() != want {
+                    failures.push(format!(
+                        "{} {} row {r} col {c}: got {:#010x} ({}), want {want:#010x} ({})",
+                        fx.format,
+                        fx.set,
+                        got.to_bits(),
+                        got,
+                        f32::from_bits(want)
+                    ));
+                }
+            }
+            *counts
+                .entry((fx.format.name(), fx.set.clone()))
+                .or_default() += fx.cols;
+        }
+    }
+    for ((name, set), n) in &counts {
+        println!("{name:>14} {set:>6}: {n} values compared");
+    }
+    println!("total: {} values", counts.values().sum::<usize>());
+    for f in gguf_formats() {
+        for set in ["real", "random"] {
+            assert!(
+                counts.contains_key(&(f.name(), set.to_string())),
+                "fixture missing for {f} {set}"
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatches, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(10)]
+    );
+}
+
+/// Every gguf_* format now decodes.
+#[test]
+fn every_gguf_format_is_decodable() {
+    for f in gguf_formats() {
+        assert!(ninfer::formats::gguf::is_decodable(f), "{f}");
+    }
+}
+
+#[test]
+fn bad_shapes_and_sizes_are_refused() {
+    let bytes = vec![0u8; 18 * 4];
+    // K not a multiple of the block's values.
+    let e = WeightView::single(Format::GgufQ4_0, 2, 48, &bytes).unwrap_err();
+    assert_eq!(e.status(), Status::BadShape);
+    // Short payload.
+    let e = WeightView::single(Format::GgufQ4_0, 2, 64, &bytes[..71]).unwrap_err();
+    assert_eq!(e.status(), Status::SizeMismatch);
+    // Long payload.
+    let long = vec![0u8; 73];
+    let e = WeightView::single(Format::GgufQ4_0, 2, 64, &long).unwrap_err();
+    assert_eq!(e.status(), Status::SizeMismatch);
+    // rows × row bytes overflows.
+    let e = WeightView::single(Format::GgufQ4_0, usize::MAX / 2, 64, &bytes).unwrap_err();
+    assert_eq!(e.status(), Status::Overflow);
+    // Row out of range and a short output row.
+    let v = WeightView::single(Format::GgufQ4_0, 2, 64, &bytes).unwrap();
+    let mut out = vec![0f32; 64];
+    assert_eq!(
+        decode_row(&v, 2, &mut out).unwrap_err().status(),
+        Status::RowOutOfRange
+    );
+    assert_eq!(
+        decode_row(&v, 0, &mut out[..63]).unwrap_err().status(),
+        Status::BufferTooSmall
+    );
+}
+
+/// Every code path (scalar, and AVX2 when the CPU has it) gives the oracle's bits on every
+/// fixture, whole payload at once.
+#[test]
+fn every_kernel_matches_oracle() {
+    use ninfer::formats::gguf::{Kernel, dequantize_with};
+    let fixtures = load_fixtures();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for kernel in [Kernel::Scalar, Kernel::Avx2] {
+        for fx in &fixtures {
+            let mut out = vec![0f32; fx.rows * fx.cols];
+            match dequantize_with(kernel, fx.format, &fx.blocks, &mut out) {
+                Ok(()) => {}
+                Err(e) if e.status() == Status::Unsupported && kernel != Kernel::Scalar => {
+                    continue;
+                }
+                Err(e) => panic!("{kernel:?} {}: {e}", fx.format),
+            }
+            for (i, (got, &want)) in out.iter().zip(&fx.expected).enumerate() {
+                assert_eq!(
+                    got.to_bits(),
+                    want,
+                    "{kernel:?} {} {} value {i}",
+                    fx.format,
+                    fx.set
+                );
+            }
+            *counts
+                .entry(format!("{kernel:?} {}", fx.format))
+                .or_default() += out.len();
+        }
+    }
+    for (k, n) in &counts {
+        println!("{k:>22}: {n} values");
+    }
+    let scalar = counts.keys().filter(|k| k.starts_with("Scalar")).count();
+    assert_eq!(scalar, gguf_formats().len());
+    if std::arch::is_x86_feature_detected!("avx2") {
+        for f in gguf_formats() {
+            assert!(counts.contains_key(&format!("Avx2 {f}")), "no AVX2 {f}");
+        }
+    }
+}
+
+/// Scalar and AVX2 agree bit for bit on random blocks whose scales include NaN, ±Inf,
+/// subnormals and zeros (outside the oracle's finite domain, decoding is still a pure
+/// function of the bytes and must not depend on the code path).
+#[test]
+fn kernels_agree_on_non_finite_scales() {
+    use ninfer::formats::gguf::{Kernel, dequantize_with};
+    let mut state = 0x1234_5678_9abc_def1u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let specials = [
+        0x7C00u16, 0xFC00, 0x7E00, 0xFE01, 0x0001, 0x8000, 0x7BFF, 0x3C00,
+    ];
+    for f in gguf_formats() {
+        let info = f.info();
+        let (bv, bb) = (info.block_values as usize, info.block_bytes as usize);
+        let nblocks = 64;
+        let mut blocks: Vec<u8> = (0..nblocks * bb).map(|_| next() as u8).collect();
+        for (i, b) in blocks.chunks_exact_mut(bb).enumerate() {
+            // Overwrite every 2-byte-aligned fp16 candidate field with specials sometimes.
+            let at = match f {
+                Format::GgufQ2_K => 80,
+                Format::GgufQ3_K => 108,
+                Format::GgufQ6_K => 208,
+                Format::GgufIq1M => 48,
+                _ => 0,
+            };
+            let h = specials[i % specials.len()];
+            b[at..at + 2].copy_from_slice(&h.to_le_bytes());
+        }
+        let mut a = vec![0f32; nblocks * bv];
+        let mut b = vec![0f32; nblocks * bv];
+        dequantize_with(Kernel::Scalar, f, &blocks, &mut a).unwrap();
+        if dequantize_with(Kernel::Avx2, f, &blocks, &mut b).is_err() {
+            continue;
+        }
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(x.to_bits(), y.to_bits(), "{f} value {i}");
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The C exports of nvfp4, called through their C symbols.
+
+// Links the library so its `ninfer_*` symbols resolve.
+use ninfer as _;
+use std::ffi::c_void;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Bytes {
+    ptr: *const u8,
+    len: usize,
+}
+
+#[repr(C)]
+struct View {
+    format: u32,
+    layout: u32,
+    rows: u64,
+    cols: u64,
+    planes: [Bytes; 3],
+}
+
+unsafe extern "C" {
+    fn ninfer_nvfp4_quantize(
+        src_dtype: u32,
+        src: *const c_void,
+        src_len: usize,
+        rows: u64,
+        cols: u64,
+        sources: u64,
+        codes: *mut u8,
+        codes_len: usize,
+        scales: *mut u8,
+        scales_len: usize,
+        divisors: *mut u8,
+        divisors_len: usize,
+    ) -> u32;
+    fn ninfer_nvfp4_validate(view: *const View) -> u32;
+    fn ninfer_nvfp4_pack_scales(
+        rows: u64,
+        k_blocks: u64,
+        linear: *const u8,
+        linear_len: usize,
+        out: *mut u8,
+        out_len: usize,
+    ) -> u32;
+    fn ninfer_nvfp4_unpack_scales(
+        rows: u64,
+        k_blocks: u64,
+        swizzled: *const u8,
+        swizzled_len: usize,
+        out: *mut u8,
+        out_len: usize,
+    ) -> u32;
+    fn ninfer_decode_row(view: *const View, row: u64, out: *mut f32, out_len: usize) -> u32;
+}
+
+const NVFP4: u32 = 9;
+const BLOCK_SCALE: u32 = 2;
+
+#[test]
+fn quantize_validate_decode_through_c() {
+    // Two stacked sources of one row each: amax 6 and 3.
+    let mut src = [0u16; 32];
+    src[0] = 0x40C0; // bf16 6.0
+    src[16] = 0x4040; // bf16 3.0
+    src[17] = 0xBFC0; // bf16 -1.5
+    let (mut codes, mut scales, mut divs) = ([0u8; 16], [0u8; 512], [0u8; 8]);
+    let st = unsafe {
+        ninfer_nvfp4_quantize(
+            1,
+            src.as_ptr().cast(),
+            32,
+            2,
+            16,
+            2,
+            codes.as_mut_ptr(),
+            16,
+            scales.as_mut_ptr(),
+            512,
+            divs.as_mut_ptr(),
+            8,
+        )
+    };
+    assert_eq!(st, 0);
+    assert_eq!(f32::from_le_bytes(divs[..4].try_into().unwrap()), 448.0);
+    assert_eq!(f32::from_le_bytes(divs[4..].try_into().unwrap()), 896.0);
+    assert_eq!((scales[0], scales[16]), (0x7E, 0x7E));
+    let mut view = View {
+        format: NVFP4,
+        layout: BLOCK_SCALE,
+        rows: 2,
+        cols: 16,
+        planes: [
+            Bytes {
+                ptr: codes.as_ptr(),
+                len: 16,
+            },
+            Bytes {
+                ptr: scales.as_ptr(),
+                len: 512,
+            },
+            Bytes {
+                ptr: divs.as_ptr(),
+                len: 8,
+            },
+        ],
+    };
+    assert_eq!(unsafe { ninfer_nvfp4_validate(&view) }, 0);
+    let mut out = [0f32; 16];
+    assert_eq!(
+        unsafe { ninfer_decode_row(&view, 1, out.as_mut_ptr(), 16) },
+        0
+    );
+    assert_eq!(&out[..2], &[3.0, -1.5]);
+    // Three divisors do not divide two rows: BAD_SHAPE (8).
+    view.planes[2].len = 12;
+    let twelve = [0u8; 12];
+    view.planes[2].ptr = twelve.as_ptr();
+    assert_eq!(unsafe { ninfer_nvfp4_validate(&view) }, 8);
+    // A -0 block scale: INVALID_ENCODING (15).
+    view.planes[2] = Bytes {
+        ptr: divs.as_ptr(),
+        len: 8,
+    };
+    scales[16] = 0x80;
+    view.planes[1].ptr = scales.as_ptr();
+    assert_eq!(unsafe { ninfer_nvfp4_validate(&view) }, 15);
+    // K = 8: BAD_SHAPE from the quantizer.
+    let st = unsafe {
+        ninfer_nvfp4_quantize(
+            1,
+            src.as_ptr().cast(),
+            32,
+            4,
+            8,
+            1,
+            codes.as_mut_ptr(),
+            16,
+            scales.as_mut_ptr(),
+            512,
+            divs.as_mut_ptr(),
+            4,
+        )
+    };
+    assert_eq!(st, 8);
+}
+
+#[test]
+fn pack_unpack_through_c() {
+    let lin: Vec<u8> = (0..130 * 5).map(|i| (i % 251) as u8 + 1).collect();
+    let mut sw = vec![0u8; 2048];
+    let st =
+        unsafe { ninfer_nvfp4_pack_scales(130, 5, lin.as_ptr(), lin.len(), sw.as_mut_ptr(), 2048) };
+    assert_eq!(st, 0);
+    assert_eq!(sw[1552], lin[129 * 5 + 4]); // (129, 4) → 1552
+    assert_eq!(sw[21], lin[33 * 5 + 1]); // (33, 1) → 21
+    let mut back = vec![0u8; lin.len()];
+    let st = unsafe {
+        ninfer_nvfp4_unpack_scales(130, 5, sw.as_ptr(), 2048, back.as_mut_ptr(), back.len())
+    };
+    assert_eq!(st, 0);
+    assert_eq!(back, lin);
+    // SIZE_MISMATCH (9).
+    let st =
+        unsafe { ninfer_nvfp4_pack_scales(130, 5, lin.as_ptr(), lin.len(), sw.as_mut_ptr(), 2047) };
+    assert_eq!(st, 9);
+}
