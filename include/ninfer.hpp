@@ -203,7 +203,7 @@ template <class T>
 class result {
  public:
   /// A success holding `value`.
-  result(T value) : code_(NINFER_STATUS_OK), value_(std::move(value)) {}
+  result(T value) : code_(NINFER_STATUS_OK), message_(), value_(std::move(value)) {}
   /// A failure; `code` must not be NINFER_STATUS_OK.
   result(status code, std::string message) : code_(code), message_(std::move(message)), value_() {}
 
@@ -243,7 +243,7 @@ class result {
 template <>
 class result<void> {
  public:
-  result() : code_(NINFER_STATUS_OK) {}
+  result() : code_(NINFER_STATUS_OK), message_() {}
   result(status code, std::string message) : code_(code), message_(std::move(message)) {}
 
   bool ok() const noexcept { return code_ == NINFER_STATUS_OK; }
@@ -491,7 +491,7 @@ struct owned_tensor {
   ninfer::layout layout = NINFER_LAYOUT_CONTIGUOUS_LE_V1;
   std::uint64_t rows = 0;
   std::uint64_t cols = 0;
-  std::array<std::vector<std::uint8_t>, NINFER_MAX_PLANES> planes;
+  std::array<std::vector<std::uint8_t>, NINFER_MAX_PLANES> planes{};
 
   /// A view borrowing this tensor's planes (valid while the tensor lives unchanged).
   weight_view view() const noexcept {
@@ -522,7 +522,7 @@ struct source {
 struct quantize_options {
   std::uint32_t method = NINFER_QUANTIZE_METHOD_GROUPED_ABSMAX;
   bool negative_scales = false;
-  span<const float> importance;
+  span<const float> importance{};
 };
 
 namespace detail {
@@ -592,7 +592,7 @@ inline result<owned_tensor> try_nvfp4_quantize(const source& src, std::uint64_t 
   if (sources == 0 || sources > SIZE_MAX / 4) {
     return result<owned_tensor>(NINFER_STATUS_BAD_SHAPE, "sources must be positive");
   }
-  t->planes[2].resize(static_cast<std::size_t>(sources) * 4);
+  t->planes[2].resize(sources * 4);  // sources <= SIZE_MAX / 4 checked above
   ::ninfer_status st = ::ninfer_nvfp4_quantize(
       src.type, src.data, src.elements, rows, cols, sources, detail::data_or_null(t->planes[0]),
       t->planes[0].size(), detail::data_or_null(t->planes[1]), t->planes[1].size(),

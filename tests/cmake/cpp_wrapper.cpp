@@ -51,10 +51,10 @@ static std::vector<std::uint8_t> q8_0_blocks() {
   std::vector<std::uint8_t> b(68);
   b[0] = 0x00;
   b[1] = 0x38;
-  for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(j - 16));
+  for (int j = 0; j < 32; ++j) b[static_cast<std::size_t>(2 + j)] = static_cast<std::uint8_t>(static_cast<std::int8_t>(j - 16));
   b[34] = 0x00;
   b[35] = 0x40;
-  for (int j = 0; j < 32; ++j) b[36 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(127 - j));
+  for (int j = 0; j < 32; ++j) b[static_cast<std::size_t>(36 + j)] = static_cast<std::uint8_t>(static_cast<std::int8_t>(127 - j));
   return b;
 }
 
@@ -129,12 +129,12 @@ int main() {
   CHECK(bits_of(out[16]) == 0u);
   const std::vector<float> row1 = w.decode_row(1);
   CHECK(row1.size() == 32);
-  for (int j = 0; j < 32; ++j) CHECK(row1[j] == static_cast<float>(127 - j) * 2.0f);
+  for (std::size_t j = 0; j < 32; ++j) CHECK(row1[j] == static_cast<float>(127 - static_cast<int>(j)) * 2.0f);
 
   // decode_row_as: bf16 words of row 0 are the high halves of the exact f32 values.
   std::vector<std::uint16_t> half(32);
   w.decode_row_as(0, NINFER_DTYPE_BF16, half);
-  for (int j = 0; j < 32; ++j) CHECK(half[j] == static_cast<std::uint16_t>(bits_of(out[j]) >> 16));
+  for (std::size_t j = 0; j < 32; ++j) CHECK(half[j] == static_cast<std::uint16_t>(bits_of(out[j]) >> 16));
   std::vector<std::uint8_t> raw(64);
   w.decode_row_as(1, NINFER_DTYPE_F16, raw);
   CHECK(raw[0] == 0xF0 && raw[1] == 0x5B);  // 254.0 = binary16 0x5BF0, little-endian
@@ -190,11 +190,11 @@ int main() {
   {
     const std::uint64_t rows = 3, cols = 128;
     std::vector<float> src(rows * cols);
-    for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t row = 0; row < rows; ++row) {
       for (std::uint64_t k = 0; k < cols; ++k) {
-        const int code = (k % 32 == 0) ? 127 : static_cast<int>((r * 131 + k * 37) % 255) - 127;
-        const float scale = static_cast<float>(1u << ((r + k / 32) % 5)) / 8.0f;
-        src[r * cols + k] = static_cast<float>(code) * scale;
+        const int code = (k % 32 == 0) ? 127 : static_cast<int>((row * 131 + k * 37) % 255) - 127;
+        const float scale = static_cast<float>(1u << ((row + k / 32) % 5)) / 8.0f;
+        src[row * cols + k] = static_cast<float>(code) * scale;
       }
     }
     for (std::uint64_t k = 0; k < 32; ++k) src[2 * cols + 32 + k] = 0.0f;  // one zero group
@@ -206,9 +206,9 @@ int main() {
     const ninfer::weight_view qv = q.view();
     qv.check();
     int exact = 0;
-    for (std::uint64_t r = 0; r < rows; ++r) {
-      const std::vector<float> got = qv.decode_row(r);
-      for (std::uint64_t k = 0; k < cols; ++k) exact += bits_of(got[k]) == bits_of(src[r * cols + k]);
+    for (std::uint64_t row = 0; row < rows; ++row) {
+      const std::vector<float> got = qv.decode_row(row);
+      for (std::uint64_t k = 0; k < cols; ++k) exact += bits_of(got[k]) == bits_of(src[row * cols + k]);
     }
     CHECK(exact == static_cast<int>(rows * cols));
 
