@@ -103,7 +103,7 @@ fn shared_library_has_soname_and_exports_only_ninfer_symbols() {
             matches!(kind, "T" | "D" | "B" | "R").then_some(name)
         })
         .collect();
-    assert!(exported.iter().any(|s| *s == "ninfer_decode_row"));
+    assert!(exported.contains(&"ninfer_decode_row"));
     let foreign: Vec<&&str> = exported
         .iter()
         .filter(|s| !s.starts_with("ninfer_"))
