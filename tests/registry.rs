@@ -3,8 +3,9 @@
 
 use ninfer::registry::{Category, Format, Layout, ScaleType, compatible};
 
-/// (name, code width, group size, code interval, bits/weight) from §1 and §5.
-const GROUPED: [(&str, u32, u32, (i64, i64), f64, i32); 6] = [
+/// (name, code width, group size, code interval, bits/weight, qmax) from §1 and §5.
+type GroupedRow = (&'static str, u32, u32, (i64, i64), f64, i32);
+const GROUPED: [GroupedRow; 6] = [
     ("q2_g64_fp16", 2, 64, (-1, 2), 2.25, 0),
     ("q4_g64_fp16", 4, 64, (-8, 7), 4.25, 7),
     ("q5_g64_fp16", 5, 64, (-16, 15), 5.25, 15),

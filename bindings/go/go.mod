@@ -1,0 +1,3 @@
+module ninfer
+
+go 1.19

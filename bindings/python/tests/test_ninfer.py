@@ -1,0 +1,161 @@
+"""Tests of the ctypes binding: hand-worked values, refused inputs as NinferError, and
+decoded GGUF rows compared bit for bit with gguf-py's dequantizers (an independent oracle).
+Run: python3 -m unittest discover -s bindings/python/tests -v (PYTHONPATH=bindings/python)."""
+
+import threading
+import unittest
+
+import numpy as np
+
+import ninfer
+from ninfer import NinferError, Status
+
+
+def q8_0_blocks() -> bytes:
+    """Two rows of K = 32 gguf_q8_0: row 0 d = 0.5, q = j - 16; row 1 d = -2^-24, q = 127 - j."""
+    b = bytearray(68)
+    b[0:2] = b"\x00\x38"
+    b[2:34] = bytes((j - 16) & 0xFF for j in range(32))
+    b[34:36] = b"\x01\x80"
+    b[36:68] = bytes(127 - j for j in range(32))
+    return bytes(b)
+
+
+class Registry(unittest.TestCase):
+    def test_versions(self):
+        self.assertEqual(ninfer.abi_version(), ninfer.ABI_VERSION)
+        self.assertRegex(ninfer.version(), r"^\d+\.\d+\.\d+$")
+
+    def test_lookup(self):
+        f = ninfer.format_lookup("gguf_q8_0")
+        self.assertEqual(ninfer.format_name(f), "gguf_q8_0")
+        self.assertEqual(len(ninfer.format_names()), ninfer.format_count())
+        self.assertIn("nvfp4", ninfer.format_names())
+        info = ninfer.format_info("gguf_q6_k")
+        self.assertEqual((info.block_values, info.block_bytes, info.ggml_type), (256, 210, 14))
+        self.assertEqual(info.bits_per_weight, 6.5625)
+        self.assertEqual(ninfer.layout_name(info.layout), "gguf_blocks_v1")
+        self.assertEqual(ninfer.format_from_ggml_type(12), ninfer.format_lookup("gguf_q4_k"))
+        self.assertEqual(ninfer.plane_sizes(f, info.layout, 2, 32), (68, 0, 0))
+        self.assertEqual(Status.OK, 0)
+        self.assertEqual(Status.SIZE_MISMATCH, 9)
+
+    def test_refused(self):
+        with self.assertRaises(NinferError) as cm:
+            ninfer.format_lookup("Q4")
+        self.assertEqual(cm.exception.status, Status.UNKNOWN_FORMAT)
+        self.assertIn("Q4", cm.exception.message)
+        self.assertTrue(str(cm.exception).startswith("UNKNOWN_FORMAT: "))
+        with self.assertRaises(NinferError) as cm:
+            ninfer.format_from_ggml_type(3)
+        self.assertEqual(cm.exception.status, Status.UNREGISTERED_TYPE)
+        self.assertIn("Q4_1", cm.exception.message)
+        f = ninfer.format_lookup("gguf_q8_0")
+        with self.assertRaises(NinferError) as cm:
+            ninfer.format_layout_compatible(f, ninfer.layout_lookup("row_split_k128_v1"))
+        self.assertEqual(cm.exception.status, Status.INCOMPATIBLE_LAYOUT)
+
+
+class Decode(unittest.TestCase):
+    def test_hand_made_q8_0(self):
+        v = ninfer.WeightView("gguf_q8_0", 2, 32, [q8_0_blocks()])
+        v.check()
+        row0 = v.decode_row(0)
+        np.testing.assert_array_equal(row0, (np.arange(32, dtype=np.float32) - 16) * 0.5)
+        self.assertEqual(row0[16].view(np.uint32), 0)  # +0
+        row1 = v.decode_row(1)
+        self.assertEqual(int(row1[31].view(np.uint32)), 0xB6C00000)  # -96 * 2^-24
+        bf16 = v.decode_row_as(0, ninfer.Dtype.BF16)
+        np.testing.assert_array_equal(bf16, (row0.view(np.uint32) >> 16).astype(np.uint16))
+        f16 = v.decode_row_as(0, ninfer.Dtype.F16)
+        np.testing.assert_array_equal(f16, row0.astype(np.float16))
+        full = v.decode()
+        self.assertEqual(full.shape, (2, 32))
+        np.testing.assert_array_equal(full[1], row1)
+
+    def test_out_array_zero_copy_and_refusals(self):
+        blocks = np.frombuffer(q8_0_blocks(), dtype=np.uint8)
+        v = ninfer.WeightView("gguf_q8_0", 2, 32, [blocks])
+        out = np.full(32, 42.0, dtype=np.float32)
+        self.assertIs(v.decode_row(0, out), out)
+        out[:] = 42.0
+        for call, status in [
+            (lambda: v.decode_row(2, out), Status.ROW_OUT_OF_RANGE),
+            (lambda: v.decode_row(0, out[:31]), Status.BUFFER_TOO_SMALL),
+            (lambda: ninfer.WeightView("gguf_q8_0", 2, 32, [blocks[:67]]).check(),
+             Status.SIZE_MISMATCH),
+            (lambda: ninfer.WeightView("gguf_q8_0", 2, 48, [blocks]).decode_row(0),
+             Status.BAD_SHAPE),
+            (lambda: ninfer.WeightView("gguf_q8_0", 2, 32, [blocks], layout=0).check(),
+             Status.INCOMPATIBLE_LAYOUT),
+            (lambda: ninfer.WeightView(99, 2, 32, [blocks]), Status.UNKNOWN_FORMAT),
+        ]:
+            with self.assertRaises(NinferError) as cm:
+                call()
+            self.assertEqual(cm.exception.status, status)
+            self.assertTrue(cm.exception.message)
+        np.testing.assert_array_equal(out, 42.0)
+        with self.assertRaises(ValueError):
+            v.decode_row(0, np.zeros(32, dtype=np.float64))
+
+    def test_messages_per_thread(self):
+        bad = []
+
+        def worker(k):
+            for i in range(200):
+                name = f"nope_{k}_{i}"
+                try:
+                    ninfer.format_lookup(name)
+                    bad.append(name)
+                except NinferError as e:
+                    if name not in e.message:
+                        bad.append(e.message)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(bad, [])
+
+
+class AgainstGgufPy(unittest.TestCase):
+    """Random blocks (finite binary16 scales), decoded by the library and by gguf-py."""
+
+    LAYOUTS = {  # name: (ggml type name, byte offsets of binary16 scales in a block)
+        "gguf_q8_0": ("Q8_0", (0,)),
+        "gguf_q4_0": ("Q4_0", (0,)),
+        "gguf_q5_0": ("Q5_0", (0,)),
+        "gguf_q4_k": ("Q4_K", (0, 2)),
+        "gguf_q6_k": ("Q6_K", (208,)),
+    }
+
+    def test_rows_bit_identical(self):
+        try:
+            import gguf
+            from gguf.quants import dequantize
+        except ImportError:
+            self.fail("gguf-py (PyPI gguf) is required: pip install gguf")
+        rng = np.random.default_rng(7)
+        counts = {}
+        for name, (ggml_name, scale_offsets) in self.LAYOUTS.items():
+            info = ninfer.format_info(name)
+            rows, blocks_per_row = 4, 2
+            cols = blocks_per_row * info.block_values
+            data = rng.integers(0, 256, size=(rows * blocks_per_row, info.block_bytes),
+                                dtype=np.uint8)
+            for off in scale_offsets:  # finite binary16 scales in (-2, 2)
+                scales = (rng.uniform(-2, 2, size=len(data))).astype(np.float16)
+                data[:, off:off + 2] = scales.view(np.uint8).reshape(-1, 2)
+            data = data.reshape(rows, -1)
+            want = dequantize(data, gguf.GGMLQuantizationType[ggml_name]).astype(np.float32)
+            got = ninfer.WeightView(name, rows, cols, [data]).decode()
+            self.assertEqual(got.shape, want.shape)
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32),
+                                          err_msg=name)
+            counts[name] = got.size
+        print("\n  bit-identical to gguf-py:", ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,79 @@
+//! `ninfer inspect FILE.gguf`: metadata and every tensor with its format, shape, bytes and
+//! whether this library decodes it.
+
+use crate::gguf::GgufFile;
+use crate::table;
+use crate::tensor::{self, Plan, type_name};
+
+pub fn run(file: &GgufFile, label: &str) -> anyhow::Result<bool> {
+    println!("{label}");
+    println!(
+        "GGUF v{}, {} bytes, {} metadata entries, {} tensors, alignment {}, data at byte {}",
+        file.version,
+        table::count(file.bytes().len() as u64),
+        file.metadata.len(),
+        file.tensors.len(),
+        file.alignment,
+        file.data_start
+    );
+    println!("\nmetadata");
+    let meta: Vec<Vec<String>> = file
+        .metadata
+        .iter()
+        .map(|(k, v)| vec![k.clone(), v.to_string()])
+        .collect();
+    table::print(&["key", "value"], &[false, false], &meta);
+
+    let tensors = tensor::classify(file);
+    let rows: Vec<Vec<String>> = tensors
+        .iter()
+        .map(|t| {
+            let bytes = match (t.bytes, t.bytes_exact) {
+                (Some(b), true) => table::count(b),
+                (Some(b), false) => format!("≤ {}", table::count(b)),
+                (None, _) => "?".into(),
+            };
+            let decodable = match &t.plan {
+                Plan::Decode(_) if t.format.is_some() => "yes".to_owned(),
+                Plan::Decode(_) => "yes (as data)".to_owned(),
+                Plan::Refused(s, _) => format!("no ({})", s.name()),
+                Plan::Broken(_, m) => format!("no: {m}"),
+            };
+            vec![
+                t.info.name.clone(),
+                format!("{} ({})", type_name(t.info.ggml_type), t.info.ggml_type),
+                t.format_text(),
+                t.info.shape_text(),
+                bytes,
+                decodable,
+            ]
+        })
+        .collect();
+    println!("\ntensors");
+    table::print(
+        &[
+            "tensor",
+            "ggml type",
+            "format",
+            "shape",
+            "bytes",
+            "decodable",
+        ],
+        &[false, false, false, false, true, false],
+        &rows,
+    );
+    let decodable = tensors
+        .iter()
+        .filter(|t| matches!(t.plan, Plan::Decode(_)))
+        .count();
+    let broken = tensors
+        .iter()
+        .filter(|t| matches!(t.plan, Plan::Broken(..)))
+        .count();
+    println!(
+        "\n{} tensors: {decodable} decodable, {} refused, {broken} malformed",
+        tensors.len(),
+        tensors.len() - decodable - broken
+    );
+    Ok(broken == 0)
+}

@@ -1,0 +1,291 @@
+//! `ninfer verify [FILE.gguf]`: checks the structure of every tensor, decodes every row,
+//! counts non-finite values, measures decode throughput, and for every 2-D weight computes
+//! the mat-vec y = W·x in f64 (x[i] = sin(0.1·i)) from the decoded rows, printing Σy so a
+//! reader can compare it with an independent decoder's figure
+//! (`shared/reference/real-data.md` lists Gemma's).
+
+use crate::gguf::GgufFile;
+use crate::rows::{chunk_rows, decode_range, value_bar};
+use crate::table::{self, count};
+use crate::tensor::{self, Plan};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Options of `verify`.
+pub struct Options {
+    /// Print only the per-type table, refusals and failures.
+    pub brief: bool,
+}
+
+/// What verifying one decodable tensor found.
+struct Outcome {
+    values: u64,
+    non_finite: u64,
+    decode: Duration,
+    sum_y: Option<f64>,
+    error: Option<String>,
+}
+
+/// The activation of the reference mat-vec: x[i] = sin(0.1·i), in f64.
+pub fn activation(k: usize) -> Vec<f64> {
+    (0..k).map(|i| (0.1 * i as f64).sin()).collect()
+}
+
+/// Dot product of a decoded row with `x`, accumulated in f64 in index order.
+fn dot(row: &[f32], x: &[f64]) -> f64 {
+    row.iter().zip(x).map(|(&w, &x)| w as f64 * x).sum()
+}
+
+/// Returns whether every decodable tensor verified (the process exit status).
+pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool> {
+    let start = Instant::now();
+    let tensors = tensor::classify(file);
+    println!(
+        "verify {label}: GGUF v{}, {} tensors, {} bytes, {} threads",
+        file.version,
+        tensors.len(),
+        count(file.bytes().len() as u64),
+        rayon::current_num_threads()
+    );
+    let total: u64 = tensors
+        .iter()
+        .filter_map(|t| match &t.plan {
+            Plan::Decode(r) => Some(r.rows() as u64 * r.k() as u64),
+            _ => None,
+        })
+        .sum();
+    let max_k = tensors
+        .iter()
+        .filter_map(|t| match &t.plan {
+            Plan::Decode(r) => Some(r.k()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let x = activation(max_k);
+    let bar = value_bar(total);
+    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(tensors.len());
+    let mut buf: Vec<f32> = Vec::new();
+    for t in &tensors {
+        let Plan::Decode(rows) = &t.plan else {
+            outcomes.push(None);
+            continue;
+        };
+        bar.set_message(t.info.name.clone());
+        let (n, k) = (rows.rows(), rows.k());
+        let step = chunk_rows(k, 1 << 21);
+        buf.resize(step.min(n) * k, 0.0);
+        let two_d = t.info.dims.len() == 2;
+        let mut o = Outcome {
+            values: (n * k) as u64,
+            non_finite: 0,
+            decode: Duration::ZERO,
+            sum_y: two_d.then_some(0.0),
+            error: None,
+        };
+        let mut y: Vec<f64> = Vec::with_capacity(if two_d { n } else { 0 });
+        let mut r0 = 0;
+        while r0 < n {
+            let m = step.min(n - r0);
+            let chunk = &mut buf[..m * k];
+            let t0 = Instant::now();
+            let res = decode_range(rows, r0, chunk);
+            o.decode += t0.elapsed();
+            if let Err((row, e)) = res {
+                o.error = Some(format!("row {row}: {}: {e}", e.status().name()));
+                break;
+            }
+            o.non_finite += chunk
+                .par_chunks(k)
+                .map(|r| r.iter().filter(|v| !v.is_finite()).count() as u64)
+                .sum::<u64>();
+            if two_d {
+                y.par_extend(chunk.par_chunks(k).map(|r| dot(r, &x[..k])));
+            }
+            bar.inc(chunk.len() as u64);
+            r0 += m;
+        }
+        if o.error.is_none() {
+            // Summed in row order, so the figure does not depend on the thread count.
+            o.sum_y = o.sum_y.map(|_| y.iter().sum());
+        } else {
+            o.sum_y = None;
+        }
+        outcomes.push(Some(o));
+    }
+    bar.finish_and_clear();
+    let elapsed = start.elapsed();
+
+    if !opts.brief {
+        let rows: Vec<Vec<String>> = tensors
+            .iter()
+            .zip(&outcomes)
+            .filter_map(|(t, o)| {
+                let o = o.as_ref()?;
+                Some(vec![
+                    t.info.name.clone(),
+                    t.format_text(),
+                    t.info.shape_text(),
+                    count(o.values),
+                    o.non_finite.to_string(),
+                    o.sum_y.map(|s| format!("{s:.6}")).unwrap_or_default(),
+                    if o.error.is_some() { "FAILED" } else { "ok" }.into(),
+                ])
+            })
+            .collect();
+        println!();
+        table::print(
+            &[
+                "tensor",
+                "format",
+                "shape",
+                "values",
+                "non-finite",
+                "Σy (f64, x[i]=sin(0.1·i))",
+                "",
+            ],
+            &[false, false, false, true, true, true, false],
+            &rows,
+        );
+    }
+
+    // Refusals and failures, each named.
+    let refused: Vec<_> = tensors
+        .iter()
+        .filter(|t| matches!(t.plan, Plan::Refused(..)))
+        .collect();
+    if !refused.is_empty() {
+        println!("\nrefused ({}):", refused.len());
+        for t in &refused {
+            if let Plan::Refused(s, m) = &t.plan {
+                println!("  {}  {}  {} — {m}", t.info.name, t.format_text(), s.name());
+            }
+        }
+    }
+    let mut failures = Vec::new();
+    for (t, o) in tensors.iter().zip(&outcomes) {
+        match (&t.plan, o) {
+            (Plan::Broken(s, m), _) => failures.push(format!(
+                "  {}  {}  {} — {m}",
+                t.info.name,
+                t.format_text(),
+                s.map_or("ERROR", |s| s.name())
+            )),
+            (_, Some(Outcome { error: Some(e), .. })) => {
+                failures.push(format!("  {}  {}  {e}", t.info.name, t.format_text()))
+            }
+            _ => {}
+        }
+    }
+    if !failures.is_empty() {
+        println!("\nFAILED ({}):", failures.len());
+        for f in &failures {
+            println!("{f}");
+        }
+    }
+
+    // Per-type table.
+    #[derive(Default)]
+    struct Agg {
+        tensors: u64,
+        values: u64,
+        non_finite: u64,
+        decode: Duration,
+        status: String,
+    }
+    let mut by_type: BTreeMap<(u32, String), Agg> = BTreeMap::new();
+    for (t, o) in tensors.iter().zip(&outcomes) {
+        let a = by_type.entry((t.info.ggml_type, t.type_key())).or_default();
+        a.tensors += 1;
+        a.values += t.values().unwrap_or(0);
+        if let Some(o) = o {
+            a.non_finite += o.non_finite;
+            a.decode += o.decode;
+        }
+        let s = match (&t.plan, o) {
+            (Plan::Decode(_), Some(Outcome { error: None, .. })) => "decoded",
+            (Plan::Decode(_), _) => "FAILED",
+            (Plan::Broken(..), _) => "FAILED",
+            (p, _) => p.status_name(),
+        };
+        if a.status.is_empty() {
+            a.status = s.into();
+        } else if !a.status.split(", ").any(|x| x == s) {
+            a.status = format!("{}, {s}", a.status);
+        }
+    }
+    let rows: Vec<Vec<String>> = by_type
+        .iter()
+        .map(|((_, key), a)| {
+            let decoded = a.status.contains("decoded");
+            let secs = a.decode.as_secs_f64();
+            vec![
+                key.clone(),
+                a.tensors.to_string(),
+                count(a.values),
+                if decoded {
+                    a.non_finite.to_string()
+                } else {
+                    "-".into()
+                },
+                if decoded {
+                    format!("{:.1}", secs * 1e3)
+                } else {
+                    "-".into()
+                },
+                if decoded && secs > 0.0 {
+                    format!("{:.1}", a.values as f64 / secs / 1e6)
+                } else {
+                    "-".into()
+                },
+                a.status.clone(),
+            ]
+        })
+        .collect();
+    println!("\nper type");
+    table::print(
+        &[
+            "type",
+            "tensors",
+            "values",
+            "non-finite",
+            "decode ms",
+            "Mvalues/s",
+            "result",
+        ],
+        &[false, true, true, true, true, true, false],
+        &rows,
+    );
+
+    let decoded = outcomes
+        .iter()
+        .filter(|o| matches!(o, Some(Outcome { error: None, .. })))
+        .count();
+    let values: u64 = outcomes
+        .iter()
+        .flatten()
+        .filter(|o| o.error.is_none())
+        .map(|o| o.values)
+        .sum();
+    let decode_secs: f64 = outcomes
+        .iter()
+        .flatten()
+        .map(|o| o.decode.as_secs_f64())
+        .sum();
+    println!(
+        "\n{} tensors: {decoded} decoded, {} refused, {} failed; {} values decoded in {:.3} s ({:.1} Mvalues/s), {:.3} s in all",
+        tensors.len(),
+        refused.len(),
+        failures.len(),
+        count(values),
+        decode_secs,
+        if decode_secs > 0.0 {
+            values as f64 / decode_secs / 1e6
+        } else {
+            0.0
+        },
+        elapsed.as_secs_f64()
+    );
+    Ok(failures.is_empty())
+}

@@ -1,0 +1,60 @@
+//! Parallel row decoding (rayon) shared by `decode`, `dump` and `verify`.
+
+use crate::tensor::Rows;
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+
+/// Rows decoded per parallel chunk: enough values per task to amortize scheduling.
+fn min_rows_per_task(k: usize) -> usize {
+    (16384 / k.max(1)).max(1)
+}
+
+/// Decodes rows `first..first + out.len() / K` of `rows` into `out` in parallel.
+/// On failure returns the lowest failing row and the library's error.
+pub fn decode_range(
+    rows: &Rows<'_>,
+    first: usize,
+    out: &mut [f32],
+) -> Result<(), (usize, ninfer::Error)> {
+    let k = rows.k();
+    let res: Vec<(usize, ninfer::Error)> = out
+        .par_chunks_mut(k)
+        .with_min_len(min_rows_per_task(k))
+        .enumerate()
+        .filter_map(|(i, o)| rows.decode(first + i, o).err().map(|e| (first + i, e)))
+        .collect();
+    match res.into_iter().min_by_key(|(r, _)| *r) {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+/// Rows per chunk so that a chunk holds about `target` values.
+pub fn chunk_rows(k: usize, target: usize) -> usize {
+    (target / k.max(1)).max(1)
+}
+
+/// Decodes every row of `rows` into one vector, advancing `bar` by values.
+pub fn decode_all(rows: &Rows<'_>, bar: &ProgressBar) -> Result<Vec<f32>, (usize, ninfer::Error)> {
+    let k = rows.k();
+    let mut out = vec![0f32; rows.rows() * k];
+    let step = chunk_rows(k, 1 << 22) * k;
+    for (c, chunk) in out.chunks_mut(step).enumerate() {
+        decode_range(rows, c * (step / k), chunk)?;
+        bar.inc(chunk.len() as u64);
+    }
+    Ok(out)
+}
+
+/// A progress bar over `total` values on stderr (hidden when stderr is not a terminal).
+pub fn value_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg:32!} [{bar:30}] {human_pos}/{human_len} values {per_sec} ETA {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}

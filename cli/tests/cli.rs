@@ -1,0 +1,310 @@
+//! End-to-end checks of the `ninfer` binary on the built-in sample (tests/data/sample.gguf,
+//! made by scripts/fixtures/sample_gguf.py from SmolLM2 and all-MiniLM-L6-v2 rows).
+//!
+//! Exact values on real models are checked against gguf-py by tests/real_models.py; here
+//! the commands' behaviour: exit codes, refusals with their status, and F32 data that must
+//! come out byte for byte as stored in the file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ninfer(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ninfer"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("running ninfer")
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn sample_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sample.gguf")
+}
+
+/// A fresh scratch directory (not the repository, to show the sample is built in).
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ninfer-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The line of the per-type table that starts with `key`.
+fn type_row<'a>(out: &'a str, key: &str) -> &'a str {
+    let table = out.split("\nper type\n").nth(1).expect("per-type table");
+    table
+        .lines()
+        .find(|l| l.starts_with(key))
+        .unwrap_or_else(|| panic!("no per-type row {key:?} in\n{table}"))
+}
+
+/// Cells of a table row (columns are separated by at least two spaces).
+fn cols(row: &str) -> Vec<&str> {
+    row.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[test]
+fn verify_runs_on_the_built_in_sample_from_any_directory() {
+    let dir = scratch("verify");
+    let o = ninfer(&["verify"], &dir);
+    let out = text(&o);
+    assert!(o.status.success(), "verify failed:\n{out}");
+    assert!(out.contains("built-in sample"), "{out}");
+    assert!(out.contains(" 0 failed;"), "{out}");
+    // The five types of issue 2 and the direct words decode; more decode as the library
+    // grows, so only these are pinned. Columns: type, tensors, values, non-finite, ms,
+    // Mvalues/s, result.
+    for (key, tensors) in [
+        ("Q8_0 (gguf_q8_0)", "2"),
+        ("Q4_0 (gguf_q4_0)", "1"),
+        ("Q5_0 (gguf_q5_0)", "1"),
+        ("Q4_K (gguf_q4_k)", "1"),
+        ("Q6_K (gguf_q6_k)", "1"),
+        ("F32 (fp32)", "3"),
+        ("BF16 (bf16)", "1"),
+        ("F16 (data)", "1"),
+    ] {
+        let row = cols(type_row(&out, key));
+        assert_eq!(row[0], key);
+        assert_eq!(row[1], tensors, "{row:?}");
+        assert_eq!(row[3], "0", "non-finite values: {row:?}");
+        assert_eq!(row[6], "decoded", "{row:?}");
+    }
+    assert!(type_row(&out, "Q4_1").ends_with("UNREGISTERED_TYPE"));
+    assert!(
+        out.contains(
+            "smollm2.blk.0.attn_q.weight  Q4_1 (unregistered)  UNREGISTERED_TYPE — ggml type Q4_1 (3)"
+        ),
+        "{out}"
+    );
+    // Every 2-D weight that decoded has a Σy figure.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("smollm2.token_embd.weight "))
+        .unwrap();
+    let sum_y: f64 = line
+        .split_whitespace()
+        .nth_back(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(sum_y.is_finite() && sum_y != 0.0, "{line}");
+    let brief = text(&ninfer(&["verify", "--brief"], &dir));
+    assert!(!brief.contains("smollm2.token_embd.weight "), "{brief}");
+    assert!(brief.contains("per type"), "{brief}");
+}
+
+#[test]
+fn inspect_names_every_tensor_with_its_format() {
+    let o = ninfer(&["inspect"], &scratch("inspect"));
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("GGUF v3"), "{out}");
+    assert!(out.contains("general.license"), "{out}");
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
+            .to_owned()
+    };
+    let emb = row("smollm2.token_embd.weight");
+    for cell in ["Q8_0 (8)", "gguf_q8_0", "64×576", "39,168", "yes"] {
+        assert!(emb.contains(cell), "{emb}");
+    }
+    let f16 = row("minilm.word_embeddings.f16");
+    assert!(f16.contains("F16 (no registered format)") && f16.contains("yes (as data)"));
+    let q41 = row("smollm2.blk.0.attn_q.weight");
+    assert!(q41.contains("Q4_1 (unregistered)") && q41.contains("no (UNREGISTERED_TYPE)"));
+    assert!(q41.contains("2,880"), "Q4_1 bytes: {q41}");
+    // Type 42 is read from the table and mapped by the registry.
+    let q2 = row("minilm.q2_0");
+    assert!(q2.contains("Q2_0 (42)") && q2.contains("gguf_q2_0") && q2.contains("8×1536"));
+    assert!(out.contains("25 tensors:"), "{out}");
+}
+
+#[test]
+fn formats_lists_the_registry() {
+    let out = text(&ninfer(&["formats"], &scratch("formats")));
+    assert!(out.contains("30 formats."), "{out}");
+    let q4k = out.lines().find(|l| l.starts_with("gguf_q4_k ")).unwrap();
+    for cell in ["256", "144", "4.5", "12 (Q4_K)", "gguf_blocks_v1"] {
+        assert!(q4k.contains(cell), "{q4k}");
+    }
+}
+
+/// Parses a version-1 .npy: (descr, shape, payload).
+fn read_npy(bytes: &[u8]) -> (String, String, &[u8]) {
+    assert_eq!(&bytes[..6], b"\x93NUMPY");
+    let (len, start) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        _ => (
+            u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
+            12,
+        ),
+    };
+    let header = std::str::from_utf8(&bytes[start..start + len]).unwrap();
+    let field = |k: &str| {
+        let at = header.find(k).unwrap() + k.len();
+        let rest = header[at..].trim_start_matches([':', ' ', '\'']);
+        let end = if rest.starts_with('(') {
+            rest.find(')').unwrap() + 1
+        } else {
+            rest.find('\'').unwrap()
+        };
+        rest[..end].to_owned()
+    };
+    (field("'descr'"), field("'shape'"), &bytes[start + len..])
+}
+
+#[test]
+fn decode_writes_f32_npy_and_refuses_unregistered_types() {
+    let dir = scratch("decode");
+    let sample = sample_path();
+    let file = std::fs::read(&sample)
+        .expect("tests/data/sample.gguf (run scripts/fixtures/sample_gguf.py)");
+    let out = dir.join("f32.npy");
+    let o = ninfer(
+        &[
+            "decode",
+            sample.to_str().unwrap(),
+            "--tensor",
+            "minilm.word_embeddings.f32",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let npy = std::fs::read(&out).unwrap();
+    let (descr, shape, payload) = read_npy(&npy);
+    assert_eq!(descr, "<f4");
+    // npyz writes the trailing comma of a Python tuple: "(8, 384, )".
+    assert_eq!(shape.replace(", )", ")"), "(8, 384)");
+    assert_eq!(payload.len(), 8 * 384 * 4);
+    // F32 words are copied: the payload is the tensor's bytes in the file, verbatim.
+    assert!(
+        file.windows(payload.len()).any(|w| w == payload),
+        "decoded F32 payload not found verbatim in the file"
+    );
+
+    let q8 = dir.join("q8.npy");
+    let o = ninfer(
+        &[
+            "decode",
+            sample.to_str().unwrap(),
+            "--tensor",
+            "smollm2.token_embd.weight",
+            "--out",
+            q8.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert!(o.status.success());
+    let npy = std::fs::read(&q8).unwrap();
+    let (_, shape, payload) = read_npy(&npy);
+    assert_eq!(
+        (shape.replace(", )", ")").as_str(), payload.len()),
+        ("(64, 576)", 64 * 576 * 4)
+    );
+
+    let o = ninfer(
+        &[
+            "decode",
+            sample.to_str().unwrap(),
+            "--tensor",
+            "smollm2.blk.0.attn_q.weight",
+            "--out",
+            dir.join("q41.npy").to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("UNREGISTERED_TYPE") && err.contains("Q4_1"),
+        "{err}"
+    );
+    assert!(!dir.join("q41.npy").exists(), "no output on refusal");
+
+    let o = ninfer(
+        &[
+            "decode",
+            sample.to_str().unwrap(),
+            "--tensor",
+            "no.such.tensor",
+            "--out",
+            dir.join("x.npy").to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert!(!o.status.success());
+}
+
+#[test]
+fn dump_streams_headers_and_words() {
+    let dir = scratch("dump");
+    let sample = sample_path();
+    let o = ninfer(
+        &[
+            "dump",
+            sample.to_str().unwrap(),
+            "--tensor",
+            "minilm.embeddings.LayerNorm.weight",
+            "--tensor",
+            "smollm2.blk.0.attn_q.weight",
+        ],
+        &dir,
+    );
+    assert!(o.status.success());
+    // Tensors come in file order: the Q4_1 one first, refused, with no words.
+    let s = &o.stdout;
+    let nl = s.iter().position(|&b| b == b'\n').unwrap();
+    let head = std::str::from_utf8(&s[..nl]).unwrap();
+    assert!(
+        head.starts_with("smollm2.blk.0.attn_q.weight\tQ4_1\tUNREGISTERED_TYPE\t0\t"),
+        "{head}"
+    );
+    let rest = &s[nl + 1..];
+    let nl = rest.iter().position(|&b| b == b'\n').unwrap();
+    let head = std::str::from_utf8(&rest[..nl]).unwrap();
+    assert_eq!(head, "minilm.embeddings.LayerNorm.weight\tF32\tOK\t384\t");
+    let words = &rest[nl + 1..];
+    assert_eq!(words.len(), 384 * 4);
+    // F32 words come out as stored.
+    let file = std::fs::read(sample_path()).unwrap();
+    assert!(file.windows(words.len()).any(|w| w == words));
+}
+
+#[test]
+fn malformed_files_fail_with_a_message_and_a_non_zero_status() {
+    let dir = scratch("malformed");
+    let file = std::fs::read(sample_path()).unwrap();
+    // Truncated data: the last tensor runs past the end; verify reports it and fails.
+    let cut = dir.join("cut.gguf");
+    std::fs::write(&cut, &file[..file.len() - 1000]).unwrap();
+    let o = ninfer(&["verify", cut.to_str().unwrap()], &dir);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAILED (1)") && out.contains("minilm.q2_0"),
+        "{out}"
+    );
+    assert!(out.contains("truncated"), "{out}");
+    // Not GGUF at all.
+    let junk = dir.join("junk.gguf");
+    std::fs::write(&junk, b"definitely not a gguf file").unwrap();
+    let o = ninfer(&["inspect", junk.to_str().unwrap()], &dir);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a GGUF file"));
+    // Missing file.
+    let o = ninfer(
+        &["verify", dir.join("missing.gguf").to_str().unwrap()],
+        &dir,
+    );
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,442 @@
+/*
+ * ninfer.hpp: header-only C++17 wrapper over the C API of ninfer.h (hand-written).
+ *
+ * - Errors: the throwing functions raise ninfer::error (status + the library's message,
+ *   read on the calling thread right after the failing call). Every throwing function
+ *   has a non-throwing twin named try_*, returning ninfer::result<T> (status, message and
+ *   value; like std::expected). With exceptions disabled (-fno-exceptions) only the try_*
+ *   functions are declared.
+ * - Views: ninfer::span<T> is std::span<T> under C++20 and a pointer + size with the same
+ *   basic interface under C++17. Buffers are borrowed, never copied or kept.
+ * - Handles: ninfer::handle<T, Free> is the RAII owner for opaque handles (`ninfer_x *`
+ *   freed by `ninfer_x_free`); future handle types are aliases of it.
+ *
+ * Typical use (a C++ runtime's artifact loader):
+ *
+ *   ninfer::format f = ninfer::format_lookup("gguf_q8_0");
+ *   ninfer::weight_view w(f, ninfer::format_get_info(f).layout, rows, cols, {bytes, nbytes});
+ *   w.check();                           // structural check, throws ninfer::error
+ *   std::vector<float> row = w.decode_row(3);
+ *
+ * Adding a wrapper for a new export: write try_x() with detail::call(...) and a throwing
+ * x() that returns try_x(...).value().
+ */
+#ifndef NINFER_HPP
+#define NINFER_HPP
+
+#include "ninfer.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#define NINFER_HPP_EXCEPTIONS 1
+#include <stdexcept>
+#else
+#define NINFER_HPP_EXCEPTIONS 0
+#endif
+
+#if __cplusplus >= 202002L && defined(__has_include)
+#if __has_include(<span>)
+#include <span>
+#define NINFER_HPP_STD_SPAN 1
+#endif
+#endif
+#ifndef NINFER_HPP_STD_SPAN
+#define NINFER_HPP_STD_SPAN 0
+#endif
+
+namespace ninfer {
+
+/// Status codes (`NINFER_STATUS_*`); `NINFER_STATUS_OK` is success.
+using status = ::ninfer_status;
+/// Format numbers (`NINFER_FORMAT_*`).
+using format = ::ninfer_format;
+/// Layout numbers (`NINFER_LAYOUT_*`).
+using layout = ::ninfer_layout;
+/// Dense element types (`NINFER_DTYPE_*`).
+using dtype = ::ninfer_dtype;
+/// Format families (`NINFER_CATEGORY_*`).
+using category = ::ninfer_category;
+/// Stored scale types (`NINFER_SCALE_TYPE_*`).
+using scale_type = ::ninfer_scale_type;
+
+/// The registry's facts about one format (ninfer_format_info with typed enumerations).
+struct format_info {
+  ninfer::format format;       ///< the format's number
+  const char* name;            ///< canonical name (static string)
+  ninfer::category category;   ///< family (spec §1)
+  std::uint32_t code_bits;     ///< logical code width in bits; 0 for GGUF blocks
+  std::uint32_t block_values;  ///< values per group / block (1 for direct, row-scaled)
+  std::uint32_t block_bytes;   ///< bytes per group / block including its scale
+  ninfer::scale_type scale_type;
+  ninfer::layout layout;       ///< the registered layout
+  std::int64_t code_min;       ///< smallest legal signed code, else 0
+  std::int64_t code_max;       ///< largest legal signed code, else 0
+  std::int32_t qmax;           ///< grouped_absmax's scale denominator, 0 where refused
+  std::int32_t ggml_type;      ///< ggml type id with bit-identical data, or -1
+  double bits_per_weight;      ///< ideal logical bits per weight for full blocks
+
+  format_info() noexcept : format_info(::ninfer_format_info{}) {}
+  explicit format_info(const ::ninfer_format_info& c) noexcept
+      : format(static_cast<ninfer::format>(c.format)),
+        name(c.name),
+        category(static_cast<ninfer::category>(c.category)),
+        code_bits(c.code_bits),
+        block_values(c.block_values),
+        block_bytes(c.block_bytes),
+        scale_type(static_cast<ninfer::scale_type>(c.scale_type)),
+        layout(static_cast<ninfer::layout>(c.layout)),
+        code_min(c.code_min),
+        code_max(c.code_max),
+        qmax(c.qmax),
+        ggml_type(c.ggml_type),
+        bits_per_weight(c.bits_per_weight) {}
+};
+
+/// Byte lengths of the planes of a tensor (unused planes are 0).
+using plane_sizes_t = std::array<std::size_t, NINFER_MAX_PLANES>;
+
+// ---- span -------------------------------------------------------------------------------
+#if NINFER_HPP_STD_SPAN
+template <class T>
+using span = std::span<T>;
+#else
+/// A borrowed contiguous range (the subset of C++20 std::span used here).
+template <class T>
+class span {
+ public:
+  using element_type = T;
+  using value_type = typename std::remove_cv<T>::type;
+  using size_type = std::size_t;
+  using pointer = T*;
+  using iterator = T*;
+
+  constexpr span() noexcept : data_(nullptr), size_(0) {}
+  constexpr span(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  template <std::size_t N>
+  constexpr span(T (&a)[N]) noexcept : data_(a), size_(N) {}
+  template <class U, std::size_t N,
+            class = typename std::enable_if<std::is_convertible<U (*)[], T (*)[]>::value>::type>
+  constexpr span(std::array<U, N>& a) noexcept : data_(a.data()), size_(N) {}
+  template <class U, std::size_t N,
+            class = typename std::enable_if<std::is_convertible<const U (*)[], T (*)[]>::value>::type>
+  constexpr span(const std::array<U, N>& a) noexcept : data_(a.data()), size_(N) {}
+  template <class U, class A,
+            class = typename std::enable_if<std::is_convertible<U (*)[], T (*)[]>::value>::type>
+  span(std::vector<U, A>& v) noexcept : data_(v.data()), size_(v.size()) {}
+  template <class U, class A,
+            class = typename std::enable_if<std::is_convertible<const U (*)[], T (*)[]>::value>::type>
+  span(const std::vector<U, A>& v) noexcept : data_(v.data()), size_(v.size()) {}
+  template <class U,
+            class = typename std::enable_if<std::is_convertible<U (*)[], T (*)[]>::value>::type>
+  constexpr span(const span<U>& s) noexcept : data_(s.data()), size_(s.size()) {}
+
+  constexpr T* data() const noexcept { return data_; }
+  constexpr std::size_t size() const noexcept { return size_; }
+  constexpr std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  constexpr bool empty() const noexcept { return size_ == 0; }
+  constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  constexpr T* begin() const noexcept { return data_; }
+  constexpr T* end() const noexcept { return data_ + size_; }
+
+ private:
+  T* data_;
+  std::size_t size_;
+};
+#endif
+
+/// A borrowed byte plane.
+using bytes = span<const std::uint8_t>;
+
+// ---- errors -----------------------------------------------------------------------------
+
+/// The name of a status without its prefix ("SIZE_MISMATCH"); "UNKNOWN_STATUS" otherwise.
+inline const char* status_name(status s) noexcept { return ::ninfer_status_name(s); }
+
+/// This thread's last error message (empty after a successful call).
+inline std::string last_error_message() {
+  std::size_t n = ::ninfer_last_error_message(nullptr, 0);
+  if (n == 0) return std::string();
+  std::vector<char> buf(n + 1);
+  n = ::ninfer_last_error_message(buf.data(), buf.size());
+  if (n >= buf.size()) n = buf.size() - 1;
+  return std::string(buf.data(), n);
+}
+
+#if NINFER_HPP_EXCEPTIONS
+/// A failed call: its status and the library's message.
+class error : public std::runtime_error {
+ public:
+  error(status code, const std::string& message)
+      : std::runtime_error(std::string(status_name(code)) + ": " + message),
+        code_(code),
+        message_(message) {}
+  /// The status the call returned (never NINFER_STATUS_OK).
+  status code() const noexcept { return code_; }
+  /// The library's message, without the status name.
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  status code_;
+  std::string message_;
+};
+#endif
+
+/// The outcome of a non-throwing call: a status, its message when it failed, and the
+/// value when it succeeded.
+template <class T>
+class result {
+ public:
+  /// A success holding `value`.
+  result(T value) : code_(NINFER_STATUS_OK), value_(std::move(value)) {}
+  /// A failure; `code` must not be NINFER_STATUS_OK.
+  result(status code, std::string message) : code_(code), message_(std::move(message)), value_() {}
+
+  bool ok() const noexcept { return code_ == NINFER_STATUS_OK; }
+  explicit operator bool() const noexcept { return ok(); }
+  status code() const noexcept { return code_; }
+  const std::string& message() const noexcept { return message_; }
+  /// The value; meaningful only when ok().
+  const T& operator*() const noexcept { return value_; }
+  T& operator*() noexcept { return value_; }
+  const T* operator->() const noexcept { return &value_; }
+  T value_or(T fallback) const { return ok() ? value_ : fallback; }
+#if NINFER_HPP_EXCEPTIONS
+  /// The value, or throws ninfer::error when the call failed.
+  T& value() & {
+    if (!ok()) throw error(code_, message_);
+    return value_;
+  }
+  const T& value() const& {
+    if (!ok()) throw error(code_, message_);
+    return value_;
+  }
+  T value() && {
+    if (!ok()) throw error(code_, message_);
+    return std::move(value_);
+  }
+#endif
+
+ private:
+  status code_;
+  std::string message_;
+  T value_;
+};
+
+/// A non-throwing call's outcome with no value.
+template <>
+class result<void> {
+ public:
+  result() : code_(NINFER_STATUS_OK) {}
+  result(status code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  bool ok() const noexcept { return code_ == NINFER_STATUS_OK; }
+  explicit operator bool() const noexcept { return ok(); }
+  status code() const noexcept { return code_; }
+  const std::string& message() const noexcept { return message_; }
+#if NINFER_HPP_EXCEPTIONS
+  /// Throws ninfer::error when the call failed.
+  void value() const {
+    if (!ok()) throw error(code_, message_);
+  }
+#endif
+
+ private:
+  status code_;
+  std::string message_;
+};
+
+namespace detail {
+/// Turns a C status into a result, reading the message on this thread right away.
+inline result<void> call(::ninfer_status code) {
+  if (code == NINFER_STATUS_OK) return result<void>();
+  return result<void>(code, last_error_message());
+}
+template <class T>
+inline result<T> call(::ninfer_status code, T value) {
+  if (code == NINFER_STATUS_OK) return result<T>(std::move(value));
+  return result<T>(code, last_error_message());
+}
+template <class T, void (*Free)(T*)>
+struct free_deleter {
+  void operator()(T* p) const noexcept { Free(p); }
+};
+}  // namespace detail
+
+// ---- handles ----------------------------------------------------------------------------
+
+/// Owner of an opaque library handle `T *`, released with `Free` (which accepts NULL).
+/// Move-only; `get()` passes it to C functions. Future handles are aliases, e.g.
+/// `using quantizer = handle<ninfer_quantizer, ninfer_quantizer_free>;`.
+template <class T, void (*Free)(T*)>
+using handle = std::unique_ptr<T, detail::free_deleter<T, Free>>;
+
+// ---- versions ---------------------------------------------------------------------------
+
+/// The linked library's version string, e.g. "0.1.0".
+inline const char* version() noexcept { return ::ninfer_version(); }
+/// True when the linked library has the ABI version of this header and a version not older.
+inline bool library_matches_header() noexcept {
+  return ::ninfer_abi_version() == NINFER_ABI_VERSION &&
+         ::ninfer_version_major() == NINFER_VERSION_MAJOR &&
+         ::ninfer_version_minor() >= NINFER_VERSION_MINOR;
+}
+
+// ---- registry ---------------------------------------------------------------------------
+
+/// Number of registered formats; format numbers are 0 .. format_count() - 1.
+inline std::uint32_t format_count() noexcept { return ::ninfer_format_count(); }
+
+/// The format with this exact canonical name ("q4_g64_fp16", "gguf_q4_k").
+inline result<format> try_format_lookup(const char* name) {
+  std::uint32_t f = 0;
+  ::ninfer_status st = ::ninfer_format_lookup(name, &f);
+  return detail::call(st, static_cast<format>(f));
+}
+inline result<format> try_format_lookup(const std::string& name) {
+  return try_format_lookup(name.c_str());
+}
+/// The format bit-identical to a GGUF tensor of ggml type `ggml_type`.
+inline result<format> try_format_from_ggml_type(std::uint32_t ggml_type) {
+  std::uint32_t f = 0;
+  ::ninfer_status st = ::ninfer_format_from_ggml_type(ggml_type, &f);
+  return detail::call(st, static_cast<format>(f));
+}
+/// The canonical name of a format, or nullptr for an unknown number.
+inline const char* format_name(format f) noexcept { return ::ninfer_format_name(f); }
+/// The registry's facts about a format.
+inline result<format_info> try_format_get_info(format f) {
+  ::ninfer_format_info info{};
+  ::ninfer_status st = ::ninfer_format_get_info(f, &info);
+  return detail::call(st, format_info(info));
+}
+
+/// Number of registered layouts.
+inline std::uint32_t layout_count() noexcept { return ::ninfer_layout_count(); }
+/// The layout with this exact name ("row_split_k128_v1").
+inline result<layout> try_layout_lookup(const char* name) {
+  std::uint32_t l = 0;
+  ::ninfer_status st = ::ninfer_layout_lookup(name, &l);
+  return detail::call(st, static_cast<layout>(l));
+}
+inline result<layout> try_layout_lookup(const std::string& name) {
+  return try_layout_lookup(name.c_str());
+}
+/// The name of a layout, or nullptr for an unknown number.
+inline const char* layout_name(layout l) noexcept { return ::ninfer_layout_name(l); }
+/// OK when `f` may be stored in `l`.
+inline result<void> try_format_layout_compatible(format f, layout l) {
+  return detail::call(::ninfer_format_layout_compatible(f, l));
+}
+/// Byte length of each plane of a rows × cols tensor of `f` in `l`.
+inline result<plane_sizes_t> try_plane_sizes(format f, layout l, std::uint64_t rows,
+                                             std::uint64_t cols) {
+  plane_sizes_t sizes{};
+  ::ninfer_status st = ::ninfer_layout_plane_sizes(f, l, rows, cols, sizes.data(), sizes.size());
+  return detail::call(st, sizes);
+}
+
+#if NINFER_HPP_EXCEPTIONS
+inline format format_lookup(const char* name) { return try_format_lookup(name).value(); }
+inline format format_lookup(const std::string& name) { return try_format_lookup(name).value(); }
+inline format format_from_ggml_type(std::uint32_t t) {
+  return try_format_from_ggml_type(t).value();
+}
+inline format_info format_get_info(format f) { return try_format_get_info(f).value(); }
+inline layout layout_lookup(const char* name) { return try_layout_lookup(name).value(); }
+inline layout layout_lookup(const std::string& name) { return try_layout_lookup(name).value(); }
+inline void format_layout_compatible(format f, layout l) {
+  try_format_layout_compatible(f, l).value();
+}
+inline plane_sizes_t plane_sizes(format f, layout l, std::uint64_t rows, std::uint64_t cols) {
+  return try_plane_sizes(f, l, rows, cols).value();
+}
+#endif
+
+// ---- weight views -----------------------------------------------------------------------
+
+/// A borrowed persistent tensor: format, layout, logical [rows, cols] (cols = K) and up to
+/// NINFER_MAX_PLANES byte planes (see ninfer_weight_view). Cheap to copy; the planes must
+/// outlive every call made with the view.
+class weight_view {
+ public:
+  weight_view(format f, layout l, std::uint64_t rows, std::uint64_t cols, bytes plane0,
+              bytes plane1 = bytes(), bytes plane2 = bytes()) noexcept
+      : view_() {
+    view_.format = f;
+    view_.layout = l;
+    view_.rows = rows;
+    view_.cols = cols;
+    const bytes planes[3] = {plane0, plane1, plane2};
+    for (std::size_t i = 0; i < 3 && i < NINFER_MAX_PLANES; ++i) {
+      view_.planes[i].ptr = planes[i].data();
+      view_.planes[i].len = planes[i].size();
+    }
+  }
+  /// Wraps a C view as is.
+  explicit weight_view(const ::ninfer_weight_view& v) noexcept : view_(v) {}
+
+  format format_id() const noexcept { return static_cast<format>(view_.format); }
+  layout layout_id() const noexcept { return static_cast<layout>(view_.layout); }
+  std::uint64_t rows() const noexcept { return view_.rows; }
+  std::uint64_t cols() const noexcept { return view_.cols; }
+  /// The C struct, for calling C functions directly.
+  const ::ninfer_weight_view* c_view() const noexcept { return &view_; }
+
+  /// Structural check (format, layout, shape, plane lengths) without reading the payload.
+  result<void> try_check() const { return detail::call(::ninfer_weight_view_check(&view_)); }
+  /// Decodes row `row` into out[0 .. cols] as f32.
+  result<void> try_decode_row(std::uint64_t row, span<float> out) const {
+    return detail::call(::ninfer_decode_row(&view_, row, out.data(), out.size()));
+  }
+  /// Decodes row `row` into a new vector of cols floats.
+  result<std::vector<float>> try_decode_row(std::uint64_t row) const {
+    std::vector<float> out;
+    if (view_.cols > out.max_size()) {
+      return result<std::vector<float>>(NINFER_STATUS_OVERFLOW, "cols does not fit in memory");
+    }
+    // Check first so that a bad shape is reported as such, not as an allocation failure.
+    result<void> c = try_check();
+    if (!c) return result<std::vector<float>>(c.code(), c.message());
+    out.resize(static_cast<std::size_t>(view_.cols));
+    ::ninfer_status st = ::ninfer_decode_row(&view_, row, out.data(), out.size());
+    return detail::call(st, std::move(out));
+  }
+  /// Decodes row `row` into raw bytes as `dt` (NINFER_DTYPE_*), native-endian.
+  result<void> try_decode_row_as(std::uint64_t row, dtype dt, span<std::uint8_t> out) const {
+    return detail::call(::ninfer_decode_row_as(&view_, row, dt, out.data(), out.size()));
+  }
+  /// Decodes row `row` as bf16 or f16 words.
+  result<void> try_decode_row_as(std::uint64_t row, dtype dt, span<std::uint16_t> out) const {
+    return detail::call(::ninfer_decode_row_as(
+        &view_, row, dt, reinterpret_cast<std::uint8_t*>(out.data()), out.size() * sizeof(std::uint16_t)));
+  }
+
+#if NINFER_HPP_EXCEPTIONS
+  void check() const { try_check().value(); }
+  void decode_row(std::uint64_t row, span<float> out) const { try_decode_row(row, out).value(); }
+  std::vector<float> decode_row(std::uint64_t row) const {
+    return try_decode_row(row).value();
+  }
+  void decode_row_as(std::uint64_t row, dtype dt, span<std::uint8_t> out) const {
+    try_decode_row_as(row, dt, out).value();
+  }
+  void decode_row_as(std::uint64_t row, dtype dt, span<std::uint16_t> out) const {
+    try_decode_row_as(row, dt, out).value();
+  }
+#endif
+
+ private:
+  ::ninfer_weight_view view_;
+};
+
+}  // namespace ninfer
+
+#endif  // NINFER_HPP

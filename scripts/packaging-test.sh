@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Packaging and bindings tests: builds the release library once through CMake, runs ctest
+# (C/C++ against shared and static, strict header builds, ASan/Valgrind, an installed and
+# moved consumer with find_package and pkg-config), installs into a temporary prefix and
+# runs the Go, Zig and Python binding tests against it.
+#
+# Installs what it needs: apt cmake golang-go valgrind pkg-config (when missing), pip
+# ziglang. Environment: NINFER_PKG_BUILD (build dir, default build/packaging),
+# NINFER_SKIP_GO / NINFER_SKIP_ZIG / NINFER_SKIP_PYTHON=1 to skip a binding.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${NINFER_PKG_BUILD:-$ROOT/build/packaging}
+JOBS=${NINFER_PKG_JOBS:-2}
+start=$(date +%s)
+step() { echo "== $* ($(( $(date +%s) - start ))s)"; }
+
+need_apt=()
+command -v cmake >/dev/null || need_apt+=(cmake)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+command -v valgrind >/dev/null || need_apt+=(valgrind)
+command -v cc >/dev/null || need_apt+=(gcc)
+command -v c++ >/dev/null || need_apt+=(g++)
+command -v readelf >/dev/null || need_apt+=(binutils)
+if [ -z "${NINFER_SKIP_GO:-}" ] && ! command -v go >/dev/null; then need_apt+=(golang-go); fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  step "apt-get install ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null 2>&1 ||
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null; }
+fi
+
+step "cmake configure + build ($BUILD)"
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j "$JOBS"
+
+step "ctest"
+ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure
+
+PREFIX=$(mktemp -d "${TMPDIR:-/tmp}/ninfer-prefix.XXXXXX")
+trap 'rm -rf "$PREFIX"' EXIT
+step "install into $PREFIX"
+cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null
+export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export NINFER_LIBRARY="$PREFIX/lib/libninfer.so.0"
+
+for b in go zig python; do
+  if [ -x "bindings/$b/test.sh" ]; then
+    var="NINFER_SKIP_$(echo "$b" | tr a-z A-Z)"
+    if [ -n "${!var:-}" ]; then step "$b: skipped ($var)"; continue; fi
+    step "$b bindings"
+    "bindings/$b/test.sh"
+  fi
+done
+step "packaging tests passed"

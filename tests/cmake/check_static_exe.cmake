@@ -1,0 +1,10 @@
+# cmake -DEXE=... -P: the executable linked with ninfer::ninfer_static needs no libninfer.so.
+find_program(READELF readelf REQUIRED)
+execute_process(COMMAND "${READELF}" -d "${EXE}" OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf failed on ${EXE}")
+endif()
+if(out MATCHES "libninfer")
+  message(FATAL_ERROR "${EXE} depends on a shared libninfer:\n${out}")
+endif()
+message(STATUS "static executable has no libninfer.so dependency")

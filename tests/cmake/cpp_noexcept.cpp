@@ -1,0 +1,40 @@
+// ninfer.hpp with -fno-exceptions: only the try_* API exists, results carry the errors.
+#include "ninfer.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+static_assert(NINFER_HPP_EXCEPTIONS == 0, "built with -fno-exceptions");
+
+int main() {
+  int checks = 0, failures = 0;
+  auto check = [&](bool ok, int line) {
+    ++checks;
+    if (!ok) {
+      ++failures;
+      std::fprintf(stderr, "cpp_noexcept.cpp:%d: check failed\n", line);
+    }
+  };
+  ninfer::result<ninfer::format> f = ninfer::try_format_lookup("gguf_q4_0");
+  check(f.ok() && *f == NINFER_FORMAT_GGUF_Q4_0, __LINE__);
+  // One row of K = 32 gguf_q4_0, d = 1.0: byte j holds element j (low nibble) and element
+  // j + 16 (high nibble); w = nibble - 8.
+  std::vector<std::uint8_t> block(18);
+  block[0] = 0x00;
+  block[1] = 0x3C;
+  for (int j = 0; j < 16; ++j) block[2 + j] = static_cast<std::uint8_t>((15 - j) << 4 | j);
+  ninfer::weight_view w(*f, NINFER_LAYOUT_GGUF_BLOCKS_V1, 1, 32, block);
+  ninfer::result<std::vector<float>> row = w.try_decode_row(0);
+  check(row.ok() && row->size() == 32, __LINE__);
+  if (row.ok()) {
+    for (int j = 0; j < 16; ++j) {
+      check((*row)[j] == static_cast<float>(j - 8), __LINE__);
+      check((*row)[j + 16] == static_cast<float>(7 - j), __LINE__);
+    }
+  }
+  ninfer::result<std::vector<float>> bad = w.try_decode_row(1);
+  check(bad.code() == NINFER_STATUS_ROW_OUT_OF_RANGE && !bad.message().empty(), __LINE__);
+  std::printf("%d passed, %d failed\n", checks - failures, failures);
+  return failures != 0;
+}

@@ -1,0 +1,179 @@
+// ninfer.hpp used the way a C++ runtime's artifact loader (src/artifact/formats.cpp) would:
+// look a format up by name, build and check a view, decode rows; errors as ninfer::error
+// and as ninfer::result. Expected values are worked out by hand (as in tests/c/smoke.c).
+#include "ninfer.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+static int failures = 0;
+static int checks = 0;
+#define CHECK(cond)                                                             \
+  do {                                                                          \
+    ++checks;                                                                   \
+    if (!(cond)) {                                                              \
+      ++failures;                                                               \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                           \
+  } while (0)
+
+#if defined(EXPECT_STD_SPAN)
+static_assert(NINFER_HPP_STD_SPAN == 1, "C++20 build should use std::span");
+#else
+static_assert(NINFER_HPP_STD_SPAN == 0, "C++17 build uses the pointer + size span");
+#endif
+
+static std::uint32_t bits_of(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// A stand-in opaque handle, to exercise the RAII pattern future handles will use.
+struct fake_handle {
+  int* frees;
+};
+static void fake_handle_free(fake_handle* h) {
+  if (h != nullptr) {
+    ++*h->frees;
+    delete h;
+  }
+}
+using fake_owner = ninfer::handle<fake_handle, fake_handle_free>;
+
+// Two rows of K = 32 gguf_q8_0 (34-byte blocks): row 0 d = 0.5 (0x3800), q[j] = j - 16;
+// row 1 d = 2.0 (0x4000), q[j] = 127 - j.
+static std::vector<std::uint8_t> q8_0_blocks() {
+  std::vector<std::uint8_t> b(68);
+  b[0] = 0x00;
+  b[1] = 0x38;
+  for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(j - 16));
+  b[34] = 0x00;
+  b[35] = 0x40;
+  for (int j = 0; j < 32; ++j) b[36 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(127 - j));
+  return b;
+}
+
+int main() {
+  CHECK(ninfer::library_matches_header());
+  CHECK(std::string(ninfer::version()) == std::to_string(NINFER_VERSION_MAJOR) + "." +
+                                              std::to_string(NINFER_VERSION_MINOR) + "." +
+                                              std::to_string(NINFER_VERSION_PATCH));
+
+  // Lookups.
+  const ninfer::format f = ninfer::format_lookup("gguf_q8_0");
+  CHECK(f == NINFER_FORMAT_GGUF_Q8_0);
+  CHECK(ninfer::format_lookup(std::string("q4_g64_fp16")) == NINFER_FORMAT_Q4_G64_FP16);
+  CHECK(ninfer::format_from_ggml_type(12) == NINFER_FORMAT_GGUF_Q4_K);
+  CHECK(std::strcmp(ninfer::format_name(NINFER_FORMAT_NVFP4), "nvfp4") == 0);
+  CHECK(ninfer::format_name(static_cast<ninfer::format>(ninfer::format_count())) == nullptr);
+  const ninfer::format_info info = ninfer::format_get_info(f);
+  CHECK(info.block_values == 32 && info.block_bytes == 34 && info.ggml_type == 8);
+  CHECK(info.layout == NINFER_LAYOUT_GGUF_BLOCKS_V1);
+  CHECK(std::strcmp(info.name, "gguf_q8_0") == 0);
+  CHECK(ninfer::layout_lookup("row_split_k128_v1") == NINFER_LAYOUT_ROW_SPLIT_K128_V1);
+  CHECK(std::strcmp(ninfer::layout_name(NINFER_LAYOUT_GGUF_BLOCKS_V1), "gguf_blocks_v1") == 0);
+  const ninfer::plane_sizes_t sizes =
+      ninfer::plane_sizes(f, NINFER_LAYOUT_GGUF_BLOCKS_V1, 2, 32);
+  CHECK(sizes[0] == 68 && sizes[1] == 0 && sizes[2] == 0);
+
+  // Errors as exceptions: status and message.
+  bool thrown = false;
+  try {
+    (void)ninfer::format_lookup("Q4");
+  } catch (const ninfer::error& e) {
+    thrown = true;
+    CHECK(e.code() == NINFER_STATUS_UNKNOWN_FORMAT);
+    CHECK(e.message().find("Q4") != std::string::npos);
+    CHECK(std::string(e.what()).rfind("UNKNOWN_FORMAT: ", 0) == 0);
+  }
+  CHECK(thrown);
+  thrown = false;
+  try {
+    ninfer::format_layout_compatible(f, NINFER_LAYOUT_ROW_SPLIT_K128_V1);
+  } catch (const ninfer::error& e) {
+    thrown = e.code() == NINFER_STATUS_INCOMPATIBLE_LAYOUT;
+  }
+  CHECK(thrown);
+  thrown = false;
+  try {
+    (void)ninfer::format_from_ggml_type(3);  // Q4_1: not registered
+  } catch (const std::runtime_error& e) {    // ninfer::error is a std::runtime_error
+    thrown = std::string(e.what()).find("Q4_1") != std::string::npos;
+  }
+  CHECK(thrown);
+
+  // Errors as values.
+  ninfer::result<ninfer::format> r = ninfer::try_format_lookup("q4_g64");
+  CHECK(!r && r.code() == NINFER_STATUS_UNKNOWN_FORMAT && !r.message().empty());
+  CHECK(r.value_or(NINFER_FORMAT_BF16) == NINFER_FORMAT_BF16);
+  r = ninfer::try_format_lookup("bf16");
+  CHECK(r.ok() && *r == NINFER_FORMAT_BF16 && r.message().empty());
+  CHECK(ninfer::try_format_lookup(nullptr).code() == NINFER_STATUS_NULL_POINTER);
+  CHECK(ninfer::try_plane_sizes(f, NINFER_LAYOUT_GGUF_BLOCKS_V1, 2, 48).code() ==
+        NINFER_STATUS_BAD_SHAPE);
+
+  // A view over hand-made blocks: check, decode into a span and into a vector.
+  const std::vector<std::uint8_t> blocks = q8_0_blocks();
+  const ninfer::weight_view w(f, info.layout, 2, 32, blocks);
+  CHECK(w.format_id() == f && w.layout_id() == NINFER_LAYOUT_GGUF_BLOCKS_V1);
+  CHECK(w.rows() == 2 && w.cols() == 32);
+  w.check();
+  float out[32];
+  w.decode_row(0, out);
+  for (int j = 0; j < 32; ++j) CHECK(out[j] == static_cast<float>(j - 16) * 0.5f);
+  CHECK(bits_of(out[16]) == 0u);
+  const std::vector<float> row1 = w.decode_row(1);
+  CHECK(row1.size() == 32);
+  for (int j = 0; j < 32; ++j) CHECK(row1[j] == static_cast<float>(127 - j) * 2.0f);
+
+  // decode_row_as: bf16 words of row 0 are the high halves of the exact f32 values.
+  std::vector<std::uint16_t> half(32);
+  w.decode_row_as(0, NINFER_DTYPE_BF16, half);
+  for (int j = 0; j < 32; ++j) CHECK(half[j] == static_cast<std::uint16_t>(bits_of(out[j]) >> 16));
+  std::vector<std::uint8_t> raw(64);
+  w.decode_row_as(1, NINFER_DTYPE_F16, raw);
+  CHECK(raw[0] == 0xF0 && raw[1] == 0x5B);  // 254.0 = binary16 0x5BF0, little-endian
+
+  // Refused inputs: exceptions and results, output untouched.
+  out[0] = 42.0f;
+  thrown = false;
+  try {
+    w.decode_row(2, out);
+  } catch (const ninfer::error& e) {
+    thrown = e.code() == NINFER_STATUS_ROW_OUT_OF_RANGE;
+  }
+  CHECK(thrown);
+  CHECK(w.try_decode_row(0, ninfer::span<float>(out, 31)).code() == NINFER_STATUS_BUFFER_TOO_SMALL);
+  CHECK(w.try_decode_row_as(0, static_cast<ninfer::dtype>(7), raw).code() ==
+        NINFER_STATUS_UNKNOWN_DTYPE);
+  CHECK(out[0] == 42.0f);
+  const ninfer::weight_view short_view(f, info.layout, 2, 32,
+                                       ninfer::bytes(blocks.data(), blocks.size() - 1));
+  ninfer::result<void> c = short_view.try_check();
+  CHECK(c.code() == NINFER_STATUS_SIZE_MISMATCH && !c.message().empty());
+  ninfer::result<std::vector<float>> rv = short_view.try_decode_row(0);
+  CHECK(rv.code() == NINFER_STATUS_SIZE_MISMATCH);
+  const ninfer::weight_view huge(f, info.layout, UINT64_MAX / 2, 32, blocks);
+  CHECK(huge.try_decode_row(0).code() == NINFER_STATUS_OVERFLOW);
+
+  // The C struct is reachable for direct C calls.
+  CHECK(ninfer_weight_view_check(w.c_view()) == NINFER_STATUS_OK);
+  CHECK(ninfer::last_error_message().empty());
+
+  // RAII handles: freed exactly once, movable, NULL-safe.
+  int frees = 0;
+  {
+    fake_owner a(new fake_handle{&frees});
+    fake_owner b = std::move(a);
+    CHECK(a.get() == nullptr && b.get() != nullptr);
+    fake_owner none;
+  }
+  CHECK(frees == 1);
+
+  std::printf("%d passed, %d failed\n", checks - failures, failures);
+  return failures != 0;
+}
