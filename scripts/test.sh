@@ -19,6 +19,9 @@ echo "== unit, integration, C and CLI tests"
 cargo build --workspace --release
 cargo test --workspace --release
 
+echo "== grouped_absmax through the C ABI (ctypes) vs the plain §7.2 oracle, 10^6 groups per format"
+python3 scripts/fixtures/grouped_ctypes_check.py --groups 1000000
+
 echo "== packaging: CMake, pkg-config, C/C++ under ASan and Valgrind, Go, Zig, Python"
 scripts/packaging-test.sh
 
