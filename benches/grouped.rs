@@ -94,7 +94,7 @@ fn main() {
         );
     }
     match ggml::Ggml::load() {
-        Some(g) => match g.from_float_ref(2) {
+        Some(g) => match g.quantize_ref(2) {
             Some(q4_0_ref) => {
                 let mut dst = vec![0u8; rows * cols / 32 * 18];
                 let t = best_of(5, || {

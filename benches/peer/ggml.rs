@@ -107,7 +107,7 @@ impl Ggml {
     }
 
     /// ggml's scalar reference quantizer (`quantize_row_*_ref`) for a ggml type id.
-    pub fn from_float_ref(&self, ty: u32) -> Option<FromFloat> {
+    pub fn quantize_ref(&self, ty: u32) -> Option<FromFloat> {
         // SAFETY: as for `to_float`.
         unsafe { (self.traits)(ty).as_ref()?.from_float_ref }
     }
