@@ -12,7 +12,9 @@ fn lib_dir() -> PathBuf {
     static BUILD: std::sync::Once = std::sync::Once::new();
     BUILD.call_once(|| {
         let mut cargo = Command::new(env!("CARGO"));
-        cargo.args(["build", "-q", "--lib", "-p", "ninfer"]).current_dir(root());
+        cargo
+            .args(["build", "-q", "--lib", "-p", "ninfer"])
+            .current_dir(root());
         if !cfg!(debug_assertions) {
             cargo.arg("--release");
         }
