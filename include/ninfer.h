@@ -38,6 +38,16 @@
 #define MAX_PLANES 3
 
 /**
+ * Values per q8_1 block.
+ */
+#define QK8_1 32
+
+/**
+ * Bytes per ggml `block_q8_1`.
+ */
+#define BLOCK_Q8_1_BYTES 36
+
+/**
  * Number of registered formats.
  */
 #define ninfer_format_COUNT 30
@@ -46,6 +56,16 @@
  * Number of registered layouts.
  */
 #define ninfer_layout_COUNT 6
+
+/**
+ * `ninfer_linear_prepare`'s device: the host CPU.
+ */
+#define NINFER_DEVICE_CPU 0
+
+/**
+ * `ninfer_linear_prepare`'s device: an NVIDIA GPU through CUDA (not in this build).
+ */
+#define NINFER_DEVICE_CUDA 1
 
 /**
  * `grouped_absmax`: the canonical reference encoder of spec §7.2 (bit-exact).
@@ -480,6 +500,19 @@ typedef uint32_t ninfer_dtype;
 #endif // __cplusplus
 
 /**
+ * A weight prepared for `ninfer_linear_forward` (opaque).
+ *
+ * Ownership rules: the handle **borrows** the plane buffers of the view it was prepared
+ * from (zero-copy): they must stay valid and unmodified until `ninfer_linear_free`. The
+ * view struct itself may be discarded after `ninfer_linear_prepare` returns. The handle
+ * owns its settings and thread pool; `ninfer_linear_free` releases them, after which the
+ * handle must not be used (as with `free`). `ninfer_linear_forward` may be called on one
+ * handle from several threads at once; `ninfer_linear_set_threads` must not run
+ * concurrently with any other call on the same handle.
+ */
+typedef struct ninfer_linear ninfer_linear;
+
+/**
  * A borrowed byte range: `len` bytes at `ptr`. `ptr` may be NULL only when `len` is 0.
  */
 typedef struct ninfer_bytes {
@@ -533,6 +566,21 @@ typedef struct ninfer_weight_view {
 } ninfer_weight_view;
 
 /**
+ * A caller-owned writable byte range: `len` bytes at `ptr`. `ptr` may be NULL only when
+ * `len` is 0.
+ */
+typedef struct ninfer_mut_bytes {
+  /**
+   * First byte (no alignment required).
+   */
+  uint8_t *ptr;
+  /**
+   * Length in bytes.
+   */
+  size_t len;
+} ninfer_mut_bytes;
+
+/**
  * Options of `ninfer_quantize_grouped`. A NULL options pointer means grouped_absmax.
  */
 typedef struct ninfer_quantize_options {
@@ -556,21 +604,6 @@ typedef struct ninfer_quantize_options {
    */
   size_t importance_len;
 } ninfer_quantize_options;
-
-/**
- * A caller-owned writable byte range: `len` bytes at `ptr`. `ptr` may be NULL only when
- * `len` is 0.
- */
-typedef struct ninfer_mut_bytes {
-  /**
-   * First byte (no alignment required).
-   */
-  uint8_t *ptr;
-  /**
-   * Length in bytes.
-   */
-  size_t len;
-} ninfer_mut_bytes;
 
 /**
  * Conversion provenance written by `ninfer_quantize_grouped`: what to record with the
@@ -723,49 +756,6 @@ ninfer_status ninfer_decode_row_as(const struct ninfer_weight_view *view,
                                    size_t out_bytes);
 
 /**
- * Quantizes a dense row-major `[rows, cols]` source into the `row_split_k128_v1` planes of
- * a grouped format (q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16).
- *
- * - `src`, `src_bytes`, `src_dtype`: `rows × cols` values of `NINFER_DTYPE_F32` (4-byte
- *   aligned), `_BF16` or `_F16` (2-byte aligned), native-endian; `src_bytes` must be exactly
- *   `rows × cols × element size`. bf16/f16 widen exactly to binary32 (spec §7.1).
- * - `options`: NULL for grouped_absmax, else see `ninfer_quantize_options`.
- * - `planes`: an array of 3 `ninfer_mut_bytes`, the output planes `codes`, `high_bits`,
- *   `scales` (docs/layouts.md), each exactly as long as `ninfer_layout_plane_sizes` gives
- *   for (format, `NINFER_LAYOUT_ROW_SPLIT_K128_V1`, rows, cols); `high_bits` is `{NULL, 0}`
- *   except for q5/q6. K is padded to a multiple of 128 with canonical zero padding.
- * - `provenance`: NULL, or receives the method, its parameters and counters.
- *
- * Rows are encoded in parallel into internal temporaries: the planes and `*provenance` are
- * written only when the whole tensor succeeded, so on error they keep their contents. The
- * output does not depend on the thread count.
- *
- * Errors: `NULL_POINTER`, `MISALIGNED`, `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
- * `UNSUPPORTED` (q2_g64_fp16 and t2_g128_fp16 targets are refused by spec §2/§7; non-grouped
- * formats), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
- * naming it), `OVERFLOW`, `INVALID_ARGUMENT` (unknown method, a flag other than 0/1,
- * importance of the wrong length or with a negative/non-finite weight, or options grouped_absmax
- * does not take), `NON_FINITE_SOURCE` (NaN/±Inf; the message names row and column; the
- * lowest such row is reported), `SCALE_OVERFLOW` (amax / qmax rounds to binary16 infinity;
- * names row and group).
- *
- * # Safety
- * `src` must point to `src_bytes` readable bytes; `options` NULL or valid, its importance
- * pointer valid for `importance_len` floats; `planes` must point to 3 `ninfer_mut_bytes`
- * whose ranges are writable, and no range may overlap another or the inputs;
- * `provenance` NULL or writable.
- */
-ninfer_status ninfer_quantize_grouped(uint32_t format,
-                                      const void *src,
-                                      size_t src_bytes,
-                                      uint32_t src_dtype,
-                                      uint64_t rows,
-                                      uint64_t cols,
-                                      const struct ninfer_quantize_options *options,
-                                      const struct ninfer_mut_bytes *planes,
-                                      struct ninfer_quantize_provenance *provenance);
-
-/**
  * Quantizes a row-major `rows × cols` source with the `fp8_row_maxabs` method into the
  * planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`).
  *
@@ -815,6 +805,171 @@ ninfer_status ninfer_fp8_row_maxabs(uint32_t format,
  * `view` as for `ninfer_weight_view_check`.
  */
 ninfer_status ninfer_fp8_row_validate(const struct ninfer_weight_view *view);
+
+/**
+ * Lays out logical FP8 words in the planes of `format` (`..._ROW_BF16` → `plane0` codes,
+ * `plane1` BF16 LE scales; `..._ROW_FP16` → `plane0` interleaved rows, `plane1` empty):
+ * `codes` = rows × cols E4M3FN words row-major, `scales` = rows 16-bit scale words
+ * (native `uint16_t`: BF16 or binary16 bits). Words are copied unchanged, not validated:
+ * follow with `ninfer_fp8_row_validate` on the result.
+ *
+ * Errors: `INVALID_ARGUMENT`, `UNKNOWN_FORMAT`, `BAD_SHAPE`, `SIZE_MISMATCH`,
+ * `NULL_POINTER`, `MISALIGNED`, `OVERFLOW`. Nothing is written unless the status is OK.
+ *
+ * # Safety
+ * Every pointer valid for its length; outputs writable and not overlapping the inputs.
+ */
+ninfer_status ninfer_fp8_row_pack(uint32_t format,
+                                  uint64_t rows,
+                                  uint64_t cols,
+                                  const uint8_t *codes,
+                                  size_t codes_len,
+                                  const uint16_t *scales,
+                                  size_t scales_len,
+                                  uint8_t *plane0,
+                                  size_t plane0_len,
+                                  uint8_t *plane1,
+                                  size_t plane1_len);
+
+/**
+ * The inverse of `ninfer_fp8_row_pack`: copies the logical words of a row-scaled FP8 view
+ * into `codes` (rows × cols, row-major) and `scales` (rows 16-bit words), unchanged.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ARGUMENT` (another
+ * format), `SIZE_MISMATCH`, `NULL_POINTER`, `MISALIGNED`.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; outputs writable for their lengths.
+ */
+ninfer_status ninfer_fp8_row_unpack(const struct ninfer_weight_view *view,
+                                    uint8_t *codes,
+                                    size_t codes_len,
+                                    uint16_t *scales,
+                                    size_t scales_len);
+
+/**
+ * Imports a `gguf_q2_0` or `gguf_q8_0` view into the `row_split_k128_v1` planes of
+ * `target_format` (`NINFER_FORMAT_Q2_G64_FP16` or `NINFER_FORMAT_Q8_G32_FP16`
+ * respectively), moving every code and binary16 scale word without rounding, negating
+ * or canonicalizing (spec §2 `import_encoded`, §3.2). One GGUF block becomes one native
+ * group.
+ *
+ * - `planes`: 3 `ninfer_mut_bytes` (`codes`, `high_bits` = `{NULL, 0}`, `scales`), each
+ *   exactly as long as `ninfer_layout_plane_sizes(target_format,
+ *   NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols)` gives; K is padded to a multiple of 128
+ *   with canonical zero padding.
+ *
+ * Errors: the view's structural errors; `UNSUPPORTED` for any other (source, target) pair;
+ * `SIZE_MISMATCH` (naming the plane); `INVALID_ENCODING` when a block breaks the target's
+ * rules (Q8_0: code −128, a −0/Inf/NaN scale, a +0 scale with non-zero codes; Q2_0: an
+ * Inf/NaN scale), the message naming the row and block. Nothing is written on error.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `planes` must point to 3 `ninfer_mut_bytes`
+ * whose ranges are writable and overlap neither each other nor the view's planes.
+ */
+ninfer_status ninfer_import_gguf(const struct ninfer_weight_view *view,
+                                 uint32_t target_format,
+                                 const struct ninfer_mut_bytes *planes);
+
+/**
+ * Whether this build implements `linear` for weights of `format` stored in `layout`,
+ * activations of `x_dtype` and outputs of `y_dtype` (`NINFER_DTYPE_*`) on `device`
+ * (`NINFER_DEVICE_*`).
+ *
+ * Returns `NINFER_STATUS_OK` when it does, `NINFER_STATUS_UNSUPPORTED` when every number
+ * is valid but the combination is not implemented (e.g. int32 weights, f16 outputs, CUDA),
+ * and `UNKNOWN_FORMAT`, `UNKNOWN_LAYOUT`, `INCOMPATIBLE_LAYOUT`, `UNKNOWN_DTYPE` or
+ * `INVALID_ARGUMENT` (device) for numbers that name nothing.
+ */
+ninfer_status ninfer_linear_supported(uint32_t format,
+                                      uint32_t layout,
+                                      uint32_t x_dtype,
+                                      uint32_t y_dtype,
+                                      uint32_t device);
+
+/**
+ * Prepares the weight described by `view` (N = rows outputs, K = cols inputs) for
+ * `device` and stores a new handle in `*out_handle`. Checks the view's structure once
+ * (no payload scan, no repacking, spec §8). Free the handle with `ninfer_linear_free`;
+ * the view's plane buffers must outlive it (see `ninfer_linear`).
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `UNSUPPORTED` for a
+ * combination without a kernel (see `ninfer_linear_supported`), `INVALID_ARGUMENT` for an
+ * unknown device, `NULL_POINTER`. `*out_handle` is written only on success.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`, with plane buffers valid until the handle is
+ * freed; `out_handle` writable.
+ */
+ninfer_status ninfer_linear_prepare(const struct ninfer_weight_view *view,
+                                    uint32_t device,
+                                    struct ninfer_linear **out_handle);
+
+/**
+ * Sets the threads `ninfer_linear_forward` uses on this handle: 0 = a process-wide pool
+ * with one thread per core (the default), 1 = the calling thread only, n ≥ 2 = a pool of
+ * n threads owned by the handle. Results never depend on it (each output is computed by
+ * one thread in a fixed order).
+ *
+ * Errors: `NULL_POINTER`, `INVALID_ARGUMENT` above 1024, `INTERNAL` if threads cannot be
+ * created.
+ *
+ * # Safety
+ * `handle` must come from `ninfer_linear_prepare`, not be freed, and not be in use by
+ * another thread.
+ */
+ninfer_status ninfer_linear_set_threads(struct ninfer_linear *handle, uint32_t threads);
+
+/**
+ * The prepared weight's shape: N (outputs) into `*out_rows`, K (inputs) into `*out_cols`.
+ *
+ * Errors: `NULL_POINTER`.
+ *
+ * # Safety
+ * `handle` from `ninfer_linear_prepare` and not freed; outputs writable.
+ */
+ninfer_status ninfer_linear_shape(const struct ninfer_linear *handle,
+                                  uint64_t *out_rows,
+                                  uint64_t *out_cols);
+
+/**
+ * `y = x · Wᵀ (+ bias)`: `x` holds `m × k` activations of `x_dtype` (`NINFER_DTYPE_F32`,
+ * `_BF16` or `_F16`, native-endian, row-major, no alignment required) in `x_bytes` bytes;
+ * `y` receives `m × N` outputs of `y_dtype` (`F32` or `BF16`, rounded to nearest even from
+ * the f32 result) in `y_bytes` bytes; `bias` is NULL (with `bias_len` 0) or N floats.
+ * `k` must equal the weight's K. GGUF weights quantize each row of x to q8_1 blocks and
+ * accumulate in f32; other formats multiply the exact weight values with x in f32. The
+ * named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
+ *
+ * Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),
+ * `BUFFER_TOO_SMALL` (x, y or bias shorter than needed), `UNKNOWN_DTYPE`, `UNSUPPORTED`
+ * (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`.
+ *
+ * # Safety
+ * `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`
+ * readable for `x_bytes`, `y` writable for `y_bytes`, `bias` readable for `bias_len`
+ * floats; `y` must not overlap `x`, `bias` or the weight.
+ */
+ninfer_status ninfer_linear_forward(const struct ninfer_linear *handle,
+                                    const void *x,
+                                    size_t x_bytes,
+                                    uint32_t x_dtype,
+                                    uint64_t m,
+                                    uint64_t k,
+                                    const float *bias,
+                                    size_t bias_len,
+                                    void *y,
+                                    size_t y_bytes,
+                                    uint32_t y_dtype);
+
+/**
+ * Frees a handle from `ninfer_linear_prepare` (its thread pool included). NULL is a no-op.
+ *
+ * # Safety
+ * `handle` must be NULL or a handle not yet freed and not in use by another thread.
+ */
+void ninfer_linear_free(struct ninfer_linear *handle);
 
 /**
  * Quantizes a row-major `rows × cols` source made of `sources` stacked matrices (each
@@ -903,6 +1058,52 @@ ninfer_status ninfer_nvfp4_unpack_scales(uint64_t rows,
                                          size_t swizzled_len,
                                          uint8_t *out,
                                          size_t out_len);
+
+/**
+ * Quantizes a dense row-major `[rows, cols]` source into the `row_split_k128_v1` planes of
+ * a grouped format (q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16).
+ *
+ * - `src`, `src_bytes`, `src_dtype`: `rows × cols` values of `NINFER_DTYPE_F32` (4-byte
+ *   aligned), `_BF16` or `_F16` (2-byte aligned), native-endian; `src_bytes` must be exactly
+ *   `rows × cols × element size`. bf16/f16 widen exactly to binary32 (spec §7.1).
+ * - `options`: NULL for grouped_absmax, else see `ninfer_quantize_options`.
+ * - `planes`: an array of 3 `ninfer_mut_bytes`, the output planes `codes`, `high_bits`,
+ *   `scales` (docs/layouts.md), each exactly as long as `ninfer_layout_plane_sizes` gives
+ *   for (format, `NINFER_LAYOUT_ROW_SPLIT_K128_V1`, rows, cols); `high_bits` is `{NULL, 0}`
+ *   except for q5/q6. K is padded to a multiple of 128 with canonical zero padding.
+ * - `provenance`: NULL, or receives the method, its parameters and counters.
+ *
+ * Rows are encoded in parallel (rayon's global pool; `RAYON_NUM_THREADS` sets its size).
+ * A first pass checks every row for the failures an encoding can have (non-finite values,
+ * overflowing scales); the planes and `*provenance` are written only after it passed, so on
+ * error they keep their contents. The output does not depend on the thread count.
+ * The encoders need the default floating-point environment (round to nearest, IEEE
+ * subnormals): a thread that flushes subnormals (FTZ/DAZ) is refused with `UNSUPPORTED`.
+ *
+ * Errors: `NULL_POINTER`, `MISALIGNED`, `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
+ * `UNSUPPORTED` (q2_g64_fp16 and t2_g128_fp16 targets are refused by spec §2/§7; non-grouped
+ * formats; FTZ/DAZ active), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
+ * naming it), `OVERFLOW`, `INVALID_ARGUMENT` (unknown method, a flag other than 0/1,
+ * importance of the wrong length or with a negative/non-finite weight, or options grouped_absmax
+ * does not take), `NON_FINITE_SOURCE` (NaN/±Inf; the message names row and column; the
+ * lowest such row is reported), `SCALE_OVERFLOW` (amax / qmax rounds to binary16 infinity;
+ * names row and group).
+ *
+ * # Safety
+ * `src` must point to `src_bytes` readable bytes; `options` NULL or valid, its importance
+ * pointer valid for `importance_len` floats; `planes` must point to 3 `ninfer_mut_bytes`
+ * whose ranges are writable, and no range may overlap another or the inputs;
+ * `provenance` NULL or writable.
+ */
+ninfer_status ninfer_quantize_grouped(uint32_t format,
+                                      const void *src,
+                                      size_t src_bytes,
+                                      uint32_t src_dtype,
+                                      uint64_t rows,
+                                      uint64_t cols,
+                                      const struct ninfer_quantize_options *options,
+                                      const struct ninfer_mut_bytes *planes,
+                                      struct ninfer_quantize_provenance *provenance);
 
 /**
  * The number of registered formats. Format numbers are `0 .. ninfer_format_count() - 1`.
@@ -1007,18 +1208,20 @@ ninfer_status ninfer_layout_plane_sizes(uint32_t format,
 
 /**
  * Copies rows `start .. start + count` of `view` into `out`: the payload of a
- * `[count, cols]` tensor of the same format and layout (for contiguous_le_v1 and
- * gguf_blocks_v1 simply the rows' bytes; for multi-plane layouts each plane's rows, the
- * planes back to back in plane order, sized by `ninfer_layout_plane_sizes` for `count`
- * rows). Nothing is decoded or renormalized. `count = 0` copies nothing.
+ * `[count, cols]` tensor of the same format and layout (for contiguous_le_v1,
+ * gguf_blocks_v1 and row_interleaved_v1 simply the rows' bytes; for row_split_k128_v1 and
+ * row_scale_v1 each plane's rows, the planes back to back in plane order, each as long as
+ * `ninfer_layout_plane_sizes` gives for `count` rows). Nothing is decoded or
+ * renormalized. `count = 0` copies nothing.
  *
  * On success `*out_written` (may be NULL) receives the number of bytes written.
  *
  * Errors: the structural errors of `ninfer_weight_view_check`, `OVERFLOW` when
  * `start + count` overflows, `ROW_OUT_OF_RANGE` when `start + count > rows`,
  * `BUFFER_TOO_SMALL` when `out_len` is less than the result, `NULL_POINTER` for a NULL
- * `out` with non-zero `out_len`, `UNSUPPORTED` for a layout whose planes are not whole
- * rows. Nothing is written unless the status is OK.
+ * `out` with non-zero `out_len`, `UNSUPPORTED` for block_scale_k16_m128x4_v1 (its scale
+ * plane is swizzled in 128-row tiles: a row subset is not a byte subset). Nothing is
+ * written unless the status is OK.
  *
  * # Safety
  * `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable bytes not
@@ -1060,8 +1263,9 @@ ninfer_status ninfer_rows_gather(const struct ninfer_weight_view *view,
 /**
  * Checks every encoding rule of the view's format over its whole payload (after the
  * structural checks of `ninfer_weight_view_check`): for gguf_* formats every binary16
- * scale field (d, dmin, IQ1_M's spread super-scale) must be finite; direct formats
- * (bf16, fp32, int32) always pass.
+ * scale field (d, dmin, IQ1_M's spread super-scale) must be finite; grouped, FP8
+ * row-scaled and nvfp4 formats are checked by their own rules (scales, codes, canonical
+ * padding, divisors); direct formats (bf16, fp32, int32) always pass.
  *
  * On `NINFER_STATUS_INVALID_ENCODING` (and only then) the first offending location in
  * row-major order is written: `*out_row` = the row, `*out_block` = the block (GGUF) or
@@ -1069,7 +1273,7 @@ ninfer_status ninfer_rows_gather(const struct ninfer_weight_view *view,
  * neither is written.
  *
  * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ENCODING`,
- * `UNSUPPORTED` for a format whose validator this build does not have (never a silent OK).
+ * `MISALIGNED` for a misaligned `out_row` / `out_block`.
  *
  * # Safety
  * `view` as for `ninfer_weight_view_check`; `out_row` / `out_block` NULL or writable and

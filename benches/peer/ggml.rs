@@ -87,10 +87,14 @@ impl Ggml {
             let init: unsafe extern "C" fn() = std::mem::transmute(sym(cpu, c"ggml_cpu_init")?);
             init();
             Some(Ggml {
-                traits: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> *const TypeTraits>(traits),
-                traits_cpu: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> *const TypeTraitsCpu>(
-                    traits_cpu,
-                ),
+                traits: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(u32) -> *const TypeTraits,
+                >(traits),
+                traits_cpu: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(u32) -> *const TypeTraitsCpu,
+                >(traits_cpu),
                 dir,
             })
         }

@@ -1,0 +1,191 @@
+//! `linear` throughput on this machine: per format, 4096 × 4096 (fits in L3) and
+//! 16384 × 4096 (beyond L3), M = 1 and 32, 1 and 2 threads; GMAC/s, weight GB/s and the
+//! fraction of this machine's read bandwidth, measured in the same run.
+//!
+//! `cargo bench --bench linear [-- FILTER...]` (FILTER: substrings of format names, e.g.
+//! `q4_k bf16`; `quick` = 4096 × 4096 only). Best of several runs; the machine is shared,
+//! so compare ratios within one run.
+
+use ninfer::linear::PreparedWeight;
+use ninfer::{Format, WeightView};
+use rayon::prelude::*;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// CPU time of the calling thread in seconds (immune to other processes' load).
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Seconds (wall, calling thread's CPU) of the best of several runs of `f`, stopping after
+/// ~`budget`.
+fn best2(budget: Duration, mut f: impl FnMut()) -> (f64, f64) {
+    let start = Instant::now();
+    let (mut best, mut best_cpu) = (f64::INFINITY, f64::INFINITY);
+    let mut runs = 0;
+    while runs < 3 || (start.elapsed() < budget && runs < 50) {
+        let (t, c) = (Instant::now(), thread_cpu());
+        f();
+        best = best.min(t.elapsed().as_secs_f64());
+        best_cpu = best_cpu.min(thread_cpu() - c);
+        runs += 1;
+    }
+    (best, best_cpu)
+}
+
+fn best(budget: Duration, f: impl FnMut()) -> f64 {
+    best2(budget, f).0
+}
+
+/// Read bandwidth in GB/s over a 512 MiB buffer with `threads` threads (sum of u64 words).
+fn read_bandwidth(buf: &[u64], threads: usize) -> f64 {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    let t = best(Duration::from_secs(2), || {
+        let s: u64 = pool.install(|| {
+            buf.par_chunks(buf.len() / threads)
+                .map(|c| {
+                    let mut a = [0u64; 8];
+                    for w in c.chunks_exact(8) {
+                        for i in 0..8 {
+                            a[i] = a[i].wrapping_add(w[i]);
+                        }
+                    }
+                    a.iter().fold(0u64, |x, y| x.wrapping_add(*y))
+                })
+                .reduce(|| 0, |a, b| a.wrapping_add(b))
+        });
+        black_box(s);
+    });
+    (buf.len() * 8) as f64 / t / 1e9
+}
+
+/// Random weight bytes with finite, moderate binary16 scales.
+fn weight(format: Format, n: usize, k: usize) -> Vec<u8> {
+    let info = format.info();
+    let bytes = n * k / info.block_values as usize * info.block_bytes as usize;
+    let mut s = 0x1234_5678_9abc_def0u64;
+    let mut w: Vec<u8> = (0..bytes)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect();
+    let scale = half::f16::from_f32(0.01).to_bits().to_le_bytes();
+    match format {
+        Format::Bf16 => w
+            .chunks_exact_mut(2)
+            .for_each(|c| c[1] = 0x3C | (c[1] & 0x81)),
+        Format::Fp32 => w
+            .chunks_exact_mut(4)
+            .for_each(|c| c[3] = 0x3C | (c[3] & 0x81)),
+        _ => {
+            let fields: &[usize] = match format {
+                Format::GgufQ4_K => &[0, 2],
+                Format::GgufQ6_K => &[208],
+                _ => &[0],
+            };
+            for b in w.chunks_exact_mut(info.block_bytes as usize) {
+                for &at in fields {
+                    b[at..at + 2].copy_from_slice(&scale);
+                }
+            }
+        }
+    }
+    w
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let quick = args.iter().any(|a| a == "quick");
+    let nobw = args.iter().any(|a| a == "nobw");
+    let filters: Vec<&String> = args
+        .iter()
+        .filter(|a| *a != "quick" && *a != "nobw")
+        .collect();
+    let formats = [
+        Format::Bf16,
+        Format::Fp32,
+        Format::GgufQ8_0,
+        Format::GgufQ4_0,
+        Format::GgufQ5_0,
+        Format::GgufQ4_K,
+        Format::GgufQ6_K,
+    ];
+    let bw = if nobw {
+        [f64::NAN; 2]
+    } else {
+        let mut buf = vec![1u64; 512 << 17];
+        buf.iter_mut().enumerate().for_each(|(i, v)| *v = i as u64);
+        [read_bandwidth(&buf, 1), read_bandwidth(&buf, 2)]
+    };
+    println!(
+        "read bandwidth (512 MiB, best): 1 thread {:.1} GB/s, 2 threads {:.1} GB/s",
+        bw[0], bw[1]
+    );
+    println!(
+        "{:<11} {:>12} {:>3} {:>2} {:>9} {:>9} {:>8} {:>7} {:>12}",
+        "format", "N x K", "M", "t", "ms", "GMAC/s", "W GB/s", "of BW", "cpu GMAC/s"
+    );
+    let shapes: &[(usize, usize)] = if quick {
+        &[(4096, 4096)]
+    } else {
+        &[(4096, 4096), (16384, 4096)]
+    };
+    for format in formats {
+        if !filters.is_empty() && !filters.iter().any(|f| format.name().contains(f.as_str())) {
+            continue;
+        }
+        for &(n, k) in shapes {
+            let wb = weight(format, n, k);
+            let view = WeightView::single(format, n, k, &wb).unwrap();
+            let mut w = PreparedWeight::new(view).unwrap();
+            for m in [1usize, 32] {
+                let x: Vec<f32> = (0..m * k)
+                    .map(|i| ((i % 97) as f32 - 48.0) / 48.0)
+                    .collect();
+                let mut y = vec![0f32; m * n];
+                for threads in [1usize, 2] {
+                    w.set_threads(threads).unwrap();
+                    let (t, cpu) = best2(Duration::from_millis(700), || {
+                        w.forward_f32(&x, m, None, &mut y).unwrap();
+                        black_box(&y);
+                    });
+                    let gmac = (m * n * k) as f64 / t / 1e9;
+                    let gbs = wb.len() as f64 / t / 1e9;
+                    println!(
+                        "{:<11} {:>12} {:>3} {:>2} {:>9.3} {:>9.2} {:>8.2} {:>6.0}% {:>12}",
+                        format.name(),
+                        format!("{n}x{k}"),
+                        m,
+                        threads,
+                        t * 1e3,
+                        gmac,
+                        gbs,
+                        100.0 * gbs / bw[threads - 1],
+                        // With one thread the work runs on this thread: its CPU time
+                        // excludes time lost to other processes.
+                        if threads == 1 {
+                            format!("{:.2}", (m * n * k) as f64 / cpu / 1e9)
+                        } else {
+                            "-".into()
+                        }
+                    );
+                }
+            }
+        }
+    }
+}

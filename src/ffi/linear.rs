@@ -1,0 +1,212 @@
+//! `linear`: y = x · Wᵀ with W in its persistent format (spec §2 "compute profile", §8).
+
+use super::boundary::{bytes, call, in_slice, out_slice, req, write};
+use super::view::{from_c, ninfer_weight_view};
+use crate::dtype::Dtype;
+use crate::error::{Error, Status, to_usize};
+use crate::linear::{self, Device, PreparedWeight};
+use crate::registry::{Format, Layout, check_compatible};
+
+/// `ninfer_linear_prepare`'s device: the host CPU.
+#[allow(dead_code)] // exported to the header; Rust code uses `linear::Device`
+pub const NINFER_DEVICE_CPU: u32 = 0;
+/// `ninfer_linear_prepare`'s device: an NVIDIA GPU through CUDA (not in this build).
+#[allow(dead_code)] // exported to the header; Rust code uses `linear::Device`
+pub const NINFER_DEVICE_CUDA: u32 = 1;
+
+/// A weight prepared for `ninfer_linear_forward` (opaque).
+///
+/// Ownership rules: the handle **borrows** the plane buffers of the view it was prepared
+/// from (zero-copy): they must stay valid and unmodified until `ninfer_linear_free`. The
+/// view struct itself may be discarded after `ninfer_linear_prepare` returns. The handle
+/// owns its settings and thread pool; `ninfer_linear_free` releases them, after which the
+/// handle must not be used (as with `free`). `ninfer_linear_forward` may be called on one
+/// handle from several threads at once; `ninfer_linear_set_threads` must not run
+/// concurrently with any other call on the same handle.
+pub struct ninfer_linear {
+    weight: PreparedWeight<'static>,
+}
+
+/// Whether this build implements `linear` for weights of `format` stored in `layout`,
+/// activations of `x_dtype` and outputs of `y_dtype` (`NINFER_DTYPE_*`) on `device`
+/// (`NINFER_DEVICE_*`).
+///
+/// Returns `NINFER_STATUS_OK` when it does, `NINFER_STATUS_UNSUPPORTED` when every number
+/// is valid but the combination is not implemented (e.g. int32 weights, f16 outputs, CUDA),
+/// and `UNKNOWN_FORMAT`, `UNKNOWN_LAYOUT`, `INCOMPATIBLE_LAYOUT`, `UNKNOWN_DTYPE` or
+/// `INVALID_ARGUMENT` (device) for numbers that name nothing.
+#[unsafe(no_mangle)]
+pub extern "C" fn ninfer_linear_supported(
+    format: u32,
+    layout: u32,
+    x_dtype: u32,
+    y_dtype: u32,
+    device: u32,
+) -> Status {
+    call(|| {
+        let format = Format::from_u32(format)?;
+        let layout = Layout::from_u32(layout)?;
+        check_compatible(format, layout)?;
+        let x = Dtype::from_u32(x_dtype)?;
+        let y = Dtype::from_u32(y_dtype)?;
+        let device = Device::from_u32(device)?;
+        if linear::supported(format, layout, x, y, device) {
+            Ok(())
+        } else {
+            Err(Error::Unsupported(format!(
+                "linear: {format} in {layout}, x {}, y {} on {device:?} is not implemented",
+                x.name(),
+                y.name()
+            )))
+        }
+    })
+}
+
+/// Prepares the weight described by `view` (N = rows outputs, K = cols inputs) for
+/// `device` and stores a new handle in `*out_handle`. Checks the view's structure once
+/// (no payload scan, no repacking, spec §8). Free the handle with `ninfer_linear_free`;
+/// the view's plane buffers must outlive it (see `ninfer_linear`).
+///
+/// Errors: the structural errors of `ninfer_weight_view_check`, `UNSUPPORTED` for a
+/// combination without a kernel (see `ninfer_linear_supported`), `INVALID_ARGUMENT` for an
+/// unknown device, `NULL_POINTER`. `*out_handle` is written only on success.
+///
+/// # Safety
+/// `view` as for `ninfer_weight_view_check`, with plane buffers valid until the handle is
+/// freed; `out_handle` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_linear_prepare(
+    view: *const ninfer_weight_view,
+    device: u32,
+    out_handle: *mut *mut ninfer_linear,
+) -> Status {
+    call(|| {
+        let device = Device::from_u32(device)?;
+        if out_handle.is_null() {
+            return Err(Error::NullPointer("out_handle"));
+        }
+        // SAFETY: the caller keeps the planes valid until ninfer_linear_free ('static here).
+        let v = unsafe { from_c::<'static>(view) }?;
+        let weight = PreparedWeight::on(v, device)?;
+        let h = Box::into_raw(Box::new(ninfer_linear { weight }));
+        // SAFETY: checked non-NULL above; alignment checked by `write`.
+        unsafe { write(out_handle, h, "out_handle") }.inspect_err(|_| {
+            // SAFETY: h came from Box::into_raw just above and was not published.
+            drop(unsafe { Box::from_raw(h) });
+        })
+    })
+}
+
+/// Sets the threads `ninfer_linear_forward` uses on this handle: 0 = a process-wide pool
+/// with one thread per core (the default), 1 = the calling thread only, n ≥ 2 = a pool of
+/// n threads owned by the handle. Results never depend on it (each output is computed by
+/// one thread in a fixed order).
+///
+/// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` above 1024, `INTERNAL` if threads cannot be
+/// created.
+///
+/// # Safety
+/// `handle` must come from `ninfer_linear_prepare`, not be freed, and not be in use by
+/// another thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_linear_set_threads(
+    handle: *mut ninfer_linear,
+    threads: u32,
+) -> Status {
+    call(|| {
+        if handle.is_null() {
+            return Err(Error::NullPointer("handle"));
+        }
+        // SAFETY: non-NULL, exclusive by the caller's promise.
+        let h = unsafe { &mut *handle };
+        h.weight.set_threads(threads as usize)
+    })
+}
+
+/// The prepared weight's shape: N (outputs) into `*out_rows`, K (inputs) into `*out_cols`.
+///
+/// Errors: `NULL_POINTER`.
+///
+/// # Safety
+/// `handle` from `ninfer_linear_prepare` and not freed; outputs writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_linear_shape(
+    handle: *const ninfer_linear,
+    out_rows: *mut u64,
+    out_cols: *mut u64,
+) -> Status {
+    call(|| {
+        let h = unsafe { req(handle, "handle") }?;
+        if out_rows.is_null() || out_cols.is_null() {
+            return Err(Error::NullPointer("out_rows / out_cols"));
+        }
+        unsafe { write(out_rows, h.weight.rows() as u64, "out_rows") }?;
+        unsafe { write(out_cols, h.weight.cols() as u64, "out_cols") }
+    })
+}
+
+/// `y = x · Wᵀ (+ bias)`: `x` holds `m × k` activations of `x_dtype` (`NINFER_DTYPE_F32`,
+/// `_BF16` or `_F16`, native-endian, row-major, no alignment required) in `x_bytes` bytes;
+/// `y` receives `m × N` outputs of `y_dtype` (`F32` or `BF16`, rounded to nearest even from
+/// the f32 result) in `y_bytes` bytes; `bias` is NULL (with `bias_len` 0) or N floats.
+/// `k` must equal the weight's K. GGUF weights quantize each row of x to q8_1 blocks and
+/// accumulate in f32; other formats multiply the exact weight values with x in f32. The
+/// named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
+///
+/// Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),
+/// `BUFFER_TOO_SMALL` (x, y or bias shorter than needed), `UNKNOWN_DTYPE`, `UNSUPPORTED`
+/// (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`.
+///
+/// # Safety
+/// `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`
+/// readable for `x_bytes`, `y` writable for `y_bytes`, `bias` readable for `bias_len`
+/// floats; `y` must not overlap `x`, `bias` or the weight.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn ninfer_linear_forward(
+    handle: *const ninfer_linear,
+    x: *const core::ffi::c_void,
+    x_bytes: usize,
+    x_dtype: u32,
+    m: u64,
+    k: u64,
+    bias: *const f32,
+    bias_len: usize,
+    y: *mut core::ffi::c_void,
+    y_bytes: usize,
+    y_dtype: u32,
+) -> Status {
+    call(|| {
+        let h = unsafe { req(handle, "handle") }?;
+        let x_dtype = Dtype::from_u32(x_dtype)?;
+        let y_dtype = Dtype::from_u32(y_dtype)?;
+        let m = to_usize(m, "m")?;
+        let k = to_usize(k, "k")?;
+        if m > 0 && x.is_null() {
+            return Err(Error::NullPointer("x"));
+        }
+        if m > 0 && y.is_null() {
+            return Err(Error::NullPointer("y"));
+        }
+        let x = unsafe { bytes(x.cast(), x_bytes, "x") }?;
+        let bias = if bias.is_null() && bias_len == 0 {
+            None
+        } else {
+            Some(unsafe { in_slice(bias, bias_len, "bias") }?)
+        };
+        let y = unsafe { out_slice(y.cast::<u8>(), y_bytes, "y") }?;
+        h.weight.forward(x, x_dtype, m, k, bias, y, y_dtype)
+    })
+}
+
+/// Frees a handle from `ninfer_linear_prepare` (its thread pool included). NULL is a no-op.
+///
+/// # Safety
+/// `handle` must be NULL or a handle not yet freed and not in use by another thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_linear_free(handle: *mut ninfer_linear) {
+    if !handle.is_null() {
+        // SAFETY: from Box::into_raw in ninfer_linear_prepare, freed once by contract.
+        drop(unsafe { Box::from_raw(handle) });
+    }
+}

@@ -1,0 +1,217 @@
+//! f32 dot products of weight rows with activation rows: bf16 / fp32 weight words, or rows
+//! already decoded to f32 (every other decodable format).
+//!
+//! Evaluation order (the same bits on every path): element k of the row accumulates into
+//! lane `k mod 8` of one eight-lane accumulator by a fused multiply-add,
+//! `acc[k mod 8] ← fma(w_k, x_k, acc[k mod 8])`, in increasing k; the eight lanes are then
+//! summed by [`super::tree8`]. Independent outputs (a tile of up to 4 weight rows × 2
+//! activation rows) run side by side, which gives the AVX2 path its parallelism and reuses
+//! each loaded weight vector across activation rows and each activation vector across
+//! weight rows.
+
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::{Isa, tree8};
+
+/// One weight row as the kernel reads it.
+#[derive(Clone, Copy)]
+pub(crate) enum WRow<'a> {
+    /// bf16 little-endian words (2 bytes per value).
+    Bf16Le(&'a [u8]),
+    /// fp32 little-endian words (4 bytes per value).
+    F32Le(&'a [u8]),
+    /// Decoded values.
+    F32(&'a [f32]),
+}
+
+impl WRow<'_> {
+    fn len(&self) -> usize {
+        match self {
+            WRow::Bf16Le(b) => b.len() / 2,
+            WRow::F32Le(b) => b.len() / 4,
+            WRow::F32(v) => v.len(),
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, k: usize) -> f32 {
+        match self {
+            WRow::Bf16Le(b) => {
+                f32::from_bits((u16::from_le_bytes([b[2 * k], b[2 * k + 1]]) as u32) << 16)
+            }
+            WRow::F32Le(b) => {
+                f32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]])
+            }
+            WRow::F32(v) => v[k],
+        }
+    }
+}
+
+/// `out[i·m + r] = Σ_k w[i]_k · x[r·K + k]` for every weight row i (all of one kind and
+/// length K) and activation row r (`x.len() == m · K`), in the order of the module docs.
+pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+    debug_assert_eq!(out.len(), w.len() * m);
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
+        Isa::Avx2 => unsafe { avx2::dot_rows(w, x, m, out) },
+        _ => {
+            let k = w.first().map_or(0, |r| r.len());
+            for (i, wr) in w.iter().enumerate() {
+                for r in 0..m {
+                    let mut acc = [0f32; 8];
+                    accumulate_scalar(wr, &x[r * k..(r + 1) * k], 0, &mut acc);
+                    out[i * m + r] = tree8(acc);
+                }
+            }
+        }
+    }
+}
+
+/// The reference order, one element at a time from `start` (accumulator given).
+#[inline]
+fn accumulate_scalar(w: &WRow<'_>, x: &[f32], start: usize, acc: &mut [f32; 8]) {
+    for (k, &xk) in x.iter().enumerate().skip(start) {
+        acc[k % 8] = w.get(k).mul_add(xk, acc[k % 8]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{WRow, accumulate_scalar};
+    use crate::linear::cpu::tree8;
+    use std::arch::x86_64::*;
+
+    /// A weight row's 8-value loads, monomorphized per word type.
+    trait Load {
+        /// # Safety
+        /// `k + 8 <= len`; AVX2 available.
+        unsafe fn load8(p: *const u8, k: usize) -> __m256;
+    }
+    struct Bf16;
+    struct F32;
+    impl Load for Bf16 {
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8(p: *const u8, k: usize) -> __m256 {
+            // SAFETY: 16 bytes in bounds (caller).
+            let h = unsafe { _mm_loadu_si128(p.add(2 * k).cast()) };
+            _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+        }
+    }
+    impl Load for F32 {
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8(p: *const u8, k: usize) -> __m256 {
+            // SAFETY: 32 bytes in bounds (caller).
+            unsafe { _mm256_loadu_ps(p.add(4 * k).cast()) }
+        }
+    }
+
+    fn ptr(w: &WRow<'_>) -> *const u8 {
+        match w {
+            WRow::Bf16Le(b) | WRow::F32Le(b) => b.as_ptr(),
+            WRow::F32(v) => v.as_ptr().cast(),
+        }
+    }
+
+    /// # Safety
+    /// AVX2, FMA and F16C available; every row of `w` has the same kind and length K and
+    /// `x.len() == m · K`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+        // SAFETY (all calls): the caller's contract.
+        unsafe {
+            match w.first() {
+                Some(WRow::Bf16Le(_)) => tiles::<Bf16>(w, x, m, out),
+                Some(_) => tiles::<F32>(w, x, m, out),
+                None => {}
+            }
+        }
+    }
+
+    /// Tiles of up to 4 weight rows × 2 activation rows.
+    ///
+    /// # Safety
+    /// As [`dot_rows`].
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+        let mut i = 0;
+        while i < w.len() {
+            let rw = (w.len() - i).min(4);
+            let mut r = 0;
+            while r < m {
+                let rx = (m - r).min(2);
+                // SAFETY: the caller's contract.
+                unsafe {
+                    match (rw, rx) {
+                        (4, 2) => tile::<L, 4, 2>(&w[i..], x, r, m, out, i),
+                        (4, 1) => tile::<L, 4, 1>(&w[i..], x, r, m, out, i),
+                        (3, 2) => tile::<L, 3, 2>(&w[i..], x, r, m, out, i),
+                        (3, 1) => tile::<L, 3, 1>(&w[i..], x, r, m, out, i),
+                        (2, 2) => tile::<L, 2, 2>(&w[i..], x, r, m, out, i),
+                        (2, 1) => tile::<L, 2, 1>(&w[i..], x, r, m, out, i),
+                        (1, 2) => tile::<L, 1, 2>(&w[i..], x, r, m, out, i),
+                        _ => tile::<L, 1, 1>(&w[i..], x, r, m, out, i),
+                    }
+                }
+                r += rx;
+            }
+            i += rw;
+        }
+    }
+
+    /// Weight rows `w[0..RW]` × activation rows `r0..r0+RX` into `out[(i0+i)·m + r]`.
+    ///
+    /// # Safety
+    /// As [`dot_rows`]; RW rows in `w`, RX rows from r0 in x.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
+        w: &[WRow<'_>],
+        x: &[f32],
+        r0: usize,
+        m: usize,
+        out: &mut [f32],
+        i0: usize,
+    ) {
+        let k = w[0].len();
+        let mut wp = [std::ptr::null::<u8>(); RW];
+        for i in 0..RW {
+            wp[i] = ptr(&w[i]);
+        }
+        let mut xp = [std::ptr::null::<f32>(); RX];
+        for r in 0..RX {
+            xp[r] = x[(r0 + r) * k..].as_ptr();
+        }
+        let mut acc = [[_mm256_setzero_ps(); RX]; RW];
+        let mut kk = 0;
+        while kk + 8 <= k {
+            let mut xv = [_mm256_setzero_ps(); RX];
+            for r in 0..RX {
+                // SAFETY: kk + 8 <= K values in each activation row.
+                xv[r] = unsafe { _mm256_loadu_ps(xp[r].add(kk)) };
+            }
+            for i in 0..RW {
+                // SAFETY: kk + 8 <= K values in each weight row.
+                let wv = unsafe { L::load8(wp[i], kk) };
+                for r in 0..RX {
+                    acc[i][r] = _mm256_fmadd_ps(wv, xv[r], acc[i][r]);
+                }
+            }
+            kk += 8;
+        }
+        for i in 0..RW {
+            for r in 0..RX {
+                let mut a = [0f32; 8];
+                // SAFETY: 8 writable floats.
+                unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]) };
+                let xr = &x[(r0 + r) * k..(r0 + r + 1) * k];
+                accumulate_scalar(&w[i], xr, kk, &mut a);
+                out[(i0 + i) * m + r0 + r] = tree8(a);
+            }
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! GGUF vec_dot against q8_1 activations: one unpack function per block type, one shared
+//! evaluation order (scalar reference here, AVX2 in `gguf_avx2`; identical bits).
+//!
+//! Every kernel walks the weight row's 32-value blocks b in order (for the 256-value
+//! k-quants, the eight 32-value sub-blocks of each super-block). A block unpacks to 32
+//! signed integer codes `q` (the type's offset applied: Q4_0 q−8, Q5_0 q−16, Q6_K q−32), an
+//! integer scale factor per 16 values `sc` (Q4_K: the sub-block's 6-bit scale, Q6_K: its
+//! signed 8-bit scales, else 1) and a float block scale `d` (the block's or super-block's
+//! binary16 d). With the activation block's codes `x` and scale `dx`:
+//!
+//! - `S[l] = Σ_{e=4l..4l+3} sc[e/16]·q[e]·x[e]` for l = 0..8 (exact integers);
+//! - `acc[b mod 2][l] ← fma(d·dx, S[l], acc[b mod 2][l])` (`d·dx` is exact: two binary16);
+//! - Q4_K only, per sub-block j of a super-block: `accm[j] ← fma(dmin·dx, m_j·Σx, accm[j])`
+//!   with Σx the activation block's exact code sum;
+//! - result: `tree8(l ↦ (acc[0][l] + acc[1][l]) − accm[l])`.
+
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::{Isa, tree8};
+use crate::linear::q8_1::Row;
+use crate::registry::Format;
+
+/// The block types with a dedicated vec_dot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Q8_0,
+    Q4_0,
+    Q5_0,
+    Q4K,
+    Q6K,
+}
+
+impl Kind {
+    /// The dedicated kernel for `format`, if there is one.
+    pub(crate) fn of(format: Format) -> Option<Kind> {
+        Some(match format {
+            Format::GgufQ8_0 => Kind::Q8_0,
+            Format::GgufQ4_0 => Kind::Q4_0,
+            Format::GgufQ5_0 => Kind::Q5_0,
+            Format::GgufQ4_K => Kind::Q4K,
+            Format::GgufQ6_K => Kind::Q6K,
+            _ => return None,
+        })
+    }
+}
+
+#[inline(always)]
+pub(super) fn f16_at(b: &[u8], at: usize) -> f32 {
+    half::f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
+}
+
+/// 6-bit scale and min of sub-block j (0..8) from Q4_K's 12 packed bytes: sub-blocks 0..4
+/// keep them in the low 6 bits of bytes j and j+4; 4..8 take the low 4 bits from byte j+4
+/// (low / high nibble) and the high 2 bits from the top of bytes j−4 and j.
+#[inline(always)]
+pub(super) fn q4k_scale_min(s: &[u8], j: usize) -> (u8, u8) {
+    if j < 4 {
+        (s[j] & 63, s[j + 4] & 63)
+    } else {
+        (
+            (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4),
+            (s[j + 4] >> 4) | ((s[j] >> 6) << 4),
+        )
+    }
+}
+
+/// One unpacked 32-value block.
+pub(super) struct Unpacked {
+    pub q: [i8; 32],
+    pub sc: [i32; 2],
+    pub d: f32,
+}
+
+/// `block_q8_0 { f16 d; i8 qs[32]; }`.
+fn unpack_q8_0(row: &[u8], b: usize) -> Unpacked {
+    let blk = &row[34 * b..34 * b + 34];
+    let mut q = [0i8; 32];
+    for (o, &c) in q.iter_mut().zip(&blk[2..]) {
+        *o = c as i8;
+    }
+    Unpacked {
+        q,
+        sc: [1, 1],
+        d: f16_at(blk, 0),
+    }
+}
+
+/// `block_q4_0 { f16 d; u8 qs[16]; }`: value e < 16 is the low nibble of qs[e], value e ≥ 16
+/// the high nibble of qs[e−16]; code − 8.
+fn unpack_q4_0(row: &[u8], b: usize) -> Unpacked {
+    let blk = &row[18 * b..18 * b + 18];
+    let mut q = [0i8; 32];
+    for e in 0..16 {
+        q[e] = (blk[2 + e] & 0x0F) as i8 - 8;
+        q[e + 16] = (blk[2 + e] >> 4) as i8 - 8;
+    }
+    Unpacked {
+        q,
+        sc: [1, 1],
+        d: f16_at(blk, 0),
+    }
+}
+
+/// `block_q5_0 { f16 d; u32 qh; u8 qs[16]; }`: nibbles as Q4_0, bit e of qh is bit 4 of
+/// value e; code − 16.
+fn unpack_q5_0(row: &[u8], b: usize) -> Unpacked {
+    let blk = &row[22 * b..22 * b + 22];
+    let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
+    let mut q = [0i8; 32];
+    for e in 0..16 {
+        let lo = (blk[6 + e] & 0x0F) | ((((qh >> e) & 1) as u8) << 4);
+        let hi = (blk[6 + e] >> 4) | ((((qh >> (e + 16)) & 1) as u8) << 4);
+        q[e] = lo as i8 - 16;
+        q[e + 16] = hi as i8 - 16;
+    }
+    Unpacked {
+        q,
+        sc: [1, 1],
+        d: f16_at(blk, 0),
+    }
+}
+
+/// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`: sub-block j uses
+/// qs[32·(j/2) ..][0..32], low nibbles for even j, high for odd; scale from
+/// [`q4k_scale_min`]. The min term is applied separately ([`q4k_min`]).
+fn unpack_q4_k(row: &[u8], b: usize) -> Unpacked {
+    let (sb, j) = (b / 8, b % 8);
+    let blk = &row[144 * sb..144 * sb + 144];
+    let qs = &blk[16 + 32 * (j / 2)..48 + 32 * (j / 2)];
+    let shift = 4 * (j % 2);
+    let mut q = [0i8; 32];
+    for (o, &c) in q.iter_mut().zip(qs) {
+        *o = ((c >> shift) & 0x0F) as i8;
+    }
+    let sc = q4k_scale_min(&blk[4..16], j).0 as i32;
+    Unpacked {
+        q,
+        sc: [sc, sc],
+        d: f16_at(blk, 0),
+    }
+}
+
+/// Q4_K super-block `sb`: `dmin` and the eight 6-bit mins.
+pub(super) fn q4k_min(row: &[u8], sb: usize) -> (f32, [u8; 8]) {
+    let blk = &row[144 * sb..144 * sb + 144];
+    let mut m = [0u8; 8];
+    for (j, o) in m.iter_mut().enumerate() {
+        *o = q4k_scale_min(&blk[4..16], j).1;
+    }
+    (f16_at(blk, 2), m)
+}
+
+/// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }`: value v = 32j + e of the
+/// super-block lies in half h = j/4, quarter i = j%4; its low 4 bits are nibble i/2 of
+/// ql[64h + 32(i%2) + e], its high 2 bits are bits 2i..2i+1 of qh[32h + e]; code − 32;
+/// scale scales[v/16].
+fn unpack_q6_k(row: &[u8], b: usize) -> Unpacked {
+    let (sb, j) = (b / 8, b % 8);
+    let blk = &row[210 * sb..210 * sb + 210];
+    let (h, i) = (j / 4, j % 4);
+    let ql = &blk[64 * h + 32 * (i % 2)..64 * h + 32 * (i % 2) + 32];
+    let qh = &blk[128 + 32 * h..160 + 32 * h];
+    let mut q = [0i8; 32];
+    for e in 0..32 {
+        let lo = (ql[e] >> (4 * (i / 2))) & 0x0F;
+        let hi = (qh[e] >> (2 * i)) & 3;
+        q[e] = (lo | (hi << 4)) as i8 - 32;
+    }
+    let sc = [blk[192 + 2 * j] as i8 as i32, blk[193 + 2 * j] as i8 as i32];
+    Unpacked {
+        q,
+        sc,
+        d: f16_at(blk, 208),
+    }
+}
+
+fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
+    match kind {
+        Kind::Q8_0 => unpack_q8_0(row, b),
+        Kind::Q4_0 => unpack_q4_0(row, b),
+        Kind::Q5_0 => unpack_q5_0(row, b),
+        Kind::Q4K => unpack_q4_k(row, b),
+        Kind::Q6K => unpack_q6_k(row, b),
+    }
+}
+
+/// `out[r]` = the product of weight row `w` (whole blocks of `kind`) with q8_1 row `xs[r]`.
+pub(crate) fn dot_rows(isa: Isa, kind: Kind, w: &[u8], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert_eq!(xs.len(), out.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
+        Isa::Avx2 => unsafe { super::gguf_avx2::dot_rows(kind, w, xs, out) },
+        _ => {
+            for (o, x) in out.iter_mut().zip(xs) {
+                *o = dot_scalar(kind, w, x);
+            }
+        }
+    }
+}
+
+/// The reference order of the module docs.
+fn dot_scalar(kind: Kind, w: &[u8], x: &Row<'_>) -> f32 {
+    let nb = x.d.len();
+    let mut acc = [[0f32; 8]; 2];
+    let mut accm = [0f32; 8];
+    for b in 0..nb {
+        let u = unpack(kind, w, b);
+        let ds = u.d * x.d[b];
+        let xq = &x.qs[32 * b..32 * b + 32];
+        for l in 0..8 {
+            let mut s = 0i32;
+            for e in 4 * l..4 * l + 4 {
+                s += u.sc[e / 16] * u.q[e] as i32 * xq[e] as i32;
+            }
+            let a = &mut acc[b % 2][l];
+            *a = ds.mul_add(s as f32, *a);
+        }
+        if kind == Kind::Q4K && b % 8 == 7 {
+            let sb = b / 8;
+            let (dmin, m) = q4k_min(w, sb);
+            for j in 0..8 {
+                let t = 8 * sb + j;
+                let a = &mut accm[j];
+                *a = (dmin * x.d[t]).mul_add((m[j] as i32 * x.sum[t]) as f32, *a);
+            }
+        }
+    }
+    finish(&acc, &accm)
+}
+
+/// The final combination shared by both paths.
+#[inline]
+pub(super) fn finish(acc: &[[f32; 8]; 2], accm: &[f32; 8]) -> f32 {
+    let mut s = [0f32; 8];
+    for l in 0..8 {
+        s[l] = (acc[0][l] + acc[1][l]) - accm[l];
+    }
+    tree8(s)
+}

@@ -1,0 +1,598 @@
+//! `y = x · Wᵀ` with W kept in its persistent format (spec §2 "compute profile", §8, the
+//! GGUF paragraph after §3.4, §9's operator oracle).
+//!
+//! A [`PreparedWeight`] is made once from a [`WeightView`] (N × K) and then applied to
+//! activations x [M, K] (f32, bf16 or f16) giving y [M, N] (f32 or bf16), with an optional
+//! f32 bias [N]:
+//!
+//! ```text
+//! y[m, n] = Σ_k x[m, k] · w[n, k]  (+ bias[n])
+//! ```
+//!
+//! **Preparation** checks, once, what the view's construction already checked (pair, shape,
+//! plane lengths: spec §2's structural checks) and whether this build has a kernel for the
+//! format and layout on the device; nothing is scanned, repacked or requantized (§8). An
+//! unsupported combination fails here with [`Error::Unsupported`]. [`supported`] answers
+//! the same question without a payload.
+//!
+//! **Ownership**: a prepared weight *borrows* the view's planes for its lifetime `'a`
+//! (zero-copy; in C, the plane buffers must stay valid and unmodified until
+//! `ninfer_linear_free`). It owns only its settings and, with two or more threads, its
+//! thread pool.
+//!
+//! **Compute profile** (docs/linear.md):
+//! - bf16 / fp32 and every other non-GGUF decodable format: the weight values decoded
+//!   exactly, times x as f32, accumulated in f32.
+//! - gguf_*: x is quantized per row to ggml's q8_1 blocks ([`q8_1`]) and the product of
+//!   the exact weight values with the q8_1 values x̂ is accumulated in f32 (dedicated
+//!   vec_dot kernels for Q8_0, Q4_0, Q5_0, Q4_K, Q6_K; any other decodable GGUF type runs
+//!   through its decoded f32 row, still against x̂).
+//! - Every output is computed by one thread in an order fixed per kernel family, so any
+//!   thread count and any M give the same bits for the same row of x, and the AVX2 path
+//!   gives the bits of the scalar path.
+//! - Named tolerance criterion `linear_f32acc_v1`: see [`tolerance`].
+//!
+//! Non-finite values propagate as IEEE arithmetic does, except that in a GGUF product a
+//! non-finite activation makes its whole q8_1 block NaN (so every output is NaN).
+
+pub(crate) mod cpu;
+pub mod q8_1;
+
+pub use cpu::Isa;
+
+use crate::decode;
+use crate::dtype::Dtype;
+use crate::error::{Error, Result, mul};
+use crate::layouts;
+use crate::registry::{Category, Format, Layout, check_compatible};
+use crate::view::WeightView;
+use cpu::float::WRow;
+use cpu::gguf::Kind;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Where a product runs. Numbers are part of the ABI (`NINFER_DEVICE_*`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// The host CPU.
+    Cpu = 0,
+    /// An NVIDIA GPU through CUDA (not implemented in this build).
+    Cuda = 1,
+}
+
+impl Device {
+    /// The device with this number, or [`Error::InvalidArgument`].
+    pub fn from_u32(v: u32) -> Result<Device> {
+        match v {
+            0 => Ok(Device::Cpu),
+            1 => Ok(Device::Cuda),
+            _ => Err(Error::InvalidArgument(format!("unknown device {v}"))),
+        }
+    }
+}
+
+/// How a prepared weight computes its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// bf16 words, f32 activations.
+    Bf16,
+    /// fp32 words, f32 activations.
+    Fp32,
+    /// A dedicated GGUF vec_dot against q8_1.
+    Gguf(Kind),
+    /// A GGUF type without a dedicated kernel: decoded f32 row against x̂ (q8_1 values).
+    GgufDecoded,
+    /// Any other decodable format: decoded f32 row against x.
+    Decoded,
+}
+
+/// The path for a view's format, or [`Error::Unsupported`].
+fn path_for(view: &WeightView<'_>) -> Result<Path> {
+    let format = view.format();
+    let path = match format {
+        Format::Bf16 => Path::Bf16,
+        Format::Fp32 => Path::Fp32,
+        f if f.info().category == Category::GgufBlock => match Kind::of(f) {
+            Some(k) => Path::Gguf(k),
+            None if decode::is_decodable(view) => Path::GgufDecoded,
+            None => return Err(unsupported(format, view.layout())),
+        },
+        _ if decode::is_decodable(view) => Path::Decoded,
+        _ => return Err(unsupported(format, view.layout())),
+    };
+    Ok(path)
+}
+
+fn unsupported(format: Format, layout: Layout) -> Error {
+    Error::Unsupported(format!(
+        "linear: no CPU kernel for {format} in {layout} in this build"
+    ))
+}
+
+/// Whether this build computes `linear` for weights of `format` in `layout`, activations of
+/// `x_dtype` and outputs of `y_dtype` on `device` (spec §2: a kernel supports specific
+/// combinations). Answers without a payload; [`PreparedWeight::new`] fails with
+/// [`Error::Unsupported`] exactly when the format/layout/device part is `false`.
+pub fn supported(
+    format: Format,
+    layout: Layout,
+    x_dtype: Dtype,
+    y_dtype: Dtype,
+    device: Device,
+) -> bool {
+    let _ = x_dtype; // every dtype is accepted as an activation
+    if device != Device::Cpu || y_dtype == Dtype::F16 || check_compatible(format, layout).is_err() {
+        return false;
+    }
+    // A zero payload of a small legal shape asks the decoders the same question a real view
+    // would (K = 256 is a multiple of every block and group size).
+    let Ok(sizes) = layouts::plane_sizes(format, layout, 1, 256) else {
+        return false;
+    };
+    let bufs: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0u8; n]).collect();
+    let Ok(view) = WeightView::new(format, layout, 1, 256, [&bufs[0], &bufs[1], &bufs[2]]) else {
+        return false;
+    };
+    path_for(&view).is_ok()
+}
+
+/// The named tolerance criterion `linear_f32acc_v1` (docs/linear.md) for one output:
+/// the largest `|y − y_ref|` allowed when `y_ref` is the f64 product of the exact weight
+/// values with the activation values (for GGUF, the q8_1 values x̂), plus the bias, and
+/// `sum_abs = Σ_k |w_k · x_k| + |bias|` (in f64).
+///
+/// `tol = (K + 8)·2⁻²³·sum_abs + (K + 8)·2⁻¹⁴⁹`, and for bf16 outputs additionally
+/// `2⁻⁸·(|y_ref| + tol_f32)` (one rounding to 8 significant bits).
+pub fn tolerance(k: usize, sum_abs: f64, y_ref: f64, y_dtype: Dtype) -> f64 {
+    let n = k as f64 + 8.0;
+    let f32_tol = n * 2f64.powi(-23) * sum_abs + n * 2f64.powi(-149);
+    match y_dtype {
+        Dtype::F32 => f32_tol,
+        _ => f32_tol + 2f64.powi(-8) * (y_ref.abs() + f32_tol),
+    }
+}
+
+/// A weight prepared for `linear` on the CPU. Borrows the view's planes for `'a`.
+pub struct PreparedWeight<'a> {
+    view: WeightView<'a>,
+    path: Path,
+    isa: Isa,
+    threads: usize,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+impl std::fmt::Debug for PreparedWeight<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedWeight")
+            .field("format", &self.view.format())
+            .field("rows", &self.view.rows())
+            .field("cols", &self.view.cols())
+            .field("path", &self.path)
+            .field("isa", &self.isa)
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+impl<'a> PreparedWeight<'a> {
+    /// Prepares `view` for the CPU (best instruction set, the global rayon pool).
+    ///
+    /// Errors: [`Error::Unsupported`] when this build has no kernel for the format and
+    /// layout (e.g. int32, or a format whose decoder is not built).
+    pub fn new(view: WeightView<'a>) -> Result<Self> {
+        Self::on(view, Device::Cpu)
+    }
+
+    /// Prepares `view` for `device`. Errors: [`Error::Unsupported`] for any device but the
+    /// CPU in this build, or as [`PreparedWeight::new`].
+    pub fn on(view: WeightView<'a>, device: Device) -> Result<Self> {
+        if device != Device::Cpu {
+            return Err(Error::Unsupported(format!(
+                "linear on {device:?} is not implemented in this build"
+            )));
+        }
+        let path = path_for(&view)?;
+        Ok(PreparedWeight {
+            view,
+            path,
+            isa: Isa::detect(),
+            threads: 0,
+            pool: None,
+        })
+    }
+
+    /// The weight's view.
+    pub fn view(&self) -> &WeightView<'a> {
+        &self.view
+    }
+
+    /// N (output features).
+    pub fn rows(&self) -> usize {
+        self.view.rows()
+    }
+
+    /// K (input features).
+    pub fn cols(&self) -> usize {
+        self.view.cols()
+    }
+
+    /// The instruction set in use.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// Chooses the instruction set (to test or benchmark the scalar fallback). Results do
+    /// not depend on it. Errors: [`Error::Unsupported`] when this machine lacks it.
+    pub fn set_isa(&mut self, isa: Isa) -> Result<()> {
+        if !isa.available() {
+            return Err(Error::Unsupported(format!(
+                "{} is not available here",
+                isa.name()
+            )));
+        }
+        self.isa = isa;
+        Ok(())
+    }
+
+    /// Threads for [`forward`](Self::forward): 0 = rayon's global pool (the default),
+    /// 1 = the calling thread only, n ≥ 2 = a pool of n threads owned by this weight.
+    /// Results do not depend on it.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for more than 1024 threads, [`Error::Internal`]
+    /// if the pool cannot be created.
+    pub fn set_threads(&mut self, threads: usize) -> Result<()> {
+        if threads > 1024 {
+            return Err(Error::InvalidArgument(format!(
+                "{threads} threads (at most 1024)"
+            )));
+        }
+        self.pool = if threads >= 2 {
+            Some(Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .map_err(|e| Error::Internal(format!("thread pool: {e}")))?,
+            ))
+        } else {
+            None
+        };
+        self.threads = threads;
+        Ok(())
+    }
+
+    /// The thread setting (see [`set_threads`](Self::set_threads)).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// `y = x · Wᵀ (+ bias)` for `m` rows: `x` holds m × k values of `x_dtype`
+    /// (native-endian, no alignment required), `y` receives m × N values of `y_dtype`
+    /// (f32 or bf16, round-to-nearest-even from the f32 result), `bias` (optional) N f32.
+    /// Longer buffers are accepted; only their first elements are used. `m = 0` does
+    /// nothing.
+    ///
+    /// Errors (nothing is written on error): [`Error::BadShape`] when `k` is not the
+    /// weight's K, [`Error::Unsupported`] for f16 outputs, [`Error::BufferTooSmall`] for a
+    /// short x, y or bias, [`Error::Overflow`], and a decoder's error for a weight decoded
+    /// row by row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &self,
+        x: &[u8],
+        x_dtype: Dtype,
+        m: usize,
+        k: usize,
+        bias: Option<&[f32]>,
+        y: &mut [u8],
+        y_dtype: Dtype,
+    ) -> Result<()> {
+        let n = self.rows();
+        self.check_shapes(m, k, bias)?;
+        if y_dtype == Dtype::F16 {
+            return Err(Error::Unsupported(
+                "linear: f16 outputs (use f32 or bf16)".into(),
+            ));
+        }
+        let x_bytes = mul(mul(m, k, "M × K")?, x_dtype.size(), "x bytes")?;
+        if x.len() < x_bytes {
+            return Err(Error::BufferTooSmall {
+                what: "x",
+                needed: x_bytes,
+                actual: x.len(),
+            });
+        }
+        let y_bytes = mul(mul(m, n, "M × N")?, y_dtype.size(), "y bytes")?;
+        if y.len() < y_bytes {
+            return Err(Error::BufferTooSmall {
+                what: "y",
+                needed: y_bytes,
+                actual: y.len(),
+            });
+        }
+        if m == 0 {
+            return Ok(());
+        }
+        let xf = to_f32(&x[..x_bytes], x_dtype);
+        let yt = self.compute(&xf, m)?;
+        let y = &mut y[..y_bytes];
+        match y_dtype {
+            Dtype::F32 => {
+                for (i, o) in y.chunks_exact_mut(4).enumerate() {
+                    let v = output(&yt, bias, m, i / n, i % n);
+                    o.copy_from_slice(&v.to_ne_bytes());
+                }
+            }
+            _ => {
+                for (i, o) in y.chunks_exact_mut(2).enumerate() {
+                    let v = output(&yt, bias, m, i / n, i % n);
+                    o.copy_from_slice(&half::bf16::from_f32(v).to_bits().to_ne_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// [`forward`](Self::forward) for f32 x and y (x: m × K, y: m × N).
+    pub fn forward_f32(
+        &self,
+        x: &[f32],
+        m: usize,
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+    ) -> Result<()> {
+        let (n, k) = (self.rows(), self.cols());
+        self.check_shapes(m, k, bias)?;
+        let xl = mul(m, k, "M × K")?;
+        if x.len() < xl {
+            return Err(Error::BufferTooSmall {
+                what: "x",
+                needed: xl,
+                actual: x.len(),
+            });
+        }
+        let yl = mul(m, n, "M × N")?;
+        if y.len() < yl {
+            return Err(Error::BufferTooSmall {
+                what: "y",
+                needed: yl,
+                actual: y.len(),
+            });
+        }
+        if m == 0 {
+            return Ok(());
+        }
+        let yt = self.compute(&x[..xl], m)?;
+        for (i, o) in y[..yl].iter_mut().enumerate() {
+            *o = output(&yt, bias, m, i / n, i % n);
+        }
+        Ok(())
+    }
+
+    fn check_shapes(&self, _m: usize, k: usize, bias: Option<&[f32]>) -> Result<()> {
+        if k != self.cols() {
+            return Err(Error::BadShape(format!(
+                "linear: x has K = {k} but the weight has K = {}",
+                self.cols()
+            )));
+        }
+        if let Some(b) = bias {
+            if b.len() < self.rows() {
+                return Err(Error::BufferTooSmall {
+                    what: "bias",
+                    needed: self.rows(),
+                    actual: b.len(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The products as an N × M (row of W major) array.
+    fn compute(&self, x: &[f32], m: usize) -> Result<Vec<f32>> {
+        let (n, k) = (self.rows(), self.cols());
+        let mut yt = vec![0f32; mul(n, m, "N × M")?];
+        let q = match self.path {
+            Path::Gguf(_) | Path::GgufDecoded => Some(q8_1::Rows::quantize(x, m, k)),
+            _ => None,
+        };
+        let xhat = match (self.path, &q) {
+            (Path::GgufDecoded, Some(q)) => Some(q.dequantized()),
+            _ => None,
+        };
+        let qrows: Vec<q8_1::Row<'_>> = q
+            .as_ref()
+            .map_or(Vec::new(), |q| (0..m).map(|i| q.row(i)).collect());
+        let xf: &[f32] = xhat.as_deref().unwrap_or(x);
+
+        // Chunks of whole W rows; each output is computed entirely inside one chunk, so the
+        // partition (and the thread count) never changes a bit.
+        let per_thread = match self.threads {
+            0 => rayon::current_num_threads(),
+            t => t,
+        };
+        let rows_per_chunk = n
+            .div_ceil(per_thread * 8)
+            .clamp(1, 64)
+            .next_multiple_of(ROW_GROUP);
+        let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
+            let mut scratch = Vec::new();
+            let first = ci * rows_per_chunk;
+            for (g, o) in out.chunks_mut(ROW_GROUP * m).enumerate() {
+                self.row_group(first + g * ROW_GROUP, xf, m, &qrows, o, &mut scratch)?;
+            }
+            Ok(())
+        };
+        let chunks = yt.chunks_mut(rows_per_chunk * m).enumerate();
+        match (self.threads, &self.pool) {
+            (1, _) => chunks.into_iter().try_for_each(work)?,
+            (_, Some(pool)) => pool.install(|| {
+                yt.par_chunks_mut(rows_per_chunk * m)
+                    .enumerate()
+                    .try_for_each(work)
+            })?,
+            _ => yt
+                .par_chunks_mut(rows_per_chunk * m)
+                .enumerate()
+                .try_for_each(work)?,
+        }
+        Ok(yt)
+    }
+
+    /// Output rows `r0 .. r0 + out.len() / m` of W against every activation row (`out` is
+    /// row of W major).
+    fn row_group(
+        &self,
+        r0: usize,
+        x: &[f32],
+        m: usize,
+        q: &[q8_1::Row<'_>],
+        out: &mut [f32],
+        scratch: &mut Vec<f32>,
+    ) -> Result<()> {
+        let v = &self.view;
+        let count = out.len() / m;
+        let bytes = |i: usize| v.row_bytes(0, r0 + i);
+        match self.path {
+            Path::Bf16 | Path::Fp32 => {
+                let ws: Vec<WRow<'_>> = (0..count)
+                    .map(|i| match self.path {
+                        Path::Bf16 => WRow::Bf16Le(bytes(i)),
+                        _ => WRow::F32Le(bytes(i)),
+                    })
+                    .collect();
+                cpu::float::dot_rows(self.isa, &ws, x, m, out)
+            }
+            Path::Gguf(kind) => {
+                for (i, o) in out.chunks_exact_mut(m).enumerate() {
+                    cpu::gguf::dot_rows(self.isa, kind, bytes(i), q, o);
+                }
+            }
+            Path::GgufDecoded | Path::Decoded => {
+                let k = v.cols();
+                scratch.resize(count * k, 0.0);
+                for (i, d) in scratch.chunks_exact_mut(k).enumerate() {
+                    decode::decode_row(v, (r0 + i) as u64, d)?;
+                }
+                let ws: Vec<WRow<'_>> = scratch.chunks_exact(k).map(WRow::F32).collect();
+                cpu::float::dot_rows(self.isa, &ws, x, m, out)
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Weight rows computed together (the float kernels' tile height).
+const ROW_GROUP: usize = 4;
+
+/// y[mi, ni] from the N × M products, plus the bias (one f32 addition).
+#[inline]
+fn output(yt: &[f32], bias: Option<&[f32]>, m: usize, mi: usize, ni: usize) -> f32 {
+    let v = yt[ni * m + mi];
+    match bias {
+        Some(b) => v + b[ni],
+        None => v,
+    }
+}
+
+/// Native-endian words of `dtype` to f32 (exact).
+fn to_f32(x: &[u8], dtype: Dtype) -> Vec<f32> {
+    match dtype {
+        Dtype::F32 => x
+            .chunks_exact(4)
+            .map(|w| f32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
+            .collect(),
+        Dtype::Bf16 => x
+            .chunks_exact(2)
+            .map(|w| f32::from_bits((u16::from_ne_bytes([w[0], w[1]]) as u32) << 16))
+            .collect(),
+        Dtype::F16 => x
+            .chunks_exact(2)
+            .map(|w| half::f16::from_bits(u16::from_ne_bytes([w[0], w[1]])).to_f32())
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn weight(format: Format, n: usize, k: usize) -> Vec<u8> {
+        let info = format.info();
+        let bytes = n * k / info.block_values as usize * info.block_bytes as usize;
+        let mut w: Vec<u8> = (0..bytes).map(|i| (i * 131 % 251) as u8).collect();
+        match format {
+            Format::Bf16 => {
+                for c in w.chunks_exact_mut(2) {
+                    c[1] = 0x3C | (c[1] & 0x81); // finite, moderate exponents
+                }
+            }
+            _ => {
+                for b in w.chunks_exact_mut(info.block_bytes as usize) {
+                    let at = if format == Format::GgufQ6_K { 208 } else { 0 };
+                    b[at..at + 2]
+                        .copy_from_slice(&half::f16::from_f32(0.01).to_bits().to_le_bytes());
+                    if format == Format::GgufQ4_K {
+                        b[2..4]
+                            .copy_from_slice(&half::f16::from_f32(0.003).to_bits().to_le_bytes());
+                    }
+                }
+            }
+        }
+        w
+    }
+
+    /// The generic decoded path (how formats without a dedicated kernel run) on formats
+    /// that also have one: bf16 through decode_row gives the bf16 kernel's bits (same
+    /// order, exact decode); GGUF through decode_row + x̂ stays within twice the criterion
+    /// of the dedicated vec_dot.
+    #[test]
+    fn decoded_paths_agree_with_dedicated_kernels() {
+        let (n, k, m) = (7, 512, 3);
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0)
+            .collect();
+        for format in [
+            Format::Bf16,
+            Format::GgufQ8_0,
+            Format::GgufQ4_K,
+            Format::GgufQ6_K,
+        ] {
+            let wb = weight(format, n, k);
+            let view = WeightView::single(format, n, k, &wb).unwrap();
+            let mut w = PreparedWeight::new(view).unwrap();
+            let mut y = vec![0f32; m * n];
+            w.forward_f32(&x, m, None, &mut y).unwrap();
+            w.path = if format == Format::Bf16 {
+                Path::Decoded
+            } else {
+                Path::GgufDecoded
+            };
+            for isa in [Isa::Scalar, Isa::detect()] {
+                w.set_isa(isa).unwrap();
+                let mut yd = vec![0f32; m * n];
+                w.forward_f32(&x, m, None, &mut yd).unwrap();
+                if format == Format::Bf16 {
+                    assert_eq!(
+                        y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        yd.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                    );
+                } else {
+                    let q = q8_1::Rows::quantize(&x, m, k).dequantized();
+                    let mut wd = vec![0f32; k];
+                    for r in 0..n {
+                        decode::decode_row(&view, r as u64, &mut wd).unwrap();
+                        for i in 0..m {
+                            let s: f64 = (0..k)
+                                .map(|j| (wd[j] as f64 * q[i * k + j] as f64).abs())
+                                .sum();
+                            let tol = 2.0 * tolerance(k, s, 0.0, Dtype::F32);
+                            let (a, b) = (y[i * n + r], yd[i * n + r]);
+                            assert!(((a - b) as f64).abs() <= tol, "{format}: {a} vs {b}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

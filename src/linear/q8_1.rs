@@ -1,0 +1,220 @@
+//! q8_1: the activation blocks of GGUF products (spec, paragraph after §3.4).
+//!
+//! One block holds 32 consecutive activation values of one row of x as a binary16 scale `d`,
+//! a binary16 sum `s` and 32 signed 8-bit codes (ggml's `block_q8_1`, 36 bytes:
+//! `d@0, s@2, qs[32]@4`). The arithmetic is ggml's `quantize_row_q8_1_ref`, all in binary32:
+//!
+//! - `amax = max |x_j|`, `d = amax / 127`, `id = 1 / d` (0 when `d = 0`);
+//! - `q_j = roundf(x_j · id)` (round half away from zero);
+//! - stored `d` = binary16(d) rounded to nearest even (the reciprocal uses the unrounded d);
+//! - stored `s` = binary16(binary32(Σq) · d).
+//!
+//! The represented activation is `x̂_j = f32(stored d) · q_j`, exact in binary32. That is
+//! the value a GGUF product multiplies, and the value its oracle uses.
+//!
+//! Two choices where ggml's behaviour is undefined or accidental (documented in
+//! docs/linear.md): a block with a non-finite value gets `d = s = NaN` and zero codes, so
+//! every output it touches is NaN; when `1/d` overflows (amax < 127·2⁻¹²⁸) the codes are 0
+//! (the stored `d` is then 0 anyway, so `x̂` is unchanged).
+//!
+//! The kernels keep, next to the codes, the exact integer sum Σq of each block instead of
+//! reading `s`: `s` is a rounded copy of `d·Σq`, and the exact
+//! sums keep the product within the named criterion without the 2⁻¹¹ error of `s`.
+
+use crate::error::{Error, Result};
+
+/// Values per q8_1 block.
+pub const QK8_1: usize = 32;
+/// Bytes per ggml `block_q8_1`.
+pub const BLOCK_Q8_1_BYTES: usize = 36;
+
+/// One quantized block: codes, the binary16 scale and sum words, and the integer sums.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Block {
+    pub qs: [i8; QK8_1],
+    /// binary16 bits of the stored scale.
+    pub d_bits: u16,
+    /// binary16 bits of the stored sum.
+    pub s_bits: u16,
+    /// Σ q over the 32 codes (exact).
+    pub sum: i32,
+}
+
+/// Quantizes 32 values to one q8_1 block (ggml's arithmetic, see the module docs).
+pub(crate) fn quantize_block(x: &[f32]) -> Block {
+    debug_assert_eq!(x.len(), QK8_1);
+    let mut qs = [0i8; QK8_1];
+    if x.iter().any(|v| !v.is_finite()) {
+        let nan = half::f16::NAN.to_bits();
+        return Block {
+            qs,
+            d_bits: nan,
+            s_bits: nan,
+            sum: 0,
+        };
+    }
+    let amax = x.iter().fold(0f32, |a, v| a.max(v.abs()));
+    let d = amax / 127.0;
+    let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+    let mut sum = 0i32;
+    if id.is_finite() {
+        for (q, &v) in qs.iter_mut().zip(x) {
+            // |v·id| <= 127 + a few ulps, so the saturating cast never saturates.
+            *q = (v * id).round() as i8;
+            sum += *q as i32;
+        }
+    }
+    Block {
+        qs,
+        d_bits: half::f16::from_f32(d).to_bits(),
+        s_bits: half::f16::from_f32(sum as f32 * d).to_bits(),
+        sum,
+    }
+}
+
+/// Quantizes one activation row to ggml `block_q8_1` bytes (36 per 32 values), exactly as
+/// the GGUF products do internally (module docs).
+///
+/// Errors: [`Error::BadShape`] when `x.len()` is not a positive multiple of 32,
+/// [`Error::BufferTooSmall`] when `out` is shorter than `x.len() / 32 × 36` bytes.
+pub fn quantize_row_q8_1(x: &[f32], out: &mut [u8]) -> Result<()> {
+    if x.is_empty() || x.len() % QK8_1 != 0 {
+        return Err(Error::BadShape(format!(
+            "q8_1: {} values is not a positive multiple of 32",
+            x.len()
+        )));
+    }
+    let needed = x.len() / QK8_1 * BLOCK_Q8_1_BYTES;
+    if out.len() < needed {
+        return Err(Error::BufferTooSmall {
+            what: "q8_1 blocks",
+            needed,
+            actual: out.len(),
+        });
+    }
+    for (xb, ob) in x
+        .chunks_exact(QK8_1)
+        .zip(out.chunks_exact_mut(BLOCK_Q8_1_BYTES))
+    {
+        let b = quantize_block(xb);
+        ob[0..2].copy_from_slice(&b.d_bits.to_le_bytes());
+        ob[2..4].copy_from_slice(&b.s_bits.to_le_bytes());
+        for (o, q) in ob[4..].iter_mut().zip(b.qs) {
+            *o = q as u8;
+        }
+    }
+    Ok(())
+}
+
+/// The q8_1 image of M activation rows, split in planes the kernels read directly.
+pub(crate) struct Rows {
+    /// Values per row (K, a multiple of 32).
+    pub k: usize,
+    /// M × K codes.
+    pub qs: Vec<i8>,
+    /// M × K/32 stored scales as f32 (exact).
+    pub d: Vec<f32>,
+    /// M × K/32 exact block sums Σq.
+    pub sum: Vec<i32>,
+}
+
+/// One row of [`Rows`].
+#[derive(Clone, Copy)]
+pub(crate) struct Row<'a> {
+    pub qs: &'a [i8],
+    pub d: &'a [f32],
+    pub sum: &'a [i32],
+}
+
+impl Rows {
+    /// Quantizes `m` rows of `k` values (`x.len() == m·k`, k a multiple of 32).
+    pub fn quantize(x: &[f32], m: usize, k: usize) -> Rows {
+        debug_assert_eq!(x.len(), m * k);
+        debug_assert_eq!(k % QK8_1, 0);
+        let nb = m * k / QK8_1;
+        let mut rows = Rows {
+            k,
+            qs: vec![0; m * k],
+            d: vec![0.0; nb],
+            sum: vec![0; nb],
+        };
+        for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
+            let b = quantize_block(xb);
+            rows.qs[i * QK8_1..(i + 1) * QK8_1].copy_from_slice(&b.qs);
+            rows.d[i] = half::f16::from_bits(b.d_bits).to_f32();
+            rows.sum[i] = b.sum;
+        }
+        rows
+    }
+
+    /// Row `i`.
+    pub fn row(&self, i: usize) -> Row<'_> {
+        let nb = self.k / QK8_1;
+        Row {
+            qs: &self.qs[i * self.k..(i + 1) * self.k],
+            d: &self.d[i * nb..(i + 1) * nb],
+            sum: &self.sum[i * nb..(i + 1) * nb],
+        }
+    }
+
+    /// The represented activation x̂ = d·q of all rows, as f32 (exact).
+    pub fn dequantized(&self) -> Vec<f32> {
+        self.qs
+            .iter()
+            .enumerate()
+            .map(|(i, &q)| self.d[i / QK8_1] * q as f32)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_worked_block() {
+        // amax = 127 → d = 1, id = 1: codes are the rounded values (half away from zero).
+        let mut x = [0f32; 32];
+        x[0] = 127.0;
+        x[1] = -2.5;
+        x[2] = 2.5;
+        x[3] = 0.49;
+        x[16] = -1.5;
+        let b = quantize_block(&x);
+        assert_eq!(b.qs[0], 127);
+        assert_eq!(b.qs[1], -3);
+        assert_eq!(b.qs[2], 3);
+        assert_eq!(b.qs[3], 0);
+        assert_eq!(b.qs[16], -2);
+        assert_eq!(b.sum, 125);
+        assert_eq!(b.d_bits, 0x3C00); // 1.0
+        assert_eq!(half::f16::from_bits(b.s_bits).to_f32(), 125.0);
+    }
+
+    #[test]
+    fn zero_and_non_finite_blocks() {
+        let b = quantize_block(&[0.0; 32]);
+        assert_eq!((b.d_bits, b.s_bits, b.sum), (0, 0, 0));
+        let mut x = [1.0f32; 32];
+        x[5] = f32::INFINITY;
+        let b = quantize_block(&x);
+        assert!(half::f16::from_bits(b.d_bits).is_nan());
+        assert_eq!(b.qs, [0; 32]);
+        // 1/d overflows: codes 0, stored d is 0.
+        let b = quantize_block(&[1e-39; 32]);
+        assert_eq!((b.d_bits, b.sum), (0, 0));
+    }
+
+    #[test]
+    fn bad_lengths() {
+        let mut out = [0u8; 36];
+        assert!(matches!(
+            quantize_row_q8_1(&[0.0; 31], &mut out),
+            Err(Error::BadShape(_))
+        ));
+        assert!(matches!(
+            quantize_row_q8_1(&[0.0; 64], &mut out),
+            Err(Error::BufferTooSmall { .. })
+        ));
+    }
+}

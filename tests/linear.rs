@@ -1,0 +1,748 @@
+//! `linear` against independent oracles, with the named criterion `linear_f32acc_v1`
+//! (docs/linear.md) asserted per output element:
+//!
+//!   |y − y_ref| ≤ (K + 8)·2⁻²³·(Σ_k |w_k·x_k| + |b|) + (K + 8)·2⁻¹⁴⁹
+//!   (bf16 outputs: + 2⁻⁸·(|y_ref| + that bound))
+//!
+//! where y_ref is the f64 product of the exactly decoded weights with the activations (for
+//! GGUF formats, with the q8_1 values x̂ of the activations).
+//!
+//! - Real weights: rows of all-MiniLM-L6-v2 quantized by libgguf (GGUF) or cast by ml_dtypes
+//!   (bf16), with y_ref and Σ|w·x| computed in numpy from gguf-py's dequantizer and a numpy
+//!   re-derivation of q8_1 (scripts/fixtures/linear_fixtures.py, tests/data/linear/).
+//! - q8_1 bytes compared bit for bit with that numpy re-derivation.
+//! - Random weights: y_ref in f64 here, W through the library's decode_row (itself tested
+//!   against gguf-py) and x̂ from the q8_1 arithmetic written plainly below.
+//! - Bit identity: AVX2 = scalar, threads 1 = 2, row m of a batch = the same row alone.
+
+use ninfer::linear::{self, Device, Isa, PreparedWeight, q8_1};
+use ninfer::{Dtype, Error, Format, Layout, WeightView, decode};
+use std::path::PathBuf;
+
+fn data(name: &str) -> Vec<u8> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/linear")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| {
+        panic!("fixture {p:?} missing ({e}): run python3 scripts/fixtures/linear_fixtures.py")
+    })
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|w| f32::from_le_bytes(w.try_into().unwrap()))
+        .collect()
+}
+
+fn f64s(b: &[u8]) -> Vec<f64> {
+    b.chunks_exact(8)
+        .map(|w| f64::from_le_bytes(w.try_into().unwrap()))
+        .collect()
+}
+
+/// The criterion, written here independently of `linear::tolerance`.
+fn bound(k: usize, sum_abs: f64, y_ref: f64, bf16: bool) -> f64 {
+    let n = k as f64 + 8.0;
+    let t = n * 2f64.powi(-23) * sum_abs + n * 2f64.powi(-149);
+    if bf16 {
+        t + 2f64.powi(-8) * (y_ref.abs() + t)
+    } else {
+        t
+    }
+}
+
+fn isas() -> Vec<Isa> {
+    let mut v = vec![Isa::Scalar];
+    if Isa::Avx2.available() {
+        v.push(Isa::Avx2);
+    } else {
+        eprintln!("note: no AVX2 on this machine, scalar path only");
+    }
+    v
+}
+
+/// Plain q8_1 (ggml quantize_row_q8_1 arithmetic + the documented non-finite rule):
+/// returns x̂ = f16(d)·q for one row.
+fn q8_1_xhat(x: &[f32]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for blk in x.chunks(32) {
+        if blk.iter().any(|v| !v.is_finite()) {
+            out.extend(std::iter::repeat_n(f64::NAN, 32));
+            continue;
+        }
+        let mut amax = 0f32;
+        for v in blk {
+            if v.abs() > amax {
+                amax = v.abs();
+            }
+        }
+        let d: f32 = amax / 127.0;
+        let id: f32 = if d == 0.0 { 0.0 } else { 1.0 / d };
+        let d16 = half::f16::from_f32(d).to_f32() as f64;
+        for v in blk {
+            let p = (v * id) as f64;
+            let q = if id.is_finite() {
+                p.signum() * (p.abs() + 0.5).floor()
+            } else {
+                0.0
+            };
+            out.push(if q == 0.0 { 0.0 } else { d16 * q });
+        }
+    }
+    out
+}
+
+struct Checked {
+    count: usize,
+    worst: f64,
+}
+
+/// Asserts the criterion for y [m, n] against the f64 reference and Σ|w·x| (+ bias).
+#[allow(clippy::too_many_arguments)]
+fn check(
+    what: &str,
+    y: &[f32],
+    yref: &[f64],
+    sabs: &[f64],
+    bias: Option<&[f32]>,
+    n: usize,
+    k: usize,
+    bf16: bool,
+    c: &mut Checked,
+) {
+    for (i, (&got, (&r, &s))) in y.iter().zip(yref.iter().zip(sabs)).enumerate() {
+        let b = bias.map_or(0.0, |b| b[i % n] as f64);
+        let (r, s) = (r + b, s + b.abs());
+        if r.is_nan() {
+            assert!(got.is_nan(), "{what}: y[{i}] = {got}, expected NaN");
+            continue;
+        }
+        let tol = bound(k, s, r, bf16);
+        let err = (got as f64 - r).abs();
+        assert!(
+            err <= tol,
+            "{what}: y[{}, {}] = {got}, y_ref = {r}, |err| = {err:e} > {tol:e}",
+            i / n,
+            i % n
+        );
+        if tol > 0.0 {
+            c.worst = c.worst.max(err / tol);
+        }
+        c.count += 1;
+    }
+}
+
+fn forward(w: &PreparedWeight<'_>, x: &[f32], m: usize, bias: Option<&[f32]>) -> Vec<f32> {
+    let mut y = vec![0f32; m * w.rows()];
+    w.forward_f32(x, m, bias, &mut y).unwrap();
+    y
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|f| f.to_bits()).collect()
+}
+
+#[test]
+fn q8_1_bytes_match_the_numpy_rederivation() {
+    let x = f32s(&data("q8_1.f32"));
+    let want = data("q8_1.blocks");
+    let mut got = vec![0u8; x.len() / 32 * 36];
+    q8_1::quantize_row_q8_1(&x, &mut got).unwrap();
+    let mut bad = 0;
+    for (b, (g, w)) in got.chunks(36).zip(want.chunks(36)).enumerate() {
+        if g != w {
+            bad += 1;
+            eprintln!("block {b}: got {g:02x?}\nwant {w:02x?}");
+        }
+    }
+    assert_eq!(bad, 0);
+    assert_eq!(got.len(), want.len());
+    println!(
+        "q8_1: {} blocks bit-identical to the numpy re-derivation",
+        want.len() / 36
+    );
+}
+
+#[test]
+fn real_minilm_rows_meet_the_criterion() {
+    let manifest = String::from_utf8(data("manifest.txt")).unwrap();
+    let xall = f32s(&data("real_x.f32"));
+    let mut formats = 0;
+    for line in manifest.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (name, n, k, mmax) = (
+            f[0],
+            f[1].parse().unwrap(),
+            f[2].parse().unwrap(),
+            f[3].parse::<usize>().unwrap(),
+        );
+        let format = Format::from_name(name).unwrap();
+        let wb = data(&format!("real_{name}.w"));
+        let yref = f64s(&data(&format!("real_{name}.y")));
+        let sabs = f64s(&data(&format!("real_{name}.s")));
+        let view = WeightView::single(format, n, k, &wb).unwrap();
+        let bias: Vec<f32> = (0..n).map(|i| (i as f32 - 8.0) * 0.03125).collect();
+        let mut c = Checked {
+            count: 0,
+            worst: 0.0,
+        };
+        let mut cb = Checked {
+            count: 0,
+            worst: 0.0,
+        };
+        let mut reference: Option<Vec<u32>> = None;
+        for isa in isas() {
+            for threads in [1, 2] {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_isa(isa).unwrap();
+                w.set_threads(threads).unwrap();
+                for m in [1, 2, 7] {
+                    assert!(m <= mmax);
+                    let x = &xall[..m * k];
+                    let y = forward(&w, x, m, None);
+                    let what = format!("{name} {isa:?} t{threads} m{m}");
+                    check(
+                        &what,
+                        &y,
+                        &yref[..m * n],
+                        &sabs[..m * n],
+                        None,
+                        n,
+                        k,
+                        false,
+                        &mut c,
+                    );
+                    let yb = forward(&w, x, m, Some(&bias));
+                    check(
+                        &what,
+                        &yb,
+                        &yref[..m * n],
+                        &sabs[..m * n],
+                        Some(&bias),
+                        n,
+                        k,
+                        false,
+                        &mut c,
+                    );
+                    // bf16 outputs
+                    let xb: Vec<u8> = x.iter().flat_map(|v| v.to_ne_bytes()).collect();
+                    let mut ybf = vec![0u8; m * n * 2];
+                    w.forward(&xb, Dtype::F32, m, k, None, &mut ybf, Dtype::Bf16)
+                        .unwrap();
+                    let ybf: Vec<f32> = ybf
+                        .chunks(2)
+                        .map(|h| f32::from_bits((u16::from_ne_bytes([h[0], h[1]]) as u32) << 16))
+                        .collect();
+                    check(
+                        &what,
+                        &ybf,
+                        &yref[..m * n],
+                        &sabs[..m * n],
+                        None,
+                        n,
+                        k,
+                        true,
+                        &mut cb,
+                    );
+                    if m == 7 {
+                        match &reference {
+                            None => reference = Some(bits(&y)),
+                            Some(r) => {
+                                assert_eq!(r, &bits(&y), "{what}: bits differ from the first path")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        println!(
+            "{name}: N={n} K={k}: {} f32 and {} bf16 outputs within linear_f32acc_v1 \
+             (worst |err|/tol: f32 {:.2e}, bf16 {:.2e})",
+            c.count, cb.count, c.worst, cb.worst
+        );
+        formats += 1;
+    }
+    assert_eq!(formats, 19);
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+    /// A finite binary16 scale: mostly normal, some subnormal, zero and negative.
+    fn f16_scale(&mut self) -> [u8; 2] {
+        let v = match self.next() % 16 {
+            0 => 0.0,
+            1 => 3e-7 * self.unit(),
+            2 => -0.01 * self.unit().abs(),
+            _ => 0.02 * self.unit(),
+        };
+        half::f16::from_f32(v).to_bits().to_le_bytes()
+    }
+}
+
+/// Random valid weight bytes for an n × k matrix of `format`.
+fn random_weight(format: Format, n: usize, k: usize, rng: &mut Rng) -> Vec<u8> {
+    let info = format.info();
+    match format {
+        Format::Fp32 => (0..n * k)
+            .flat_map(|_| (rng.unit() * 3.0).to_le_bytes())
+            .collect(),
+        Format::Bf16 => (0..n * k)
+            .flat_map(|_| (((rng.unit() * 3.0).to_bits() >> 16) as u16).to_le_bytes())
+            .collect(),
+        _ => {
+            let bb = info.block_bytes as usize;
+            let nb = n * k / info.block_values as usize;
+            let mut w: Vec<u8> = (0..nb * bb).map(|_| rng.next() as u8).collect();
+            let fields: &[usize] = match format {
+                Format::GgufQ4_K => &[0, 2],
+                Format::GgufQ6_K => &[208],
+                _ => &[0],
+            };
+            for b in 0..nb {
+                for &at in fields {
+                    let s = rng.f16_scale();
+                    w[b * bb + at..b * bb + at + 2].copy_from_slice(&s);
+                }
+            }
+            w
+        }
+    }
+}
+
+#[test]
+fn random_weights_meet_the_criterion_and_paths_agree_bitwise() {
+    let mut rng = Rng(42);
+    let cases: &[(Format, &[usize])] = &[
+        (Format::Fp32, &[1, 7, 33, 100, 300]),
+        (Format::Bf16, &[1, 7, 33, 100, 300]),
+        (Format::GgufQ8_0, &[32, 96, 416]),
+        (Format::GgufQ4_0, &[32, 96, 416]),
+        (Format::GgufQ5_0, &[32, 96, 416]),
+        (Format::GgufQ4_K, &[256, 768]),
+        (Format::GgufQ6_K, &[256, 768]),
+    ];
+    let n = 13;
+    for &(format, ks) in cases {
+        let gguf =
+            format.info().ggml_type.is_some() && !matches!(format, Format::Fp32 | Format::Bf16);
+        let mut c = Checked {
+            count: 0,
+            worst: 0.0,
+        };
+        for &k in ks {
+            let wb = random_weight(format, n, k, &mut rng);
+            let view = WeightView::single(format, n, k, &wb).unwrap();
+            let mut wdec = vec![0f32; n * k];
+            for r in 0..n {
+                decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+            }
+            let mmax = 64;
+            let x: Vec<f32> = (0..mmax * k)
+                .map(|i| rng.unit() * if i % 17 == 0 { 8.0 } else { 1.0 })
+                .collect();
+            let xv: Vec<f64> = if gguf {
+                x.chunks(k).flat_map(q8_1_xhat).collect()
+            } else {
+                x.iter().map(|&v| v as f64).collect()
+            };
+            let mut yref = vec![0f64; mmax * n];
+            let mut sabs = vec![0f64; mmax * n];
+            for m in 0..mmax {
+                for r in 0..n {
+                    for j in 0..k {
+                        let p = wdec[r * k + j] as f64 * xv[m * k + j];
+                        yref[m * n + r] += p;
+                        sabs[m * n + r] += p.abs();
+                    }
+                }
+            }
+            let mut first: Option<Vec<u32>> = None;
+            for isa in isas() {
+                for threads in [1, 2] {
+                    let mut w = PreparedWeight::new(view).unwrap();
+                    w.set_isa(isa).unwrap();
+                    w.set_threads(threads).unwrap();
+                    let full = forward(&w, &x, mmax, None);
+                    for m in [1, 2, 7, 64] {
+                        let y = forward(&w, &x[..m * k], m, None);
+                        let what = format!("{format} K={k} {isa:?} t{threads} m{m}");
+                        check(
+                            &what,
+                            &y,
+                            &yref[..m * n],
+                            &sabs[..m * n],
+                            None,
+                            n,
+                            k,
+                            false,
+                            &mut c,
+                        );
+                        assert_eq!(bits(&y), bits(&full[..m * n]), "{what}: batch rows differ");
+                    }
+                    // Each row alone gives the bits it has inside the batch.
+                    for m in [3, 10, 63] {
+                        let y = forward(&w, &x[m * k..(m + 1) * k], 1, None);
+                        assert_eq!(bits(&y), bits(&full[m * n..(m + 1) * n]));
+                    }
+                    match &first {
+                        None => first = Some(bits(&full)),
+                        Some(f) => assert_eq!(
+                            f,
+                            &bits(&full),
+                            "{format} K={k} {isa:?} t{threads}: differs from scalar t1"
+                        ),
+                    }
+                }
+            }
+        }
+        println!(
+            "{format}: {} outputs within linear_f32acc_v1 (worst |err|/tol = {:.2e}); AVX2 = scalar, t1 = t2, batch = single",
+            c.count, c.worst
+        );
+    }
+}
+
+#[test]
+fn activation_dtypes_give_the_bits_of_their_f32_values() {
+    let mut rng = Rng(7);
+    for format in [Format::Bf16, Format::GgufQ4_K] {
+        let (n, k) = (5, 256);
+        let wb = random_weight(format, n, k, &mut rng);
+        let view = WeightView::single(format, n, k, &wb).unwrap();
+        let w = PreparedWeight::new(view).unwrap();
+        let m = 3;
+        // values exact in both bf16 and f16
+        let x: Vec<f32> = (0..m * k)
+            .map(|_| (rng.unit() * 64.0).round() / 32.0)
+            .collect();
+        let y = forward(&w, &x, m, None);
+        for dt in [Dtype::Bf16, Dtype::F16] {
+            let xb: Vec<u8> = x
+                .iter()
+                .flat_map(|&v| match dt {
+                    Dtype::Bf16 => half::bf16::from_f32(v).to_bits().to_ne_bytes(),
+                    _ => half::f16::from_f32(v).to_bits().to_ne_bytes(),
+                })
+                .collect();
+            let mut yb = vec![0u8; m * n * 4];
+            w.forward(&xb, dt, m, k, None, &mut yb, Dtype::F32).unwrap();
+            assert_eq!(bits(&y), bits(&f32s(&yb)), "{format} x {dt:?}");
+        }
+    }
+}
+
+#[test]
+fn non_finite_activations_give_nan_in_gguf_products() {
+    let mut rng = Rng(9);
+    let (n, k) = (3, 64);
+    let wb = random_weight(Format::GgufQ8_0, n, k, &mut rng);
+    let w = PreparedWeight::new(WeightView::single(Format::GgufQ8_0, n, k, &wb).unwrap()).unwrap();
+    let mut x = vec![0.5f32; k];
+    x[40] = f32::INFINITY;
+    let y = forward(&w, &x, 1, None);
+    assert!(y.iter().all(|v| v.is_nan()), "{y:?}");
+}
+
+#[test]
+fn bad_input_is_refused_without_writing() {
+    let (n, k) = (4, 64);
+    let wb = vec![0u8; n * k / 32 * 34];
+    let view = WeightView::single(Format::GgufQ8_0, n, k, &wb).unwrap();
+    let w = PreparedWeight::new(view).unwrap();
+    let x = vec![0u8; 2 * k * 4];
+    let mut y = vec![0xAAu8; 2 * n * 4];
+    let err = |r: Result<(), Error>| r.unwrap_err().status();
+    use ninfer::Status;
+    assert_eq!(
+        err(w.forward(&x, Dtype::F32, 2, k + 32, None, &mut y, Dtype::F32)),
+        Status::BadShape
+    );
+    assert_eq!(
+        err(w.forward(&x[..100], Dtype::F32, 2, k, None, &mut y, Dtype::F32)),
+        Status::BufferTooSmall
+    );
+    assert_eq!(
+        err(w.forward(&x, Dtype::F32, 2, k, None, &mut y[..10], Dtype::F32)),
+        Status::BufferTooSmall
+    );
+    assert_eq!(
+        err(w.forward(&x, Dtype::F32, 2, k, Some(&[0.0; 3]), &mut y, Dtype::F32)),
+        Status::BufferTooSmall
+    );
+    assert_eq!(
+        err(w.forward(&x, Dtype::F32, 2, k, None, &mut y, Dtype::F16)),
+        Status::Unsupported
+    );
+    assert_eq!(
+        err(w.forward(&x, Dtype::F32, usize::MAX / 2, k, None, &mut y, Dtype::F32)),
+        Status::Overflow
+    );
+    assert!(y.iter().all(|&b| b == 0xAA), "output written on error");
+    let mut yf = vec![0f32; 2 * n];
+    assert_eq!(
+        w.forward_f32(&[0.0; 10], 2, None, &mut yf)
+            .unwrap_err()
+            .status(),
+        Status::BufferTooSmall
+    );
+    // m = 0 is a no-op
+    w.forward(&[], Dtype::F32, 0, k, None, &mut [], Dtype::F32)
+        .unwrap();
+
+    // int32 has no linear kernel: refused at prepare, and by the support query.
+    let words = vec![0u8; 4 * 8];
+    let iv = WeightView::single(Format::Int32, 2, 4, &words).unwrap();
+    assert_eq!(
+        PreparedWeight::new(iv).unwrap_err().status(),
+        Status::Unsupported
+    );
+    assert_eq!(
+        PreparedWeight::on(view, Device::Cuda).unwrap_err().status(),
+        Status::Unsupported
+    );
+}
+
+#[test]
+fn support_query_matches_prepare() {
+    let mut yes = Vec::new();
+    for i in 0..Format::COUNT as u32 {
+        let f = Format::from_u32(i).unwrap();
+        let l = f.info().layout;
+        let s = linear::supported(f, l, Dtype::F32, Dtype::F32, Device::Cpu);
+        if s {
+            yes.push(f.name());
+        }
+        assert!(!linear::supported(
+            f,
+            l,
+            Dtype::F32,
+            Dtype::F16,
+            Device::Cpu
+        ));
+        assert!(!linear::supported(
+            f,
+            l,
+            Dtype::F32,
+            Dtype::F32,
+            Device::Cuda
+        ));
+        // Prepare agrees wherever a view of the format can be built here.
+        if let Ok(sizes) = ninfer::layouts::plane_sizes(f, l, 2, 256) {
+            let bufs: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0u8; n]).collect();
+            let v = WeightView::new(f, l, 2, 256, [&bufs[0], &bufs[1], &bufs[2]]).unwrap();
+            assert_eq!(PreparedWeight::new(v).is_ok(), s, "{f}");
+        }
+    }
+    assert!(!linear::supported(
+        Format::Bf16,
+        Layout::GgufBlocksV1,
+        Dtype::F32,
+        Dtype::F32,
+        Device::Cpu
+    ));
+    for must in [
+        "bf16",
+        "fp32",
+        "gguf_q8_0",
+        "gguf_q4_0",
+        "gguf_q5_0",
+        "gguf_q4_k",
+        "gguf_q6_k",
+    ] {
+        assert!(yes.contains(&must), "{must} not supported: {yes:?}");
+    }
+    println!("linear supported on the CPU for: {}", yes.join(", "));
+}
+
+/// Random planes for any format, with every scale field set to a finite moderate value so
+/// that products stay finite (codes are random; decode_row defines their values).
+fn random_planes(format: Format, n: usize, k: usize, rng: &mut Rng) -> Vec<Vec<u8>> {
+    let layout = format.info().layout;
+    let sizes = ninfer::layouts::plane_sizes(format, layout, n, k).unwrap();
+    let mut p: Vec<Vec<u8>> = sizes
+        .iter()
+        .map(|&len| (0..len).map(|_| rng.next() as u8).collect())
+        .collect();
+    let f16 = |rng: &mut Rng| rng.f16_scale();
+    match layout {
+        Layout::ContiguousLeV1 => return vec![random_weight(format, n, k, rng), vec![], vec![]],
+        Layout::GgufBlocksV1 => {
+            let info = format.info();
+            let bb = info.block_bytes as usize;
+            let fields: &[usize] = match format {
+                Format::GgufQ2_K => &[80, 82],
+                Format::GgufQ3_K => &[108],
+                Format::GgufQ4_K | Format::GgufQ5_K => &[0, 2],
+                Format::GgufQ6_K => &[208],
+                Format::GgufIq1M => &[],
+                _ => &[0],
+            };
+            for blk in p[0].chunks_exact_mut(bb) {
+                for &at in fields {
+                    blk[at..at + 2].copy_from_slice(&f16(rng));
+                }
+                if format == Format::GgufIq1M {
+                    // The super-scale's exponent lives in the top nibble of byte 55: 0x3_
+                    // keeps it finite.
+                    blk[55] = (blk[55] & 0x0F) | 0x30;
+                }
+            }
+        }
+        Layout::RowSplitK128_V1 => {
+            // Legal logical codes and non-zero finite scales, packed by the layout codec.
+            let info = format.info();
+            let span = (info.code_max - info.code_min + 1) as u64;
+            let codes: Vec<i8> = (0..n * k)
+                .map(|_| (info.code_min + (rng.next() % span) as i64) as i8)
+                .collect();
+            let g = info.block_values as usize;
+            let scales: Vec<u16> = (0..n * k.div_ceil(g))
+                .map(|_| {
+                    let v = 0.001 + 0.02 * rng.unit().abs();
+                    let v = if rng.next() % 2 == 0 { v } else { -v };
+                    half::f16::from_f32(v).to_bits()
+                })
+                .collect();
+            let [a, b, c] = &mut p[..] else {
+                unreachable!()
+            };
+            ninfer::layouts::row_split::pack(format, n, k, &codes, &scales, [a, b, c]).unwrap();
+        }
+        Layout::BlockScaleK16_M128x4_V1 => {
+            for s in p[1].iter_mut() {
+                *s &= 0x7E; // non-negative, never the NaN word 0x7F
+            }
+            for d in p[2].chunks_exact_mut(4) {
+                d.copy_from_slice(&(0.75f32 + rng.unit().abs()).to_le_bytes());
+            }
+        }
+        Layout::RowScaleV1 => {
+            for c in p[0].iter_mut() {
+                if *c & 0x7F == 0x7F {
+                    *c ^= 1;
+                }
+            }
+            for s in p[1].chunks_exact_mut(2) {
+                let v = half::bf16::from_f32(0.001 + 0.01 * rng.unit().abs());
+                s.copy_from_slice(&v.to_bits().to_le_bytes());
+            }
+        }
+        Layout::RowInterleavedV1 => {
+            let stride = p[0].len() / n;
+            for rec in p[0].chunks_exact_mut(stride) {
+                let v = half::f16::from_f32(0.001 + 0.01 * rng.unit().abs());
+                rec[0..2].copy_from_slice(&v.to_bits().to_le_bytes());
+                for c in rec[2..].iter_mut() {
+                    if *c & 0x7F == 0x7F {
+                        *c ^= 1;
+                    }
+                }
+            }
+        }
+    }
+    p
+}
+
+#[test]
+fn every_supported_format_meets_the_criterion() {
+    let mut rng = Rng(2026);
+    let n = 13;
+    let mut covered = Vec::new();
+    for i in 0..Format::COUNT as u32 {
+        let format = Format::from_u32(i).unwrap();
+        let info = format.info();
+        let layout = info.layout;
+        if !linear::supported(format, layout, Dtype::F32, Dtype::F32, Device::Cpu) {
+            println!("{format}: not supported by linear in this build (refused at prepare)");
+            continue;
+        }
+        let gguf = layout == Layout::GgufBlocksV1;
+        // K: not a multiple of 128 wherever the format allows it.
+        let k = match layout {
+            Layout::GgufBlocksV1 => 3 * info.block_values as usize,
+            Layout::ContiguousLeV1 => 77,
+            Layout::RowSplitK128_V1 => 200,
+            Layout::BlockScaleK16_M128x4_V1 => 80,
+            _ => 77,
+        };
+        let planes = random_planes(format, n, k, &mut rng);
+        let view =
+            WeightView::new(format, layout, n, k, [&planes[0], &planes[1], &planes[2]]).unwrap();
+        let mut wdec = vec![0f32; n * k];
+        for r in 0..n {
+            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+        }
+        assert!(
+            wdec.iter().all(|v| v.is_finite()),
+            "{format}: test weights not finite"
+        );
+        let mmax = 64;
+        let x: Vec<f32> = (0..mmax * k).map(|_| rng.unit()).collect();
+        let xv: Vec<f64> = if gguf {
+            x.chunks(k).flat_map(q8_1_xhat).collect()
+        } else {
+            x.iter().map(|&v| v as f64).collect()
+        };
+        let (mut yref, mut sabs) = (vec![0f64; mmax * n], vec![0f64; mmax * n]);
+        for m in 0..mmax {
+            for r in 0..n {
+                for j in 0..k {
+                    let p = wdec[r * k + j] as f64 * xv[m * k + j];
+                    yref[m * n + r] += p;
+                    sabs[m * n + r] += p.abs();
+                }
+            }
+        }
+        let mut c = Checked {
+            count: 0,
+            worst: 0.0,
+        };
+        let mut first: Option<Vec<u32>> = None;
+        for isa in isas() {
+            for threads in [1, 2] {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_isa(isa).unwrap();
+                w.set_threads(threads).unwrap();
+                for m in [1, 2, 7, 64] {
+                    let y = forward(&w, &x[..m * k], m, None);
+                    let what = format!("{format} K={k} {isa:?} t{threads} m{m}");
+                    check(
+                        &what,
+                        &y,
+                        &yref[..m * n],
+                        &sabs[..m * n],
+                        None,
+                        n,
+                        k,
+                        false,
+                        &mut c,
+                    );
+                    match &first {
+                        None if m == 64 => first = Some(bits(&y)),
+                        Some(f) if m == 64 => assert_eq!(f, &bits(&y), "{what}: bits differ"),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        println!(
+            "{format} ({}): N={n} K={k}: {} outputs within linear_f32acc_v1 (worst |err|/tol = {:.2e})",
+            layout.name(),
+            c.count,
+            c.worst
+        );
+        covered.push(format.name());
+    }
+    println!("covered: {}", covered.join(", "));
+    assert!(covered.len() >= 7);
+}
