@@ -8,8 +8,9 @@ after the call. Byte planes and output arrays are passed to C without copies.
 
 Encoders: :func:`quantize_grouped`, :func:`fp8_row_maxabs`, :func:`nvfp4_quantize`; checks:
 :meth:`WeightView.validate`, :func:`fp8_row_validate`, :func:`nvfp4_validate`; row slicing:
-:meth:`WeightView.rows_copy`, :meth:`WeightView.rows_gather`. A linear wrapper joins when
-the C API exports it (one ``_declare`` line plus a function).
+:meth:`WeightView.rows_copy`, :meth:`WeightView.rows_gather`; products: :class:`Linear`
+(``y = x · Wᵀ + bias`` over a prepared weight; a handle freed by ``close()``, ``with`` or
+garbage collection). A new export is one ``_declare`` line plus a function.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ __all__ = [
     "format_info", "layout_count", "layout_names", "layout_lookup", "layout_name",
     "format_layout_compatible", "plane_sizes", "library_path", "MAX_PLANES",
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
-    "nvfp4_unpack_scales", "Provenance",
+    "nvfp4_unpack_scales", "Provenance", "Linear", "linear_supported", "DEVICE_CPU",
+    "DEVICE_CUDA",
 ]
 
 MAX_PLANES = 3
@@ -176,6 +178,22 @@ _nvfp4_pack_scales = _declare("ninfer_nvfp4_pack_scales", _u32, _u64, _u64, ctyp
                               ctypes.c_void_p, _sz)
 _nvfp4_unpack_scales = _declare("ninfer_nvfp4_unpack_scales", _u32, _u64, _u64, ctypes.c_void_p,
                                 _sz, ctypes.c_void_p, _sz)
+
+class _LinearHandle(ctypes.Structure):
+    pass
+
+
+_LinearP = _P(_LinearHandle)
+_linear_supported = _declare("ninfer_linear_supported", _u32, _u32, _u32, _u32, _u32, _u32)
+_linear_prepare = _declare("ninfer_linear_prepare", _u32, _P(_View), _u32, _P(_LinearP))
+_linear_set_threads = _declare("ninfer_linear_set_threads", _u32, _LinearP, _u32)
+_linear_shape = _declare("ninfer_linear_shape", _u32, _LinearP, _P(_u64), _P(_u64))
+_linear_forward = _declare("ninfer_linear_forward", _u32, _LinearP, ctypes.c_void_p, _sz, _u32,
+                           _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz, _u32)
+_linear_free = _declare("ninfer_linear_free", None, _LinearP)
+
+DEVICE_CPU = 0
+DEVICE_CUDA = 1
 
 if _abi_version() != ABI_VERSION:
     raise ImportError(f"{_lib_path}: ABI {_abi_version()}, this binding expects {ABI_VERSION}")
@@ -575,3 +593,71 @@ class WeightView:
         for r in range(rows):
             self.decode_row(r, out[r])
         return out
+
+
+def linear_supported(fmt: Union[int, str], layout: Optional[int] = None, x_dtype: int = 0,
+                     y_dtype: int = 0, device: int = DEVICE_CPU) -> bool:
+    """True when this build has a linear kernel for the combination, False when it is
+    valid but not implemented; raises NinferError for numbers that name nothing."""
+    fmt = format_lookup(fmt) if isinstance(fmt, str) else int(fmt)
+    if layout is None:
+        layout = format_info(fmt).layout
+    st = _linear_supported(fmt, layout, x_dtype, y_dtype, device)
+    if st == Status.UNSUPPORTED:
+        _last_message()
+        return False
+    _check(st)
+    return True
+
+
+class Linear:
+    """A weight prepared for ``y = x · Wᵀ (+ bias)`` (ninfer_linear). It borrows the view's
+    planes, which this object keeps alive; free it with ``close()`` or ``with``."""
+
+    def __init__(self, view: WeightView, device: int = DEVICE_CPU, threads: Optional[int] = None):
+        handle = _LinearP()
+        _check(_linear_prepare(ctypes.byref(view._view), device, ctypes.byref(handle)))
+        self._handle = handle
+        self._view = view  # the handle reads its planes until close()
+        rows, cols = _u64(), _u64()
+        _check(_linear_shape(handle, ctypes.byref(rows), ctypes.byref(cols)))
+        self.shape = (rows.value, cols.value)
+        if threads is not None:
+            self.set_threads(threads)
+
+    def _live(self):
+        if not self._handle:
+            raise ValueError("Linear is closed")
+        return self._handle
+
+    def set_threads(self, threads: int) -> None:
+        """0 = process-wide pool (default), 1 = calling thread, n = own pool of n."""
+        _check(_linear_set_threads(self._live(), threads))
+
+    def forward(self, x, bias=None, y_dtype: Dtype = Dtype.F32, bf16: bool = False) -> np.ndarray:
+        """``x`` [m, K] (float32, float16, or bf16 words) -> y [m, N] float32 (or bf16 words
+        as uint16 with ``y_dtype=Dtype.BF16``)."""
+        a, x_dtype = _source(np.atleast_2d(x), bf16)
+        m, k = a.shape
+        n = self.shape[0]
+        y_dtype = Dtype(y_dtype)
+        y = np.empty((m, n), dtype=np.float32 if y_dtype == Dtype.F32 else np.uint16)
+        b = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
+        _check(_linear_forward(self._live(), _ptr(a), a.nbytes, x_dtype, m, k,
+                               None if b is None else _ptr(b), 0 if b is None else b.size,
+                               _ptr(y), y.nbytes, y_dtype))
+        return y
+
+    def close(self) -> None:
+        if getattr(self, "_handle", None):
+            _linear_free(self._handle)
+            self._handle = _LinearP()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
