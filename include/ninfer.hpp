@@ -23,6 +23,12 @@
  *   ninfer::owned_tensor q = ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols);
  *   std::vector<float> row0 = q.view().decode_row(0);
  *
+ * Products: ninfer::linear owns a prepared weight (RAII over ninfer_linear_free; it borrows
+ * the view's planes, which must outlive it):
+ *
+ *   ninfer::linear lin(q.view());
+ *   std::vector<float> y = lin.forward(x, m);   // y = x · Wᵀ, [m, N]
+ *
  * Adding a wrapper for a new export: write try_x() with detail::call(...) and a throwing
  * x() that returns try_x(...).value().
  */
@@ -615,6 +621,104 @@ inline owned_tensor fp8_row_maxabs(format f, const source& src, std::uint64_t ro
 inline owned_tensor nvfp4_quantize(const source& src, std::uint64_t rows, std::uint64_t cols,
                                    std::uint64_t sources = 1) {
   return try_nvfp4_quantize(src, rows, cols, sources).value();
+}
+#endif
+
+// ---- linear -----------------------------------------------------------------------------
+
+/// True when this build has a linear kernel for the combination, false when the numbers
+/// are valid but it is not implemented; an error for numbers that name nothing.
+inline result<bool> try_linear_supported(format f, layout l, dtype x = NINFER_DTYPE_F32,
+                                         dtype y = NINFER_DTYPE_F32,
+                                         std::uint32_t device = NINFER_DEVICE_CPU) {
+  ::ninfer_status st = ::ninfer_linear_supported(f, l, x, y, device);
+  if (st == NINFER_STATUS_UNSUPPORTED) return result<bool>(false);
+  return detail::call(st, true);
+}
+
+/// A weight prepared for y = x · Wᵀ (+ bias) (ninfer_linear). Move-only; frees its handle.
+/// Borrows the planes of the view it was prepared from: they must outlive this object.
+/// forward() may run on several threads at once; set_threads() must not overlap any call.
+class linear {
+ public:
+  /// An empty object (no handle); assign a prepared one to use it.
+  linear() noexcept = default;
+
+  /// Prepares `w` for `device` (NINFER_DEVICE_*).
+  static result<linear> try_prepare(const weight_view& w,
+                                    std::uint32_t device = NINFER_DEVICE_CPU) {
+    ::ninfer_linear* raw = nullptr;
+    ::ninfer_status st = ::ninfer_linear_prepare(w.c_view(), device, &raw);
+    if (st != NINFER_STATUS_OK) return result<linear>(st, last_error_message());
+    linear out;
+    out.handle_.reset(raw);
+    st = ::ninfer_linear_shape(raw, &out.rows_, &out.cols_);
+    if (st != NINFER_STATUS_OK) return result<linear>(st, last_error_message());
+    return result<linear>(std::move(out));
+  }
+#if NINFER_HPP_EXCEPTIONS
+  explicit linear(const weight_view& w, std::uint32_t device = NINFER_DEVICE_CPU)
+      : linear(try_prepare(w, device).value()) {}
+#endif
+
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+  /// N: outputs per row of x.
+  std::uint64_t rows() const noexcept { return rows_; }
+  /// K: inputs per row of x.
+  std::uint64_t cols() const noexcept { return cols_; }
+  ::ninfer_linear* get() const noexcept { return handle_.get(); }
+
+  /// 0 = process-wide pool (default), 1 = calling thread only, n = a pool of n threads.
+  result<void> try_set_threads(std::uint32_t threads) {
+    return detail::call(::ninfer_linear_set_threads(handle_.get(), threads));
+  }
+  /// Raw form: `x` holds m × K values of `x_type`; `y` receives m × N values of `y_type`.
+  result<void> try_forward(const void* x, std::size_t x_bytes, dtype x_type, std::uint64_t m,
+                           void* y, std::size_t y_bytes, dtype y_type,
+                           span<const float> bias = span<const float>()) const {
+    return detail::call(::ninfer_linear_forward(handle_.get(), x, x_bytes, x_type, m, cols_,
+                                                bias.data(), bias.size(), y, y_bytes, y_type));
+  }
+  /// f32 form: x is [m, K], y is [m, N].
+  result<void> try_forward(span<const float> x, std::uint64_t m, span<float> y,
+                           span<const float> bias = span<const float>()) const {
+    return try_forward(x.data(), x.size() * sizeof(float), NINFER_DTYPE_F32, m, y.data(),
+                       y.size() * sizeof(float), NINFER_DTYPE_F32, bias);
+  }
+  /// f32 form returning a new [m, N] vector.
+  result<std::vector<float>> try_forward(span<const float> x, std::uint64_t m,
+                                         span<const float> bias = span<const float>()) const {
+    if (m != 0 && rows_ > static_cast<std::uint64_t>(SIZE_MAX / sizeof(float)) / m) {
+      return result<std::vector<float>>(NINFER_STATUS_OVERFLOW, "m × N overflows");
+    }
+    std::vector<float> y(static_cast<std::size_t>(m * rows_));
+    result<void> r = try_forward(x, m, span<float>(y.data(), y.size()), bias);
+    if (!r) return result<std::vector<float>>(r.code(), r.message());
+    return result<std::vector<float>>(std::move(y));
+  }
+
+#if NINFER_HPP_EXCEPTIONS
+  void set_threads(std::uint32_t threads) { try_set_threads(threads).value(); }
+  void forward(span<const float> x, std::uint64_t m, span<float> y,
+               span<const float> bias = span<const float>()) const {
+    try_forward(x, m, y, bias).value();
+  }
+  std::vector<float> forward(span<const float> x, std::uint64_t m,
+                             span<const float> bias = span<const float>()) const {
+    return try_forward(x, m, bias).value();
+  }
+#endif
+
+ private:
+  handle<::ninfer_linear, ::ninfer_linear_free> handle_{};
+  std::uint64_t rows_ = 0;
+  std::uint64_t cols_ = 0;
+};
+
+#if NINFER_HPP_EXCEPTIONS
+inline bool linear_supported(format f, layout l, dtype x = NINFER_DTYPE_F32,
+                             dtype y = NINFER_DTYPE_F32, std::uint32_t device = NINFER_DEVICE_CPU) {
+  return try_linear_supported(f, l, x, y, device).value();
 }
 #endif
 

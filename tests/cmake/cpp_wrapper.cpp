@@ -242,6 +242,38 @@ int main() {
     CHECK(n4.planes[2].size() == 8 && n4.view().decode_row(255).size() == 32);
   }
 
+  // linear: y = x · Wᵀ + bias over fp32 weights [[0,1,2],[3,4,5]], by hand.
+  {
+    const std::vector<float> wf = {0, 1, 2, 3, 4, 5};
+    std::vector<std::uint8_t> wb(wf.size() * 4);
+    std::memcpy(wb.data(), wf.data(), wb.size());
+    const ninfer::weight_view wv(NINFER_FORMAT_FP32, NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, wb);
+    CHECK(ninfer::linear_supported(NINFER_FORMAT_FP32, NINFER_LAYOUT_CONTIGUOUS_LE_V1));
+    CHECK(!ninfer::linear_supported(NINFER_FORMAT_INT32, NINFER_LAYOUT_CONTIGUOUS_LE_V1));
+    ninfer::linear lin(wv);
+    CHECK(lin && lin.rows() == 2 && lin.cols() == 3);
+    const std::vector<float> x = {1, 2, 3, 0, 0, 1};
+    const std::vector<float> bias = {10, 20};
+    const std::vector<float> y = lin.forward(x, 2, bias);
+    CHECK(y.size() == 4 && y[0] == 18 && y[1] == 46 && y[2] == 12 && y[3] == 25);
+    lin.set_threads(1);
+    ninfer::linear moved = std::move(lin);  // the handle moves; freed once (ASan/Valgrind)
+    CHECK(!lin && moved);
+    CHECK(moved.try_forward(ninfer::span<const float>(x.data(), 2), 1).code() ==
+          NINFER_STATUS_BUFFER_TOO_SMALL);
+    std::vector<float> y1(2);
+    CHECK(moved.try_forward(x.data(), 12, NINFER_DTYPE_F32, 1, y1.data(), 8, NINFER_DTYPE_F16)
+              .code() == NINFER_STATUS_UNSUPPORTED);
+    thrown = false;
+    try {
+      const std::vector<std::uint8_t> ints(24);
+      ninfer::linear refused(ninfer::weight_view(NINFER_FORMAT_INT32, NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, ints));
+    } catch (const ninfer::error& e) {
+      thrown = e.code() == NINFER_STATUS_UNSUPPORTED;
+    }
+    CHECK(thrown);
+  }
+
   // RAII handles: freed exactly once, movable, NULL-safe.
   int frees = 0;
   {
