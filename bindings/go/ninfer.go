@@ -15,9 +15,11 @@
 // calls the library. The library keeps no pointer after a call returns. The tests run with
 // GODEBUG=cgocheck=2, which checks these rules at run time.
 //
-// Handles: the C API has no handle types yet. When it gets them (ninfer_x_new/_free), each
-// will be a Go struct with a Close() method (idempotent, freeing the C handle) and a
-// runtime.SetFinalizer calling Close, the finalizer being a safety net only.
+// Handles: a C handle is a Go struct with an idempotent Close() that frees it, plus a
+// runtime.SetFinalizer calling Close as a safety net (Linear). A handle that reads Go
+// data after the call that created it (ninfer_linear borrows the weight planes) gets its
+// own copy of that data in C memory, because C may not keep Go pointers (Go 1.19 has no
+// runtime.Pinner); the copy is freed by Close.
 package ninfer
 
 /*
