@@ -261,6 +261,48 @@ pub fn nvfp4Quantize(gpa: std.mem.Allocator, src: []const f32, rows: u64, cols: 
     return t;
 }
 
+/// True when this build has a linear kernel for the combination, false when the numbers
+/// are valid but it has none; an error for numbers that name nothing.
+pub fn linearSupported(format: Format, layout: Layout, x: Dtype, y: Dtype, device: u32) Error!bool {
+    const st = c.ninfer_linear_supported(format, layout, x, y, device);
+    if (st == c.NINFER_STATUS_UNSUPPORTED) return false;
+    try check(st);
+    return true;
+}
+
+/// A weight prepared for y = x · Wᵀ (+ bias) (ninfer_linear). It borrows the planes of
+/// the view it was prepared from: they must outlive it. Free it with `deinit`.
+pub const Linear = struct {
+    handle: *c.ninfer_linear,
+    rows: u64, // N
+    cols: u64, // K
+
+    pub fn prepare(v: *const WeightView, device: u32) Error!Linear {
+        var h: ?*c.ninfer_linear = null;
+        try check(c.ninfer_linear_prepare(&v.raw, device, &h));
+        var l = Linear{ .handle = h.?, .rows = 0, .cols = 0 };
+        errdefer l.deinit();
+        try check(c.ninfer_linear_shape(l.handle, &l.rows, &l.cols));
+        return l;
+    }
+
+    pub fn deinit(l: *Linear) void {
+        c.ninfer_linear_free(l.handle);
+        l.* = undefined;
+    }
+
+    /// 0 = process-wide pool (default), 1 = calling thread, n = a pool of n threads.
+    pub fn setThreads(l: *Linear, threads: u32) Error!void {
+        return check(c.ninfer_linear_set_threads(l.handle, threads));
+    }
+
+    /// y[m, N] = x[m, K] · Wᵀ (+ bias[N]), all f32.
+    pub fn forward(l: *const Linear, x: []const f32, m: u64, bias: ?[]const f32, y: []f32) Error!void {
+        const b: []const f32 = bias orelse &.{};
+        return check(c.ninfer_linear_forward(l.handle, if (x.len == 0) null else x.ptr, x.len * @sizeOf(f32), c.NINFER_DTYPE_F32, m, l.cols, if (b.len == 0) null else b.ptr, b.len, if (y.len == 0) null else y.ptr, y.len * @sizeOf(f32), c.NINFER_DTYPE_F32));
+    }
+};
+
 // ---- tests (run by `zig build test`) ----------------------------------------------------
 
 const testing = std.testing;
@@ -422,4 +464,24 @@ test "fp8 and nvfp4 encoders, validation with location, row slices" {
     var where: Location = .{ .row = 9, .block = 9 };
     try testing.expectError(error.InvalidEncoding, validate(&bv, &where));
     try testing.expectEqual(Location{ .row = 1, .block = 0 }, where);
+}
+
+test "linear: fp32 weights by hand, refusals" {
+    const w = [_]f32{ 0, 1, 2, 3, 4, 5 }; // [[0,1,2],[3,4,5]]
+    const v = WeightView.init(c.NINFER_FORMAT_FP32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, &.{std.mem.sliceAsBytes(&w)});
+    try testing.expect(try linearSupported(c.NINFER_FORMAT_FP32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, c.NINFER_DTYPE_F32, c.NINFER_DTYPE_F32, c.NINFER_DEVICE_CPU));
+    try testing.expect(!try linearSupported(c.NINFER_FORMAT_INT32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, c.NINFER_DTYPE_F32, c.NINFER_DTYPE_F32, c.NINFER_DEVICE_CPU));
+    var lin = try Linear.prepare(&v, c.NINFER_DEVICE_CPU);
+    defer lin.deinit();
+    try testing.expectEqual(@as(u64, 2), lin.rows);
+    try testing.expectEqual(@as(u64, 3), lin.cols);
+    var y: [4]f32 = undefined;
+    try lin.forward(&.{ 1, 2, 3, 0, 0, 1 }, 2, &.{ 10, 20 }, &y);
+    try testing.expectEqualSlices(f32, &.{ 18, 46, 12, 25 }, &y);
+    try lin.setThreads(1);
+    try testing.expectError(error.BufferTooSmall, lin.forward(&.{ 1, 2 }, 1, null, y[0..2]));
+    try testing.expectError(error.BufferTooSmall, lin.forward(&.{ 1, 2, 3 }, 1, &.{1}, y[0..2]));
+    const ints: [24]u8 = @splat(0);
+    const iv = WeightView.init(c.NINFER_FORMAT_INT32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, &.{&ints});
+    try testing.expectError(error.Unsupported, Linear.prepare(&iv, c.NINFER_DEVICE_CPU));
 }
