@@ -32,7 +32,7 @@ __all__ = [
     "format_layout_compatible", "plane_sizes", "library_path", "MAX_PLANES",
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
     "nvfp4_unpack_scales", "Provenance", "Linear", "linear_supported", "DEVICE_CPU",
-    "DEVICE_CUDA",
+    "DEVICE_CUDA", "import_gguf", "fp8_row_pack", "fp8_row_unpack",
 ]
 
 MAX_PLANES = 3
@@ -191,6 +191,11 @@ _linear_shape = _declare("ninfer_linear_shape", _u32, _LinearP, _P(_u64), _P(_u6
 _linear_forward = _declare("ninfer_linear_forward", _u32, _LinearP, ctypes.c_void_p, _sz, _u32,
                            _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz, _u32)
 _linear_free = _declare("ninfer_linear_free", None, _LinearP)
+_import_gguf = _declare("ninfer_import_gguf", _u32, _P(_View), _u32, _P(_MutBytes))
+_fp8_row_pack = _declare("ninfer_fp8_row_pack", _u32, _u32, _u64, _u64, ctypes.c_void_p, _sz,
+                         ctypes.c_void_p, _sz, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz)
+_fp8_row_unpack = _declare("ninfer_fp8_row_unpack", _u32, _P(_View), ctypes.c_void_p, _sz,
+                           ctypes.c_void_p, _sz)
 
 DEVICE_CPU = 0
 DEVICE_CUDA = 1
@@ -661,3 +666,43 @@ class Linear:
 
     def __del__(self):
         self.close()
+
+
+def import_gguf(view: WeightView, target: Union[int, str]) -> WeightView:
+    """Moves a gguf_q8_0 / gguf_q2_0 view's words into the row_split_k128_v1 planes of
+    q8_g32_fp16 / q2_g64_fp16 (no rounding; spec §2 import_encoded)."""
+    target = format_lookup(target) if isinstance(target, str) else int(target)
+    layout = layout_lookup("row_split_k128_v1")
+    rows, cols = view.shape
+    planes = [np.zeros(n, dtype=np.uint8) for n in plane_sizes(target, layout, rows, cols)]
+    mut = (_MutBytes * MAX_PLANES)()
+    for i, p in enumerate(planes):
+        mut[i].ptr, mut[i].len = _ptr(p), p.size
+    _check(_import_gguf(ctypes.byref(view._view), target, mut))
+    return WeightView(target, rows, cols, planes, layout=layout)
+
+
+def fp8_row_pack(fmt: Union[int, str], codes, scales) -> WeightView:
+    """Lays out E4M3FN ``codes`` [rows, cols] (uint8) and 16-bit row ``scales`` [rows]
+    (uint16 words: BF16 or binary16 bits) in the planes of an fp8_e4m3fn_row_* format."""
+    fmt = format_lookup(fmt) if isinstance(fmt, str) else int(fmt)
+    c = np.ascontiguousarray(codes, dtype=np.uint8)
+    sc = np.ascontiguousarray(scales, dtype=np.uint16)
+    rows, cols = c.shape
+    layout = format_info(fmt).layout
+    sizes = plane_sizes(fmt, layout, rows, cols)
+    p0, p1 = np.zeros(sizes[0], dtype=np.uint8), np.zeros(sizes[1], dtype=np.uint8)
+    _check(_fp8_row_pack(fmt, rows, cols, _ptr(c), c.size, _ptr(sc), sc.size, _ptr(p0), p0.size,
+                         _ptr(p1), p1.size))
+    return WeightView(fmt, rows, cols, [p0, p1], layout=layout)
+
+
+def fp8_row_unpack(view: WeightView):
+    """The logical words of a row-scaled FP8 view: (codes [rows, cols] uint8, scales [rows]
+    uint16)."""
+    rows, cols = view.shape
+    codes = np.zeros((rows, cols), dtype=np.uint8)
+    scales = np.zeros(rows, dtype=np.uint16)
+    _check(_fp8_row_unpack(ctypes.byref(view._view), _ptr(codes), codes.size, _ptr(scales),
+                           scales.size))
+    return codes, scales

@@ -216,6 +216,46 @@ class Encoders(unittest.TestCase):
                          (Status.INVALID_ENCODING, 1, 0))
 
 
+class ImportAndPacking(unittest.TestCase):
+    def test_import_gguf_q8_0_keeps_values(self):
+        rng = np.random.default_rng(17)
+        rows, cols = 3, 96
+        data = rng.integers(-127, 128, size=(rows * cols // 32, 34)).astype(np.int8).view(np.uint8)
+        data[:, 0:2] = rng.uniform(0.01, 2, size=len(data)).astype(np.float16).view(np.uint8).reshape(-1, 2)
+        gguf = ninfer.WeightView("gguf_q8_0", rows, cols, [data.reshape(-1)])
+        native = ninfer.import_gguf(gguf, "q8_g32_fp16")
+        self.assertEqual(ninfer.format_name(native.format), "q8_g32_fp16")
+        np.testing.assert_array_equal(native.decode().view(np.uint32), gguf.decode().view(np.uint32))
+        bad = data.copy()
+        bad[1, 5] = 0x80  # code -128: not a legal q8_g32_fp16 code
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf(ninfer.WeightView("gguf_q8_0", rows, cols, [bad.reshape(-1)]),
+                               "q8_g32_fp16")
+        self.assertEqual(cm.exception.status, Status.INVALID_ENCODING)
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf(gguf, "q4_g64_fp16")
+        self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
+
+    def test_fp8_pack_unpack(self):
+        rng = np.random.default_rng(19)
+        codes = rng.integers(0, 0x7F, size=(4, 16), dtype=np.uint8)
+        scales = np.array([0x3F80, 0x4000, 0x3F00, 0x0000], dtype=np.uint16)  # bf16 1, 2, 0.5, +0
+        codes[3] = 0  # a +0 scale only with zero codes
+        for name in ("fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16"):
+            sc = scales if name.endswith("bf16") else np.array([0x3C00, 0x4000, 0x3800, 0], np.uint16)
+            view = ninfer.fp8_row_pack(name, codes, sc)
+            view.fp8_row_validate()
+            c2, s2 = ninfer.fp8_row_unpack(view)
+            np.testing.assert_array_equal(c2, codes)
+            np.testing.assert_array_equal(s2, sc)
+            # decode = E4M3FN value × row scale (1, 2, 0.5, +0), exact in f32 (ml_dtypes oracle).
+            import ml_dtypes
+
+            want = codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32) * np.array(
+                [[1.0], [2.0], [0.5], [0.0]], np.float32)
+            np.testing.assert_array_equal(view.decode().view(np.uint32), want.view(np.uint32))
+
+
 class LinearTests(unittest.TestCase):
     """y = x · Wᵀ + bias on inputs where f32 accumulation is exact, so the expected values
     are the float64 products computed by numpy (hand-checkable oracles)."""
