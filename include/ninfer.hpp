@@ -607,7 +607,47 @@ inline result<owned_tensor> try_nvfp4_quantize(const source& src, std::uint64_t 
   return t;
 }
 
+/// Moves a gguf_q8_0 / gguf_q2_0 view's words into the row_split_k128_v1 planes of
+/// q8_g32_fp16 / q2_g64_fp16, without rounding (spec §2 import_encoded).
+inline result<owned_tensor> try_import_gguf(const weight_view& gguf, format target) {
+  result<owned_tensor> t =
+      detail::alloc_tensor(target, NINFER_LAYOUT_ROW_SPLIT_K128_V1, gguf.rows(), gguf.cols());
+  if (!t) return t;
+  ::ninfer_mut_bytes planes[NINFER_MAX_PLANES];
+  for (std::size_t i = 0; i < NINFER_MAX_PLANES; ++i) {
+    planes[i].ptr = detail::data_or_null(t->planes[i]);
+    planes[i].len = t->planes[i].size();
+  }
+  ::ninfer_status st = ::ninfer_import_gguf(gguf.c_view(), target, planes);
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
+/// Lays out logical FP8 words (`codes` rows × cols E4M3FN, `scales` rows 16-bit words) in
+/// the planes of an fp8_e4m3fn_row_* format; follow with fp8_row_validate().
+inline result<owned_tensor> try_fp8_row_pack(format f, std::uint64_t rows, std::uint64_t cols,
+                                             span<const std::uint8_t> codes,
+                                             span<const std::uint16_t> scales) {
+  result<format_info> info = try_format_get_info(f);
+  if (!info) return result<owned_tensor>(info.code(), info.message());
+  result<owned_tensor> t = detail::alloc_tensor(f, info->layout, rows, cols);
+  if (!t) return t;
+  ::ninfer_status st = ::ninfer_fp8_row_pack(
+      f, rows, cols, codes.data(), codes.size(), scales.data(), scales.size(),
+      detail::data_or_null(t->planes[0]), t->planes[0].size(), detail::data_or_null(t->planes[1]),
+      t->planes[1].size());
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
 #if NINFER_HPP_EXCEPTIONS
+inline owned_tensor import_gguf(const weight_view& gguf, format target) {
+  return try_import_gguf(gguf, target).value();
+}
+inline owned_tensor fp8_row_pack(format f, std::uint64_t rows, std::uint64_t cols,
+                                 span<const std::uint8_t> codes, span<const std::uint16_t> scales) {
+  return try_fp8_row_pack(f, rows, cols, codes, scales).value();
+}
 inline owned_tensor quantize_grouped(format f, const source& src, std::uint64_t rows,
                                      std::uint64_t cols,
                                      const quantize_options& options = quantize_options(),

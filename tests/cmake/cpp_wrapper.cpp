@@ -242,6 +242,24 @@ int main() {
     CHECK(n4.planes[2].size() == 8 && n4.view().decode_row(255).size() == 32);
   }
 
+  // import_gguf: the q8_0 blocks become q8_g32_fp16 groups with the same values.
+  {
+    const ninfer::owned_tensor native = ninfer::import_gguf(w, NINFER_FORMAT_Q8_G32_FP16);
+    CHECK(native.format == NINFER_FORMAT_Q8_G32_FP16 && native.layout == NINFER_LAYOUT_ROW_SPLIT_K128_V1);
+    int same = 0;
+    for (std::uint64_t row = 0; row < 2; ++row) {
+      const std::vector<float> a = w.decode_row(row), b = native.view().decode_row(row);
+      for (std::size_t k = 0; k < 32; ++k) same += bits_of(a[k]) == bits_of(b[k]);
+    }
+    CHECK(same == 64);
+    CHECK(ninfer::try_import_gguf(w, NINFER_FORMAT_Q4_G64_FP16).code() == NINFER_STATUS_UNSUPPORTED);
+    const std::vector<std::uint8_t> codes(2 * 16, 0x38);  // E4M3FN 1.0
+    const std::vector<std::uint16_t> scales = {0x3F80, 0x4000};  // bf16 1.0, 2.0
+    const ninfer::owned_tensor f8 = ninfer::fp8_row_pack(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, 2, 16, codes, scales);
+    f8.view().fp8_row_validate();
+    CHECK(f8.view().decode_row(1)[15] == 2.0f);
+  }
+
   // linear: y = x · Wᵀ + bias over fp32 weights [[0,1,2],[3,4,5]], by hand.
   {
     const std::vector<float> wf = {0, 1, 2, 3, 4, 5};
