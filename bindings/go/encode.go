@@ -23,6 +23,24 @@ static ninfer_status ninfer_go_quantize_grouped(uint32_t format, const void *src
   return ninfer_quantize_grouped(format, src, src_bytes, src_dtype, rows, cols,
                                  use_options ? &options : NULL, planes, provenance);
 }
+
+static ninfer_status ninfer_go_import_gguf(uint32_t format, uint32_t layout, uint64_t rows,
+    uint64_t cols, const uint8_t *s0, size_t sn0, uint32_t target, uint8_t *p0, size_t n0,
+    uint8_t *p1, size_t n1, uint8_t *p2, size_t n2) {
+  ninfer_weight_view v;
+  ninfer_mut_bytes planes[3];
+  v.format = format;
+  v.layout = layout;
+  v.rows = rows;
+  v.cols = cols;
+  v.planes[0].ptr = s0; v.planes[0].len = sn0;
+  v.planes[1].ptr = NULL; v.planes[1].len = 0;
+  v.planes[2].ptr = NULL; v.planes[2].len = 0;
+  planes[0].ptr = p0; planes[0].len = n0;
+  planes[1].ptr = p1; planes[1].len = n1;
+  planes[2].ptr = p2; planes[2].len = n2;
+  return ninfer_import_gguf(&v, target, planes);
+}
 */
 import "C"
 
@@ -179,6 +197,25 @@ func NVFP4Quantize(src Source, rows, cols, sources uint64) (*WeightView, error) 
 	err = call(func() C.ninfer_status {
 		return C.ninfer_nvfp4_quantize(C.uint32_t(src.Dtype), sp, C.size_t(n), C.uint64_t(rows),
 			C.uint64_t(cols), C.uint64_t(sources), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ImportGGUF moves a gguf_q8_0 / gguf_q2_0 view's words into a new row_split_k128_v1 view
+// of q8_g32_fp16 / q2_g64_fp16 without rounding (spec §2 import_encoded).
+func ImportGGUF(gguf *WeightView, target Format) (*WeightView, error) {
+	v, err := newPlanes(target, LayoutRowSplitK128V1, gguf.Rows, gguf.Cols)
+	if err != nil {
+		return nil, err
+	}
+	g := gguf.args()
+	a := v.args()
+	err = call(func() C.ninfer_status {
+		return C.ninfer_go_import_gguf(g.format, g.layout, g.rows, g.cols, g.p0, g.n0,
+			C.uint32_t(target), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
 	})
 	if err != nil {
 		return nil, err

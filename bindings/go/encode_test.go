@@ -130,3 +130,33 @@ func TestValidateAndRows(t *testing.T) {
 		t.Fatalf("Validate(+Inf d): %#v", err)
 	}
 }
+
+func TestImportGGUF(t *testing.T) {
+	blocks := q8_0Blocks()
+	g, _ := NewWeightView(FormatGGUFQ8_0, 2, 32, blocks)
+	native, err := ImportGGUF(g, FormatQ8G32FP16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := uint64(0); r < 2; r++ {
+		a, _ := g.Row(r)
+		b, err := native.Row(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range a {
+			if math.Float32bits(a[k]) != math.Float32bits(b[k]) {
+				t.Fatalf("row %d [%d]: %v != %v", r, k, a[k], b[k])
+			}
+		}
+	}
+	if _, err := ImportGGUF(g, FormatQ4G64FP16); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("q4 target: %v", err)
+	}
+	bad := append([]byte{}, blocks...)
+	bad[3] = 0x80 // code -128
+	gb, _ := NewWeightView(FormatGGUFQ8_0, 2, 32, bad)
+	if _, err := ImportGGUF(gb, FormatQ8G32FP16); !errors.Is(err, ErrInvalidEncoding) {
+		t.Fatalf("code -128: %v", err)
+	}
+}
