@@ -261,6 +261,17 @@ pub fn nvfp4Quantize(gpa: std.mem.Allocator, src: []const f32, rows: u64, cols: 
     return t;
 }
 
+/// Moves a gguf_q8_0 / gguf_q2_0 view's words into the row_split_k128_v1 planes of
+/// q8_g32_fp16 / q2_g64_fp16, without rounding (spec §2 import_encoded).
+pub fn importGguf(gpa: std.mem.Allocator, gguf: *const WeightView, target: Format) (Error || std.mem.Allocator.Error)!OwnedTensor {
+    var t = try OwnedTensor.alloc(gpa, target, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1, gguf.raw.rows, gguf.raw.cols);
+    errdefer t.deinit();
+    var planes: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+    for (t.planes, 0..) |p, i| planes[i] = .{ .ptr = OwnedTensor.mut(p), .len = p.len };
+    try check(c.ninfer_import_gguf(&gguf.raw, target, &planes));
+    return t;
+}
+
 /// True when this build has a linear kernel for the combination, false when the numbers
 /// are valid but it has none; an error for numbers that name nothing.
 pub fn linearSupported(format: Format, layout: Layout, x: Dtype, y: Dtype, device: u32) Error!bool {
@@ -484,4 +495,19 @@ test "linear: fp32 weights by hand, refusals" {
     const ints: [24]u8 = @splat(0);
     const iv = WeightView.init(c.NINFER_FORMAT_INT32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, &.{&ints});
     try testing.expectError(error.Unsupported, Linear.prepare(&iv, c.NINFER_DEVICE_CPU));
+}
+
+test "importGguf keeps the decoded values" {
+    const blocks = q80Blocks();
+    const g = WeightView.init(c.NINFER_FORMAT_GGUF_Q8_0, c.NINFER_LAYOUT_GGUF_BLOCKS_V1, 2, 32, &.{&blocks});
+    var native = try importGguf(testing.allocator, &g, c.NINFER_FORMAT_Q8_G32_FP16);
+    defer native.deinit();
+    var a: [32]f32 = undefined;
+    var b: [32]f32 = undefined;
+    for (0..2) |r| {
+        try g.decodeRow(r, &a);
+        try native.view.decodeRow(r, &b);
+        try testing.expectEqualSlices(u32, @as(*const [32]u32, @ptrCast(&a)), @as(*const [32]u32, @ptrCast(&b)));
+    }
+    try testing.expectError(error.Unsupported, importGguf(testing.allocator, &g, c.NINFER_FORMAT_Q4_G64_FP16));
 }
