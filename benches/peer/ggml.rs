@@ -106,6 +106,12 @@ impl Ggml {
         unsafe { (self.traits)(ty).as_ref()?.to_float }
     }
 
+    /// ggml's scalar reference quantizer (`quantize_row_*_ref`) for a ggml type id.
+    pub fn quantize_ref(&self, ty: u32) -> Option<FromFloat> {
+        // SAFETY: as for `to_float`.
+        unsafe { (self.traits)(ty).as_ref()?.from_float_ref }
+    }
+
     /// ggml's CPU `vec_dot` for a ggml type id, with the activation type it needs.
     pub fn dot(&self, ty: u32) -> Option<Dot> {
         // SAFETY: as above.
