@@ -9,7 +9,7 @@
  * - Views: ninfer::span<T> is std::span<T> under C++20 and a pointer + size with the same
  *   basic interface under C++17. Buffers are borrowed, never copied or kept.
  * - Handles: ninfer::handle<T, Free> is the RAII owner for opaque handles (`ninfer_x *`
- *   freed by `ninfer_x_free`); future handle types are aliases of it.
+ *   freed by `ninfer_x_free`); ninfer::linear holds one.
  *
  * Typical use (a C++ runtime's artifact loader):
  *
@@ -288,8 +288,8 @@ struct free_deleter {
 // ---- handles ----------------------------------------------------------------------------
 
 /// Owner of an opaque library handle `T *`, released with `Free` (which accepts NULL).
-/// Move-only; `get()` passes it to C functions. Future handles are aliases, e.g.
-/// `using quantizer = handle<ninfer_quantizer, ninfer_quantizer_free>;`.
+/// Move-only; `get()` passes it to C functions. E.g.
+/// `handle<ninfer_linear, ninfer_linear_free>` (inside ninfer::linear).
 template <class T, void (*Free)(T*)>
 using handle = std::unique_ptr<T, detail::free_deleter<T, Free>>;
 
