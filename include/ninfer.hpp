@@ -295,6 +295,10 @@ using handle = std::unique_ptr<T, detail::free_deleter<T, Free>>;
 
 // ---- versions ---------------------------------------------------------------------------
 
+/// The linked library's version numbers {major, minor, patch}.
+inline std::array<std::uint32_t, 3> version_numbers() noexcept {
+  return {{::ninfer_version_major(), ::ninfer_version_minor(), ::ninfer_version_patch()}};
+}
 /// The linked library's version string, e.g. "0.1.0".
 inline const char* version() noexcept { return ::ninfer_version(); }
 /// True when the linked library has the ABI version of this header and a version not older.
@@ -309,6 +313,12 @@ inline bool library_matches_header() noexcept {
 /// Number of registered formats; format numbers are 0 .. format_count() - 1.
 inline std::uint32_t format_count() noexcept { return ::ninfer_format_count(); }
 
+/// The format at registry index `index` (0 .. format_count() - 1).
+inline result<format> try_format_at(std::uint32_t index) {
+  std::uint32_t f = 0;
+  ::ninfer_status st = ::ninfer_format_at(index, &f);
+  return detail::call(st, static_cast<format>(f));
+}
 /// The format with this exact canonical name ("q4_g64_fp16", "gguf_q4_k").
 inline result<format> try_format_lookup(const char* name) {
   std::uint32_t f = 0;
@@ -361,6 +371,7 @@ inline result<plane_sizes_t> try_plane_sizes(format f, layout l, std::uint64_t r
 #if NINFER_HPP_EXCEPTIONS
 inline format format_lookup(const char* name) { return try_format_lookup(name).value(); }
 inline format format_lookup(const std::string& name) { return try_format_lookup(name).value(); }
+inline format format_at(std::uint32_t index) { return try_format_at(index).value(); }
 inline format format_from_ggml_type(std::uint32_t t) {
   return try_format_from_ggml_type(t).value();
 }
@@ -640,7 +651,42 @@ inline result<owned_tensor> try_fp8_row_pack(format f, std::uint64_t rows, std::
   return t;
 }
 
+/// The logical words of a row-scaled FP8 view: codes (rows × cols) and 16-bit row scales.
+inline result<void> try_fp8_row_unpack(const weight_view& v, span<std::uint8_t> codes,
+                                       span<std::uint16_t> scales) {
+  return detail::call(
+      ::ninfer_fp8_row_unpack(v.c_view(), codes.data(), codes.size(), scales.data(), scales.size()));
+}
+
+/// Swizzles linear [rows, k_blocks] E4M3FN scales into the 128×4 layout; `out` must be
+/// round_up(rows, 128) × round_up(k_blocks, 4) bytes.
+inline result<void> try_nvfp4_pack_scales(std::uint64_t rows, std::uint64_t k_blocks,
+                                          span<const std::uint8_t> linear_scales,
+                                          span<std::uint8_t> out) {
+  return detail::call(::ninfer_nvfp4_pack_scales(rows, k_blocks, linear_scales.data(),
+                                                 linear_scales.size(), out.data(), out.size()));
+}
+/// The inverse of try_nvfp4_pack_scales (padding ignored).
+inline result<void> try_nvfp4_unpack_scales(std::uint64_t rows, std::uint64_t k_blocks,
+                                            span<const std::uint8_t> swizzled,
+                                            span<std::uint8_t> out) {
+  return detail::call(::ninfer_nvfp4_unpack_scales(rows, k_blocks, swizzled.data(),
+                                                   swizzled.size(), out.data(), out.size()));
+}
+
 #if NINFER_HPP_EXCEPTIONS
+inline void fp8_row_unpack(const weight_view& v, span<std::uint8_t> codes,
+                           span<std::uint16_t> scales) {
+  try_fp8_row_unpack(v, codes, scales).value();
+}
+inline void nvfp4_pack_scales(std::uint64_t rows, std::uint64_t k_blocks,
+                              span<const std::uint8_t> linear_scales, span<std::uint8_t> out) {
+  try_nvfp4_pack_scales(rows, k_blocks, linear_scales, out).value();
+}
+inline void nvfp4_unpack_scales(std::uint64_t rows, std::uint64_t k_blocks,
+                                span<const std::uint8_t> swizzled, span<std::uint8_t> out) {
+  try_nvfp4_unpack_scales(rows, k_blocks, swizzled, out).value();
+}
 inline owned_tensor import_gguf(const weight_view& gguf, format target) {
   return try_import_gguf(gguf, target).value();
 }

@@ -60,6 +60,11 @@ static std::vector<std::uint8_t> q8_0_blocks() {
 
 int main() {
   CHECK(ninfer::library_matches_header());
+  CHECK(ninfer::version_numbers()[0] == NINFER_VERSION_MAJOR &&
+        ninfer::version_numbers()[1] == NINFER_VERSION_MINOR &&
+        ninfer::version_numbers()[2] == NINFER_VERSION_PATCH);
+  CHECK(ninfer::format_at(0) == NINFER_FORMAT_BF16);
+  CHECK(ninfer::try_format_at(ninfer::format_count()).code() == NINFER_STATUS_UNKNOWN_FORMAT);
   CHECK(std::string(ninfer::version()) == std::to_string(NINFER_VERSION_MAJOR) + "." +
                                               std::to_string(NINFER_VERSION_MINOR) + "." +
                                               std::to_string(NINFER_VERSION_PATCH));
@@ -258,6 +263,18 @@ int main() {
     const ninfer::owned_tensor f8 = ninfer::fp8_row_pack(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, 2, 16, codes, scales);
     f8.view().fp8_row_validate();
     CHECK(f8.view().decode_row(1)[15] == 2.0f);
+    std::vector<std::uint8_t> codes2(32);
+    std::vector<std::uint16_t> scales2(2);
+    ninfer::fp8_row_unpack(f8.view(), codes2, scales2);
+    CHECK(codes2 == codes && scales2 == scales);
+    // nvfp4 scales: 130 rows × 5 blocks swizzled into 256 × 8 bytes and back.
+    std::vector<std::uint8_t> lin_scales(130 * 5), swz(256 * 8), back(130 * 5);
+    for (std::size_t i = 0; i < lin_scales.size(); ++i) lin_scales[i] = static_cast<std::uint8_t>(i % 127);
+    ninfer::nvfp4_pack_scales(130, 5, lin_scales, swz);
+    ninfer::nvfp4_unpack_scales(130, 5, swz, back);
+    CHECK(back == lin_scales);
+    CHECK(ninfer::try_nvfp4_pack_scales(130, 5, lin_scales, ninfer::span<std::uint8_t>(swz.data(), 100)).code() ==
+          NINFER_STATUS_SIZE_MISMATCH);
   }
 
   // linear: y = x · Wᵀ + bias over fp32 weights [[0,1,2],[3,4,5]], by hand.
