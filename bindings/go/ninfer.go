@@ -137,6 +137,18 @@ func lastErrorMessage() string {
 // Version is the linked library's version, e.g. "0.1.0".
 func Version() string { return C.GoString(C.ninfer_version()) }
 
+// VersionNumbers are the linked library's major, minor and patch versions.
+func VersionNumbers() (major, minor, patch uint32) {
+	return uint32(C.ninfer_version_major()), uint32(C.ninfer_version_minor()), uint32(C.ninfer_version_patch())
+}
+
+// Header version of the ninfer.h this package was compiled with.
+const (
+	HeaderVersionMajor = uint32(C.NINFER_VERSION_MAJOR)
+	HeaderVersionMinor = uint32(C.NINFER_VERSION_MINOR)
+	HeaderVersionPatch = uint32(C.NINFER_VERSION_PATCH)
+)
+
 // ABIVersion is the linked library's ABI version (the number in its SONAME).
 func ABIVersion() uint32 { return uint32(C.ninfer_abi_version()) }
 
