@@ -71,11 +71,50 @@ pub fn version() [:0]const u8 {
     return std.mem.span(c.ninfer_version());
 }
 
+/// The linked library's {major, minor, patch}.
+pub fn versionNumbers() [3]u32 {
+    return .{ c.ninfer_version_major(), c.ninfer_version_minor(), c.ninfer_version_patch() };
+}
+
+/// The name of a status without its prefix ("SIZE_MISMATCH").
+pub fn statusName(status: u32) [:0]const u8 {
+    return std.mem.span(c.ninfer_status_name(status));
+}
+
 pub const Format = u32;
 pub const Layout = u32;
 pub const Dtype = u32;
 
 pub const FormatInfo = c.ninfer_format_info;
+
+/// Number of registered formats.
+pub fn formatCount() u32 {
+    return c.ninfer_format_count();
+}
+
+/// The format at registry index `i`.
+pub fn formatAt(i: u32) Error!Format {
+    var f: u32 = 0;
+    try check(c.ninfer_format_at(i, &f));
+    return f;
+}
+
+/// Number of registered layouts.
+pub fn layoutCount() u32 {
+    return c.ninfer_layout_count();
+}
+
+/// The name of a layout, or null for an unknown number.
+pub fn layoutName(l: Layout) ?[:0]const u8 {
+    const p = c.ninfer_layout_name(l);
+    if (p == null) return null;
+    return std.mem.span(p);
+}
+
+/// Succeeds when format `f` may be stored in layout `l`.
+pub fn compatible(f: Format, l: Layout) Error!void {
+    return check(c.ninfer_format_layout_compatible(f, l));
+}
 
 /// The format with this exact canonical name ("gguf_q8_0").
 pub fn formatLookup(name: [:0]const u8) Error!Format {
@@ -351,6 +390,15 @@ test "lookup" {
     try testing.expectEqual(@as(u32, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1), try layoutLookup("row_split_k128_v1"));
     const sizes = try planeSizes(f, info.layout, 2, 32);
     try testing.expectEqual([_]usize{ 68, 0, 0 }, sizes);
+    try testing.expectEqual(@as(u32, 30), formatCount());
+    try testing.expectEqual(@as(u32, c.NINFER_FORMAT_BF16), try formatAt(0));
+    try testing.expectError(error.UnknownFormat, formatAt(formatCount()));
+    try testing.expectEqual(@as(u32, 6), layoutCount());
+    try testing.expectEqualStrings("gguf_blocks_v1", layoutName(info.layout).?);
+    try compatible(f, info.layout);
+    try testing.expectError(error.IncompatibleLayout, compatible(f, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1));
+    try testing.expectEqualStrings("SIZE_MISMATCH", statusName(c.NINFER_STATUS_SIZE_MISMATCH));
+    try testing.expectEqual([3]u32{ c.NINFER_VERSION_MAJOR, c.NINFER_VERSION_MINOR, c.NINFER_VERSION_PATCH }, versionNumbers());
 }
 
 test "decode a hand-made gguf_q8_0 row" {
