@@ -58,4 +58,6 @@ for b in go zig python; do
     "bindings/$b/test.sh"
   fi
 done
+step "binding coverage of the C exports (informational)"
+tests/cmake/binding_coverage.sh | tail -1
 step "packaging tests passed"

@@ -27,7 +27,7 @@ import numpy as np
 
 __all__ = [
     "NinferError", "Status", "Dtype", "FormatInfo", "WeightView", "version", "abi_version",
-    "format_count", "format_names", "format_lookup", "format_name", "format_from_ggml_type",
+    "version_numbers", "format_count", "format_names", "format_lookup", "format_name", "format_from_ggml_type",
     "format_info", "layout_count", "layout_names", "layout_lookup", "layout_name",
     "format_layout_compatible", "plane_sizes", "library_path", "MAX_PLANES",
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
@@ -144,6 +144,9 @@ def _declare(name, restype, *argtypes):
 # One line per export: adding quantize / linear later is a declaration plus a wrapper.
 _version = _declare("ninfer_version", ctypes.c_char_p)
 _abi_version = _declare("ninfer_abi_version", _u32)
+_version_major = _declare("ninfer_version_major", _u32)
+_version_minor = _declare("ninfer_version_minor", _u32)
+_version_patch = _declare("ninfer_version_patch", _u32)
 _status_name = _declare("ninfer_status_name", ctypes.c_char_p, _u32)
 _last_error_message = _declare("ninfer_last_error_message", _sz, ctypes.c_char_p, _sz)
 _format_count = _declare("ninfer_format_count", _u32)
@@ -387,6 +390,11 @@ def nvfp4_unpack_scales(swizzled, rows: int, k_blocks: int) -> np.ndarray:
 def version() -> str:
     """The library's version string."""
     return _version().decode()
+
+
+def version_numbers() -> Tuple[int, int, int]:
+    """The library's (major, minor, patch)."""
+    return (_version_major(), _version_minor(), _version_patch())
 
 
 def abi_version() -> int:

@@ -25,6 +25,7 @@ class Registry(unittest.TestCase):
     def test_versions(self):
         self.assertEqual(ninfer.abi_version(), ninfer.ABI_VERSION)
         self.assertRegex(ninfer.version(), r"^\d+\.\d+\.\d+$")
+        self.assertEqual(".".join(map(str, ninfer.version_numbers())), ninfer.version())
 
     def test_lookup(self):
         f = ninfer.format_lookup("gguf_q8_0")
