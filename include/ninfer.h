@@ -710,40 +710,43 @@ ninfer_status ninfer_decode_row_as(const struct ninfer_weight_view *view,
 
 /**
  * Quantizes a row-major `rows × cols` source with the `fp8_row_maxabs` method into the
- * planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`).
+ * planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`). Same
+ * argument conventions as `ninfer_quantize_grouped`.
  *
- * `src` holds `src_len` = rows × cols elements of `src_dtype` (`NINFER_DTYPE_*`,
- * native-endian, aligned to the element size). Every value is first rounded to BF16;
+ * `src` holds rows × cols elements of `src_dtype` (`NINFER_DTYPE_*`, native-endian,
+ * aligned to the element size); `src_bytes` is its length in BYTES and must be exactly
+ * rows × cols × element size. Every value is first rounded to BF16;
  * per row the scale is binary32(max|x| / 448) rounded to the scale type (binary16: zero
  * rescued to 2^-24, overflow refused; BF16: raised to at least 2^-126), codes are
  * E4M3FN(RNE(clamp(x · binary32(1 / scale), ±448))); all-zero rows store +0 scale and
  * codes. Exact rules: `docs/layouts.md` and spec §3.4.
  *
- * Output planes, lengths exactly as `ninfer_layout_plane_sizes` gives:
- * - bf16 (`row_scale_v1`): `plane0` = rows × cols codes, `plane1` = rows BF16 LE scales;
- * - fp16 (`row_interleaved_v1`): `plane0` = rows × (2 + cols) bytes, each row its
- *   binary16 LE scale then its codes; `plane1` must be `{NULL, 0}`.
+ * `planes`: an array of `NINFER_MAX_PLANES` (3) `ninfer_mut_bytes`, lengths exactly as
+ * `ninfer_layout_plane_sizes` gives for the format's layout:
+ * - bf16 (`row_scale_v1`): `planes[0]` = rows × cols codes, `planes[1]` = rows BF16 LE
+ *   scales, `planes[2]` unused;
+ * - fp16 (`row_interleaved_v1`): `planes[0]` = rows × (2 + cols) bytes, each row its
+ *   binary16 LE scale then its codes; `planes[1]` and `planes[2]` unused.
+ *
+ * Unused entries must be `{NULL, 0}` (a non-zero length is `SIZE_MISMATCH`).
  *
  * Errors: `INVALID_ARGUMENT` (not an fp8 row format), `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
- * `BAD_SHAPE`, `SIZE_MISMATCH` (source or a plane), `NULL_POINTER`, `MISALIGNED`,
+ * `BAD_SHAPE`, `SIZE_MISMATCH` (source in bytes, or a plane), `NULL_POINTER`, `MISALIGNED`,
  * `OVERFLOW`, `NON_FINITE_SOURCE` (a value not finite after BF16 rounding; message has row
- * and column), `SCALE_OVERFLOW` (binary16 scale rounds to infinity; message has the row).
- * Nothing is written unless the status is OK.
+ * and column), `SCALE_OVERFLOW` (binary16 scale rounds to infinity; message has the row),
+ * `UNSUPPORTED` (FTZ/DAZ active). Nothing is written unless the status is OK.
  *
  * # Safety
- * `src` must have `src_len` readable elements; `plane0`/`plane1` their lengths in
- * writable bytes, not overlapping `src` or each other.
+ * `src` must have `src_bytes` readable bytes; `planes` must point to 3 `ninfer_mut_bytes`
+ * whose ranges are writable and overlap neither `src` nor each other.
  */
 ninfer_status ninfer_fp8_row_maxabs(uint32_t format,
-                                    uint32_t src_dtype,
                                     const void *src,
-                                    size_t src_len,
+                                    size_t src_bytes,
+                                    uint32_t src_dtype,
                                     uint64_t rows,
                                     uint64_t cols,
-                                    uint8_t *plane0,
-                                    size_t plane0_len,
-                                    uint8_t *plane1,
-                                    size_t plane1_len);
+                                    const struct ninfer_mut_bytes *planes);
 
 /**
  * Checks every row of a row-scaled FP8 view against §3.4: no NaN code (0x7F, 0xFF); a
@@ -760,17 +763,21 @@ ninfer_status ninfer_fp8_row_maxabs(uint32_t format,
 ninfer_status ninfer_fp8_row_validate(const struct ninfer_weight_view *view);
 
 /**
- * Lays out logical FP8 words in the planes of `format` (`..._ROW_BF16` → `plane0` codes,
- * `plane1` BF16 LE scales; `..._ROW_FP16` → `plane0` interleaved rows, `plane1` empty):
- * `codes` = rows × cols E4M3FN words row-major, `scales` = rows 16-bit scale words
- * (native `uint16_t`: BF16 or binary16 bits). Words are copied unchanged, not validated:
- * follow with `ninfer_fp8_row_validate` on the result.
+ * Lays out logical FP8 words in the planes of `format`: `codes` = rows × cols E4M3FN
+ * words row-major (`codes_len` bytes), `scales` = rows 16-bit scale words (native
+ * `uint16_t`: BF16 or binary16 bits; `scales_len` counts words). Words are copied
+ * unchanged, not validated: follow with `ninfer_fp8_row_validate` on the result.
+ *
+ * `planes`: `NINFER_MAX_PLANES` entries as for `ninfer_fp8_row_maxabs` (`..._ROW_BF16`:
+ * `planes[0]` codes, `planes[1]` BF16 LE scales; `..._ROW_FP16`: `planes[0]` interleaved
+ * rows; unused entries `{NULL, 0}`).
  *
  * Errors: `INVALID_ARGUMENT`, `UNKNOWN_FORMAT`, `BAD_SHAPE`, `SIZE_MISMATCH`,
  * `NULL_POINTER`, `MISALIGNED`, `OVERFLOW`. Nothing is written unless the status is OK.
  *
  * # Safety
- * Every pointer valid for its length; outputs writable and not overlapping the inputs.
+ * Every pointer valid for its length; `planes` as for `ninfer_fp8_row_maxabs`, not
+ * overlapping the inputs.
  */
 ninfer_status ninfer_fp8_row_pack(uint32_t format,
                                   uint64_t rows,
@@ -779,10 +786,7 @@ ninfer_status ninfer_fp8_row_pack(uint32_t format,
                                   size_t codes_len,
                                   const uint16_t *scales,
                                   size_t scales_len,
-                                  uint8_t *plane0,
-                                  size_t plane0_len,
-                                  uint8_t *plane1,
-                                  size_t plane1_len);
+                                  const struct ninfer_mut_bytes *planes);
 
 /**
  * The inverse of `ninfer_fp8_row_pack`: copies the logical words of a row-scaled FP8 view
@@ -926,40 +930,40 @@ void ninfer_linear_free(struct ninfer_linear *handle);
 
 /**
  * Quantizes a row-major `rows × cols` source made of `sources` stacked matrices (each
- * `rows / sources` rows) to nvfp4 in `block_scale_k16_m128x4_v1`.
+ * `rows / sources` rows) to nvfp4 in `block_scale_k16_m128x4_v1`. Same argument
+ * conventions as `ninfer_quantize_grouped`.
  *
- * `src` holds `src_len` = rows × cols elements of `src_dtype` (`NINFER_DTYPE_*`,
- * native-endian, aligned), used exactly. Per source, `d_w = binary32(2688 / amax)` (1 for
+ * `format` must be `NINFER_FORMAT_NVFP4`. `src` holds rows × cols elements of `src_dtype`
+ * (`NINFER_DTYPE_*`, native-endian, aligned); `src_bytes` is its length in BYTES and must
+ * be exactly rows × cols × element size. Per source, `d_w = binary32(2688 / amax)` (1 for
  * an all-zero source); per 16-value block, with binary32 round-to-nearest-even at every
  * step: `s = E4M3FN_satfinite(d_w · (bmax / 6))`, `inv = s ? 1 / (e4m3(s) · (1 / d_w)) : 0`,
  * codes `E2M1_satfinite(x · inv)` (the production algorithm, reproducible bit for bit).
  *
- * Outputs: `codes` = rows × cols/2 bytes (element 2j in the low nibble); `scales` = the
- * swizzled E4M3FN plane (`ninfer_layout_plane_sizes` plane 1; padding written as 0);
- * `divisors` = 4 × `sources` bytes, little-endian binary32, in stacking order.
+ * `planes`: `NINFER_MAX_PLANES` (3) `ninfer_mut_bytes`, all used: `planes[0]` codes =
+ * rows × cols/2 bytes (element 2j in the low nibble); `planes[1]` = the swizzled E4M3FN
+ * scale plane (`ninfer_layout_plane_sizes` plane 1; padding written as 0); `planes[2]`
+ * divisors = 4 × `sources` bytes, little-endian binary32, in stacking order.
  *
- * Errors: `BAD_SHAPE` (a zero dimension, cols not a multiple of 16, `sources` 0 or not
- * dividing rows), `SIZE_MISMATCH`, `UNKNOWN_DTYPE`, `NULL_POINTER`, `MISALIGNED`,
- * `OVERFLOW`, `NON_FINITE_SOURCE` (row, column), `SCALE_OVERFLOW` (a source whose amax is
- * so small that `d_w` or a block's `inv` is not finite in binary32). Nothing is written
- * unless the status is OK.
+ * Errors: `INVALID_ARGUMENT` (`format` not nvfp4), `UNKNOWN_FORMAT`, `BAD_SHAPE` (a zero
+ * dimension, cols not a multiple of 16, `sources` 0 or not dividing rows),
+ * `SIZE_MISMATCH` (source in bytes, or a plane), `UNKNOWN_DTYPE`, `NULL_POINTER`,
+ * `MISALIGNED`, `OVERFLOW`, `NON_FINITE_SOURCE` (row, column), `SCALE_OVERFLOW` (a source
+ * whose amax is so small that `d_w` or a block's `inv` is not finite in binary32),
+ * `UNSUPPORTED` (FTZ/DAZ active). Nothing is written unless the status is OK.
  *
  * # Safety
- * `src` must have `src_len` readable elements; each output its length in writable bytes,
- * none overlapping.
+ * `src` must have `src_bytes` readable bytes; `planes` must point to 3 `ninfer_mut_bytes`
+ * whose ranges are writable and overlap neither `src` nor each other.
  */
-ninfer_status ninfer_nvfp4_quantize(uint32_t src_dtype,
+ninfer_status ninfer_nvfp4_quantize(uint32_t format,
                                     const void *src,
-                                    size_t src_len,
+                                    size_t src_bytes,
+                                    uint32_t src_dtype,
                                     uint64_t rows,
                                     uint64_t cols,
                                     uint64_t sources,
-                                    uint8_t *codes,
-                                    size_t codes_len,
-                                    uint8_t *scales,
-                                    size_t scales_len,
-                                    uint8_t *divisors,
-                                    size_t divisors_len);
+                                    const struct ninfer_mut_bytes *planes);
 
 /**
  * Checks an nvfp4 view against §3.3 and its layout: every divisor finite and > 0; every

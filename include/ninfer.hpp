@@ -557,6 +557,16 @@ inline result<owned_tensor> alloc_tensor(format f, layout l, std::uint64_t rows,
 inline std::uint8_t* data_or_null(std::vector<std::uint8_t>& v) noexcept {
   return v.empty() ? nullptr : v.data();
 }
+/// The output plane entries of a tensor (unused planes {NULL, 0}).
+inline std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> mut_planes(owned_tensor& t) {
+  std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> planes{};
+  for (std::size_t i = 0; i < NINFER_MAX_PLANES; ++i) {
+    planes[i].ptr = data_or_null(t.planes[i]);
+    planes[i].len = t.planes[i].size();
+  }
+  return planes;
+}
+
 }  // namespace detail
 
 /// Quantizes a dense [rows, cols] source into the row_split_k128_v1 planes of a grouped
@@ -593,9 +603,9 @@ inline result<owned_tensor> try_fp8_row_maxabs(format f, const source& src, std:
   if (!info) return result<owned_tensor>(info.code(), info.message());
   result<owned_tensor> t = detail::alloc_tensor(f, info->layout, rows, cols);
   if (!t) return t;
-  ::ninfer_status st = ::ninfer_fp8_row_maxabs(
-      f, src.type, src.data, src.elements, rows, cols, detail::data_or_null(t->planes[0]),
-      t->planes[0].size(), detail::data_or_null(t->planes[1]), t->planes[1].size());
+  const std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> planes = detail::mut_planes(*t);
+  ::ninfer_status st = ::ninfer_fp8_row_maxabs(f, src.data, src.elements * src.element_bytes(),
+                                               src.type, rows, cols, planes.data());
   if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
   return t;
 }
@@ -610,10 +620,10 @@ inline result<owned_tensor> try_nvfp4_quantize(const source& src, std::uint64_t 
     return result<owned_tensor>(NINFER_STATUS_BAD_SHAPE, "sources must be positive");
   }
   t->planes[2].resize(sources * 4);  // sources <= SIZE_MAX / 4 checked above
-  ::ninfer_status st = ::ninfer_nvfp4_quantize(
-      src.type, src.data, src.elements, rows, cols, sources, detail::data_or_null(t->planes[0]),
-      t->planes[0].size(), detail::data_or_null(t->planes[1]), t->planes[1].size(),
-      detail::data_or_null(t->planes[2]), t->planes[2].size());
+  const std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> planes = detail::mut_planes(*t);
+  ::ninfer_status st =
+      ::ninfer_nvfp4_quantize(NINFER_FORMAT_NVFP4, src.data, src.elements * src.element_bytes(),
+                              src.type, rows, cols, sources, planes.data());
   if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
   return t;
 }
@@ -643,10 +653,9 @@ inline result<owned_tensor> try_fp8_row_pack(format f, std::uint64_t rows, std::
   if (!info) return result<owned_tensor>(info.code(), info.message());
   result<owned_tensor> t = detail::alloc_tensor(f, info->layout, rows, cols);
   if (!t) return t;
-  ::ninfer_status st = ::ninfer_fp8_row_pack(
-      f, rows, cols, codes.data(), codes.size(), scales.data(), scales.size(),
-      detail::data_or_null(t->planes[0]), t->planes[0].size(), detail::data_or_null(t->planes[1]),
-      t->planes[1].size());
+  const std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> planes = detail::mut_planes(*t);
+  ::ninfer_status st = ::ninfer_fp8_row_pack(f, rows, cols, codes.data(), codes.size(),
+                                             scales.data(), scales.size(), planes.data());
   if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
   return t;
 }

@@ -125,11 +125,39 @@ impl Status {
 /// Where in a payload an encoding rule was broken: row and block (or group) index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Location {
-    /// Logical row.
+    /// Logical row; [`Location::NONE`] for layout padding that belongs to no logical row
+    /// (e.g. the padding rows and K-blocks of nvfp4's swizzled scale plane).
     pub row: u64,
     /// Block (GGUF), group (grouped formats) or K-block (nvfp4) index within the row;
-    /// `u64::MAX` when the rule concerns the whole row (a row scale).
+    /// [`Location::NONE`] when the rule concerns a field that is not per block: a row
+    /// scale (fp8 row formats), a per-matrix field (an nvfp4 weight divisor, reported at
+    /// the first row of its source) or layout padding.
     pub block: u64,
+}
+
+impl Location {
+    /// The "no row" / "no block" value of [`Location::row`] and [`Location::block`]
+    /// (`UINT64_MAX` in C).
+    /// cbindgen:ignore
+    pub const NONE: u64 = u64::MAX;
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.row, self.block) {
+            (Location::NONE, _) => write!(f, "layout padding (no logical row)"),
+            (row, Location::NONE) => write!(f, "row {row} (a row or matrix field, no block)"),
+            (row, block) => write!(f, "row {row}, block {block}"),
+        }
+    }
+}
+
+/// The position part of an [`Error::ScaleOverflow`] message.
+fn scale_position(row: u64, group: u64) -> String {
+    match group {
+        Location::NONE => format!("row {row} (a row or matrix scale, no group)"),
+        group => format!("row {row}, group {group}"),
+    }
 }
 
 /// The library's error. Each variant maps to exactly one [`Status`].
@@ -156,9 +184,13 @@ pub enum Error {
     UnregisteredType { id: u32, name: String },
     #[error("bad shape: {0}")]
     BadShape(String),
-    #[error("{plane}: {actual} bytes given, {expected} expected for this format, layout and shape")]
+    #[error("{plane}: {actual} {unit} given, {expected} {unit} expected")]
     SizeMismatch {
+        /// The buffer or plane.
         plane: &'static str,
+        /// What `expected` and `actual` count: `"bytes"` for planes and C byte lengths,
+        /// else the element (`"values"`, `"codes"`, `"scale words"`).
+        unit: &'static str,
         expected: usize,
         actual: usize,
     },
@@ -180,11 +212,11 @@ pub enum Error {
     },
     #[error("unsupported: {0}")]
     Unsupported(String),
-    #[error("invalid encoding at row {}, block {}: {reason}", .at.row, .at.block)]
+    #[error("invalid encoding at {at}: {reason}")]
     InvalidEncoding { at: Location, reason: String },
     #[error("non-finite source value at row {row}, column {col}")]
     NonFiniteSource { row: u64, col: u64 },
-    #[error("scale overflows its storage type at row {row}, group {group}")]
+    #[error("scale overflows its storage type at {}", scale_position(*.row, *.group))]
     ScaleOverflow { row: u64, group: u64 },
     #[error("unknown dtype {0}")]
     UnknownDtype(u32),

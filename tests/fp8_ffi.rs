@@ -12,6 +12,26 @@ struct Bytes {
 }
 
 #[repr(C)]
+#[derive(Clone, Copy)]
+struct MutBytes {
+    ptr: *mut u8,
+    len: usize,
+}
+
+/// The 3 output plane entries, unused ones `{NULL, 0}`.
+fn planes(p0: &mut [u8], p1: Option<&mut [u8]>) -> [MutBytes; 3] {
+    let none = MutBytes {
+        ptr: std::ptr::null_mut(),
+        len: 0,
+    };
+    let mb = |p: &mut [u8]| MutBytes {
+        ptr: p.as_mut_ptr(),
+        len: p.len(),
+    };
+    [mb(p0), p1.map_or(none, mb), none]
+}
+
+#[repr(C)]
 struct View {
     format: u32,
     layout: u32,
@@ -23,15 +43,12 @@ struct View {
 unsafe extern "C" {
     fn ninfer_fp8_row_maxabs(
         format: u32,
-        src_dtype: u32,
         src: *const c_void,
-        src_len: usize,
+        src_bytes: usize,
+        src_dtype: u32,
         rows: u64,
         cols: u64,
-        plane0: *mut u8,
-        plane0_len: usize,
-        plane1: *mut u8,
-        plane1_len: usize,
+        planes: *const MutBytes,
     ) -> u32;
     fn ninfer_fp8_row_validate(view: *const View) -> u32;
     fn ninfer_fp8_row_pack(
@@ -42,10 +59,7 @@ unsafe extern "C" {
         codes_len: usize,
         scales: *const u16,
         scales_len: usize,
-        plane0: *mut u8,
-        plane0_len: usize,
-        plane1: *mut u8,
-        plane1_len: usize,
+        planes: *const MutBytes,
     ) -> u32;
     fn ninfer_fp8_row_unpack(
         view: *const View,
@@ -71,20 +85,8 @@ fn encode_validate_decode_through_c() {
     let src = [448.0f32, -1.5, 0.25, 0.0, 0.0, 0.0];
     let mut codes = [0u8; 6];
     let mut scales = [0u8; 4];
-    let st = unsafe {
-        ninfer_fp8_row_maxabs(
-            FP8_BF16,
-            0,
-            src.as_ptr().cast(),
-            6,
-            2,
-            3,
-            codes.as_mut_ptr(),
-            6,
-            scales.as_mut_ptr(),
-            4,
-        )
-    };
+    let pl = planes(&mut codes, Some(&mut scales));
+    let st = unsafe { ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), 6 * 4, 0, 2, 3, pl.as_ptr()) };
     assert_eq!(st, 0);
     assert_eq!(codes, [0x7E, 0xBC, 0x28, 0, 0, 0]);
     assert_eq!(scales, [0x80, 0x3F, 0, 0]);
@@ -126,51 +128,19 @@ fn encode_validate_decode_through_c() {
 
     // fp16 interleaved; plane1 must be empty; bad dtype refused (UNKNOWN_DTYPE 18).
     let mut rows = [0u8; 2 * 5];
+    let pl = planes(&mut rows, None);
     let st = unsafe {
-        ninfer_fp8_row_maxabs(
-            FP8_FP16,
-            0,
-            src.as_ptr().cast(),
-            6,
-            2,
-            3,
-            rows.as_mut_ptr(),
-            10,
-            std::ptr::null_mut(),
-            0,
-        )
+        ninfer_fp8_row_maxabs(FP8_FP16, src.as_ptr().cast(), 6 * 4, 0, 2, 3, pl.as_ptr())
     };
     assert_eq!(st, 0);
     assert_eq!(rows, [0x00, 0x3C, 0x7E, 0xBC, 0x28, 0, 0, 0, 0, 0]);
     let st = unsafe {
-        ninfer_fp8_row_maxabs(
-            FP8_FP16,
-            7,
-            src.as_ptr().cast(),
-            6,
-            2,
-            3,
-            rows.as_mut_ptr(),
-            10,
-            std::ptr::null_mut(),
-            0,
-        )
+        ninfer_fp8_row_maxabs(FP8_FP16, src.as_ptr().cast(), 6 * 4, 7, 2, 3, pl.as_ptr())
     };
     assert_eq!(st, 18);
     // NULL source with a length: NULL_POINTER (1).
     let st = unsafe {
-        ninfer_fp8_row_maxabs(
-            FP8_FP16,
-            0,
-            std::ptr::null(),
-            6,
-            2,
-            3,
-            rows.as_mut_ptr(),
-            10,
-            std::ptr::null_mut(),
-            0,
-        )
+        ninfer_fp8_row_maxabs(FP8_FP16, std::ptr::null(), 6 * 4, 0, 2, 3, pl.as_ptr())
     };
     assert_eq!(st, 1);
 }
@@ -189,10 +159,7 @@ fn pack_unpack_through_c() {
             6,
             scales.as_ptr(),
             2,
-            rows.as_mut_ptr(),
-            10,
-            std::ptr::null_mut(),
-            0,
+            planes(&mut rows, None).as_ptr(),
         )
     };
     assert_eq!(st, 0);
@@ -221,4 +188,37 @@ fn pack_unpack_through_c() {
     // Too short an output: SIZE_MISMATCH (9).
     let st = unsafe { ninfer_fp8_row_unpack(&view, c2.as_mut_ptr(), 5, s2.as_mut_ptr(), 2) };
     assert_eq!(st, 9);
+}
+
+#[test]
+fn maxabs_source_length_in_bytes() {
+    let src = [1.0f32; 6];
+    let mut codes = [0u8; 6];
+    let mut scales = [0u8; 4];
+    let pl = planes(&mut codes, Some(&mut scales));
+    // 23 bytes is not a whole number of f32: SIZE_MISMATCH (9); 20 bytes: too short.
+    for n in [23, 20, 28] {
+        let st = unsafe { ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), n, 0, 2, 3, pl.as_ptr()) };
+        assert_eq!(st, 9, "src_bytes {n}");
+    }
+    // An unused plane entry with a length: SIZE_MISMATCH.
+    let mut extra = [0u8; 1];
+    let mut pl = planes(&mut codes, Some(&mut scales));
+    pl[2] = MutBytes {
+        ptr: extra.as_mut_ptr(),
+        len: 1,
+    };
+    let st = unsafe { ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), 24, 0, 2, 3, pl.as_ptr()) };
+    assert_eq!(st, 9);
+    // NULL planes array: NULL_POINTER.
+    let st = unsafe {
+        ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), 24, 0, 2, 3, std::ptr::null())
+    };
+    assert_eq!(st, 1);
+    // bf16 source: 2 bytes per value.
+    let bf = [0x3F80u16; 6];
+    let pl = planes(&mut codes, Some(&mut scales));
+    let st = unsafe { ninfer_fp8_row_maxabs(FP8_BF16, bf.as_ptr().cast(), 12, 1, 2, 3, pl.as_ptr()) };
+    assert_eq!(st, 0);
+    assert_eq!(codes, [0x7E; 6]);
 }

@@ -5,18 +5,21 @@
 
 use std::ffi::c_void;
 
+#[repr(C)]
+struct MutBytes {
+    ptr: *mut u8,
+    len: usize,
+}
+
 unsafe extern "C" {
     fn ninfer_fp8_row_maxabs(
         format: u32,
-        src_dtype: u32,
         src: *const c_void,
-        src_len: usize,
+        src_bytes: usize,
+        src_dtype: u32,
         rows: u64,
         cols: u64,
-        plane0: *mut u8,
-        plane0_len: usize,
-        plane1: *mut u8,
-        plane1_len: usize,
+        planes: *const MutBytes,
     ) -> u32;
 }
 
@@ -43,18 +46,29 @@ fn encode_tiny_row(ftz_daz: bool) -> (Vec<u8>, Vec<u8>, u32, u32) {
         }
         let (mut codes, mut scales) = (vec![0u8; 128], vec![0u8; 2]);
         // SAFETY: every pointer is valid for its length during the call.
+        let planes = [
+            MutBytes {
+                ptr: codes.as_mut_ptr(),
+                len: codes.len(),
+            },
+            MutBytes {
+                ptr: scales.as_mut_ptr(),
+                len: scales.len(),
+            },
+            MutBytes {
+                ptr: std::ptr::null_mut(),
+                len: 0,
+            },
+        ];
         let st = unsafe {
             ninfer_fp8_row_maxabs(
                 ninfer::Format::Fp8E4m3fnRowBf16 as u32,
-                ninfer::Dtype::F32 as u32,
                 src.as_ptr().cast(),
-                src.len(),
+                size_of_val(&src[..]),
+                ninfer::Dtype::F32 as u32,
                 1,
                 128,
-                codes.as_mut_ptr(),
-                codes.len(),
-                scales.as_mut_ptr(),
-                scales.len(),
+                planes.as_ptr(),
             )
         };
         let after = mxcsr();

@@ -12,6 +12,21 @@ struct Bytes {
 }
 
 #[repr(C)]
+#[derive(Clone, Copy)]
+struct MutBytes {
+    ptr: *mut u8,
+    len: usize,
+}
+
+/// Output plane entries from `(buffer, length)` pairs (length may be shorter than the buffer).
+fn planes(p: [(&mut [u8], usize); 3]) -> [MutBytes; 3] {
+    p.map(|(b, len)| MutBytes {
+        ptr: b.as_mut_ptr(),
+        len,
+    })
+}
+
+#[repr(C)]
 struct View {
     format: u32,
     layout: u32,
@@ -22,18 +37,14 @@ struct View {
 
 unsafe extern "C" {
     fn ninfer_nvfp4_quantize(
-        src_dtype: u32,
+        format: u32,
         src: *const c_void,
-        src_len: usize,
+        src_bytes: usize,
+        src_dtype: u32,
         rows: u64,
         cols: u64,
         sources: u64,
-        codes: *mut u8,
-        codes_len: usize,
-        scales: *mut u8,
-        scales_len: usize,
-        divisors: *mut u8,
-        divisors_len: usize,
+        planes: *const MutBytes,
     ) -> u32;
     fn ninfer_nvfp4_validate(view: *const View) -> u32;
     fn ninfer_nvfp4_pack_scales(
@@ -68,18 +79,14 @@ fn quantize_validate_decode_through_c() {
     let (mut codes, mut scales, mut divs) = ([0u8; 16], [0u8; 512], [0u8; 8]);
     let st = unsafe {
         ninfer_nvfp4_quantize(
-            1,
+            NVFP4,
             src.as_ptr().cast(),
-            32,
+            32 * 2,
+            1,
             2,
             16,
             2,
-            codes.as_mut_ptr(),
-            16,
-            scales.as_mut_ptr(),
-            512,
-            divs.as_mut_ptr(),
-            8,
+            planes([(&mut codes, 16), (&mut scales, 512), (&mut divs, 8)]).as_ptr(),
         )
     };
     assert_eq!(st, 0);
@@ -129,18 +136,14 @@ fn quantize_validate_decode_through_c() {
     // K = 8: BAD_SHAPE from the quantizer.
     let st = unsafe {
         ninfer_nvfp4_quantize(
-            1,
+            NVFP4,
             src.as_ptr().cast(),
-            32,
+            32 * 2,
+            1,
             4,
             8,
             1,
-            codes.as_mut_ptr(),
-            16,
-            scales.as_mut_ptr(),
-            512,
-            divs.as_mut_ptr(),
-            4,
+            planes([(&mut codes, 16), (&mut scales, 512), (&mut divs, 4)]).as_ptr(),
         )
     };
     assert_eq!(st, 8);
@@ -165,4 +168,29 @@ fn pack_unpack_through_c() {
     let st =
         unsafe { ninfer_nvfp4_pack_scales(130, 5, lin.as_ptr(), lin.len(), sw.as_mut_ptr(), 2047) };
     assert_eq!(st, 9);
+}
+
+#[test]
+fn quantize_conventions_match_grouped() {
+    let src = [0x3F80u16; 32]; // bf16 1.0, 2 × 16
+    let (mut codes, mut scales, mut divs) = ([0u8; 16], [0u8; 512], [0u8; 4]);
+    let mut run = |format: u32, bytes: usize| unsafe {
+        ninfer_nvfp4_quantize(
+            format,
+            src.as_ptr().cast(),
+            bytes,
+            1,
+            2,
+            16,
+            1,
+            planes([(&mut codes, 16), (&mut scales, 512), (&mut divs, 4)]).as_ptr(),
+        )
+    };
+    assert_eq!(run(NVFP4, 64), 0);
+    // src_bytes is in bytes: 63 is not whole bf16 values, 32 is the value count.
+    assert_eq!(run(NVFP4, 63), 9);
+    assert_eq!(run(NVFP4, 32), 9);
+    // Another format: INVALID_ARGUMENT (3); an unknown one: UNKNOWN_FORMAT (4).
+    assert_eq!(run(10, 64), 3);
+    assert_eq!(run(999, 64), 4);
 }

@@ -24,6 +24,37 @@ static ninfer_status ninfer_go_quantize_grouped(uint32_t format, const void *src
                                  use_options ? &options : NULL, planes, provenance);
 }
 
+static ninfer_status ninfer_go_fp8_row_maxabs(uint32_t format, const void *src,
+    size_t src_bytes, uint32_t src_dtype, uint64_t rows, uint64_t cols, uint8_t *p0, size_t n0,
+    uint8_t *p1, size_t n1, uint8_t *p2, size_t n2) {
+  ninfer_mut_bytes planes[3];
+  planes[0].ptr = p0; planes[0].len = n0;
+  planes[1].ptr = p1; planes[1].len = n1;
+  planes[2].ptr = p2; planes[2].len = n2;
+  return ninfer_fp8_row_maxabs(format, src, src_bytes, src_dtype, rows, cols, planes);
+}
+
+static ninfer_status ninfer_go_nvfp4_quantize(const void *src, size_t src_bytes,
+    uint32_t src_dtype, uint64_t rows, uint64_t cols, uint64_t sources, uint8_t *p0, size_t n0,
+    uint8_t *p1, size_t n1, uint8_t *p2, size_t n2) {
+  ninfer_mut_bytes planes[3];
+  planes[0].ptr = p0; planes[0].len = n0;
+  planes[1].ptr = p1; planes[1].len = n1;
+  planes[2].ptr = p2; planes[2].len = n2;
+  return ninfer_nvfp4_quantize(NINFER_FORMAT_NVFP4, src, src_bytes, src_dtype, rows, cols,
+                               sources, planes);
+}
+
+static ninfer_status ninfer_go_fp8_row_pack(uint32_t format, uint64_t rows, uint64_t cols,
+    const uint8_t *codes, size_t codes_len, const uint16_t *scales, size_t scales_len,
+    uint8_t *p0, size_t n0, uint8_t *p1, size_t n1, uint8_t *p2, size_t n2) {
+  ninfer_mut_bytes planes[3];
+  planes[0].ptr = p0; planes[0].len = n0;
+  planes[1].ptr = p1; planes[1].len = n1;
+  planes[2].ptr = p2; planes[2].len = n2;
+  return ninfer_fp8_row_pack(format, rows, cols, codes, codes_len, scales, scales_len, planes);
+}
+
 static ninfer_status ninfer_go_import_gguf(uint32_t format, uint32_t layout, uint64_t rows,
     uint64_t cols, const uint8_t *s0, size_t sn0, uint32_t target, uint8_t *p0, size_t n0,
     uint8_t *p1, size_t n1, uint8_t *p2, size_t n2) {
@@ -187,8 +218,8 @@ func FP8RowMaxAbs(f Format, src Source, rows, cols uint64) (*WeightView, error) 
 	sp, n := src.ptr()
 	a := v.args()
 	err = call(func() C.ninfer_status {
-		return C.ninfer_fp8_row_maxabs(C.uint32_t(f), C.uint32_t(src.Dtype), sp, C.size_t(n),
-			C.uint64_t(rows), C.uint64_t(cols), a.p0, a.n0, a.p1, a.n1)
+		return C.ninfer_go_fp8_row_maxabs(C.uint32_t(f), sp, C.size_t(n*src.Dtype.Size()),
+			C.uint32_t(src.Dtype), C.uint64_t(rows), C.uint64_t(cols), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
 	})
 	if err != nil {
 		return nil, err
@@ -210,8 +241,8 @@ func NVFP4Quantize(src Source, rows, cols, sources uint64) (*WeightView, error) 
 	sp, n := src.ptr()
 	a := v.args()
 	err = call(func() C.ninfer_status {
-		return C.ninfer_nvfp4_quantize(C.uint32_t(src.Dtype), sp, C.size_t(n), C.uint64_t(rows),
-			C.uint64_t(cols), C.uint64_t(sources), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
+		return C.ninfer_go_nvfp4_quantize(sp, C.size_t(n*src.Dtype.Size()), C.uint32_t(src.Dtype),
+			C.uint64_t(rows), C.uint64_t(cols), C.uint64_t(sources), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
 	})
 	if err != nil {
 		return nil, err
@@ -261,8 +292,8 @@ func FP8RowPack(f Format, rows, cols uint64, codes []byte, scales []uint16) (*We
 	ps, ns := u16Arg(scales)
 	a := v.args()
 	err = call(func() C.ninfer_status {
-		return C.ninfer_fp8_row_pack(C.uint32_t(f), C.uint64_t(rows), C.uint64_t(cols), pc, nc, ps, ns,
-			a.p0, a.n0, a.p1, a.n1)
+		return C.ninfer_go_fp8_row_pack(C.uint32_t(f), C.uint64_t(rows), C.uint64_t(cols), pc, nc, ps, ns,
+			a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
 	})
 	if err != nil {
 		return nil, err

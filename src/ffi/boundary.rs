@@ -185,3 +185,31 @@ pub(crate) unsafe fn c_str<'a>(ptr: *const c_char, what: &'static str) -> Result
     let s = unsafe { CStr::from_ptr(ptr) };
     Ok(s.to_str().unwrap_or("\u{FFFD}"))
 }
+
+/// The output planes of an encoder or packer: `planes` points to `NINFER_MAX_PLANES`
+/// `ninfer_mut_bytes`, each checked like [`out_slice`] and named by `names`.
+///
+/// # Safety
+/// When non-NULL, `planes` must point to 3 readable `ninfer_mut_bytes` whose ranges are
+/// writable for `'a` and do not overlap each other or any input.
+pub(crate) unsafe fn mut_planes<'a>(
+    planes: *const super::quantize::ninfer_mut_bytes,
+    names: [&'static str; crate::layouts::MAX_PLANES],
+) -> Result<[&'a mut [u8]; crate::layouts::MAX_PLANES]> {
+    let p = unsafe { in_slice(planes, crate::layouts::MAX_PLANES, "planes") }?;
+    let [a, b, c] = [0, 1, 2].map(|i| unsafe { out_slice(p[i].ptr, p[i].len, names[i]) });
+    Ok([a?, b?, c?])
+}
+
+/// Refuses a non-empty entry where a function uses none (it must be `{NULL, 0}`).
+pub(crate) fn unused_plane(plane: &[u8], name: &'static str) -> Result<()> {
+    match plane.len() {
+        0 => Ok(()),
+        n => Err(Error::SizeMismatch {
+            unit: "bytes",
+            plane: name,
+            expected: 0,
+            actual: n,
+        }),
+    }
+}

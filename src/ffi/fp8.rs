@@ -1,6 +1,7 @@
 //! Row-scaled FP8 (spec §3.4): the fp8_row_maxabs encoder and the payload validator.
 
-use super::boundary::{call, in_slice, out_slice};
+use super::boundary::{call, in_slice, mut_planes, out_slice, unused_plane};
+use super::quantize::ninfer_mut_bytes;
 use super::view::{from_c, ninfer_weight_view};
 use crate::dtype::Dtype;
 use crate::error::{Result, Status, to_usize};
@@ -9,16 +10,21 @@ use crate::formats::fp8_row;
 use crate::registry::Format;
 use std::ffi::c_void;
 
-/// A [`FloatSource`] from a C `(dtype, pointer, element count)` triple.
+/// A [`FloatSource`] from a C `(src, src_bytes, src_dtype)` triple for a `rows × cols`
+/// source: `src_bytes` must be exactly rows × cols × the element size (checked in bytes).
 ///
 /// # Safety
-/// When non-NULL, `src` must point to `len` readable elements of `dtype`, valid for `'a`.
+/// When non-NULL, `src` must point to `src_bytes` readable bytes, valid for `'a`.
 pub(crate) unsafe fn float_source<'a>(
-    dtype: u32,
     src: *const c_void,
-    len: usize,
+    src_bytes: usize,
+    dtype: u32,
+    rows: usize,
+    cols: usize,
 ) -> Result<FloatSource<'a>> {
-    Ok(match Dtype::from_u32(dtype)? {
+    let dtype = Dtype::from_u32(dtype)?;
+    let len = dtype.source_len(rows, cols, src_bytes)?;
+    Ok(match dtype {
         Dtype::F32 => FloatSource::F32(unsafe { in_slice(src.cast::<f32>(), len, "src") }?),
         Dtype::Bf16 => FloatSource::Bf16(unsafe { in_slice(src.cast::<u16>(), len, "src") }?),
         Dtype::F16 => FloatSource::F16(unsafe { in_slice(src.cast::<u16>(), len, "src") }?),
@@ -26,53 +32,58 @@ pub(crate) unsafe fn float_source<'a>(
 }
 
 /// Quantizes a row-major `rows × cols` source with the `fp8_row_maxabs` method into the
-/// planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`).
+/// planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`). Same
+/// argument conventions as `ninfer_quantize_grouped`.
 ///
-/// `src` holds `src_len` = rows × cols elements of `src_dtype` (`NINFER_DTYPE_*`,
-/// native-endian, aligned to the element size). Every value is first rounded to BF16;
+/// `src` holds rows × cols elements of `src_dtype` (`NINFER_DTYPE_*`, native-endian,
+/// aligned to the element size); `src_bytes` is its length in BYTES and must be exactly
+/// rows × cols × element size. Every value is first rounded to BF16;
 /// per row the scale is binary32(max|x| / 448) rounded to the scale type (binary16: zero
 /// rescued to 2^-24, overflow refused; BF16: raised to at least 2^-126), codes are
 /// E4M3FN(RNE(clamp(x · binary32(1 / scale), ±448))); all-zero rows store +0 scale and
 /// codes. Exact rules: `docs/layouts.md` and spec §3.4.
 ///
-/// Output planes, lengths exactly as `ninfer_layout_plane_sizes` gives:
-/// - bf16 (`row_scale_v1`): `plane0` = rows × cols codes, `plane1` = rows BF16 LE scales;
-/// - fp16 (`row_interleaved_v1`): `plane0` = rows × (2 + cols) bytes, each row its
-///   binary16 LE scale then its codes; `plane1` must be `{NULL, 0}`.
+/// `planes`: an array of `NINFER_MAX_PLANES` (3) `ninfer_mut_bytes`, lengths exactly as
+/// `ninfer_layout_plane_sizes` gives for the format's layout:
+/// - bf16 (`row_scale_v1`): `planes[0]` = rows × cols codes, `planes[1]` = rows BF16 LE
+///   scales, `planes[2]` unused;
+/// - fp16 (`row_interleaved_v1`): `planes[0]` = rows × (2 + cols) bytes, each row its
+///   binary16 LE scale then its codes; `planes[1]` and `planes[2]` unused.
+///
+/// Unused entries must be `{NULL, 0}` (a non-zero length is `SIZE_MISMATCH`).
 ///
 /// Errors: `INVALID_ARGUMENT` (not an fp8 row format), `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
-/// `BAD_SHAPE`, `SIZE_MISMATCH` (source or a plane), `NULL_POINTER`, `MISALIGNED`,
+/// `BAD_SHAPE`, `SIZE_MISMATCH` (source in bytes, or a plane), `NULL_POINTER`, `MISALIGNED`,
 /// `OVERFLOW`, `NON_FINITE_SOURCE` (a value not finite after BF16 rounding; message has row
-/// and column), `SCALE_OVERFLOW` (binary16 scale rounds to infinity; message has the row).
-/// Nothing is written unless the status is OK.
+/// and column), `SCALE_OVERFLOW` (binary16 scale rounds to infinity; message has the row),
+/// `UNSUPPORTED` (FTZ/DAZ active). Nothing is written unless the status is OK.
 ///
 /// # Safety
-/// `src` must have `src_len` readable elements; `plane0`/`plane1` their lengths in
-/// writable bytes, not overlapping `src` or each other.
+/// `src` must have `src_bytes` readable bytes; `planes` must point to 3 `ninfer_mut_bytes`
+/// whose ranges are writable and overlap neither `src` nor each other.
 #[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn ninfer_fp8_row_maxabs(
     format: u32,
-    src_dtype: u32,
     src: *const c_void,
-    src_len: usize,
+    src_bytes: usize,
+    src_dtype: u32,
     rows: u64,
     cols: u64,
-    plane0: *mut u8,
-    plane0_len: usize,
-    plane1: *mut u8,
-    plane1_len: usize,
+    planes: *const ninfer_mut_bytes,
 ) -> Status {
     call(|| {
         let format = Format::from_u32(format)?;
         let rows = to_usize(rows, "rows")?;
         let cols = to_usize(cols, "cols")?;
-        let src = unsafe { float_source(src_dtype, src, src_len) }?;
-        let p0 = unsafe { out_slice(plane0, plane0_len, "plane0") }?;
-        let p1 = unsafe { out_slice(plane1, plane1_len, "plane1") }?;
+        let src = unsafe { float_source(src, src_bytes, src_dtype, rows, cols) }?;
+        let [p0, p1, p2] = unsafe { mut_planes(planes, PLANE_NAMES) }?;
+        unused_plane(p2, PLANE_NAMES[2])?;
         fp8_row::fp8_row_maxabs(format, src, rows, cols, [p0, p1])
     })
 }
+
+/// Names of the `planes` entries of the fp8 row functions in messages.
+const PLANE_NAMES: [&str; 3] = ["planes[0]", "planes[1]", "planes[2]"];
 
 /// Checks every row of a row-scaled FP8 view against §3.4: no NaN code (0x7F, 0xFF); a
 /// row scale with sign bit zero that is finite (+0 and subnormals accepted; −0, negative,
@@ -92,19 +103,22 @@ pub unsafe extern "C" fn ninfer_fp8_row_validate(view: *const ninfer_weight_view
     })
 }
 
-/// Lays out logical FP8 words in the planes of `format` (`..._ROW_BF16` → `plane0` codes,
-/// `plane1` BF16 LE scales; `..._ROW_FP16` → `plane0` interleaved rows, `plane1` empty):
-/// `codes` = rows × cols E4M3FN words row-major, `scales` = rows 16-bit scale words
-/// (native `uint16_t`: BF16 or binary16 bits). Words are copied unchanged, not validated:
-/// follow with `ninfer_fp8_row_validate` on the result.
+/// Lays out logical FP8 words in the planes of `format`: `codes` = rows × cols E4M3FN
+/// words row-major (`codes_len` bytes), `scales` = rows 16-bit scale words (native
+/// `uint16_t`: BF16 or binary16 bits; `scales_len` counts words). Words are copied
+/// unchanged, not validated: follow with `ninfer_fp8_row_validate` on the result.
+///
+/// `planes`: `NINFER_MAX_PLANES` entries as for `ninfer_fp8_row_maxabs` (`..._ROW_BF16`:
+/// `planes[0]` codes, `planes[1]` BF16 LE scales; `..._ROW_FP16`: `planes[0]` interleaved
+/// rows; unused entries `{NULL, 0}`).
 ///
 /// Errors: `INVALID_ARGUMENT`, `UNKNOWN_FORMAT`, `BAD_SHAPE`, `SIZE_MISMATCH`,
 /// `NULL_POINTER`, `MISALIGNED`, `OVERFLOW`. Nothing is written unless the status is OK.
 ///
 /// # Safety
-/// Every pointer valid for its length; outputs writable and not overlapping the inputs.
+/// Every pointer valid for its length; `planes` as for `ninfer_fp8_row_maxabs`, not
+/// overlapping the inputs.
 #[unsafe(no_mangle)]
-#[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn ninfer_fp8_row_pack(
     format: u32,
     rows: u64,
@@ -113,10 +127,7 @@ pub unsafe extern "C" fn ninfer_fp8_row_pack(
     codes_len: usize,
     scales: *const u16,
     scales_len: usize,
-    plane0: *mut u8,
-    plane0_len: usize,
-    plane1: *mut u8,
-    plane1_len: usize,
+    planes: *const ninfer_mut_bytes,
 ) -> Status {
     call(|| {
         let format = Format::from_u32(format)?;
@@ -124,8 +135,8 @@ pub unsafe extern "C" fn ninfer_fp8_row_pack(
         let cols = to_usize(cols, "cols")?;
         let codes = unsafe { in_slice(codes, codes_len, "codes") }?;
         let scales = unsafe { in_slice(scales, scales_len, "scales") }?;
-        let p0 = unsafe { out_slice(plane0, plane0_len, "plane0") }?;
-        let p1 = unsafe { out_slice(plane1, plane1_len, "plane1") }?;
+        let [p0, p1, p2] = unsafe { mut_planes(planes, PLANE_NAMES) }?;
+        unused_plane(p2, PLANE_NAMES[2])?;
         fp8_row::pack(format, rows, cols, codes, scales, [p0, p1])
     })
 }

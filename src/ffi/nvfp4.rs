@@ -1,60 +1,66 @@
 //! nvfp4 (spec §3.3): the quantizer, the payload validator and the scale swizzle.
 
-use super::boundary::{bytes, call, out_slice};
+use super::boundary::{bytes, call, mut_planes, out_slice};
+use super::quantize::ninfer_mut_bytes;
 use super::fp8::float_source;
 use super::view::{from_c, ninfer_weight_view};
-use crate::error::{Status, to_usize};
+use crate::error::{Error, Status, to_usize};
+use crate::registry::Format;
 use crate::formats::nvfp4;
 use crate::layouts::block_scale;
 use std::ffi::c_void;
 
 /// Quantizes a row-major `rows × cols` source made of `sources` stacked matrices (each
-/// `rows / sources` rows) to nvfp4 in `block_scale_k16_m128x4_v1`.
+/// `rows / sources` rows) to nvfp4 in `block_scale_k16_m128x4_v1`. Same argument
+/// conventions as `ninfer_quantize_grouped`.
 ///
-/// `src` holds `src_len` = rows × cols elements of `src_dtype` (`NINFER_DTYPE_*`,
-/// native-endian, aligned), used exactly. Per source, `d_w = binary32(2688 / amax)` (1 for
+/// `format` must be `NINFER_FORMAT_NVFP4`. `src` holds rows × cols elements of `src_dtype`
+/// (`NINFER_DTYPE_*`, native-endian, aligned); `src_bytes` is its length in BYTES and must
+/// be exactly rows × cols × element size. Per source, `d_w = binary32(2688 / amax)` (1 for
 /// an all-zero source); per 16-value block, with binary32 round-to-nearest-even at every
 /// step: `s = E4M3FN_satfinite(d_w · (bmax / 6))`, `inv = s ? 1 / (e4m3(s) · (1 / d_w)) : 0`,
 /// codes `E2M1_satfinite(x · inv)` (the production algorithm, reproducible bit for bit).
 ///
-/// Outputs: `codes` = rows × cols/2 bytes (element 2j in the low nibble); `scales` = the
-/// swizzled E4M3FN plane (`ninfer_layout_plane_sizes` plane 1; padding written as 0);
-/// `divisors` = 4 × `sources` bytes, little-endian binary32, in stacking order.
+/// `planes`: `NINFER_MAX_PLANES` (3) `ninfer_mut_bytes`, all used: `planes[0]` codes =
+/// rows × cols/2 bytes (element 2j in the low nibble); `planes[1]` = the swizzled E4M3FN
+/// scale plane (`ninfer_layout_plane_sizes` plane 1; padding written as 0); `planes[2]`
+/// divisors = 4 × `sources` bytes, little-endian binary32, in stacking order.
 ///
-/// Errors: `BAD_SHAPE` (a zero dimension, cols not a multiple of 16, `sources` 0 or not
-/// dividing rows), `SIZE_MISMATCH`, `UNKNOWN_DTYPE`, `NULL_POINTER`, `MISALIGNED`,
-/// `OVERFLOW`, `NON_FINITE_SOURCE` (row, column), `SCALE_OVERFLOW` (a source whose amax is
-/// so small that `d_w` or a block's `inv` is not finite in binary32). Nothing is written
-/// unless the status is OK.
+/// Errors: `INVALID_ARGUMENT` (`format` not nvfp4), `UNKNOWN_FORMAT`, `BAD_SHAPE` (a zero
+/// dimension, cols not a multiple of 16, `sources` 0 or not dividing rows),
+/// `SIZE_MISMATCH` (source in bytes, or a plane), `UNKNOWN_DTYPE`, `NULL_POINTER`,
+/// `MISALIGNED`, `OVERFLOW`, `NON_FINITE_SOURCE` (row, column), `SCALE_OVERFLOW` (a source
+/// whose amax is so small that `d_w` or a block's `inv` is not finite in binary32),
+/// `UNSUPPORTED` (FTZ/DAZ active). Nothing is written unless the status is OK.
 ///
 /// # Safety
-/// `src` must have `src_len` readable elements; each output its length in writable bytes,
-/// none overlapping.
+/// `src` must have `src_bytes` readable bytes; `planes` must point to 3 `ninfer_mut_bytes`
+/// whose ranges are writable and overlap neither `src` nor each other.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn ninfer_nvfp4_quantize(
-    src_dtype: u32,
+    format: u32,
     src: *const c_void,
-    src_len: usize,
+    src_bytes: usize,
+    src_dtype: u32,
     rows: u64,
     cols: u64,
     sources: u64,
-    codes: *mut u8,
-    codes_len: usize,
-    scales: *mut u8,
-    scales_len: usize,
-    divisors: *mut u8,
-    divisors_len: usize,
+    planes: *const ninfer_mut_bytes,
 ) -> Status {
     call(|| {
+        let format = Format::from_u32(format)?;
+        if format != Format::Nvfp4 {
+            return Err(Error::InvalidArgument(format!(
+                "ninfer_nvfp4_quantize encodes nvfp4, not {format}"
+            )));
+        }
         let rows = to_usize(rows, "rows")?;
         let cols = to_usize(cols, "cols")?;
         let sources = to_usize(sources, "sources")?;
-        let src = unsafe { float_source(src_dtype, src, src_len) }?;
-        let c = unsafe { out_slice(codes, codes_len, "codes") }?;
-        let s = unsafe { out_slice(scales, scales_len, "scales") }?;
-        let d = unsafe { out_slice(divisors, divisors_len, "divisors") }?;
-        nvfp4::nvfp4_quantize(src, rows, cols, sources, [c, s, d])
+        let src = unsafe { float_source(src, src_bytes, src_dtype, rows, cols) }?;
+        let planes = unsafe { mut_planes(planes, ["codes", "scales", "divisors"]) }?;
+        nvfp4::nvfp4_quantize(src, rows, cols, sources, planes)
     })
 }
 

@@ -1,6 +1,6 @@
 //! Grouped encoders: `ninfer_quantize_grouped` (grouped_absmax §7.2, grouped_search §7.3).
 
-use super::boundary::{call, in_slice, out_slice, write};
+use super::boundary::{call, in_slice, mut_planes, write};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result, Status, to_usize};
 use crate::formats::grouped::{Method, Options, Provenance, Source, quantize};
@@ -158,22 +158,13 @@ pub unsafe extern "C" fn ninfer_quantize_grouped(
                 }
             }
         };
-        // The element count comes from the byte length; the library checks it against
-        // rows × cols (after the shape).
-        if src_bytes % dtype.size() != 0 {
-            return Err(Error::SizeMismatch {
-                plane: "source",
-                expected: src_bytes / dtype.size() * dtype.size(),
-                actual: src_bytes,
-            });
-        }
-        let n = src_bytes / dtype.size();
+        // Checked in bytes here so that the message counts what the caller passed.
+        let n = dtype.source_len(rows, cols, src_bytes)?;
         let src = match dtype {
             Dtype::F32 => Source::F32(unsafe { in_slice(src.cast::<f32>(), n, "src") }?),
             Dtype::Bf16 => Source::Bf16(unsafe { in_slice(src.cast::<u16>(), n, "src") }?),
             Dtype::F16 => Source::F16(unsafe { in_slice(src.cast::<u16>(), n, "src") }?),
         };
-        let p = unsafe { in_slice(planes, 3, "planes") }?;
         // Checked before encoding so that nothing is written when it is unusable.
         if (provenance as usize) % align_of::<ninfer_quantize_provenance>() != 0 {
             return Err(Error::Misaligned(
@@ -181,8 +172,8 @@ pub unsafe extern "C" fn ninfer_quantize_grouped(
                 align_of::<ninfer_quantize_provenance>(),
             ));
         }
-        let [a, b, c] = [0, 1, 2].map(|i| unsafe { out_slice(p[i].ptr, p[i].len, PLANE_NAMES[i]) });
-        let prov = quantize(format, src, rows, cols, &opts, [a?, b?, c?])?;
+        let planes = unsafe { mut_planes(planes, PLANE_NAMES) }?;
+        let prov = quantize(format, src, rows, cols, &opts, planes)?;
         if !provenance.is_null() {
             unsafe { write(provenance, prov.into(), "provenance") }?;
         }

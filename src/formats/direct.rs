@@ -74,6 +74,7 @@ impl Words<'_> {
 fn check_len(what: &'static str, needed: usize, actual: usize) -> Result<()> {
     if needed != actual {
         return Err(Error::SizeMismatch {
+            unit: "bytes",
             plane: what,
             expected: needed,
             actual,

@@ -90,7 +90,8 @@ impl<'a> FloatSource<'a> {
         let n = mul(rows, cols, "rows × K")?;
         if self.len() != n {
             return Err(Error::SizeMismatch {
-                plane: "source (elements)",
+                unit: "values",
+                plane: "source",
                 expected: n,
                 actual: self.len(),
             });

@@ -16,7 +16,7 @@ use half::{bf16, f16};
 use rayon::prelude::*;
 
 /// The whole-row "block" of an error location (the rule concerns the row scale).
-const WHOLE_ROW: u64 = u64::MAX;
+const WHOLE_ROW: u64 = crate::error::Location::NONE;
 
 fn is_fp8_row(format: Format) -> Result<()> {
     match format {
@@ -201,7 +201,10 @@ fn row_scale(format: Format, row: u64, xs: &[f32]) -> Result<u16> {
         Format::Fp8E4m3fnRowFp16 => {
             let s = f16::from_f32(raw);
             if s.is_infinite() {
-                return Err(Error::ScaleOverflow { row, group: 0 });
+                return Err(Error::ScaleOverflow {
+                    row,
+                    group: WHOLE_ROW,
+                });
             }
             if s.to_bits() == 0 {
                 0x0001 // 2^-24, the smallest binary16 subnormal
@@ -212,7 +215,10 @@ fn row_scale(format: Format, row: u64, xs: &[f32]) -> Result<u16> {
         _ => {
             let s = bf16::from_f32(raw);
             if s.is_infinite() {
-                return Err(Error::ScaleOverflow { row, group: 0 });
+                return Err(Error::ScaleOverflow {
+                    row,
+                    group: WHOLE_ROW,
+                });
             }
             // Below 2^-126 the FP32 reciprocal of a BF16 scale can overflow (1 / 2^-133 is
             // 2^133): such scales are raised to 2^-126 (0x0080), the smallest BF16 normal.
@@ -248,9 +254,15 @@ fn load_row(src: &FloatSource<'_>, r: usize, buf: &mut [f32]) {
     }
 }
 
-fn check_exact(plane: &'static str, expected: usize, actual: usize) -> Result<()> {
+fn check_exact(
+    plane: &'static str,
+    unit: &'static str,
+    expected: usize,
+    actual: usize,
+) -> Result<()> {
     if expected != actual {
         return Err(Error::SizeMismatch {
+            unit,
             plane,
             expected,
             actual,
@@ -277,10 +289,10 @@ pub fn pack(
     is_fp8_row(format)?;
     let lay = format.info().layout;
     let sizes = layouts::plane_sizes(format, lay, rows, cols)?;
-    check_exact("codes (words)", rows * cols, codes.len())?;
-    check_exact("scales (words)", rows, scales.len())?;
+    check_exact("codes", "codes", rows * cols, codes.len())?;
+    check_exact("scales", "scale words", rows, scales.len())?;
     for (i, p) in planes.iter().enumerate() {
-        check_exact(layouts::plane_name(lay, i), sizes[i], p.len())?;
+        check_exact(layouts::plane_name(lay, i), "bytes", sizes[i], p.len())?;
     }
     layout::for_each_row_mut(lay, cols, planes, |_, r, s, c| {
         s.copy_from_slice(&scales[r].to_le_bytes());
@@ -297,8 +309,8 @@ pub fn pack(
 pub fn unpack(view: &WeightView<'_>, codes: &mut [u8], scales: &mut [u16]) -> Result<()> {
     is_fp8_row(view.format())?;
     let (rows, cols) = (view.rows(), view.cols());
-    check_exact("codes (words)", rows * cols, codes.len())?;
-    check_exact("scales (words)", rows, scales.len())?;
+    check_exact("codes", "codes", rows * cols, codes.len())?;
+    check_exact("scales", "scale words", rows, scales.len())?;
     for r in 0..rows {
         let (s, c) = layout::row_parts(view, r);
         scales[r] = s;
@@ -345,6 +357,7 @@ pub fn fp8_row_maxabs(
     for (i, p) in planes.iter().enumerate() {
         if p.len() != sizes[i] {
             return Err(Error::SizeMismatch {
+                unit: "bytes",
                 plane: layouts::plane_name(lay, i),
                 expected: sizes[i],
                 actual: p.len(),
@@ -572,7 +585,13 @@ mod tests {
             1,
             [&mut rows, &mut []],
         );
-        assert_eq!(e, Err(Error::ScaleOverflow { row: 1, group: 0 }));
+        assert_eq!(
+            e,
+            Err(Error::ScaleOverflow {
+                row: 1,
+                group: u64::MAX
+            })
+        );
         assert_eq!(rows, [0x01, 0x00, 0x00, 0x00, 0x00, 0x00]); // untouched
         let e = fp8_row_maxabs(
             Format::Fp8E4m3fnRowFp16,

@@ -7,7 +7,7 @@
 //! 4-bit significand is always exact (its smallest unit 0.5 · 2^-9 is far above 2^-149), so
 //! this is the exact quotient rounded once to nearest-even.
 
-use crate::error::{Error, Result, mul};
+use crate::error::{Error, Location, Result, mul};
 use crate::formats::float_source::FloatSource;
 use crate::layouts::block_scale::{self as layout, BLOCK, DIVISORS_PLANE};
 use crate::registry::{Format, Layout};
@@ -16,7 +16,7 @@ use crate::words::{e2m1, e4m3fn};
 use rayon::prelude::*;
 
 /// The whole-row / whole-source "block" of an error location.
-const WHOLE: u64 = u64::MAX;
+const WHOLE: u64 = crate::error::Location::NONE;
 
 /// `2688 = 448 · 6`: the divisor numerator that maps a matrix's amax onto the largest
 /// E4M3FN scale times the largest E2M1 code.
@@ -78,7 +78,10 @@ pub fn check_divisor(index: usize, first_row: usize, bits: u32) -> Result<()> {
         return Err(Error::encoding(
             first_row as u64,
             WHOLE,
-            format!("weight divisor {index} is {d} ({bits:#010x}): it must be finite and > 0"),
+            format!(
+                "weight divisor {index} (of the source starting at row {first_row}) is {d} \
+                 ({bits:#010x}): it must be finite and > 0"
+            ),
         ));
     }
     Ok(())
@@ -88,7 +91,8 @@ pub fn check_divisor(index: usize, first_row: usize, bits: u32) -> Result<()> {
 /// valid ([`check_scale`]), and every padding byte of the swizzled scale plane zero (its
 /// canonical content). All E2M1 codes are valid. Errors: [`Error::InvalidArgument`] (not
 /// nvfp4), [`Error::InvalidEncoding`] at the first divisor, then the lowest bad row and its
-/// K-block, then the first non-zero padding byte (reported at its padded row and K-block).
+/// K-block, then the first non-zero padding byte (reported at row and block
+/// [`Location::NONE`], its padded row, K-block and byte offset in the message).
 pub fn validate(view: &WeightView<'_>) -> Result<()> {
     is_nvfp4(view)?;
     let per = rows_per_source(view);
@@ -105,12 +109,17 @@ pub fn validate(view: &WeightView<'_>) -> Result<()> {
         return Err(e);
     }
     if let Some((m, kb)) = layout::first_nonzero_padding(scales, view.rows(), nkb) {
+        // Padding belongs to no logical row or K-block: both are reported as NONE and the
+        // message names the padded position instead.
+        let at = layout::offset(m, kb, nkb);
         return Err(Error::encoding(
-            m as u64,
-            kb as u64,
+            Location::NONE,
+            Location::NONE,
             format!(
-                "padding byte {:#04x} of the swizzled scales must be 0",
-                scales[layout::offset(m, kb, nkb)]
+                "padding byte {:#04x} of the swizzled scales (byte {at}, padded row {m}, \
+                 padded K-block {kb}; the tensor has {} rows and {nkb} K-blocks) must be 0",
+                scales[at],
+                view.rows()
             ),
         ));
     }
@@ -278,6 +287,7 @@ pub fn nvfp4_quantize(
     for (i, p) in planes.iter().enumerate() {
         if p.len() != want[i] {
             return Err(Error::SizeMismatch {
+                unit: "bytes",
                 plane: crate::layouts::plane_name(Layout::BlockScaleK16_M128x4_V1, i),
                 expected: want[i],
                 actual: p.len(),

@@ -81,6 +81,7 @@ pub(crate) fn plane_sizes(rows: usize, cols: usize) -> Result<PlaneSizes> {
 pub fn check_divisors_len(rows: usize, len: usize) -> Result<()> {
     if len == 0 || len % 4 != 0 {
         return Err(Error::SizeMismatch {
+            unit: "bytes",
             plane: "divisors",
             expected: 4 * (len / 4).max(1),
             actual: len,
@@ -99,6 +100,7 @@ fn check_linear(rows: usize, nkb: usize, linear: usize, swizzled: usize) -> Resu
     let want_lin = mul(rows, nkb, "linear scales")?;
     if linear != want_lin {
         return Err(Error::SizeMismatch {
+            unit: "bytes",
             plane: "linear scales",
             expected: want_lin,
             actual: linear,
@@ -107,6 +109,7 @@ fn check_linear(rows: usize, nkb: usize, linear: usize, swizzled: usize) -> Resu
     let want_sw = scales_len(rows, nkb)?;
     if swizzled != want_sw {
         return Err(Error::SizeMismatch {
+            unit: "bytes",
             plane: "scales",
             expected: want_sw,
             actual: swizzled,

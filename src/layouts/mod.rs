@@ -99,6 +99,7 @@ pub fn check_planes(
         }
         if plane.len() != expected {
             return Err(Error::SizeMismatch {
+                unit: "bytes",
                 plane: plane_name(layout, i),
                 expected,
                 actual: plane.len(),

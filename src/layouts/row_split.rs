@@ -252,6 +252,7 @@ pub fn pack(
     for (i, (p, &n)) in planes.iter().zip(&sizes).enumerate() {
         if p.len() != n {
             return Err(Error::SizeMismatch {
+                unit: "bytes",
                 plane: crate::layouts::plane_name(crate::Layout::RowSplitK128_V1, i),
                 expected: n,
                 actual: p.len(),
@@ -392,6 +393,7 @@ pub fn gather_rows(
         let n = mul(indices.len(), b, "gathered plane")?;
         if o.len() != n {
             return Err(Error::SizeMismatch {
+                unit: "bytes",
                 plane: crate::layouts::plane_name(crate::Layout::RowSplitK128_V1, i),
                 expected: n,
                 actual: o.len(),

@@ -22,6 +22,7 @@ int main(void) {
   size_t sizes[NINFER_MAX_PLANES];
   ninfer_weight_view v;
   float out[32];
+  ninfer_mut_bytes pl[NINFER_MAX_PLANES];
   char msg[256];
 
   /* fp8_e4m3fn_row_bf16, 2 x 3: row 0 has max |x| = 448, so its scale is 1.0 (BF16
@@ -32,8 +33,18 @@ int main(void) {
     CHECK(ninfer_layout_plane_sizes(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, NINFER_LAYOUT_ROW_SCALE_V1,
                                     2, 3, sizes, NINFER_MAX_PLANES) == NINFER_STATUS_OK);
     CHECK(sizes[0] == 6 && sizes[1] == 4 && sizes[2] == 0);
-    CHECK(ninfer_fp8_row_maxabs(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, NINFER_DTYPE_F32, src, 6, 2, 3,
-                                codes, 6, scales, 4) == NINFER_STATUS_OK);
+    memset(pl, 0, sizeof pl); /* unused entries are {NULL, 0} */
+    pl[0].ptr = codes;
+    pl[0].len = 6;
+    pl[1].ptr = scales;
+    pl[1].len = 4;
+    /* src_bytes counts bytes: 6 floats are 24 bytes; 23 is refused with the byte count. */
+    CHECK(ninfer_fp8_row_maxabs(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, src, 23, NINFER_DTYPE_F32, 2, 3,
+                                pl) == NINFER_STATUS_SIZE_MISMATCH);
+    ninfer_last_error_message(msg, sizeof msg);
+    CHECK(strstr(msg, "23 bytes given, 24 bytes expected") != NULL);
+    CHECK(ninfer_fp8_row_maxabs(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, src, sizeof src,
+                                NINFER_DTYPE_F32, 2, 3, pl) == NINFER_STATUS_OK);
     CHECK(codes[0] == 0x7E && codes[1] == 0xBC && codes[2] == 0x28);
     CHECK(codes[3] == 0 && codes[4] == 0 && codes[5] == 0);
     CHECK(scales[0] == 0x80 && scales[1] == 0x3F && scales[2] == 0 && scales[3] == 0);
@@ -62,8 +73,8 @@ int main(void) {
       float bad[6];
       memcpy(bad, src, sizeof bad);
       bad[4] = bad[4] / bad[4]; /* 0/0 */
-      CHECK(ninfer_fp8_row_maxabs(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, NINFER_DTYPE_F32, bad, 6, 2, 3,
-                                  codes, 6, scales, 4) == NINFER_STATUS_NON_FINITE_SOURCE);
+      CHECK(ninfer_fp8_row_maxabs(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, bad, sizeof bad,
+                                  NINFER_DTYPE_F32, 2, 3, pl) == NINFER_STATUS_NON_FINITE_SOURCE);
     }
   }
 
@@ -74,8 +85,11 @@ int main(void) {
     const uint16_t scale = 0x2000;
     uint8_t rows[5], codes2[3];
     uint16_t scale2 = 0;
-    CHECK(ninfer_fp8_row_pack(NINFER_FORMAT_FP8_E4M3FN_ROW_FP16, 1, 3, codes, 3, &scale, 1, rows,
-                              5, NULL, 0) == NINFER_STATUS_OK);
+    memset(pl, 0, sizeof pl);
+    pl[0].ptr = rows;
+    pl[0].len = 5;
+    CHECK(ninfer_fp8_row_pack(NINFER_FORMAT_FP8_E4M3FN_ROW_FP16, 1, 3, codes, 3, &scale, 1, pl) ==
+          NINFER_STATUS_OK);
     CHECK(rows[0] == 0x00 && rows[1] == 0x20 && rows[2] == 0x34);
     memset(&v, 0, sizeof v);
     v.format = NINFER_FORMAT_FP8_E4M3FN_ROW_FP16;
@@ -102,8 +116,14 @@ int main(void) {
     CHECK(ninfer_layout_plane_sizes(NINFER_FORMAT_NVFP4, NINFER_LAYOUT_BLOCK_SCALE_K16_M128X4_V1,
                                     1, 16, sizes, NINFER_MAX_PLANES) == NINFER_STATUS_OK);
     CHECK(sizes[0] == 8 && sizes[1] == 512 && sizes[2] == 4);
-    CHECK(ninfer_nvfp4_quantize(NINFER_DTYPE_F32, src, 16, 1, 16, 1, codes, 8, scales, 512, divs,
-                                4) == NINFER_STATUS_OK);
+    pl[0].ptr = codes;
+    pl[0].len = 8;
+    pl[1].ptr = scales;
+    pl[1].len = 512;
+    pl[2].ptr = divs;
+    pl[2].len = 4;
+    CHECK(ninfer_nvfp4_quantize(NINFER_FORMAT_NVFP4, src, sizeof src, NINFER_DTYPE_F32, 1, 16, 1,
+                                pl) == NINFER_STATUS_OK);
     memcpy(&d, divs, 4); /* little-endian host */
     CHECK(d == 448.0f);
     CHECK(scales[0] == 0x7E && codes[0] == 0xD7); /* 6 → 0x7, -3 → 0xD */

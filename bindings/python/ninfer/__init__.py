@@ -170,12 +170,11 @@ _rows_gather = _declare("ninfer_rows_gather", _u32, _P(_View), ctypes.c_void_p, 
                         ctypes.c_void_p, _sz, _P(_sz))
 _quantize_grouped = _declare("ninfer_quantize_grouped", _u32, _u32, ctypes.c_void_p, _sz, _u32,
                              _u64, _u64, _P(_QuantizeOptions), _P(_MutBytes), _P(_Provenance))
-_fp8_row_maxabs = _declare("ninfer_fp8_row_maxabs", _u32, _u32, _u32, ctypes.c_void_p, _sz,
-                           _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz)
+_fp8_row_maxabs = _declare("ninfer_fp8_row_maxabs", _u32, _u32, ctypes.c_void_p, _sz, _u32,
+                           _u64, _u64, _P(_MutBytes))
 _fp8_row_validate = _declare("ninfer_fp8_row_validate", _u32, _P(_View))
-_nvfp4_quantize = _declare("ninfer_nvfp4_quantize", _u32, _u32, ctypes.c_void_p, _sz, _u64,
-                           _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz,
-                           ctypes.c_void_p, _sz)
+_nvfp4_quantize = _declare("ninfer_nvfp4_quantize", _u32, _u32, ctypes.c_void_p, _sz, _u32,
+                           _u64, _u64, _u64, _P(_MutBytes))
 _nvfp4_validate = _declare("ninfer_nvfp4_validate", _u32, _P(_View))
 _nvfp4_pack_scales = _declare("ninfer_nvfp4_pack_scales", _u32, _u64, _u64, ctypes.c_void_p, _sz,
                               ctypes.c_void_p, _sz)
@@ -196,7 +195,7 @@ _linear_forward = _declare("ninfer_linear_forward", _u32, _LinearP, ctypes.c_voi
 _linear_free = _declare("ninfer_linear_free", None, _LinearP)
 _import_gguf = _declare("ninfer_import_gguf", _u32, _P(_View), _u32, _P(_MutBytes))
 _fp8_row_pack = _declare("ninfer_fp8_row_pack", _u32, _u32, _u64, _u64, ctypes.c_void_p, _sz,
-                         ctypes.c_void_p, _sz, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz)
+                         ctypes.c_void_p, _sz, _P(_MutBytes))
 _fp8_row_unpack = _declare("ninfer_fp8_row_unpack", _u32, _P(_View), ctypes.c_void_p, _sz,
                            ctypes.c_void_p, _sz)
 
@@ -342,6 +341,15 @@ def quantize_grouped(fmt: Union[int, str], src, method: str = "grouped_absmax",
             Provenance(**{f: getattr(prov, f) for f, _ in _Provenance._fields_}))
 
 
+def _mut_planes(planes):
+    """The ``NINFER_MAX_PLANES`` output entries for ``planes`` (unused ones {NULL, 0})."""
+    mut = (_MutBytes * MAX_PLANES)()
+    for i, p in enumerate(planes):
+        if p.size:
+            mut[i].ptr, mut[i].len = _ptr(p), p.size
+    return mut
+
+
 def fp8_row_maxabs(fmt: Union[int, str], src, bf16: bool = False) -> "WeightView":
     """Quantizes a [rows, cols] source with fp8_row_maxabs into an fp8_e4m3fn_row_* view."""
     fmt = format_lookup(fmt) if isinstance(fmt, str) else int(fmt)
@@ -350,8 +358,7 @@ def fp8_row_maxabs(fmt: Union[int, str], src, bf16: bool = False) -> "WeightView
     layout = format_info(fmt).layout
     sizes = plane_sizes(fmt, layout, rows, cols)
     p0, p1 = np.zeros(sizes[0], dtype=np.uint8), np.zeros(sizes[1], dtype=np.uint8)
-    _check(_fp8_row_maxabs(fmt, dt, _ptr(a), a.size, rows, cols, _ptr(p0), p0.size, _ptr(p1),
-                           p1.size))
+    _check(_fp8_row_maxabs(fmt, _ptr(a), a.nbytes, dt, rows, cols, _mut_planes([p0, p1])))
     return WeightView(fmt, rows, cols, [p0, p1], layout=layout)
 
 
@@ -365,8 +372,8 @@ def nvfp4_quantize(src, sources: int = 1, bf16: bool = False) -> "WeightView":
     codes = np.zeros(sizes[0], dtype=np.uint8)
     scales = np.zeros(sizes[1], dtype=np.uint8)
     divisors = np.zeros(4 * sources, dtype=np.uint8)
-    _check(_nvfp4_quantize(dt, _ptr(a), a.size, rows, cols, sources, _ptr(codes), codes.size,
-                           _ptr(scales), scales.size, _ptr(divisors), divisors.size))
+    _check(_nvfp4_quantize(fmt, _ptr(a), a.nbytes, dt, rows, cols, sources,
+                           _mut_planes([codes, scales, divisors])))
     return WeightView(fmt, rows, cols, [codes, scales, divisors], layout=layout)
 
 
@@ -700,8 +707,8 @@ def fp8_row_pack(fmt: Union[int, str], codes, scales) -> WeightView:
     layout = format_info(fmt).layout
     sizes = plane_sizes(fmt, layout, rows, cols)
     p0, p1 = np.zeros(sizes[0], dtype=np.uint8), np.zeros(sizes[1], dtype=np.uint8)
-    _check(_fp8_row_pack(fmt, rows, cols, _ptr(c), c.size, _ptr(sc), sc.size, _ptr(p0), p0.size,
-                         _ptr(p1), p1.size))
+    _check(_fp8_row_pack(fmt, rows, cols, _ptr(c), c.size, _ptr(sc), sc.size,
+                         _mut_planes([p0, p1])))
     return WeightView(fmt, rows, cols, [p0, p1], layout=layout)
 
 

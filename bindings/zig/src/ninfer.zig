@@ -286,7 +286,9 @@ pub fn fp8RowMaxAbs(gpa: std.mem.Allocator, format: Format, src: []const f32, ro
     const info = try formatInfo(format);
     var t = try OwnedTensor.alloc(gpa, format, info.layout, rows, cols);
     errdefer t.deinit();
-    try check(c.ninfer_fp8_row_maxabs(format, c.NINFER_DTYPE_F32, if (src.len == 0) null else src.ptr, src.len, rows, cols, OwnedTensor.mut(t.planes[0]), t.planes[0].len, OwnedTensor.mut(t.planes[1]), t.planes[1].len));
+    var planes: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+    for (t.planes, 0..) |p, i| planes[i] = .{ .ptr = OwnedTensor.mut(p), .len = p.len };
+    try check(c.ninfer_fp8_row_maxabs(format, if (src.len == 0) null else src.ptr, src.len * @sizeOf(f32), c.NINFER_DTYPE_F32, rows, cols, &planes));
     return t;
 }
 
@@ -296,7 +298,9 @@ pub fn nvfp4Quantize(gpa: std.mem.Allocator, src: []const f32, rows: u64, cols: 
     errdefer t.deinit();
     const n = std.math.mul(usize, 4, std.math.cast(usize, sources) orelse return error.Overflow) catch return error.Overflow;
     try t.replacePlane(2, n);
-    try check(c.ninfer_nvfp4_quantize(c.NINFER_DTYPE_F32, if (src.len == 0) null else src.ptr, src.len, rows, cols, sources, OwnedTensor.mut(t.planes[0]), t.planes[0].len, OwnedTensor.mut(t.planes[1]), t.planes[1].len, OwnedTensor.mut(t.planes[2]), t.planes[2].len));
+    var planes: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+    for (t.planes, 0..) |p, i| planes[i] = .{ .ptr = OwnedTensor.mut(p), .len = p.len };
+    try check(c.ninfer_nvfp4_quantize(c.NINFER_FORMAT_NVFP4, if (src.len == 0) null else src.ptr, src.len * @sizeOf(f32), c.NINFER_DTYPE_F32, rows, cols, sources, &planes));
     return t;
 }
 

@@ -164,7 +164,8 @@ pub fn quantize(
     let n = mul(rows, cols, "rows × K")?;
     if src.len() != n {
         return Err(Error::SizeMismatch {
-            plane: "source (counted in values)",
+            unit: "values",
+            plane: "source",
             expected: n,
             actual: src.len(),
         });
@@ -172,6 +173,7 @@ pub fn quantize(
     for (i, (p, &want)) in planes.iter().zip(&sizes).enumerate() {
         if p.len() != want {
             return Err(Error::SizeMismatch {
+                unit: "bytes",
                 plane: plane_name(Layout::RowSplitK128_V1, i),
                 expected: want,
                 actual: p.len(),

@@ -148,6 +148,7 @@ pub(crate) fn check_logical_lengths(
     let n = crate::error::mul(rows, cols, "rows × K")?;
     if codes != n {
         return Err(Error::SizeMismatch {
+            unit: "codes",
             plane: "logical codes",
             expected: n,
             actual: codes,
@@ -156,6 +157,7 @@ pub(crate) fn check_logical_lengths(
     let g = crate::error::mul(rows, s.groups(cols), "rows × groups")?;
     if scales != g {
         return Err(Error::SizeMismatch {
+            unit: "scale words",
             plane: "logical scales",
             expected: g,
             actual: scales,
