@@ -105,11 +105,16 @@ pub fn copy_rows(view: &WeightView<'_>, start: u64, count: u64, out: &mut [u8]) 
 /// `out`, as the payload of a `[indices.len(), K]` tensor (see the module doc), and returns
 /// the number of bytes written.
 ///
-/// Errors: [`Error::IndexOutOfRange`] naming the first entry `>= rows` (checked before
-/// anything is written), [`Error::BufferTooSmall`], [`Error::Overflow`],
-/// [`Error::Unsupported`] for a layout that is not row-contiguous. Nothing is written on
-/// error.
+/// Errors, in the order checked: [`Error::Unsupported`] for a layout that is not
+/// row-contiguous, [`Error::Overflow`], [`Error::BufferTooSmall`] (sizes first, without
+/// reading the index list), then [`Error::IndexOutOfRange`] naming the first entry
+/// `>= rows`. Nothing is written on error.
 pub fn gather_rows(view: &WeightView<'_>, indices: &[u64], out: &mut [u8]) -> Result<usize> {
+    // Sizes first (O(1)): a short buffer or an overflowing size is refused without
+    // scanning a possibly long index list.
+    let strides = row_strides(view)?;
+    let needed = rows_bytes(view, indices.len())?;
+    check_out(needed, out)?;
     let rows = view.rows() as u64;
     if let Some((position, &index)) = indices.iter().enumerate().find(|(_, i)| **i >= rows) {
         return Err(Error::IndexOutOfRange {
@@ -118,9 +123,6 @@ pub fn gather_rows(view: &WeightView<'_>, indices: &[u64], out: &mut [u8]) -> Re
             rows,
         });
     }
-    let strides = row_strides(view)?;
-    let needed = rows_bytes(view, indices.len())?;
-    check_out(needed, out)?;
     let mut at = 0;
     for (i, &s) in strides.iter().enumerate() {
         if s == 0 {
@@ -146,6 +148,19 @@ mod tests {
         (0..4 * 68)
             .map(|i| (i / 68) as u8 * 10 + (i % 7) as u8)
             .collect()
+    }
+
+    #[test]
+    fn gather_checks_sizes_before_indices() {
+        let p = payload();
+        let v = WeightView::single(Format::GgufQ8_0, 4, 64, &p).unwrap();
+        let st = |r: Result<usize>| r.unwrap_err().status();
+        // A short buffer and a bad index: the buffer is reported.
+        let mut out = vec![0u8; 10];
+        assert_eq!(st(gather_rows(&v, &[0, 9], &mut out)), crate::Status::BufferTooSmall);
+        // Big enough: the bad index is reported.
+        let mut out = vec![0u8; 2 * 68];
+        assert_eq!(st(gather_rows(&v, &[0, 9], &mut out)), crate::Status::IndexOutOfRange);
     }
 
     #[test]

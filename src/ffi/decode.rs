@@ -4,15 +4,22 @@ use super::boundary::{call, out_slice};
 use super::view::{from_c, ninfer_weight_view};
 use crate::decode;
 use crate::dtype::Dtype;
-use crate::error::Status;
+use crate::error::{Error, Status};
 
 /// Decodes row `row` of `view` into `out[0 .. cols]` as f32: each value is the exact
 /// represented value of its format's decoding equation (GGUF: bit-identical to ggml's
 /// `dequantize_row_*`).
 ///
 /// Errors: the structural errors of `ninfer_weight_view_check`, `ROW_OUT_OF_RANGE`,
-/// `BUFFER_TOO_SMALL` when `out_len < cols`, `MISALIGNED`, `UNSUPPORTED` for a format this
-/// build cannot decode (never a wrong value). Nothing is written unless the status is OK.
+/// `BUFFER_TOO_SMALL` when `out_len < cols`, `MISALIGNED` (`out` not 4-byte aligned),
+/// `UNSUPPORTED` for a format this build cannot decode (never a wrong value),
+/// `INVALID_ENCODING` when the row breaks a rule of its format that decoding checks: a
+/// grouped-format row with a NaN, ±Inf or −0 scale or non-canonical padding, an fp8 row
+/// scale that is −0, negative, ±Inf or NaN (or a NaN code), an nvfp4 block scale that is
+/// NaN or negative/−0 or a weight divisor that is not finite and > 0. GGUF blocks are not
+/// refused: a NaN or ±Inf binary16 scale decodes to NaN/±Inf values as ggml's
+/// `dequantize_row_*` does (use `ninfer_validate` to refuse them). Nothing is written
+/// unless the status is OK.
 ///
 /// # Safety
 /// `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable floats.
@@ -32,9 +39,14 @@ pub unsafe extern "C" fn ninfer_decode_row(
 
 /// Decodes row `row` into `out` as `dtype` (`NINFER_DTYPE_*`, native-endian): f32 as
 /// `ninfer_decode_row`; bf16 and f16 rounded to nearest-even from the exact f32 value (f16
-/// overflow gives ±Inf). `out_bytes` must be at least `cols × element size`.
+/// overflow gives ±Inf). `out_bytes` must be at least `cols × element size`, and `out`
+/// must be aligned to the element size (4 bytes for f32, 2 for bf16/f16), as
+/// `ninfer_decode_row` requires for `float *`.
 ///
-/// Errors: as `ninfer_decode_row`, plus `UNKNOWN_DTYPE`.
+/// Errors: as `ninfer_decode_row` (including `INVALID_ENCODING` for rows the decoder
+/// refuses, and GGUF NaN/Inf scales decoding as ggml does), plus `UNKNOWN_DTYPE`;
+/// `MISALIGNED` when `out` is not aligned to the element size; `BUFFER_TOO_SMALL` when
+/// `out_bytes < cols × element size`.
 ///
 /// # Safety
 /// `view` as for `ninfer_weight_view_check`; `out` must have `out_bytes` writable bytes.
@@ -49,6 +61,10 @@ pub unsafe extern "C" fn ninfer_decode_row_as(
     call(|| {
         let dtype = Dtype::from_u32(dtype)?;
         let v = unsafe { from_c(view) }?;
+        // The element type's natural alignment, as for `float *` in ninfer_decode_row.
+        if (out as usize) % dtype.size() != 0 {
+            return Err(Error::Misaligned("out", dtype.size()));
+        }
         let out = unsafe { out_slice(out, out_bytes, "out") }?;
         decode::decode_row_as(&v, row, dtype, out)
     })

@@ -155,7 +155,11 @@ pub unsafe extern "C" fn ninfer_linear_shape(
 ///
 /// Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),
 /// `BUFFER_TOO_SMALL` (x, y or bias shorter than needed), `UNKNOWN_DTYPE`, `UNSUPPORTED`
-/// (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`.
+/// (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`, `INVALID_ENCODING` when a weight row
+/// breaks a rule its decoder checks (as `ninfer_decode_row`: a grouped row with a NaN,
+/// ±Inf or −0 scale or non-canonical padding; an fp8 row scale −0/negative/±Inf/NaN or a
+/// NaN code; an nvfp4 NaN or negative block scale or a bad divisor). GGUF weights are not
+/// refused: NaN/±Inf binary16 scales propagate into `y` as in ggml.
 ///
 /// # Safety
 /// `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`

@@ -51,7 +51,8 @@ pub unsafe extern "C" fn ninfer_rows_copy(
 /// On success `*out_written` (may be NULL) receives the number of bytes written.
 ///
 /// Errors: the structural errors of `ninfer_weight_view_check`, `INDEX_OUT_OF_RANGE` for
-/// the first entry `>= rows` (the message names its position), `BUFFER_TOO_SMALL`,
+/// the first entry `>= rows` (the message names its position; checked after the sizes, so
+/// a short `out` is `BUFFER_TOO_SMALL` whatever the indices), `BUFFER_TOO_SMALL`,
 /// `NULL_POINTER` for a NULL `indices` or `out` with a non-zero length, `MISALIGNED` for
 /// an `indices` not aligned to 8 bytes, `OVERFLOW` when `n_indices` × 8 or the result size
 /// overflows, `UNSUPPORTED` as for `ninfer_rows_copy`. Nothing is written unless the

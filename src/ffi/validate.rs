@@ -12,9 +12,16 @@ use crate::validate;
 /// padding, divisors); direct formats (bf16, fp32, int32) always pass.
 ///
 /// On `NINFER_STATUS_INVALID_ENCODING` (and only then) the first offending location in
-/// row-major order is written: `*out_row` = the row, `*out_block` = the block (GGUF) or
-/// group index within that row. Either pointer may be NULL to skip it. On any other status
-/// neither is written.
+/// row-major order is written: `*out_row` = the row, `*out_block` = the block (GGUF),
+/// group (grouped formats) or K-block (nvfp4) index within that row. Either pointer may be
+/// NULL to skip it. On any other status neither is written. `UINT64_MAX` means "none":
+/// - `*out_block == UINT64_MAX`: the broken rule concerns a field that is not per block:
+///   an fp8 row scale (−0, negative, ±Inf, NaN; `*out_row` is its row) or an nvfp4 weight
+///   divisor (a per-matrix field; `*out_row` is the first row of its stacked source, the
+///   message names the divisor index);
+/// - `*out_row == *out_block == UINT64_MAX`: non-zero layout padding that belongs to no
+///   logical row (nvfp4's swizzled scale plane: padding rows ≥ rows and padding K-blocks);
+///   the message names the padded row, K-block and byte offset.
 ///
 /// Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ENCODING`,
 /// `MISALIGNED` for a misaligned `out_row` / `out_block`.

@@ -187,7 +187,9 @@ pub const WeightView = struct {
         return checkStatus(c.ninfer_decode_row(&self.raw, row, if (out.len == 0) null else out.ptr, out.len));
     }
 
-    /// Decodes row `row` into `out` as `dtype` (NINFER_DTYPE_*), native-endian bytes.
+    /// Decodes row `row` into `out` as `dtype` (NINFER_DTYPE_*), native-endian bytes;
+    /// `out` must be aligned to the element size (4 for f32, 2 for bf16/f16), else
+    /// error.Misaligned.
     pub fn decodeRowAs(self: *const WeightView, row: u64, dtype: Dtype, out: []u8) Error!void {
         return checkStatus(c.ninfer_decode_row_as(&self.raw, row, dtype, if (out.len == 0) null else out.ptr, out.len));
     }
@@ -422,12 +424,15 @@ test "decode a hand-made gguf_q8_0 row" {
     // q = 96 at j = 31: -96 * 2^-24 = -1.5 * 2^-18 -> 0xB6C00000
     try testing.expectEqual(@as(u32, 0xB6C00000), @as(u32, @bitCast(row1[31])));
     // bf16: the high half of each exact f32 value of row 0.
-    var half: [64]u8 = undefined;
+    var half: [64]u8 align(2) = undefined;
     try v.decodeRowAs(0, c.NINFER_DTYPE_BF16, &half);
     for (0..32) |j| {
         const word = std.mem.readInt(u16, half[2 * j ..][0..2], .little);
         try testing.expectEqual(@as(u16, @truncate(@as(u32, @bitCast(out[j])) >> 16)), word);
     }
+    // An output not aligned to its element type is refused (like float * in decodeRow).
+    var odd: [66]u8 align(2) = undefined;
+    try testing.expectError(error.Misaligned, v.decodeRowAs(0, c.NINFER_DTYPE_BF16, odd[1..65]));
 }
 
 test "refused inputs are Zig errors with a message" {
