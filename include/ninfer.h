@@ -681,8 +681,15 @@ extern "C" {
  * `dequantize_row_*`).
  *
  * Errors: the structural errors of `ninfer_weight_view_check`, `ROW_OUT_OF_RANGE`,
- * `BUFFER_TOO_SMALL` when `out_len < cols`, `MISALIGNED`, `UNSUPPORTED` for a format this
- * build cannot decode (never a wrong value). Nothing is written unless the status is OK.
+ * `BUFFER_TOO_SMALL` when `out_len < cols`, `MISALIGNED` (`out` not 4-byte aligned),
+ * `UNSUPPORTED` for a format this build cannot decode (never a wrong value),
+ * `INVALID_ENCODING` when the row breaks a rule of its format that decoding checks: a
+ * grouped-format row with a NaN, ±Inf or −0 scale or non-canonical padding, an fp8 row
+ * scale that is −0, negative, ±Inf or NaN (or a NaN code), an nvfp4 block scale that is
+ * NaN or negative/−0 or a weight divisor that is not finite and > 0. GGUF blocks are not
+ * refused: a NaN or ±Inf binary16 scale decodes to NaN/±Inf values as ggml's
+ * `dequantize_row_*` does (use `ninfer_validate` to refuse them). Nothing is written
+ * unless the status is OK.
  *
  * # Safety
  * `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable floats.
@@ -695,9 +702,14 @@ ninfer_status ninfer_decode_row(const struct ninfer_weight_view *view,
 /**
  * Decodes row `row` into `out` as `dtype` (`NINFER_DTYPE_*`, native-endian): f32 as
  * `ninfer_decode_row`; bf16 and f16 rounded to nearest-even from the exact f32 value (f16
- * overflow gives ±Inf). `out_bytes` must be at least `cols × element size`.
+ * overflow gives ±Inf). `out_bytes` must be at least `cols × element size`, and `out`
+ * must be aligned to the element size (4 bytes for f32, 2 for bf16/f16), as
+ * `ninfer_decode_row` requires for `float *`.
  *
- * Errors: as `ninfer_decode_row`, plus `UNKNOWN_DTYPE`.
+ * Errors: as `ninfer_decode_row` (including `INVALID_ENCODING` for rows the decoder
+ * refuses, and GGUF NaN/Inf scales decoding as ggml does), plus `UNKNOWN_DTYPE`;
+ * `MISALIGNED` when `out` is not aligned to the element size; `BUFFER_TOO_SMALL` when
+ * `out_bytes < cols × element size`.
  *
  * # Safety
  * `view` as for `ninfer_weight_view_check`; `out` must have `out_bytes` writable bytes.
@@ -901,7 +913,11 @@ ninfer_status ninfer_linear_shape(const struct ninfer_linear *handle,
  *
  * Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),
  * `BUFFER_TOO_SMALL` (x, y or bias shorter than needed), `UNKNOWN_DTYPE`, `UNSUPPORTED`
- * (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`.
+ * (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`, `INVALID_ENCODING` when a weight row
+ * breaks a rule its decoder checks (as `ninfer_decode_row`: a grouped row with a NaN,
+ * ±Inf or −0 scale or non-canonical padding; an fp8 row scale −0/negative/±Inf/NaN or a
+ * NaN code; an nvfp4 NaN or negative block scale or a bad divisor). GGUF weights are not
+ * refused: NaN/±Inf binary16 scales propagate into `y` as in ggml.
  *
  * # Safety
  * `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`
@@ -1199,7 +1215,8 @@ ninfer_status ninfer_rows_copy(const struct ninfer_weight_view *view,
  * On success `*out_written` (may be NULL) receives the number of bytes written.
  *
  * Errors: the structural errors of `ninfer_weight_view_check`, `INDEX_OUT_OF_RANGE` for
- * the first entry `>= rows` (the message names its position), `BUFFER_TOO_SMALL`,
+ * the first entry `>= rows` (the message names its position; checked after the sizes, so
+ * a short `out` is `BUFFER_TOO_SMALL` whatever the indices), `BUFFER_TOO_SMALL`,
  * `NULL_POINTER` for a NULL `indices` or `out` with a non-zero length, `MISALIGNED` for
  * an `indices` not aligned to 8 bytes, `OVERFLOW` when `n_indices` × 8 or the result size
  * overflows, `UNSUPPORTED` as for `ninfer_rows_copy`. Nothing is written unless the
@@ -1225,9 +1242,16 @@ ninfer_status ninfer_rows_gather(const struct ninfer_weight_view *view,
  * padding, divisors); direct formats (bf16, fp32, int32) always pass.
  *
  * On `NINFER_STATUS_INVALID_ENCODING` (and only then) the first offending location in
- * row-major order is written: `*out_row` = the row, `*out_block` = the block (GGUF) or
- * group index within that row. Either pointer may be NULL to skip it. On any other status
- * neither is written.
+ * row-major order is written: `*out_row` = the row, `*out_block` = the block (GGUF),
+ * group (grouped formats) or K-block (nvfp4) index within that row. Either pointer may be
+ * NULL to skip it. On any other status neither is written. `UINT64_MAX` means "none":
+ * - `*out_block == UINT64_MAX`: the broken rule concerns a field that is not per block:
+ *   an fp8 row scale (−0, negative, ±Inf, NaN; `*out_row` is its row) or an nvfp4 weight
+ *   divisor (a per-matrix field; `*out_row` is the first row of its stacked source, the
+ *   message names the divisor index);
+ * - `*out_row == *out_block == UINT64_MAX`: non-zero layout padding that belongs to no
+ *   logical row (nvfp4's swizzled scale plane: padding rows ≥ rows and padding K-blocks);
+ *   the message names the padded row, K-block and byte offset.
  *
  * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ENCODING`,
  * `MISALIGNED` for a misaligned `out_row` / `out_block`.

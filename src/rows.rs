@@ -157,10 +157,16 @@ mod tests {
         let st = |r: Result<usize>| r.unwrap_err().status();
         // A short buffer and a bad index: the buffer is reported.
         let mut out = vec![0u8; 10];
-        assert_eq!(st(gather_rows(&v, &[0, 9], &mut out)), crate::Status::BufferTooSmall);
+        assert_eq!(
+            st(gather_rows(&v, &[0, 9], &mut out)),
+            crate::Status::BufferTooSmall
+        );
         // Big enough: the bad index is reported.
         let mut out = vec![0u8; 2 * 68];
-        assert_eq!(st(gather_rows(&v, &[0, 9], &mut out)), crate::Status::IndexOutOfRange);
+        assert_eq!(
+            st(gather_rows(&v, &[0, 9], &mut out)),
+            crate::Status::IndexOutOfRange
+        );
     }
 
     #[test]

@@ -157,7 +157,10 @@ fn source_size_mismatch_is_in_bytes_with_the_right_expected_size() {
     };
     assert_eq!(st, SIZE_MISMATCH);
     let msg = last_error();
-    assert!(msg.ends_with("127 bytes given, 128 bytes expected"), "{msg}");
+    assert!(
+        msg.ends_with("127 bytes given, 128 bytes expected"),
+        "{msg}"
+    );
 }
 
 /// The Rust API counts elements and says so.
@@ -181,7 +184,10 @@ fn row_scale_errors_have_no_block_number() {
     p[1][4..6].copy_from_slice(&0x8000u16.to_le_bytes()); // row 2: −0
     let v = view(Format::Fp8E4m3fnRowBf16, Layout::RowScaleV1, 4, 3, &p);
     let (mut r, mut b) = (0u64, 0u64);
-    assert_eq!(unsafe { ninfer_validate(&v, &mut r, &mut b) }, INVALID_ENCODING);
+    assert_eq!(
+        unsafe { ninfer_validate(&v, &mut r, &mut b) },
+        INVALID_ENCODING
+    );
     assert_eq!((r, b), (2, NONE));
     let msg = last_error();
     assert!(msg.starts_with("invalid encoding at row 2 ("), "{msg}");
@@ -201,17 +207,26 @@ fn nvfp4_whole_matrix_and_padding_locations() {
     // Padding row 127 (offset (127 % 32) · 16 + (127 / 32) · 4 = 508).
     p[1][508] = 0x38;
     let v = view(Format::Nvfp4, Layout::BlockScaleK16_M128x4_V1, 4, 16, &p);
-    assert_eq!(unsafe { ninfer_validate(&v, &mut r, &mut b) }, INVALID_ENCODING);
+    assert_eq!(
+        unsafe { ninfer_validate(&v, &mut r, &mut b) },
+        INVALID_ENCODING
+    );
     assert_eq!((r, b), (NONE, NONE));
     let msg = last_error();
-    assert!(msg.contains("padded row 127") && msg.contains("byte 508"), "{msg}");
+    assert!(
+        msg.contains("padded row 127") && msg.contains("byte 508"),
+        "{msg}"
+    );
     assert!(!msg.contains("18446744073709551615"), "{msg}");
     p[1][508] = 0;
 
     // A NaN divisor: the first row of its source, no block.
     p[2] = f32::NAN.to_le_bytes().to_vec();
     let v = view(Format::Nvfp4, Layout::BlockScaleK16_M128x4_V1, 4, 16, &p);
-    assert_eq!(unsafe { ninfer_validate(&v, &mut r, &mut b) }, INVALID_ENCODING);
+    assert_eq!(
+        unsafe { ninfer_validate(&v, &mut r, &mut b) },
+        INVALID_ENCODING
+    );
     assert_eq!((r, b), (0, NONE));
     let msg = last_error();
     assert!(msg.contains("weight divisor 0"), "{msg}");
@@ -245,7 +260,13 @@ fn nvfp4_whole_matrix_and_padding_locations() {
 fn decode_row_as_requires_element_alignment() {
     let (rows, cols) = (1usize, 32usize);
     let p = [vec![0u8; 34], vec![], vec![]];
-    let v = view(Format::GgufQ8_0, Layout::GgufBlocksV1, rows as u64, cols as u64, &p);
+    let v = view(
+        Format::GgufQ8_0,
+        Layout::GgufBlocksV1,
+        rows as u64,
+        cols as u64,
+        &p,
+    );
     let mut buf = vec![0u32; 40]; // 4-byte aligned storage
     let base: *mut u8 = buf.as_mut_ptr().cast();
     for (dtype, size) in [(0u32, 4usize), (1, 2), (2, 2)] {

@@ -86,7 +86,9 @@ fn encode_validate_decode_through_c() {
     let mut codes = [0u8; 6];
     let mut scales = [0u8; 4];
     let pl = planes(&mut codes, Some(&mut scales));
-    let st = unsafe { ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), 6 * 4, 0, 2, 3, pl.as_ptr()) };
+    let st = unsafe {
+        ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), 6 * 4, 0, 2, 3, pl.as_ptr())
+    };
     assert_eq!(st, 0);
     assert_eq!(codes, [0x7E, 0xBC, 0x28, 0, 0, 0]);
     assert_eq!(scales, [0x80, 0x3F, 0, 0]);
@@ -139,9 +141,8 @@ fn encode_validate_decode_through_c() {
     };
     assert_eq!(st, 18);
     // NULL source with a length: NULL_POINTER (1).
-    let st = unsafe {
-        ninfer_fp8_row_maxabs(FP8_FP16, std::ptr::null(), 6 * 4, 0, 2, 3, pl.as_ptr())
-    };
+    let st =
+        unsafe { ninfer_fp8_row_maxabs(FP8_FP16, std::ptr::null(), 6 * 4, 0, 2, 3, pl.as_ptr()) };
     assert_eq!(st, 1);
 }
 
@@ -198,7 +199,9 @@ fn maxabs_source_length_in_bytes() {
     let pl = planes(&mut codes, Some(&mut scales));
     // 23 bytes is not a whole number of f32: SIZE_MISMATCH (9); 20 bytes: too short.
     for n in [23, 20, 28] {
-        let st = unsafe { ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), n, 0, 2, 3, pl.as_ptr()) };
+        let st = unsafe {
+            ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), n, 0, 2, 3, pl.as_ptr())
+        };
         assert_eq!(st, 9, "src_bytes {n}");
     }
     // An unused plane entry with a length: SIZE_MISMATCH.
@@ -208,7 +211,8 @@ fn maxabs_source_length_in_bytes() {
         ptr: extra.as_mut_ptr(),
         len: 1,
     };
-    let st = unsafe { ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), 24, 0, 2, 3, pl.as_ptr()) };
+    let st =
+        unsafe { ninfer_fp8_row_maxabs(FP8_BF16, src.as_ptr().cast(), 24, 0, 2, 3, pl.as_ptr()) };
     assert_eq!(st, 9);
     // NULL planes array: NULL_POINTER.
     let st = unsafe {
@@ -218,7 +222,8 @@ fn maxabs_source_length_in_bytes() {
     // bf16 source: 2 bytes per value.
     let bf = [0x3F80u16; 6];
     let pl = planes(&mut codes, Some(&mut scales));
-    let st = unsafe { ninfer_fp8_row_maxabs(FP8_BF16, bf.as_ptr().cast(), 12, 1, 2, 3, pl.as_ptr()) };
+    let st =
+        unsafe { ninfer_fp8_row_maxabs(FP8_BF16, bf.as_ptr().cast(), 12, 1, 2, 3, pl.as_ptr()) };
     assert_eq!(st, 0);
     assert_eq!(codes, [0x7E; 6]);
 }

@@ -236,6 +236,14 @@ fn classify_one<'a>(file: &'a GgufFile, info: &'a TensorInfo) -> Tensor<'a> {
                 plan,
             }
         }
+        // A type id ggml does not define at all is not a refusal but a malformed file.
+        Err(_) if ggml_type_name(ty).is_none() => Tensor {
+            info,
+            format: None,
+            bytes: file.span(info),
+            bytes_exact: false,
+            plan: Plan::Broken(None, unknown_type(ty)),
+        },
         Err(e) => {
             let (bytes, exact) = match unregistered_block(ty) {
                 Some((bv, bb)) => (
@@ -257,6 +265,11 @@ fn classify_one<'a>(file: &'a GgufFile, info: &'a TensorInfo) -> Tensor<'a> {
     }
 }
 
+/// The failure message of a type id that is not a ggml type.
+fn unknown_type(ty: u32) -> String {
+    format!("ggml type id {ty} is not a ggml type: the file is malformed")
+}
+
 fn broken<'a>(
     file: &'a GgufFile,
     info: &'a TensorInfo,
@@ -272,6 +285,8 @@ fn broken<'a>(
         bytes_exact: false,
         plan: if decodable_type {
             Plan::Broken(status, msg)
+        } else if ggml_type_name(info.ggml_type).is_none() {
+            Plan::Broken(None, unknown_type(info.ggml_type))
         } else {
             let e = Format::from_ggml_type(info.ggml_type).expect_err("unregistered");
             Plan::Refused(e.status(), e.to_string())
@@ -348,7 +363,11 @@ mod tests {
         assert_eq!((by("q41").bytes, by("q41").bytes_exact), (Some(40), true));
         assert_eq!(by("q41").format_text(), "Q4_1 (unregistered)");
         assert_eq!(plan_of(by("q10")).0, "UNREGISTERED_TYPE");
-        assert_eq!(plan_of(by("t99")).0, "UNREGISTERED_TYPE");
+        // Unknown to ggml altogether: a malformed file, not a refusal.
+        let (s, m) = plan_of(by("t99"));
+        assert_eq!(s, "ERROR");
+        assert!(m.contains("not a ggml type"), "{m}");
+        assert!(matches!(by("t99").plan, Plan::Broken(..)));
         assert_eq!(by("t99").format_text(), "type#99 (unregistered)");
         assert!(!by("t99").bytes_exact, "sized by the next offset");
         assert_eq!(plan_of(by("i32")).0, "UNSUPPORTED");

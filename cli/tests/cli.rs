@@ -345,3 +345,90 @@ fn a_non_finite_scale_fails_validation_but_the_tensor_is_still_decoded() {
     let row = cols(type_row(&out, "Q8_0 (gguf_q8_0)"));
     assert_eq!((row[3], row[6]), ("32", "1 INVALID"), "{row:?}");
 }
+
+/// The `N tensors: A decoded, B refused, C failed` counts of a verify summary.
+fn summary_counts(out: &str) -> [usize; 4] {
+    let line = out
+        .lines()
+        .find(|l| l.contains(" tensors: ") && l.contains(" decoded, "))
+        .unwrap_or_else(|| panic!("no summary in\n{out}"));
+    let num = |s: &str| {
+        s.trim()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+    };
+    let (n, rest) = line.split_once(" tensors: ").unwrap();
+    let parts: Vec<&str> = rest.split(", ").collect();
+    [num(n), num(parts[0]), num(parts[1]), num(parts[2])]
+}
+
+/// Sets the ggml type id of tensor `name` in a GGUF image (header: name, n_dims, dims, type).
+fn set_type(bytes: &mut [u8], name: &str, ty: u32) {
+    let mut key = (name.len() as u64).to_le_bytes().to_vec();
+    key.extend_from_slice(name.as_bytes());
+    let at = bytes
+        .windows(key.len())
+        .position(|w| w == key.as_slice())
+        .expect("tensor name in header")
+        + key.len();
+    let n_dims = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let t = at + 4 + 8 * n_dims;
+    bytes[t..t + 4].copy_from_slice(&ty.to_le_bytes());
+}
+
+#[test]
+fn verify_counts_each_tensor_once_and_never_prints_negative_zero() {
+    let dir = scratch("counts");
+    let sample = sample_path();
+    let f = gguf::GgufFile::open(&sample).unwrap();
+    let t = f.tensor("smollm2.token_embd.weight").unwrap();
+    let at = (f.data_start + t.offset) as usize;
+    let mut bytes = std::fs::read(&sample).unwrap();
+    bytes[at..at + 2].copy_from_slice(&0x7E00u16.to_le_bytes());
+    let bad = dir.join("nan.gguf");
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = ninfer(&["verify", bad.to_str().unwrap()], &dir);
+    let out = text(&o);
+    let [n, decoded, refused, failed] = summary_counts(&out);
+    assert_eq!(failed, 1, "{out}");
+    assert_eq!(decoded + refused + failed, n, "{out}");
+    assert!(out.contains("FAILED (1):"), "{out}");
+    assert!(!out.contains("-0.000"), "{out}");
+    // The clean sample: everything adds up too, and no negative zero anywhere.
+    let o = ninfer(&["verify", sample.to_str().unwrap()], &dir);
+    let out = text(&o);
+    let [n, decoded, refused, failed] = summary_counts(&out);
+    assert_eq!((failed, decoded + refused), (0, n), "{out}");
+    assert!(!out.contains("-0.0"), "{out}");
+}
+
+#[test]
+fn a_type_id_unknown_to_ggml_makes_the_file_malformed() {
+    let dir = scratch("unknown-type");
+    let sample = sample_path();
+    let f = gguf::GgufFile::open(&sample).unwrap();
+    let name = f
+        .tensors
+        .iter()
+        .find(|t| t.ggml_type == 3)
+        .map(|t| t.name.clone())
+        .expect("a Q4_1 tensor in the sample");
+    // Q4_1 (3) is a clean refusal: the sample verifies.
+    let o = ninfer(&["verify", sample.to_str().unwrap()], &dir);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // 9999 is no ggml type at all: the file is malformed.
+    let mut bytes = std::fs::read(&sample).unwrap();
+    set_type(&mut bytes, &name, 9999);
+    let bad = dir.join("t9999.gguf");
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = ninfer(&["verify", bad.to_str().unwrap()], &dir);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("not a ggml type"), "{out}");
+    let [n, decoded, refused, failed] = summary_counts(&out);
+    assert_eq!(failed, 1, "{out}");
+    assert_eq!(decoded + refused + failed, n, "{out}");
+}

@@ -1,13 +1,13 @@
 //! nvfp4 (spec §3.3): the quantizer, the payload validator and the scale swizzle.
 
 use super::boundary::{bytes, call, mut_planes, out_slice};
-use super::quantize::ninfer_mut_bytes;
 use super::fp8::float_source;
+use super::quantize::ninfer_mut_bytes;
 use super::view::{from_c, ninfer_weight_view};
 use crate::error::{Error, Status, to_usize};
-use crate::registry::Format;
 use crate::formats::nvfp4;
 use crate::layouts::block_scale;
+use crate::registry::Format;
 use std::ffi::c_void;
 
 /// Quantizes a row-major `rows × cols` source made of `sources` stacked matrices (each

@@ -157,7 +157,8 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         }
         if o.error.is_none() {
             // Summed in row order, so the figure does not depend on the thread count.
-            o.sum_y = o.sum_y.map(|_| y.iter().sum());
+            // `+ 0.0` so that an all-zero product prints 0, not -0.
+            o.sum_y = o.sum_y.map(|_| y.iter().sum::<f64>() + 0.0);
         } else {
             o.sum_y = None;
         }
@@ -218,7 +219,9 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         }
     }
     let mut failures = Vec::new();
+    let mut failed_tensors = 0;
     for (t, o) in tensors.iter().zip(&outcomes) {
+        let before = failures.len();
         match (&t.plan, o) {
             (Plan::Broken(s, m), _) => failures.push(format!(
                 "  {}  {}  {} — {m}",
@@ -236,9 +239,10 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             }
             _ => {}
         }
+        failed_tensors += usize::from(failures.len() > before);
     }
     if !failures.is_empty() {
-        println!("\nFAILED ({}):", failures.len());
+        println!("\nFAILED ({failed_tensors}):");
         for f in &failures {
             println!("{f}");
         }
@@ -341,10 +345,17 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         &rows,
     );
 
+    // Each tensor is counted once: decoded (and not invalid), refused, or failed (broken,
+    // invalid, or a decode error), so the three add up to the tensor count.
     let decoded = outcomes
         .iter()
-        .filter(|o| matches!(o, Some(Outcome { error: None, .. })))
+        .filter(|o| {
+            matches!(o, Some(Outcome { error: None, validation, .. })
+                if !matches!(validation, Validation::Invalid(_)))
+        })
         .count();
+    let failed = failed_tensors;
+    debug_assert_eq!(decoded + refused.len() + failed, tensors.len());
     let invalid = outcomes
         .iter()
         .flatten()
@@ -356,15 +367,21 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .filter(|o| o.error.is_none())
         .map(|o| o.values)
         .sum();
+    // `+ 0.0`: an empty f64 sum is -0.0, which would print as "-0.000".
     let secs = |f: fn(&Outcome) -> Duration| -> f64 {
-        outcomes.iter().flatten().map(|o| f(o).as_secs_f64()).sum()
+        outcomes
+            .iter()
+            .flatten()
+            .map(|o| f(o).as_secs_f64())
+            .sum::<f64>()
+            + 0.0
     };
     let decode_secs = secs(|o| o.decode);
     println!(
         "\n{} tensors: {decoded} decoded, {} refused, {} failed ({invalid} invalid encodings); {} values decoded in {:.3} s ({:.1} Mvalues/s), {:.3} s in all (validation {:.3} s, counts and mat-vec {:.3} s)",
         tensors.len(),
         refused.len(),
-        failures.len(),
+        failed,
         count(values),
         decode_secs,
         if decode_secs > 0.0 {
