@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod CGO_ENABLED=1
 pkg-config --exists ninfer || { echo "pkg-config cannot find ninfer (PKG_CONFIG_PATH?)" >&2; exit 1; }
+# The library directory in CGO_LDFLAGS puts the prefix in go's build cache key: a cached
+# package built against an earlier (deleted) temporary prefix is not reused.
+export CGO_LDFLAGS="$(pkg-config --libs-only-L ninfer)${CGO_LDFLAGS:+ $CGO_LDFLAGS}"
 go version
 unformatted=$(gofmt -l .); [ -z "$unformatted" ] || { echo "gofmt needed: $unformatted" >&2; exit 1; }
 go vet ./...
