@@ -18,7 +18,7 @@ pub fn decode_row(view: &WeightView<'_>, row: u64, out: &mut [f32]) -> Result<()
     let k = view.cols();
     if out.len() < k {
         return Err(Error::BufferTooSmall {
-            what: "output row",
+            what: "output row (floats)",
             needed: k,
             actual: out.len(),
         });
@@ -59,7 +59,7 @@ pub fn decode_row_as(view: &WeightView<'_>, row: u64, dtype: Dtype, out: &mut [u
         .ok_or_else(|| Error::Overflow("K".into()))?;
     if out.len() < needed {
         return Err(Error::BufferTooSmall {
-            what: "output row bytes",
+            what: "output row (bytes)",
             needed,
             actual: out.len(),
         });

@@ -61,7 +61,7 @@ pub fn rows_bytes(view: &WeightView<'_>, count: usize) -> Result<usize> {
 fn check_out(needed: usize, out: &[u8]) -> Result<()> {
     if out.len() < needed {
         return Err(Error::BufferTooSmall {
-            what: "output rows",
+            what: "output rows (bytes)",
             needed,
             actual: out.len(),
         });

@@ -195,7 +195,7 @@ pub unsafe extern "C" fn ninfer_layout_plane_sizes(
         let out = unsafe { out_slice(out_sizes, out_len, "out_sizes") }?;
         if out.len() < layouts::MAX_PLANES {
             return Err(crate::Error::BufferTooSmall {
-                what: "out_sizes",
+                what: "out_sizes (entries)",
                 needed: layouts::MAX_PLANES,
                 actual: out.len(),
             });

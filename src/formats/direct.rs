@@ -101,19 +101,19 @@ pub fn encode_le(format: Format, words: Words<'_>, out: &mut [u8]) -> Result<()>
     }
     match words {
         Words::Bf16(w) => {
-            check_len("words", w.len() * 2, out.len())?;
+            check_len("contiguous_le_v1 plane", w.len() * 2, out.len())?;
             for (o, v) in out.chunks_exact_mut(2).zip(w) {
                 o.copy_from_slice(&v.to_le_bytes());
             }
         }
         Words::Fp32(w) => {
-            check_len("words", w.len() * 4, out.len())?;
+            check_len("contiguous_le_v1 plane", w.len() * 4, out.len())?;
             for (o, v) in out.chunks_exact_mut(4).zip(w) {
                 o.copy_from_slice(&v.to_le_bytes());
             }
         }
         Words::Int32(w) => {
-            check_len("words", w.len() * 4, out.len())?;
+            check_len("contiguous_le_v1 plane", w.len() * 4, out.len())?;
             for (o, v) in out.chunks_exact_mut(4).zip(w) {
                 o.copy_from_slice(&v.to_le_bytes());
             }
@@ -125,7 +125,7 @@ pub fn encode_le(format: Format, words: Words<'_>, out: &mut [u8]) -> Result<()>
 /// Decodes `contiguous_le_v1` bf16 bytes into logical words (exact).
 /// Errors: [`Error::SizeMismatch`] unless `bytes.len() == 2 × out.len()`.
 pub fn decode_bf16_words(bytes: &[u8], out: &mut [u16]) -> Result<()> {
-    check_len("words", out.len() * 2, bytes.len())?;
+    check_len("contiguous_le_v1 plane", out.len() * 2, bytes.len())?;
     for (o, w) in out.iter_mut().zip(bytes.chunks_exact(2)) {
         *o = u16::from_le_bytes([w[0], w[1]]);
     }
@@ -135,7 +135,7 @@ pub fn decode_bf16_words(bytes: &[u8], out: &mut [u16]) -> Result<()> {
 /// Decodes `contiguous_le_v1` fp32 bytes into logical words (bit patterns, exact).
 /// Errors: [`Error::SizeMismatch`] unless `bytes.len() == 4 × out.len()`.
 pub fn decode_fp32_words(bytes: &[u8], out: &mut [u32]) -> Result<()> {
-    check_len("words", out.len() * 4, bytes.len())?;
+    check_len("contiguous_le_v1 plane", out.len() * 4, bytes.len())?;
     for (o, w) in out.iter_mut().zip(bytes.chunks_exact(4)) {
         *o = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
     }
@@ -145,7 +145,7 @@ pub fn decode_fp32_words(bytes: &[u8], out: &mut [u32]) -> Result<()> {
 /// Decodes `contiguous_le_v1` int32 bytes into values (two's complement, exact).
 /// Errors: [`Error::SizeMismatch`] unless `bytes.len() == 4 × out.len()`.
 pub fn decode_int32_words(bytes: &[u8], out: &mut [i32]) -> Result<()> {
-    check_len("words", out.len() * 4, bytes.len())?;
+    check_len("contiguous_le_v1 plane", out.len() * 4, bytes.len())?;
     for (o, w) in out.iter_mut().zip(bytes.chunks_exact(4)) {
         *o = i32::from_le_bytes([w[0], w[1], w[2], w[3]]);
     }

@@ -471,16 +471,23 @@ mod tests {
             }
         }
         scales[16] = 0;
-        // Padding: row 2 (padded) or K-block 1..3 of row 0.
+        // Padding: row 2 (padded) or K-block 1..3 of row 0. Padding belongs to no logical
+        // row or block: reported at (NONE, NONE), the padded position in the message.
         scales[1] = 0x01;
         match st(&scales, &div) {
-            Err(Error::InvalidEncoding { at, .. }) => assert_eq!((at.row, at.block), (0, 1)),
+            Err(Error::InvalidEncoding { at, reason }) => {
+                assert_eq!((at.row, at.block), (Location::NONE, Location::NONE));
+                assert!(reason.contains("padded row 0, padded K-block 1"), "{reason}");
+            }
             other => panic!("{other:?}"),
         }
         scales[1] = 0;
         scales[32] = 0x01;
         match st(&scales, &div) {
-            Err(Error::InvalidEncoding { at, .. }) => assert_eq!((at.row, at.block), (2, 0)),
+            Err(Error::InvalidEncoding { at, reason }) => {
+                assert_eq!((at.row, at.block), (Location::NONE, Location::NONE));
+                assert!(reason.contains("padded row 2, padded K-block 0"), "{reason}");
+            }
             other => panic!("{other:?}"),
         }
         scales[32] = 0;

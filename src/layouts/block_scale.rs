@@ -82,7 +82,7 @@ pub fn check_divisors_len(rows: usize, len: usize) -> Result<()> {
     if len == 0 || len % 4 != 0 {
         return Err(Error::SizeMismatch {
             unit: "bytes",
-            plane: "divisors",
+            plane: "divisors (4 bytes per stacked source, at least one)",
             expected: 4 * (len / 4).max(1),
             actual: len,
         });
