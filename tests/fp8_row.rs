@@ -275,7 +275,12 @@ fn refused_inputs_with_status() {
             1,
             [&mut rows, &mut []]
         ),
-        Err(Error::ScaleOverflow { row: 1, group: 0 })
+        // A row scale has no group: Location::NONE (printed as "row 1 (a row or matrix
+        // scale, no group)").
+        Err(Error::ScaleOverflow {
+            row: 1,
+            group: ninfer::Location::NONE
+        })
     );
     assert_eq!(rows, vec![0u8; 6], "nothing written on error");
     fp8_row_maxabs(

@@ -477,7 +477,10 @@ mod tests {
         match st(&scales, &div) {
             Err(Error::InvalidEncoding { at, reason }) => {
                 assert_eq!((at.row, at.block), (Location::NONE, Location::NONE));
-                assert!(reason.contains("padded row 0, padded K-block 1"), "{reason}");
+                assert!(
+                    reason.contains("padded row 0, padded K-block 1"),
+                    "{reason}"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -486,7 +489,10 @@ mod tests {
         match st(&scales, &div) {
             Err(Error::InvalidEncoding { at, reason }) => {
                 assert_eq!((at.row, at.block), (Location::NONE, Location::NONE));
-                assert!(reason.contains("padded row 2, padded K-block 0"), "{reason}");
+                assert!(
+                    reason.contains("padded row 2, padded K-block 0"),
+                    "{reason}"
+                );
             }
             other => panic!("{other:?}"),
         }
