@@ -184,6 +184,24 @@ class Encoders(unittest.TestCase):
             np.testing.assert_array_equal(view.decode().view(np.uint32), src.view(np.uint32),
                                           err_msg=name)
 
+    def test_encoders_take_2_byte_sources(self):
+        # src_bytes is a byte length: bf16 and f16 sources (2 bytes per value) encode to
+        # the same planes as the same values in f32 (all exact in both).
+        import ml_dtypes
+
+        rng = np.random.default_rng(11)
+        src = (rng.integers(-64, 64, size=(3, 32)) / 8.0).astype(np.float32)
+        for name in ("fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16"):
+            want = ninfer.fp8_row_maxabs(name, src)
+            for other in (src.astype(ml_dtypes.bfloat16), src.astype(np.float16)):
+                got = ninfer.fp8_row_maxabs(name, other)
+                for a, b in zip(got.planes, want.planes):
+                    np.testing.assert_array_equal(a, b, err_msg=f"{name} {other.dtype}")
+        want = ninfer.nvfp4_quantize(src[:, :32])
+        got = ninfer.nvfp4_quantize(src[:, :32].astype(np.float16))
+        for a, b in zip(got.planes, want.planes):
+            np.testing.assert_array_equal(a, b)
+
     def test_nvfp4_quantize(self):
         rng = np.random.default_rng(9)
         src = rng.normal(size=(256, 64)).astype(np.float32)
