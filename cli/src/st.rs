@@ -287,10 +287,13 @@ fn planes_of(
     Ok(out)
 }
 
+/// An output tensor: name, dtype, shape, bytes (owned or borrowed from the input).
+type OutTensor<'a> = (String, Dtype, Vec<usize>, std::borrow::Cow<'a, [u8]>);
+
 /// A safetensors file being written: tensors (owned or borrowed bytes) and metadata.
 #[derive(Default)]
 pub struct Writer<'a> {
-    tensors: Vec<(String, Dtype, Vec<usize>, std::borrow::Cow<'a, [u8]>)>,
+    tensors: Vec<OutTensor<'a>>,
     names: HashSet<String>,
     metadata: HashMap<String, String>,
 }

@@ -191,7 +191,7 @@ pub fn run(
     let mut rows_out: Vec<Vec<String>> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
     let mut encoded = 0usize;
-    let (mut all_se, mut all_n) = (0f64, 0f64);
+    let (mut all_se, mut all_sx, mut all_n) = (0f64, 0f64, 0f64);
     let mut encode_secs = 0f64;
     let mut encoded_bytes = 0usize;
     for e in &file.entries {
@@ -296,6 +296,7 @@ pub fn run(
         let (max, rms, rms_src) = errors(&view, &src)?;
         let n = (rows * cols) as f64;
         all_se += rms * rms * n;
+        all_sx += rms_src * rms_src * n;
         all_n += n;
         encoded += 1;
         encoded_bytes += bytes;
@@ -362,10 +363,11 @@ pub fn run(
     let tensors = w.len();
     w.write(out)?;
     println!(
-        "\n{encoded} tensors encoded ({} bytes of planes), {} refused; RMS error over all encoded values {:.4e}; encode {:.3} s, {:.3} s in all; wrote {} ({tensors} safetensors tensors)",
+        "\n{encoded} tensors encoded ({} bytes of planes), {} refused; RMS error over all encoded values {:.4e} ({:.4} of their RMS); encode {:.3} s, {:.3} s in all; wrote {} ({tensors} safetensors tensors)",
         count(encoded_bytes as u64),
         refusals.len(),
         (all_se / all_n).sqrt(),
+        (all_se / all_sx.max(f64::MIN_POSITIVE)).sqrt(),
         encode_secs,
         start.elapsed().as_secs_f64(),
         out.display()
