@@ -701,3 +701,52 @@ fn minilm_real_weights() {
         }
     }
 }
+
+#[test]
+fn detected_by_header_and_plain_tensors_decode_as_data() {
+    let dir = scratch("detect");
+    let input = dir.join("in.safetensors");
+    make_input(&input);
+    let out = dir.join("encoded.bin");
+    let o = ninfer(&["quantize", s(&input), "--format", "nvfp4", "--out", s(&out)]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    // No .safetensors extension: recognised by its header, not read as GGUF.
+    let i = ninfer(&["inspect", s(&out)]);
+    let it = out_text(&i);
+    assert!(i.status.success(), "{it}");
+    assert!(it.contains("container safetensors_v1"), "{it}");
+    assert!(it.contains("3 encoded, 2 plain, 0 malformed"), "{it}");
+    // A plain F32 tensor decodes to its own words; an I64 one is refused.
+    let npy = dir.join("bias.npy");
+    let o = ninfer(&["decode", s(&out), "--tensor", "bias", "--out", s(&npy)]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let (shape, v) = read_npy(&npy);
+    assert_eq!(shape, "128");
+    assert_eq!(f32_bytes(&v), f32_bytes(&values(128, 0.0)));
+    let o = ninfer(&["decode", s(&out), "--tensor", "ids", "--out", s(&npy)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        out_text(&o).contains("I64 is not decoded"),
+        "{}",
+        out_text(&o)
+    );
+    let o = ninfer(&["decode", s(&out), "--tensor", "nope", "--out", s(&npy)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(out_text(&o).contains("no tensor named"), "{}", out_text(&o));
+    // Quantizing an encoded file again copies its encoded tensors (descriptors kept).
+    let again = dir.join("again.safetensors");
+    let o = ninfer(&[
+        "quantize",
+        s(&out),
+        "--format",
+        "q8_g32_fp16",
+        "--out",
+        s(&again),
+    ]);
+    let t = out_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("copied (already encoded)") && t.contains("no tensor encoded"),
+        "{t}"
+    );
+}
