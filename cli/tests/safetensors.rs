@@ -277,8 +277,10 @@ fn check_tensor(out_file: &Path, name: &str, src: &[f32], dir: &Path, bounded: b
     (m, (se / src.len() as f64).sqrt())
 }
 
-const TARGETS: [&str; 5] = [
+const TARGETS: [&str; 7] = [
     "q4_g64_fp16",
+    "q5_g64_fp16",
+    "q6_g64_fp16",
     "q8_g32_fp16",
     "fp8_e4m3fn_row_bf16",
     "fp8_e4m3fn_row_fp16",
@@ -325,6 +327,11 @@ fn quantize_then_verify_inspect_decode_every_target() {
             compared += x.len();
         }
         let bytes = std::fs::read(&out).unwrap();
+        if fmt == "q5_g64_fp16" {
+            // The one format with a high-bit plane: present and named.
+            let st = SafeTensors::deserialize(&bytes).unwrap();
+            assert_eq!(st.tensor("w.a.high_bits").unwrap().shape(), [70 * 16]);
+        }
         let prov = read_planes(&bytes, "w.b").provenance;
         assert!(prov.contains("source_dtype=BF16"), "{prov}");
         // The plain tensors are copied byte for byte.
