@@ -795,4 +795,33 @@ mod tests {
             );
         }
     }
+
+    /// Q8_0 on every prefix of the gguf-py fixture's blocks (8-block groups plus every tail
+    /// length) gives the oracle's words.
+    #[test]
+    fn q8_0_group_and_tail_match_oracle() {
+        if !available() {
+            return;
+        }
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/gguf/gguf_q8_0_random.bin"
+        );
+        let data = std::fs::read(path).expect("fixture missing: run scripts/fixtures");
+        // 8 rows × 256 values: 64 blocks of 34 bytes, then the expected f32 words.
+        let (blocks, words) = data.split_at(64 * 34);
+        let expected: Vec<u32> = words
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+        assert_eq!(expected.len(), 64 * 32);
+        for n in 0..=64 {
+            let mut out = vec![0f32; 32 * n];
+            // SAFETY: AVX2 and F16C were detected just above.
+            unsafe { q8_0(&blocks[..34 * n], &mut out) };
+            for (i, (y, &e)) in out.iter().zip(&expected).enumerate() {
+                assert_eq!(y.to_bits(), e, "{n} blocks, value {i}");
+            }
+        }
+    }
 }
