@@ -373,13 +373,14 @@ unsafe fn q3_k(blocks: &[u8], out: &mut [f32]) {
     }
 }
 
-/// `(d·sc, dmin·m)` of the 8 sub-blocks of a Q4_K/Q5_K super-block `b` (d, dmin at 0 and 2,
-/// the 12 packed scale bytes at 4): `d·sc` in `s[0..8]`, `dmin·m` in `s[8..16]`.
-#[target_feature(enable = "avx2,f16c")]
-#[inline]
-unsafe fn k4_scales(b: &[u8], s: &mut [f32; 16]) {
-    // SAFETY: AVX2 and F16C are enabled (module doc); `s` holds 16 floats.
-    unsafe {
+/// `(d·sc, dmin·m)` of the 8 sub-blocks of a Q4_K/Q5_K super-block `$b` (d, dmin at 0 and 2,
+/// the 12 packed scale bytes at 4), as `[f32; 16]`: `d·sc` in 0..8, `dmin·m` in 8..16.
+/// A macro, not a function: LLVM kept a shared helper out of line, and the call (with its
+/// `vzeroupper` and reloaded constants) cost ~15% of Q4_K's time. Expands only inside the
+/// AVX2 + F16C kernels below.
+macro_rules! k4_scales {
+    ($b:expr) => {{
+        let b: &[u8] = $b;
         let dd = _mm_cvtph_ps(_mm_cvtsi32_si128(u32_at(b, 0) as i32));
         let d = _mm256_broadcastss_ps(dd);
         let dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dd));
@@ -393,8 +394,28 @@ unsafe fn k4_scales(b: &[u8], s: &mut [f32; 16]) {
         let sc = (w0 & 0x3F3F_3F3F) as u64 | (sc_hi as u64) << 32;
         let m = (w1 & 0x3F3F_3F3F) as u64 | (m_hi as u64) << 32;
         let f = |v: u64| _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(v as i64)));
-        _mm256_storeu_ps(s.as_mut_ptr(), _mm256_mul_ps(d, f(sc)));
-        _mm256_storeu_ps(s.as_mut_ptr().add(8), _mm256_mul_ps(dmin, f(m)));
+        let mut s = [0f32; 16];
+        // SAFETY: `s` holds 16 floats.
+        unsafe {
+            _mm256_storeu_ps(s.as_mut_ptr(), _mm256_mul_ps(d, f(sc)));
+            _mm256_storeu_ps(s.as_mut_ptr().add(8), _mm256_mul_ps(dmin, f(m)));
+        }
+        s
+    }};
+}
+
+/// Stores the 8 floats of `v` at `y` as two 128-bit halves: in the Q4_K loop this measured
+/// ~6% faster than one 256-bit store on the benchmark machine (Zen 3), and no slower for Q5_K.
+///
+/// # Safety
+/// AVX2; `y` writable for 8 floats.
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn store_halves(y: *mut f32, v: __m256) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        _mm_storeu_ps(y, _mm256_castps256_ps128(v));
+        _mm_storeu_ps(y.add(4), _mm256_extractf128_ps::<1>(v));
     }
 }
 
@@ -411,8 +432,8 @@ unsafe fn store_pair(y: *mut f32, lo: __m256i, hi: __m256i, s: &[f32; 16], j: us
         let (d2, m2) = (_mm256_set1_ps(s[j + 1]), _mm256_set1_ps(s[9 + j]));
         let lo = _mm256_sub_ps(_mm256_mul_ps(d1, _mm256_cvtepi32_ps(lo)), m1);
         let hi = _mm256_sub_ps(_mm256_mul_ps(d2, _mm256_cvtepi32_ps(hi)), m2);
-        _mm256_storeu_ps(y, lo);
-        _mm256_storeu_ps(y.add(32), hi);
+        store_halves(y, lo);
+        store_halves(y.add(32), hi);
     }
 }
 
@@ -426,8 +447,7 @@ unsafe fn q4_k(blocks: &[u8], out: &mut [f32]) {
     unsafe {
         let m4 = _mm256_set1_epi32(0x0F);
         for (b, y) in blocks.chunks_exact(144).zip(out.chunks_exact_mut(256)) {
-            let mut s = [0f32; 16];
-            k4_scales(b, &mut s);
+            let s = k4_scales!(b);
             for c in 0..4 {
                 for l in 0..4 {
                     let q = &b[16 + 32 * c + 8 * l..24 + 32 * c + 8 * l];
@@ -450,8 +470,7 @@ unsafe fn q5_k(blocks: &[u8], out: &mut [f32]) {
     unsafe {
         let (m4, x10) = (_mm256_set1_epi32(0x0F), _mm256_set1_epi32(0x10));
         for (b, y) in blocks.chunks_exact(176).zip(out.chunks_exact_mut(256)) {
-            let mut s = [0f32; 16];
-            k4_scales(b, &mut s);
+            let s = k4_scales!(b);
             // qh bytes 8l..8l+8 as i32 lanes, shifted so that chunk c's bit 2c sits at bit 4
             // (each chunk shifts them down by 2 more).
             let mut h: [__m256i; 4] = std::array::from_fn(|l| {
