@@ -455,13 +455,14 @@ impl<'a> PreparedWeight<'a> {
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
             Path::Bf16 | Path::Fp32 => {
-                let ws: Vec<WRow<'_>> = (0..count)
-                    .map(|i| match self.path {
+                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                for (i, wr) in ws.iter_mut().enumerate().take(count) {
+                    *wr = match self.path {
                         Path::Bf16 => WRow::Bf16Le(bytes(i)),
                         _ => WRow::F32Le(bytes(i)),
-                    })
-                    .collect();
-                cpu::float::dot_rows(self.isa, &ws, x, m, out)
+                    };
+                }
+                cpu::float::dot_rows(self.isa, &ws[..count], x, m, out)
             }
             Path::Gguf(kind) => {
                 for (i, o) in out.chunks_exact_mut(m).enumerate() {
@@ -474,8 +475,11 @@ impl<'a> PreparedWeight<'a> {
                 for (i, d) in scratch.chunks_exact_mut(k).enumerate() {
                     decode::decode_row(v, (r0 + i) as u64, d)?;
                 }
-                let ws: Vec<WRow<'_>> = scratch.chunks_exact(k).map(WRow::F32).collect();
-                cpu::float::dot_rows(self.isa, &ws, x, m, out)
+                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                for (wr, d) in ws.iter_mut().zip(scratch.chunks_exact(k)) {
+                    *wr = WRow::F32(d);
+                }
+                cpu::float::dot_rows(self.isa, &ws[..count], x, m, out)
             }
         }
         Ok(())
