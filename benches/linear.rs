@@ -7,7 +7,7 @@
 //! so compare ratios within one run.
 
 use ninfer::linear::PreparedWeight;
-use ninfer::{Format, WeightView};
+use ninfer::{Format, Layout, WeightView};
 use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -68,41 +68,87 @@ fn read_bandwidth(buf: &[u64], threads: usize) -> f64 {
     (buf.len() * 8) as f64 / t / 1e9
 }
 
-/// Random weight bytes with finite, moderate binary16 scales.
-fn weight(format: Format, n: usize, k: usize) -> Vec<u8> {
+/// Random planes with finite, moderate scales (codes random but legal).
+fn planes(format: Format, n: usize, k: usize) -> Vec<Vec<u8>> {
     let info = format.info();
-    let bytes = n * k / info.block_values as usize * info.block_bytes as usize;
+    let layout = info.layout;
+    let sizes = ninfer::layouts::plane_sizes(format, layout, n, k).unwrap();
     let mut s = 0x1234_5678_9abc_def0u64;
-    let mut w: Vec<u8> = (0..bytes)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s as u8
-        })
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut p: Vec<Vec<u8>> = sizes
+        .iter()
+        .map(|&len| (0..len).map(|_| next() as u8).collect())
         .collect();
     let scale = half::f16::from_f32(0.01).to_bits().to_le_bytes();
-    match format {
-        Format::Bf16 => w
-            .chunks_exact_mut(2)
-            .for_each(|c| c[1] = 0x3C | (c[1] & 0x81)),
-        Format::Fp32 => w
-            .chunks_exact_mut(4)
-            .for_each(|c| c[3] = 0x3C | (c[3] & 0x81)),
-        _ => {
+    match layout {
+        Layout::ContiguousLeV1 => match format {
+            Format::Bf16 => p[0]
+                .chunks_exact_mut(2)
+                .for_each(|c| c[1] = 0x3C | (c[1] & 0x81)),
+            _ => p[0]
+                .chunks_exact_mut(4)
+                .for_each(|c| c[3] = 0x3C | (c[3] & 0x81)),
+        },
+        Layout::GgufBlocksV1 => {
             let fields: &[usize] = match format {
-                Format::GgufQ4_K => &[0, 2],
+                Format::GgufQ2_K => &[80, 82],
+                Format::GgufQ3_K => &[108],
+                Format::GgufQ4_K | Format::GgufQ5_K => &[0, 2],
                 Format::GgufQ6_K => &[208],
+                Format::GgufIq1M => &[],
                 _ => &[0],
             };
-            for b in w.chunks_exact_mut(info.block_bytes as usize) {
+            for b in p[0].chunks_exact_mut(info.block_bytes as usize) {
                 for &at in fields {
                     b[at..at + 2].copy_from_slice(&scale);
                 }
+                if format == Format::GgufIq1M {
+                    b[55] = (b[55] & 0x0F) | 0x30;
+                }
+            }
+        }
+        Layout::RowSplitK128_V1 => {
+            let span = (info.code_max - info.code_min + 1) as u64;
+            let codes: Vec<i8> = (0..n * k)
+                .map(|_| (info.code_min + (next() % span) as i64) as i8)
+                .collect();
+            let scales =
+                vec![u16::from_le_bytes(scale); n * k.div_ceil(info.block_values as usize)];
+            let [a, b, c] = &mut p[..] else {
+                unreachable!()
+            };
+            ninfer::layouts::row_split::pack(format, n, k, &codes, &scales, [a, b, c]).unwrap();
+        }
+        Layout::BlockScaleK16_M128x4_V1 => {
+            p[1].iter_mut().for_each(|v| *v &= 0x7E);
+            p[2].chunks_exact_mut(4)
+                .for_each(|d| d.copy_from_slice(&1f32.to_le_bytes()));
+        }
+        Layout::RowScaleV1 => {
+            p[0].iter_mut()
+                .filter(|c| **c & 0x7F == 0x7F)
+                .for_each(|c| *c ^= 1);
+            let bf = half::bf16::from_f32(0.01).to_bits().to_le_bytes();
+            p[1].chunks_exact_mut(2)
+                .for_each(|c| c.copy_from_slice(&bf));
+        }
+        Layout::RowInterleavedV1 => {
+            let stride = p[0].len() / n;
+            for rec in p[0].chunks_exact_mut(stride) {
+                rec[0..2].copy_from_slice(&scale);
+                rec[2..]
+                    .iter_mut()
+                    .filter(|c| **c & 0x7F == 0x7F)
+                    .for_each(|c| *c ^= 1);
             }
         }
     }
-    w
+    p
 }
 
 fn main() {
@@ -116,6 +162,7 @@ fn main() {
         .iter()
         .filter(|a| *a != "quick" && *a != "nobw")
         .collect();
+    // The dedicated kernels, then examples of the decoded path.
     let formats = [
         Format::Bf16,
         Format::Fp32,
@@ -124,6 +171,12 @@ fn main() {
         Format::GgufQ5_0,
         Format::GgufQ4_K,
         Format::GgufQ6_K,
+        Format::GgufQ3_K,
+        Format::GgufIq4Xs,
+        Format::Q4_G64Fp16,
+        Format::Q8_G32Fp16,
+        Format::Fp8E4m3fnRowBf16,
+        Format::Nvfp4,
     ];
     let bw = if nobw {
         [f64::NAN; 2]
@@ -150,8 +203,10 @@ fn main() {
             continue;
         }
         for &(n, k) in shapes {
-            let wb = weight(format, n, k);
-            let view = WeightView::single(format, n, k, &wb).unwrap();
+            let p = planes(format, n, k);
+            let layout = format.info().layout;
+            let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+            let wbytes: usize = p.iter().map(Vec::len).sum();
             let mut w = PreparedWeight::new(view).unwrap();
             for m in [1usize, 32] {
                 let x: Vec<f32> = (0..m * k)
@@ -165,7 +220,7 @@ fn main() {
                         black_box(&y);
                     });
                     let gmac = (m * n * k) as f64 / t / 1e9;
-                    let gbs = wb.len() as f64 / t / 1e9;
+                    let gbs = wbytes as f64 / t / 1e9;
                     println!(
                         "{:<11} {:>12} {:>3} {:>2} {:>9.3} {:>9.2} {:>8.2} {:>6.0}% {:>12}",
                         format.name(),

@@ -79,6 +79,10 @@ enum Path {
     Bf16,
     /// fp32 words, f32 activations.
     Fp32,
+    /// q4_g64_fp16 / q8_g32_fp16 codes and scales read in place, f32 activations (the
+    /// decoded path's arithmetic without its validation pass).
+    RowSplitQ4,
+    RowSplitQ8,
     /// A dedicated GGUF vec_dot against q8_1.
     Gguf(Kind),
     /// A GGUF type without a dedicated kernel: decoded f32 row against x̂ (q8_1 values).
@@ -93,6 +97,8 @@ fn path_for(view: &WeightView<'_>) -> Result<Path> {
     let path = match format {
         Format::Bf16 => Path::Bf16,
         Format::Fp32 => Path::Fp32,
+        Format::Q4_G64Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ4,
+        Format::Q8_G32Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ8,
         f if f.info().category == Category::GgufBlock => match Kind::of(f) {
             Some(k) => Path::Gguf(k),
             None if decode::is_decodable(view) => Path::GgufDecoded,
@@ -454,12 +460,15 @@ impl<'a> PreparedWeight<'a> {
         let count = out.len() / m;
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
-            Path::Bf16 | Path::Fp32 => {
+            Path::Bf16 | Path::Fp32 | Path::RowSplitQ4 | Path::RowSplitQ8 => {
                 let mut ws = [WRow::F32(&[]); ROW_GROUP];
                 for (i, wr) in ws.iter_mut().enumerate().take(count) {
+                    let (codes, scales, k) = (bytes(i), v.row_bytes(2, r0 + i), v.cols());
                     *wr = match self.path {
-                        Path::Bf16 => WRow::Bf16Le(bytes(i)),
-                        _ => WRow::F32Le(bytes(i)),
+                        Path::Bf16 => WRow::Bf16Le(codes),
+                        Path::Fp32 => WRow::F32Le(codes),
+                        Path::RowSplitQ4 => WRow::Q4 { codes, scales, k },
+                        _ => WRow::Q8 { codes, scales, k },
                     };
                 }
                 cpu::float::dot_rows(self.isa, &ws[..count], x, m, out)
@@ -597,6 +606,62 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The in-place q4 / q8 row-split kernels give the decoded path's bits on valid payloads
+    /// (same values, same order), including a partial last group and K % 8 ≠ 0.
+    #[test]
+    fn row_split_kernels_match_the_decoded_path_bitwise() {
+        for (format, k) in [
+            (Format::Q4_G64Fp16, 200),
+            (Format::Q8_G32Fp16, 200),
+            (Format::Q4_G64Fp16, 1029),
+            (Format::Q8_G32Fp16, 8),
+        ] {
+            let (n, m) = (6, 3);
+            let info = format.info();
+            let span = (info.code_max - info.code_min + 1) as usize;
+            let codes: Vec<i8> = (0..n * k)
+                .map(|i| (info.code_min + ((i * 7919 + 13) % span) as i64) as i8)
+                .collect();
+            let g = info.block_values as usize;
+            let scales: Vec<u16> = (0..n * k.div_ceil(g))
+                .map(|i| {
+                    half::f16::from_f32(
+                        0.003 * (1 + i % 11) as f32 * if i % 3 == 0 { -1.0 } else { 1.0 },
+                    )
+                    .to_bits()
+                })
+                .collect();
+            let sizes = layouts::plane_sizes(format, Layout::RowSplitK128_V1, n, k).unwrap();
+            let mut p: Vec<Vec<u8>> = sizes.iter().map(|&l| vec![0u8; l]).collect();
+            let [a, b, c] = &mut p[..] else {
+                unreachable!()
+            };
+            layouts::row_split::pack(format, n, k, &codes, &scales, [a, b, c]).unwrap();
+            let view =
+                WeightView::new(format, Layout::RowSplitK128_V1, n, k, [&p[0], &p[1], &p[2]])
+                    .unwrap();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+                .collect();
+            let mut w = PreparedWeight::new(view).unwrap();
+            assert!(matches!(w.path, Path::RowSplitQ4 | Path::RowSplitQ8));
+            let run = |w: &PreparedWeight<'_>| {
+                let mut y = vec![0f32; m * n];
+                w.forward_f32(&x, m, None, &mut y).unwrap();
+                y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            let mut results = Vec::new();
+            for isa in [Isa::Scalar, Isa::detect()] {
+                w.set_isa(isa).unwrap();
+                w.path = path_for(&view).unwrap();
+                results.push(run(&w));
+                w.path = Path::Decoded;
+                results.push(run(&w));
+            }
+            assert!(results.windows(2).all(|r| r[0] == r[1]), "{format} K={k}");
         }
     }
 }

@@ -23,6 +23,27 @@ pub(crate) enum WRow<'a> {
     F32Le(&'a [u8]),
     /// Decoded values.
     F32(&'a [f32]),
+    /// q4_g64_fp16 in row_split_k128_v1: `codes` = the row's plane-0 bytes (element k is
+    /// nibble k mod 2 of byte k/2, low nibble first, 4-bit two's complement), `scales` =
+    /// its binary16 scales (one per 64 values); `k` = K. Value: `f32(scale) · code` (§6.2,
+    /// exact).
+    Q4 {
+        codes: &'a [u8],
+        scales: &'a [u8],
+        k: usize,
+    },
+    /// q8_g32_fp16 in row_split_k128_v1: byte k is the code (i8), one binary16 scale per 32.
+    Q8 {
+        codes: &'a [u8],
+        scales: &'a [u8],
+        k: usize,
+    },
+}
+
+/// The binary16 word at `b[2i..2i + 2]` as f32 (exact).
+#[inline(always)]
+fn f16_word(b: &[u8], i: usize) -> f32 {
+    half::f16::from_bits(u16::from_le_bytes([b[2 * i], b[2 * i + 1]])).to_f32()
 }
 
 impl WRow<'_> {
@@ -31,6 +52,7 @@ impl WRow<'_> {
             WRow::Bf16Le(b) => b.len() / 2,
             WRow::F32Le(b) => b.len() / 4,
             WRow::F32(v) => v.len(),
+            WRow::Q4 { k, .. } | WRow::Q8 { k, .. } => *k,
         }
     }
 
@@ -44,6 +66,11 @@ impl WRow<'_> {
                 f32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]])
             }
             WRow::F32(v) => v[k],
+            WRow::Q4 { codes, scales, .. } => {
+                let nib = (codes[k / 2] >> (4 * (k % 2))) & 0x0F;
+                f16_word(scales, k / 64) * ((nib ^ 8) as i32 - 8) as f32
+            }
+            WRow::Q8 { codes, scales, .. } => f16_word(scales, k / 32) * (codes[k] as i8) as f32,
         }
     }
 }
@@ -83,15 +110,39 @@ mod avx2 {
     use crate::linear::cpu::tree8;
     use std::arch::x86_64::*;
 
-    /// A weight row's 8-value loads, monomorphized per word type.
+    /// A weight row's 8-value loads, monomorphized per word type. `P` is what a row needs
+    /// (its plane pointers), taken once per tile.
     trait Load {
+        type P: Copy;
+        fn ptr(w: &WRow<'_>) -> Self::P;
         /// # Safety
-        /// `k + 8 <= len`; AVX2 available.
-        unsafe fn load8(p: *const u8, k: usize) -> __m256;
+        /// `k + 8 <= K`, k a multiple of 8; AVX2 available.
+        unsafe fn load8(p: Self::P, k: usize) -> __m256;
     }
     struct Bf16;
     struct F32;
+    struct Q4;
+    struct Q8;
+    fn bytes_ptr(w: &WRow<'_>) -> *const u8 {
+        match w {
+            WRow::Bf16Le(b) | WRow::F32Le(b) => b.as_ptr(),
+            WRow::F32(v) => v.as_ptr().cast(),
+            WRow::Q4 { codes, .. } | WRow::Q8 { codes, .. } => codes.as_ptr(),
+        }
+    }
+    fn planes_ptr(w: &WRow<'_>) -> (*const u8, *const u8) {
+        match w {
+            WRow::Q4 { codes, scales, .. } | WRow::Q8 { codes, scales, .. } => {
+                (codes.as_ptr(), scales.as_ptr())
+            }
+            other => (bytes_ptr(other), std::ptr::null()),
+        }
+    }
     impl Load for Bf16 {
+        type P = *const u8;
+        fn ptr(w: &WRow<'_>) -> *const u8 {
+            bytes_ptr(w)
+        }
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
         unsafe fn load8(p: *const u8, k: usize) -> __m256 {
@@ -101,6 +152,10 @@ mod avx2 {
         }
     }
     impl Load for F32 {
+        type P = *const u8;
+        fn ptr(w: &WRow<'_>) -> *const u8 {
+            bytes_ptr(w)
+        }
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
         unsafe fn load8(p: *const u8, k: usize) -> __m256 {
@@ -108,11 +163,51 @@ mod avx2 {
             unsafe { _mm256_loadu_ps(p.add(4 * k).cast()) }
         }
     }
-
-    fn ptr(w: &WRow<'_>) -> *const u8 {
-        match w {
-            WRow::Bf16Le(b) | WRow::F32Le(b) => b.as_ptr(),
-            WRow::F32(v) => v.as_ptr().cast(),
+    /// The binary16 scale word `i` of a scales plane, broadcast (exact).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scale8(s: *const u8, i: usize) -> __m256 {
+        // SAFETY: word i is in the row's scales (caller).
+        let w = unsafe { std::ptr::read_unaligned(s.add(2 * i).cast::<u16>()) };
+        _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(u16::from_le(w) as i32)))
+    }
+    impl Load for Q4 {
+        type P = (*const u8, *const u8);
+        fn ptr(w: &WRow<'_>) -> Self::P {
+            planes_ptr(w)
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8((c, s): Self::P, k: usize) -> __m256 {
+            // SAFETY: the 4 code bytes of elements k..k+8 and their scale (caller).
+            unsafe {
+                let v = _mm_cvtsi32_si128(std::ptr::read_unaligned(c.add(k / 2).cast::<i32>()));
+                let m = _mm_set1_epi8(0x0F);
+                let lo = _mm_and_si128(v, m);
+                let hi = _mm_and_si128(_mm_srli_epi16(v, 4), m);
+                // Element order: low nibble of byte 0, high nibble of byte 0, ...
+                let q = _mm_unpacklo_epi8(lo, hi);
+                let e8 = _mm_set1_epi8(8);
+                let q = _mm_sub_epi8(_mm_xor_si128(q, e8), e8);
+                let f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+                _mm256_mul_ps(scale8(s, k / 64), f)
+            }
+        }
+    }
+    impl Load for Q8 {
+        type P = (*const u8, *const u8);
+        fn ptr(w: &WRow<'_>) -> Self::P {
+            planes_ptr(w)
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8((c, s): Self::P, k: usize) -> __m256 {
+            // SAFETY: the 8 code bytes of elements k..k+8 and their scale (caller).
+            unsafe {
+                let q = _mm_loadl_epi64(c.add(k).cast());
+                let f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+                _mm256_mul_ps(scale8(s, k / 32), f)
+            }
         }
     }
 
@@ -125,6 +220,8 @@ mod avx2 {
         unsafe {
             match w.first() {
                 Some(WRow::Bf16Le(_)) => tiles::<Bf16>(w, x, m, out),
+                Some(WRow::Q4 { .. }) => tiles::<Q4>(w, x, m, out),
+                Some(WRow::Q8 { .. }) => tiles::<Q8>(w, x, m, out),
                 Some(_) => tiles::<F32>(w, x, m, out),
                 None => {}
             }
@@ -178,10 +275,7 @@ mod avx2 {
         i0: usize,
     ) {
         let k = w[0].len();
-        let mut wp = [std::ptr::null::<u8>(); RW];
-        for i in 0..RW {
-            wp[i] = ptr(&w[i]);
-        }
+        let wp: [L::P; RW] = std::array::from_fn(|i| L::ptr(&w[i]));
         let mut xp = [std::ptr::null::<f32>(); RX];
         for r in 0..RX {
             xp[r] = x[(r0 + r) * k..].as_ptr();
