@@ -83,6 +83,8 @@ enum Path {
     /// decoded path's arithmetic without its validation pass).
     RowSplitQ4,
     RowSplitQ8,
+    /// fp8_e4m3fn_row_* codes read in place, f32 activations (same reasoning).
+    Fp8Row,
     /// A dedicated GGUF vec_dot against q8_1.
     Gguf(Kind),
     /// A GGUF type without a dedicated kernel: decoded f32 row against x̂ (q8_1 values).
@@ -99,6 +101,7 @@ fn path_for(view: &WeightView<'_>) -> Result<Path> {
         Format::Fp32 => Path::Fp32,
         Format::Q4_G64Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ4,
         Format::Q8_G32Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ8,
+        Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => Path::Fp8Row,
         f if f.info().category == Category::GgufBlock => match Kind::of(f) {
             Some(k) => Path::Gguf(k),
             None if decode::is_decodable(view) => Path::GgufDecoded,
@@ -460,7 +463,7 @@ impl<'a> PreparedWeight<'a> {
         let count = out.len() / m;
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
-            Path::Bf16 | Path::Fp32 | Path::RowSplitQ4 | Path::RowSplitQ8 => {
+            Path::Bf16 | Path::Fp32 | Path::RowSplitQ4 | Path::RowSplitQ8 | Path::Fp8Row => {
                 let mut ws = [WRow::F32(&[]); ROW_GROUP];
                 for (i, wr) in ws.iter_mut().enumerate().take(count) {
                     let (codes, scales, k) = (bytes(i), v.row_bytes(2, r0 + i), v.cols());
@@ -468,6 +471,11 @@ impl<'a> PreparedWeight<'a> {
                         Path::Bf16 => WRow::Bf16Le(codes),
                         Path::Fp32 => WRow::F32Le(codes),
                         Path::RowSplitQ4 => WRow::Q4 { codes, scales, k },
+                        Path::Fp8Row => {
+                            let (word, codes) = layouts::fp8_row::row_parts(v, r0 + i);
+                            let scale = crate::formats::fp8_row::scale_value(v.format(), word);
+                            WRow::Fp8 { codes, scale }
+                        }
                         _ => WRow::Q8 { codes, scales, k },
                     };
                 }
@@ -657,6 +665,63 @@ mod tests {
             for isa in [Isa::Scalar, Isa::detect()] {
                 w.set_isa(isa).unwrap();
                 w.path = path_for(&view).unwrap();
+                results.push(run(&w));
+                w.path = Path::Decoded;
+                results.push(run(&w));
+            }
+            assert!(results.windows(2).all(|r| r[0] == r[1]), "{format} K={k}");
+        }
+    }
+
+    /// The in-place fp8 row kernel gives the decoded path's bits, both layouts.
+    #[test]
+    fn fp8_row_kernel_matches_the_decoded_path_bitwise() {
+        for (format, k) in [
+            (Format::Fp8E4m3fnRowBf16, 77),
+            (Format::Fp8E4m3fnRowFp16, 301),
+        ] {
+            let (n, m) = (5, 3);
+            let layout = format.info().layout;
+            let sizes = layouts::plane_sizes(format, layout, n, k).unwrap();
+            let mut p: Vec<Vec<u8>> = sizes
+                .iter()
+                .map(|&l| (0..l).map(|i| ((i * 7919 + 11) % 251) as u8).collect())
+                .collect();
+            let code = |c: &mut u8| {
+                if *c & 0x7F == 0x7F {
+                    *c ^= 1
+                }
+            };
+            if layout == Layout::RowScaleV1 {
+                p[0].iter_mut().for_each(code);
+                for (i, s) in p[1].chunks_exact_mut(2).enumerate() {
+                    let v = half::bf16::from_f32(0.002 * (i + 1) as f32);
+                    s.copy_from_slice(&v.to_bits().to_le_bytes());
+                }
+            } else {
+                let stride = p[0].len() / n;
+                for (i, rec) in p[0].chunks_exact_mut(stride).enumerate() {
+                    let v = half::f16::from_f32(0.002 * (i + 1) as f32);
+                    rec[..2].copy_from_slice(&v.to_bits().to_le_bytes());
+                    rec[2..2 + k].iter_mut().for_each(code);
+                    rec[2 + k..].iter_mut().for_each(|b| *b = 0);
+                }
+            }
+            let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+                .collect();
+            let mut w = PreparedWeight::new(view).unwrap();
+            assert_eq!(w.path, Path::Fp8Row);
+            let run = |w: &PreparedWeight<'_>| {
+                let mut y = vec![0f32; m * n];
+                w.forward_f32(&x, m, None, &mut y).unwrap();
+                y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            let mut results = Vec::new();
+            for isa in [Isa::Scalar, Isa::detect()] {
+                w.set_isa(isa).unwrap();
+                w.path = Path::Fp8Row;
                 results.push(run(&w));
                 w.path = Path::Decoded;
                 results.push(run(&w));

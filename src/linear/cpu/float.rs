@@ -38,6 +38,9 @@ pub(crate) enum WRow<'a> {
         scales: &'a [u8],
         k: usize,
     },
+    /// fp8_e4m3fn_row_bf16 / _fp16: the row's K E4M3FN code bytes and its multiplier's
+    /// exact f32 value. Value: `binary32(e4m3fn(c) · scale)` (§3.4).
+    Fp8 { codes: &'a [u8], scale: f32 },
 }
 
 /// The binary16 word at `b[2i..2i + 2]` as f32 (exact).
@@ -53,6 +56,7 @@ impl WRow<'_> {
             WRow::F32Le(b) => b.len() / 4,
             WRow::F32(v) => v.len(),
             WRow::Q4 { k, .. } | WRow::Q8 { k, .. } => *k,
+            WRow::Fp8 { codes, .. } => codes.len(),
         }
     }
 
@@ -71,6 +75,7 @@ impl WRow<'_> {
                 f16_word(scales, k / 64) * ((nib ^ 8) as i32 - 8) as f32
             }
             WRow::Q8 { codes, scales, .. } => f16_word(scales, k / 32) * (codes[k] as i8) as f32,
+            WRow::Fp8 { codes, scale } => crate::words::e4m3fn::decode(codes[k]) * scale,
         }
     }
 }
@@ -123,11 +128,14 @@ mod avx2 {
     struct F32;
     struct Q4;
     struct Q8;
+    struct Fp8;
     fn bytes_ptr(w: &WRow<'_>) -> *const u8 {
         match w {
             WRow::Bf16Le(b) | WRow::F32Le(b) => b.as_ptr(),
             WRow::F32(v) => v.as_ptr().cast(),
-            WRow::Q4 { codes, .. } | WRow::Q8 { codes, .. } => codes.as_ptr(),
+            WRow::Q4 { codes, .. } | WRow::Q8 { codes, .. } | WRow::Fp8 { codes, .. } => {
+                codes.as_ptr()
+            }
         }
     }
     fn planes_ptr(w: &WRow<'_>) -> (*const u8, *const u8) {
@@ -222,8 +230,82 @@ mod avx2 {
                 Some(WRow::Bf16Le(_)) => tiles::<Bf16>(w, x, m, out),
                 Some(WRow::Q4 { .. }) => tiles::<Q4>(w, x, m, out),
                 Some(WRow::Q8 { .. }) => tiles::<Q8>(w, x, m, out),
+                Some(WRow::Fp8 { .. }) => tiles::<Fp8>(w, x, m, out),
                 Some(_) => tiles::<F32>(w, x, m, out),
                 None => {}
+            }
+        }
+    }
+
+    impl Load for Fp8 {
+        type P = (*const u8, f32);
+        fn ptr(w: &WRow<'_>) -> Self::P {
+            match w {
+                WRow::Fp8 { codes, scale } => (codes.as_ptr(), *scale),
+                other => (bytes_ptr(other), 1.0),
+            }
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8((c, s): Self::P, k: usize) -> __m256 {
+            // SAFETY: the 8 code bytes of elements k..k+8 (caller).
+            let ci = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(c.add(k).cast()) });
+            _mm256_mul_ps(e4m3fn8(ci), _mm256_set1_ps(s))
+        }
+    }
+
+    /// Eight E4M3FN words (one per i32 lane) as their exact f32 values, the bits of
+    /// `words::e4m3fn::TABLE` (NaN words give the quiet NaN of their sign): the 7 magnitude
+    /// bits placed at f32 bit 20 give `2^-120 ×` the value (normal or subnormal), and the
+    /// product with 2^120 is exact.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn e4m3fn8(ci: __m256i) -> __m256 {
+        let mag = _mm256_and_si256(ci, _mm256_set1_epi32(0x7F));
+        let v = _mm256_mul_ps(
+            _mm256_castsi256_ps(_mm256_slli_epi32(mag, 20)),
+            _mm256_set1_ps(f32::from_bits(0x7B80_0000)), // 2^120
+        );
+        let nan = _mm256_cmpeq_epi32(mag, _mm256_set1_epi32(0x7F));
+        let v = _mm256_blendv_ps(
+            v,
+            _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC0_0000)),
+            _mm256_castsi256_ps(nan),
+        );
+        let sign = _mm256_slli_epi32(_mm256_and_si256(ci, _mm256_set1_epi32(0x80)), 24);
+        _mm256_or_ps(v, _mm256_castsi256_ps(sign))
+    }
+
+    #[cfg(test)]
+    #[test]
+    fn e4m3fn8_matches_the_word_table_for_all_256_words() {
+        if !crate::linear::Isa::Avx2.available() {
+            return;
+        }
+        for base in (0..256).step_by(8) {
+            let mut out = [0f32; 8];
+            // SAFETY: AVX2 checked above; 8 writable floats.
+            unsafe {
+                let ci = _mm256_setr_epi32(
+                    base,
+                    base + 1,
+                    base + 2,
+                    base + 3,
+                    base + 4,
+                    base + 5,
+                    base + 6,
+                    base + 7,
+                );
+                _mm256_storeu_ps(out.as_mut_ptr(), e4m3fn8(ci));
+            }
+            for (i, o) in out.iter().enumerate() {
+                let want = crate::words::e4m3fn::decode((base as usize + i) as u8);
+                assert_eq!(
+                    o.to_bits(),
+                    want.to_bits(),
+                    "word {:#04x}",
+                    base as usize + i
+                );
             }
         }
     }
