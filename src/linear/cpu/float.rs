@@ -238,42 +238,47 @@ mod avx2 {
     }
 
     impl Load for Fp8 {
-        type P = (*const u8, f32);
+        /// Codes, then the two f32 factors whose product with value/256 gives w: (256·s, 1)
+        /// when 256·s is finite (one rounding, as `e4m3fn(c)·s`), else (256, s).
+        type P = (*const u8, f32, f32);
         fn ptr(w: &WRow<'_>) -> Self::P {
             match w {
-                WRow::Fp8 { codes, scale } => (codes.as_ptr(), *scale),
-                other => (bytes_ptr(other), 1.0),
+                WRow::Fp8 { codes, scale } if (256.0 * scale).is_finite() => {
+                    (codes.as_ptr(), 256.0 * scale, 1.0)
+                }
+                WRow::Fp8 { codes, scale } => (codes.as_ptr(), 256.0, *scale),
+                other => (bytes_ptr(other), 1.0, 1.0),
             }
         }
         #[inline]
         #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load8((c, s): Self::P, k: usize) -> __m256 {
+        unsafe fn load8((c, s1, s2): Self::P, k: usize) -> __m256 {
             // SAFETY: the 8 code bytes of elements k..k+8 (caller).
-            let ci = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(c.add(k).cast()) });
-            _mm256_mul_ps(e4m3fn8(ci), _mm256_set1_ps(s))
+            let c16 = _mm_cvtepu8_epi16(unsafe { _mm_loadl_epi64(c.add(k).cast()) });
+            let v = _mm256_mul_ps(e4m3fn8_div256(c16), _mm256_set1_ps(s1));
+            if s2 == 1.0 {
+                v
+            } else {
+                _mm256_mul_ps(v, _mm256_set1_ps(s2))
+            }
         }
     }
 
-    /// Eight E4M3FN words (one per i32 lane) as their exact f32 values, the bits of
-    /// `words::e4m3fn::TABLE` (NaN words give the quiet NaN of their sign): the 7 magnitude
-    /// bits placed at f32 bit 20 give `2^-120 ×` the value (normal or subnormal), and the
-    /// product with 2^120 is exact.
+    /// Eight E4M3FN words (one per u16 lane) as `2⁻⁸ ×` their exact f32 values: the
+    /// word's 7 magnitude bits placed at binary16 bit 7 form the binary16 of value / 256
+    /// (normal and subnormal alike, since both biases differ by 8), converted by F16C
+    /// without any subnormal assist. NaN words give the binary16 quiet NaN of their sign,
+    /// i.e. `words::e4m3fn::TABLE`'s f32 NaN bits; the caller multiplies by 256 (folded
+    /// into the row multiplier when that is exact).
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) fn e4m3fn8(ci: __m256i) -> __m256 {
-        let mag = _mm256_and_si256(ci, _mm256_set1_epi32(0x7F));
-        let v = _mm256_mul_ps(
-            _mm256_castsi256_ps(_mm256_slli_epi32(mag, 20)),
-            _mm256_set1_ps(f32::from_bits(0x7B80_0000)), // 2^120
-        );
-        let nan = _mm256_cmpeq_epi32(mag, _mm256_set1_epi32(0x7F));
-        let v = _mm256_blendv_ps(
-            v,
-            _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC0_0000)),
-            _mm256_castsi256_ps(nan),
-        );
-        let sign = _mm256_slli_epi32(_mm256_and_si256(ci, _mm256_set1_epi32(0x80)), 24);
-        _mm256_or_ps(v, _mm256_castsi256_ps(sign))
+    pub(crate) fn e4m3fn8_div256(c16: __m128i) -> __m256 {
+        let mag = _mm_and_si128(c16, _mm_set1_epi16(0x7F));
+        let sign = _mm_slli_epi16(_mm_and_si128(c16, _mm_set1_epi16(0x80)), 8);
+        let nan = _mm_cmpeq_epi16(mag, _mm_set1_epi16(0x7F));
+        let h = _mm_andnot_si128(nan, _mm_slli_epi16(mag, 7));
+        let h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x7E00)));
+        _mm256_cvtph_ps(_mm_or_si128(h, sign))
     }
 
     #[cfg(test)]
@@ -296,7 +301,13 @@ mod avx2 {
                     base + 6,
                     base + 7,
                 );
-                _mm256_storeu_ps(out.as_mut_ptr(), e4m3fn8(ci));
+                let c16 = _mm256_castsi256_si128(_mm256_packus_epi32(ci, ci));
+                let c16 = _mm_unpacklo_epi64(
+                    c16,
+                    _mm256_extracti128_si256::<1>(_mm256_packus_epi32(ci, ci)),
+                );
+                let v = _mm256_mul_ps(e4m3fn8_div256(c16), _mm256_set1_ps(256.0));
+                _mm256_storeu_ps(out.as_mut_ptr(), v);
             }
             for (i, o) in out.iter().enumerate() {
                 let want = crate::words::e4m3fn::decode((base as usize + i) as u8);
