@@ -3,12 +3,18 @@
 //! (`WeightView` + `decode::decode_row`, which picks the fastest kernel), and the portable
 //! scalar kernel alone (`formats::gguf::dequantize_with`). Prints Gvalues/s (best of 5).
 //!
+//! When the benchmark peer is built (`scripts/build-ggml.sh`), ggml's own `to_float` is
+//! timed on the same rows (it is a peer for speed only, never an oracle).
+//!
 //! `cargo bench --bench decode [-- FILTER]`; set `NINFER_BENCH_N=1024` for a quicker run.
 
 use ninfer::decode::decode_row;
 use ninfer::formats::gguf::{Kernel, best_kernel, dequantize_with};
 use ninfer::{Category, Format, WeightView};
 use std::time::Instant;
+
+#[path = "peer/ggml.rs"]
+mod ggml;
 
 /// xorshift64*: deterministic bytes without a dependency.
 struct Rng(u64);
@@ -62,6 +68,11 @@ fn main() {
         .unwrap_or(4096);
     let k = n;
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let peer = ggml::Ggml::load();
+    match &peer {
+        Some(g) => println!("peer: ggml to_float from {}", g.dir.display()),
+        None => println!("peer: ggml not built (scripts/build-ggml.sh); ninfer alone"),
+    }
     println!("single-thread decode_row, {n} x {k} (best of 5 passes)");
     for f in Format::all().filter(|f| f.info().category == Category::GgufBlock) {
         if filter.as_deref().is_some_and(|s| !f.name().contains(s)) {
@@ -91,13 +102,24 @@ fn main() {
             dequantize_with(Kernel::Scalar, f, b, out).unwrap()
         });
         let gv = |t: f64| (n * k) as f64 / t / 1e9;
+        let to_float = peer
+            .as_ref()
+            .and_then(|g| f.info().ggml_type.and_then(|t| g.to_float(t)));
+        let t_ggml = to_float.map(|to_float| {
+            time(&mut |r, out| {
+                let b = &p[r * row_bytes..(r + 1) * row_bytes];
+                // SAFETY: ggml's to_float reads one row of whole blocks and writes k floats.
+                unsafe { to_float(b.as_ptr().cast(), out.as_mut_ptr(), k as i64) }
+            })
+        });
         println!(
-            "{:>14}: {:6.2} Gvalues/s ({:?}, {:5.2} GB/s of blocks)   scalar {:5.2} Gvalues/s",
+            "{:>14}: {:6.2} Gvalues/s ({:?}, {:5.2} GB/s of blocks)   scalar {:5.2}   ggml {}",
             f.name(),
             gv(t_api),
             best_kernel(f),
             p.len() as f64 / t_api / 1e9,
-            gv(t_scalar)
+            gv(t_scalar),
+            t_ggml.map_or("-".to_string(), |t| format!("{:5.2}", gv(t))),
         );
     }
 }

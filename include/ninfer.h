@@ -566,6 +566,21 @@ typedef struct ninfer_weight_view {
 } ninfer_weight_view;
 
 /**
+ * A caller-owned writable byte range: `len` bytes at `ptr`. `ptr` may be NULL only when
+ * `len` is 0.
+ */
+typedef struct ninfer_mut_bytes {
+  /**
+   * First byte (no alignment required).
+   */
+  uint8_t *ptr;
+  /**
+   * Length in bytes.
+   */
+  size_t len;
+} ninfer_mut_bytes;
+
+/**
  * Options of `ninfer_quantize_grouped`. A NULL options pointer means grouped_absmax.
  */
 typedef struct ninfer_quantize_options {
@@ -589,21 +604,6 @@ typedef struct ninfer_quantize_options {
    */
   size_t importance_len;
 } ninfer_quantize_options;
-
-/**
- * A caller-owned writable byte range: `len` bytes at `ptr`. `ptr` may be NULL only when
- * `len` is 0.
- */
-typedef struct ninfer_mut_bytes {
-  /**
-   * First byte (no alignment required).
-   */
-  uint8_t *ptr;
-  /**
-   * Length in bytes.
-   */
-  size_t len;
-} ninfer_mut_bytes;
 
 /**
  * Conversion provenance written by `ninfer_quantize_grouped`: what to record with the
@@ -807,6 +807,72 @@ ninfer_status ninfer_fp8_row_maxabs(uint32_t format,
 ninfer_status ninfer_fp8_row_validate(const struct ninfer_weight_view *view);
 
 /**
+ * Lays out logical FP8 words in the planes of `format` (`..._ROW_BF16` → `plane0` codes,
+ * `plane1` BF16 LE scales; `..._ROW_FP16` → `plane0` interleaved rows, `plane1` empty):
+ * `codes` = rows × cols E4M3FN words row-major, `scales` = rows 16-bit scale words
+ * (native `uint16_t`: BF16 or binary16 bits). Words are copied unchanged, not validated:
+ * follow with `ninfer_fp8_row_validate` on the result.
+ *
+ * Errors: `INVALID_ARGUMENT`, `UNKNOWN_FORMAT`, `BAD_SHAPE`, `SIZE_MISMATCH`,
+ * `NULL_POINTER`, `MISALIGNED`, `OVERFLOW`. Nothing is written unless the status is OK.
+ *
+ * # Safety
+ * Every pointer valid for its length; outputs writable and not overlapping the inputs.
+ */
+ninfer_status ninfer_fp8_row_pack(uint32_t format,
+                                  uint64_t rows,
+                                  uint64_t cols,
+                                  const uint8_t *codes,
+                                  size_t codes_len,
+                                  const uint16_t *scales,
+                                  size_t scales_len,
+                                  uint8_t *plane0,
+                                  size_t plane0_len,
+                                  uint8_t *plane1,
+                                  size_t plane1_len);
+
+/**
+ * The inverse of `ninfer_fp8_row_pack`: copies the logical words of a row-scaled FP8 view
+ * into `codes` (rows × cols, row-major) and `scales` (rows 16-bit words), unchanged.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ARGUMENT` (another
+ * format), `SIZE_MISMATCH`, `NULL_POINTER`, `MISALIGNED`.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; outputs writable for their lengths.
+ */
+ninfer_status ninfer_fp8_row_unpack(const struct ninfer_weight_view *view,
+                                    uint8_t *codes,
+                                    size_t codes_len,
+                                    uint16_t *scales,
+                                    size_t scales_len);
+
+/**
+ * Imports a `gguf_q2_0` or `gguf_q8_0` view into the `row_split_k128_v1` planes of
+ * `target_format` (`NINFER_FORMAT_Q2_G64_FP16` or `NINFER_FORMAT_Q8_G32_FP16`
+ * respectively), moving every code and binary16 scale word without rounding, negating
+ * or canonicalizing (spec §2 `import_encoded`, §3.2). One GGUF block becomes one native
+ * group.
+ *
+ * - `planes`: 3 `ninfer_mut_bytes` (`codes`, `high_bits` = `{NULL, 0}`, `scales`), each
+ *   exactly as long as `ninfer_layout_plane_sizes(target_format,
+ *   NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols)` gives; K is padded to a multiple of 128
+ *   with canonical zero padding.
+ *
+ * Errors: the view's structural errors; `UNSUPPORTED` for any other (source, target) pair;
+ * `SIZE_MISMATCH` (naming the plane); `INVALID_ENCODING` when a block breaks the target's
+ * rules (Q8_0: code −128, a −0/Inf/NaN scale, a +0 scale with non-zero codes; Q2_0: an
+ * Inf/NaN scale), the message naming the row and block. Nothing is written on error.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `planes` must point to 3 `ninfer_mut_bytes`
+ * whose ranges are writable and overlap neither each other nor the view's planes.
+ */
+ninfer_status ninfer_import_gguf(const struct ninfer_weight_view *view,
+                                 uint32_t target_format,
+                                 const struct ninfer_mut_bytes *planes);
+
+/**
  * Whether this build implements `linear` for weights of `format` stored in `layout`,
  * activations of `x_dtype` and outputs of `y_dtype` (`NINFER_DTYPE_*`) on `device`
  * (`NINFER_DEVICE_*`).
@@ -1007,13 +1073,16 @@ ninfer_status ninfer_nvfp4_unpack_scales(uint64_t rows,
  *   except for q5/q6. K is padded to a multiple of 128 with canonical zero padding.
  * - `provenance`: NULL, or receives the method, its parameters and counters.
  *
- * Rows are encoded in parallel into internal temporaries: the planes and `*provenance` are
- * written only when the whole tensor succeeded, so on error they keep their contents. The
- * output does not depend on the thread count.
+ * Rows are encoded in parallel (rayon's global pool; `RAYON_NUM_THREADS` sets its size).
+ * A first pass checks every row for the failures an encoding can have (non-finite values,
+ * overflowing scales); the planes and `*provenance` are written only after it passed, so on
+ * error they keep their contents. The output does not depend on the thread count.
+ * The encoders need the default floating-point environment (round to nearest, IEEE
+ * subnormals): a thread that flushes subnormals (FTZ/DAZ) is refused with `UNSUPPORTED`.
  *
  * Errors: `NULL_POINTER`, `MISALIGNED`, `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
  * `UNSUPPORTED` (q2_g64_fp16 and t2_g128_fp16 targets are refused by spec §2/§7; non-grouped
- * formats), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
+ * formats; FTZ/DAZ active), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
  * naming it), `OVERFLOW`, `INVALID_ARGUMENT` (unknown method, a flag other than 0/1,
  * importance of the wrong length or with a negative/non-finite weight, or options grouped_absmax
  * does not take), `NON_FINITE_SOURCE` (NaN/±Inf; the message names row and column; the
@@ -1139,18 +1208,20 @@ ninfer_status ninfer_layout_plane_sizes(uint32_t format,
 
 /**
  * Copies rows `start .. start + count` of `view` into `out`: the payload of a
- * `[count, cols]` tensor of the same format and layout (for contiguous_le_v1 and
- * gguf_blocks_v1 simply the rows' bytes; for multi-plane layouts each plane's rows, the
- * planes back to back in plane order, sized by `ninfer_layout_plane_sizes` for `count`
- * rows). Nothing is decoded or renormalized. `count = 0` copies nothing.
+ * `[count, cols]` tensor of the same format and layout (for contiguous_le_v1,
+ * gguf_blocks_v1 and row_interleaved_v1 simply the rows' bytes; for row_split_k128_v1 and
+ * row_scale_v1 each plane's rows, the planes back to back in plane order, each as long as
+ * `ninfer_layout_plane_sizes` gives for `count` rows). Nothing is decoded or
+ * renormalized. `count = 0` copies nothing.
  *
  * On success `*out_written` (may be NULL) receives the number of bytes written.
  *
  * Errors: the structural errors of `ninfer_weight_view_check`, `OVERFLOW` when
  * `start + count` overflows, `ROW_OUT_OF_RANGE` when `start + count > rows`,
  * `BUFFER_TOO_SMALL` when `out_len` is less than the result, `NULL_POINTER` for a NULL
- * `out` with non-zero `out_len`, `UNSUPPORTED` for a layout whose planes are not whole
- * rows. Nothing is written unless the status is OK.
+ * `out` with non-zero `out_len`, `UNSUPPORTED` for block_scale_k16_m128x4_v1 (its scale
+ * plane is swizzled in 128-row tiles: a row subset is not a byte subset). Nothing is
+ * written unless the status is OK.
  *
  * # Safety
  * `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable bytes not
@@ -1192,8 +1263,9 @@ ninfer_status ninfer_rows_gather(const struct ninfer_weight_view *view,
 /**
  * Checks every encoding rule of the view's format over its whole payload (after the
  * structural checks of `ninfer_weight_view_check`): for gguf_* formats every binary16
- * scale field (d, dmin, IQ1_M's spread super-scale) must be finite; direct formats
- * (bf16, fp32, int32) always pass.
+ * scale field (d, dmin, IQ1_M's spread super-scale) must be finite; grouped, FP8
+ * row-scaled and nvfp4 formats are checked by their own rules (scales, codes, canonical
+ * padding, divisors); direct formats (bf16, fp32, int32) always pass.
  *
  * On `NINFER_STATUS_INVALID_ENCODING` (and only then) the first offending location in
  * row-major order is written: `*out_row` = the row, `*out_block` = the block (GGUF) or
@@ -1201,7 +1273,7 @@ ninfer_status ninfer_rows_gather(const struct ninfer_weight_view *view,
  * neither is written.
  *
  * Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ENCODING`,
- * `UNSUPPORTED` for a format whose validator this build does not have (never a silent OK).
+ * `MISALIGNED` for a misaligned `out_row` / `out_block`.
  *
  * # Safety
  * `view` as for `ninfer_weight_view_check`; `out_row` / `out_block` NULL or writable and

@@ -18,6 +18,11 @@
  *   w.check();                           // structural check, throws ninfer::error
  *   std::vector<float> row = w.decode_row(3);
  *
+ * Encoders return an owned_tensor (planes in std::vectors) whose view() decodes:
+ *
+ *   ninfer::owned_tensor q = ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols);
+ *   std::vector<float> row0 = q.view().decode_row(0);
+ *
  * Adding a wrapper for a new export: write try_x() with detail::call(...) and a throwing
  * x() that returns try_x(...).value().
  */
@@ -99,6 +104,9 @@ struct format_info {
         ggml_type(c.ggml_type),
         bits_per_weight(c.bits_per_weight) {}
 };
+
+/// Conversion provenance of ninfer_quantize_grouped (method, parameters, counters).
+using quantize_provenance = ::ninfer_quantize_provenance;
 
 /// Byte lengths of the planes of a tensor (unused planes are 0).
 using plane_sizes_t = std::array<std::size_t, NINFER_MAX_PLANES>;
@@ -195,7 +203,7 @@ template <class T>
 class result {
  public:
   /// A success holding `value`.
-  result(T value) : code_(NINFER_STATUS_OK), value_(std::move(value)) {}
+  result(T value) : code_(NINFER_STATUS_OK), message_(), value_(std::move(value)) {}
   /// A failure; `code` must not be NINFER_STATUS_OK.
   result(status code, std::string message) : code_(code), message_(std::move(message)), value_() {}
 
@@ -207,6 +215,7 @@ class result {
   const T& operator*() const noexcept { return value_; }
   T& operator*() noexcept { return value_; }
   const T* operator->() const noexcept { return &value_; }
+  T* operator->() noexcept { return &value_; }
   T value_or(T fallback) const { return ok() ? value_ : fallback; }
 #if NINFER_HPP_EXCEPTIONS
   /// The value, or throws ninfer::error when the call failed.
@@ -234,7 +243,7 @@ class result {
 template <>
 class result<void> {
  public:
-  result() : code_(NINFER_STATUS_OK) {}
+  result() : code_(NINFER_STATUS_OK), message_() {}
   result(status code, std::string message) : code_(code), message_(std::move(message)) {}
 
   bool ok() const noexcept { return code_ == NINFER_STATUS_OK; }
@@ -419,7 +428,44 @@ class weight_view {
         &view_, row, dt, reinterpret_cast<std::uint8_t*>(out.data()), out.size() * sizeof(std::uint16_t)));
   }
 
+  /// Checks every encoding rule over the whole payload. On INVALID_ENCODING, `*where`
+  /// (when given) receives the first offending row and block / group.
+  result<void> try_validate(std::uint64_t* where_row = nullptr,
+                            std::uint64_t* where_block = nullptr) const {
+    return detail::call(::ninfer_validate(&view_, where_row, where_block));
+  }
+  /// §3.4 checks of a row-scaled FP8 view.
+  result<void> try_fp8_row_validate() const {
+    return detail::call(::ninfer_fp8_row_validate(&view_));
+  }
+  /// §3.3 checks of an nvfp4 view.
+  result<void> try_nvfp4_validate() const { return detail::call(::ninfer_nvfp4_validate(&view_)); }
+  /// Copies the payload of rows start .. start + count into `out`; returns bytes written.
+  result<std::size_t> try_rows_copy(std::uint64_t start, std::uint64_t count,
+                                    span<std::uint8_t> out) const {
+    std::size_t written = 0;
+    ::ninfer_status st = ::ninfer_rows_copy(&view_, start, count, out.data(), out.size(), &written);
+    return detail::call(st, written);
+  }
+  /// Copies the payload of the rows `indices` (any order, repeats allowed) into `out`.
+  result<std::size_t> try_rows_gather(span<const std::uint64_t> indices,
+                                      span<std::uint8_t> out) const {
+    std::size_t written = 0;
+    ::ninfer_status st = ::ninfer_rows_gather(&view_, indices.data(), indices.size(), out.data(),
+                                              out.size(), &written);
+    return detail::call(st, written);
+  }
+
 #if NINFER_HPP_EXCEPTIONS
+  void validate() const { try_validate().value(); }
+  void fp8_row_validate() const { try_fp8_row_validate().value(); }
+  void nvfp4_validate() const { try_nvfp4_validate().value(); }
+  std::size_t rows_copy(std::uint64_t start, std::uint64_t count, span<std::uint8_t> out) const {
+    return try_rows_copy(start, count, out).value();
+  }
+  std::size_t rows_gather(span<const std::uint64_t> indices, span<std::uint8_t> out) const {
+    return try_rows_gather(indices, out).value();
+  }
   void check() const { try_check().value(); }
   void decode_row(std::uint64_t row, span<float> out) const { try_decode_row(row, out).value(); }
   std::vector<float> decode_row(std::uint64_t row) const {
@@ -436,6 +482,141 @@ class weight_view {
  private:
   ::ninfer_weight_view view_;
 };
+
+// ---- encoders ---------------------------------------------------------------------------
+
+/// A tensor whose planes this object owns (the output of an encoder).
+struct owned_tensor {
+  ninfer::format format = NINFER_FORMAT_BF16;
+  ninfer::layout layout = NINFER_LAYOUT_CONTIGUOUS_LE_V1;
+  std::uint64_t rows = 0;
+  std::uint64_t cols = 0;
+  std::array<std::vector<std::uint8_t>, NINFER_MAX_PLANES> planes{};
+
+  /// A view borrowing this tensor's planes (valid while the tensor lives unchanged).
+  weight_view view() const noexcept {
+    return weight_view(format, layout, rows, cols, bytes(planes[0].data(), planes[0].size()),
+                       bytes(planes[1].data(), planes[1].size()),
+                       bytes(planes[2].data(), planes[2].size()));
+  }
+};
+
+/// A dense row-major source: `rows × cols` elements of `type` at `data` (native-endian).
+struct source {
+  ninfer::dtype type;
+  const void* data;
+  std::size_t elements;
+
+  source(span<const float> v) noexcept : type(NINFER_DTYPE_F32), data(v.data()), elements(v.size()) {}
+  source(const std::vector<float>& v) noexcept
+      : type(NINFER_DTYPE_F32), data(v.data()), elements(v.size()) {}
+  source(const float* p, std::size_t n) noexcept : type(NINFER_DTYPE_F32), data(p), elements(n) {}
+  /// bf16 or f16 words.
+  source(ninfer::dtype t, span<const std::uint16_t> v) noexcept
+      : type(t), data(v.data()), elements(v.size()) {}
+  std::size_t element_bytes() const noexcept { return type == NINFER_DTYPE_F32 ? 4 : 2; }
+};
+
+/// Options of quantize_grouped: grouped_absmax by default (spec §7.2), or grouped_search
+/// (§7.3) with optional negative scales and a per-column importance vector.
+struct quantize_options {
+  std::uint32_t method = NINFER_QUANTIZE_METHOD_GROUPED_ABSMAX;
+  bool negative_scales = false;
+  span<const float> importance{};
+};
+
+namespace detail {
+inline result<owned_tensor> alloc_tensor(format f, layout l, std::uint64_t rows, std::uint64_t cols) {
+  result<plane_sizes_t> sizes = try_plane_sizes(f, l, rows, cols);
+  if (!sizes) return result<owned_tensor>(sizes.code(), sizes.message());
+  owned_tensor t;
+  t.format = f;
+  t.layout = l;
+  t.rows = rows;
+  t.cols = cols;
+  for (std::size_t i = 0; i < t.planes.size(); ++i) t.planes[i].resize((*sizes)[i]);
+  return result<owned_tensor>(std::move(t));
+}
+inline std::uint8_t* data_or_null(std::vector<std::uint8_t>& v) noexcept {
+  return v.empty() ? nullptr : v.data();
+}
+}  // namespace detail
+
+/// Quantizes a dense [rows, cols] source into the row_split_k128_v1 planes of a grouped
+/// format (q4/q5/q6_g64_fp16, q8_g32_fp16); `provenance` (optional) receives the record.
+inline result<owned_tensor> try_quantize_grouped(format f, const source& src, std::uint64_t rows,
+                                                 std::uint64_t cols,
+                                                 const quantize_options& options = quantize_options(),
+                                                 quantize_provenance* provenance = nullptr) {
+  result<owned_tensor> t = detail::alloc_tensor(f, NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
+  if (!t) return t;
+  ::ninfer_mut_bytes planes[NINFER_MAX_PLANES];
+  for (std::size_t i = 0; i < NINFER_MAX_PLANES; ++i) {
+    planes[i].ptr = detail::data_or_null(t->planes[i]);
+    planes[i].len = t->planes[i].size();
+  }
+  ::ninfer_quantize_options opts{};
+  opts.method = options.method;
+  opts.negative_scales = options.negative_scales ? 1u : 0u;
+  opts.importance = options.importance.data();
+  opts.importance_len = options.importance.size();
+  const bool absmax_defaults = options.method == NINFER_QUANTIZE_METHOD_GROUPED_ABSMAX &&
+                               !options.negative_scales && options.importance.empty();
+  ::ninfer_status st = ::ninfer_quantize_grouped(
+      f, src.data, src.elements * src.element_bytes(), src.type, rows, cols,
+      absmax_defaults ? nullptr : &opts, planes, provenance);
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
+/// Quantizes a [rows, cols] source with fp8_row_maxabs into fp8_e4m3fn_row_bf16 or _fp16.
+inline result<owned_tensor> try_fp8_row_maxabs(format f, const source& src, std::uint64_t rows,
+                                               std::uint64_t cols) {
+  result<format_info> info = try_format_get_info(f);
+  if (!info) return result<owned_tensor>(info.code(), info.message());
+  result<owned_tensor> t = detail::alloc_tensor(f, info->layout, rows, cols);
+  if (!t) return t;
+  ::ninfer_status st = ::ninfer_fp8_row_maxabs(
+      f, src.type, src.data, src.elements, rows, cols, detail::data_or_null(t->planes[0]),
+      t->planes[0].size(), detail::data_or_null(t->planes[1]), t->planes[1].size());
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
+/// Quantizes a [rows, cols] source made of `sources` stacked matrices to nvfp4.
+inline result<owned_tensor> try_nvfp4_quantize(const source& src, std::uint64_t rows,
+                                               std::uint64_t cols, std::uint64_t sources = 1) {
+  result<owned_tensor> t = detail::alloc_tensor(NINFER_FORMAT_NVFP4,
+                                                NINFER_LAYOUT_BLOCK_SCALE_K16_M128X4_V1, rows, cols);
+  if (!t) return t;
+  if (sources == 0 || sources > SIZE_MAX / 4) {
+    return result<owned_tensor>(NINFER_STATUS_BAD_SHAPE, "sources must be positive");
+  }
+  t->planes[2].resize(sources * 4);  // sources <= SIZE_MAX / 4 checked above
+  ::ninfer_status st = ::ninfer_nvfp4_quantize(
+      src.type, src.data, src.elements, rows, cols, sources, detail::data_or_null(t->planes[0]),
+      t->planes[0].size(), detail::data_or_null(t->planes[1]), t->planes[1].size(),
+      detail::data_or_null(t->planes[2]), t->planes[2].size());
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
+#if NINFER_HPP_EXCEPTIONS
+inline owned_tensor quantize_grouped(format f, const source& src, std::uint64_t rows,
+                                     std::uint64_t cols,
+                                     const quantize_options& options = quantize_options(),
+                                     quantize_provenance* provenance = nullptr) {
+  return try_quantize_grouped(f, src, rows, cols, options, provenance).value();
+}
+inline owned_tensor fp8_row_maxabs(format f, const source& src, std::uint64_t rows,
+                                   std::uint64_t cols) {
+  return try_fp8_row_maxabs(f, src, rows, cols).value();
+}
+inline owned_tensor nvfp4_quantize(const source& src, std::uint64_t rows, std::uint64_t cols,
+                                   std::uint64_t sources = 1) {
+  return try_nvfp4_quantize(src, rows, cols, sources).value();
+}
+#endif
 
 }  // namespace ninfer
 

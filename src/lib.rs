@@ -8,7 +8,12 @@
 //! | §1–§2 registry, layouts, legal pairs | [`registry`], [`layouts`] |
 //! | structural checks of a payload | [`view`] |
 //! | §3.1 bf16 / fp32 / int32 | [`formats::direct`] |
+//! | §3.2, §4–§6 grouped signed-integer codes and scales, validator | [`formats::grouped`] |
+//! | §7.2 grouped_absmax, §7.3 grouped_search | [`formats::grouped::absmax`], [`formats::grouped::search`] |
+//! | row_split_k128_v1 layout (docs/layouts.md) | [`layouts::row_split`] |
 //! | §3.3 E4M3FN and E2M1 words | [`words`] |
+//! | §3.3 nvfp4, its quantizer | [`formats::nvfp4`], [`layouts::block_scale`] |
+//! | §3.4 fp8_e4m3fn_row_*, fp8_row_maxabs | [`formats::fp8_row`], [`layouts::fp8_row`] |
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
 //! | §2 compute profile, §8: y = x · Wᵀ | [`linear`] |

@@ -5,22 +5,25 @@
 //! The result is the payload of a `[count, K]` tensor of the same format and layout: each
 //! plane's selected rows, the planes back to back in plane order, each plane exactly
 //! `layouts::plane_sizes(format, layout, count, K)[i]` bytes. For the single-plane layouts
-//! (contiguous_le_v1, gguf_blocks_v1) that is simply the rows' bytes.
+//! (contiguous_le_v1, gguf_blocks_v1, row_interleaved_v1) that is simply the rows' bytes;
+//! for row_split_k128_v1 the rows' codes, then high bits, then scales (each with its
+//! row's canonical K padding); for row_scale_v1 the rows' codes, then their scales.
 //!
 //! It works plane by plane for every layout whose planes all store whole rows contiguously
 //! and in order ([`is_row_contiguous`]); layouts with swizzled or per-tensor planes are
 //! refused with [`Error::Unsupported`] until they have their own row operation.
 
 use crate::error::{Error, Result, mul};
-use crate::layouts::MAX_PLANES;
+use crate::layouts::{self, MAX_PLANES};
 use crate::registry::Layout;
 use crate::view::WeightView;
 
 /// Whether every plane of `layout` stores whole rows contiguously and in row order, so a
-/// row operation is a copy of row ranges per plane. (Enable further layouts here once their
-/// plane geometry is implemented and confirmed row-contiguous.)
+/// row operation is a copy of row ranges per plane: every layout but
+/// block_scale_k16_m128x4_v1 (its scale plane is swizzled in 128-row tiles and its divisors
+/// belong to stacked sources, so a row subset is not a byte subset).
 pub fn is_row_contiguous(layout: Layout) -> bool {
-    matches!(layout, Layout::ContiguousLeV1 | Layout::GgufBlocksV1)
+    !matches!(layout, Layout::BlockScaleK16_M128x4_V1)
 }
 
 /// Bytes per row of each plane (0 for an unused plane).
@@ -31,12 +34,15 @@ fn row_strides(view: &WeightView<'_>) -> Result<[usize; MAX_PLANES]> {
             "row slices and gathers of layout {layout} are not implemented yet"
         )));
     }
-    let mut strides = [0; MAX_PLANES];
-    for (i, s) in strides.iter_mut().enumerate() {
-        let p = view.plane(i);
-        *s = p.len() / view.rows();
-        if *s * view.rows() != p.len() {
-            return Err(Error::Internal(format!("plane {i} is not whole rows")));
+    // A one-row tensor's planes are each row's bytes; the view's planes must be exactly
+    // `rows` of them (checked, so a layout that pads or tiles rows is never sliced wrongly).
+    let strides = layouts::plane_sizes(view.format(), layout, 1, view.cols())?;
+    for (i, &s) in strides.iter().enumerate() {
+        if s.checked_mul(view.rows()) != Some(view.plane(i).len()) {
+            return Err(Error::Internal(format!(
+                "plane {i} of {layout} is not {} rows of {s} bytes",
+                view.rows()
+            )));
         }
     }
     Ok(strides)
@@ -177,5 +183,99 @@ mod tests {
             BufferTooSmall
         );
         assert!(out.iter().all(|&b| b == 0xAA));
+    }
+
+    /// Every row-contiguous multi-plane layout: the gathered planes are the source rows'
+    /// bytes plane by plane, form a valid view, and each gathered row decodes exactly as
+    /// its source row (or is refused alike).
+    #[test]
+    fn multi_plane_layouts_gather_plane_by_plane() {
+        use crate::registry::compatible;
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut byte = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as u8
+        };
+        for layout in [
+            Layout::RowSplitK128_V1,
+            Layout::RowScaleV1,
+            Layout::RowInterleavedV1,
+        ] {
+            for format in Format::all().filter(|&f| compatible(f, layout)) {
+                let (rows, cols) = (5, 200);
+                let sizes = layouts::plane_sizes(format, layout, rows, cols).unwrap();
+                let planes: Vec<Vec<u8>> = sizes
+                    .iter()
+                    .map(|&n| (0..n).map(|_| byte() & 0x3F).collect())
+                    .collect();
+                let v = WeightView::new(
+                    format,
+                    layout,
+                    rows,
+                    cols,
+                    [&planes[0], &planes[1], &planes[2]],
+                )
+                .unwrap();
+                let idx = [4u64, 0, 2, 2];
+                let mut out = vec![0u8; rows_bytes(&v, idx.len()).unwrap()];
+                gather_rows(&v, &idx, &mut out).unwrap();
+                let got = layouts::plane_sizes(format, layout, idx.len(), cols).unwrap();
+                let mut at = 0;
+                let mut parts: Vec<&[u8]> = Vec::new();
+                for (p, &n) in got.iter().enumerate() {
+                    let per = sizes[p] / rows;
+                    let part = &out[at..at + n];
+                    for (j, &r) in idx.iter().enumerate() {
+                        let r = r as usize;
+                        assert_eq!(
+                            &part[j * per..(j + 1) * per],
+                            &planes[p][r * per..(r + 1) * per],
+                            "{format} {layout} plane {p}"
+                        );
+                    }
+                    parts.push(part);
+                    at += n;
+                }
+                assert_eq!(at, out.len());
+                let g = WeightView::new(
+                    format,
+                    layout,
+                    idx.len(),
+                    cols,
+                    [parts[0], parts[1], parts[2]],
+                )
+                .unwrap();
+                for (j, &r) in idx.iter().enumerate() {
+                    let (mut a, mut b) = (vec![0f32; cols], vec![0f32; cols]);
+                    let ra = crate::decode::decode_row(&v, r, &mut a).map_err(|e| e.status());
+                    let rb =
+                        crate::decode::decode_row(&g, j as u64, &mut b).map_err(|e| e.status());
+                    assert_eq!(ra, rb, "{format} {layout}");
+                    let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&a), bits(&b), "{format} {layout} row {r}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn block_scale_layout_is_refused() {
+        let layout = Layout::BlockScaleK16_M128x4_V1;
+        let f = Format::all()
+            .find(|&f| crate::registry::compatible(f, layout))
+            .unwrap();
+        let planes: Vec<Vec<u8>> = layouts::plane_sizes(f, layout, 2, 64)
+            .unwrap()
+            .iter()
+            .map(|&n| vec![0; n])
+            .collect();
+        let v = WeightView::new(f, layout, 2, 64, [&planes[0], &planes[1], &planes[2]]).unwrap();
+        let e = copy_rows(&v, 0, 1, &mut [0u8; 1024]).unwrap_err();
+        assert_eq!(e.status(), crate::error::Status::Unsupported);
+        let e = gather_rows(&v, &[1], &mut [0u8; 1024]).unwrap_err();
+        assert_eq!(e.status(), crate::error::Status::Unsupported);
+        assert!(!is_row_contiguous(layout));
     }
 }

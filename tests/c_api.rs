@@ -6,7 +6,20 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// target/<profile>/, where cargo puts libninfer.so next to this test's deps/ directory.
+/// `cargo test` builds only the rlib, so the shared library is built here first (a no-op
+/// when it is up to date).
 fn lib_dir() -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    BUILD.call_once(|| {
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo
+            .args(["build", "-q", "--lib", "-p", "ninfer"])
+            .current_dir(root());
+        if !cfg!(debug_assertions) {
+            cargo.arg("--release");
+        }
+        run(&mut cargo);
+    });
     let exe = std::env::current_exe().unwrap();
     exe.parent().unwrap().parent().unwrap().to_path_buf()
 }

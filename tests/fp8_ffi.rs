@@ -34,6 +34,26 @@ unsafe extern "C" {
         plane1_len: usize,
     ) -> u32;
     fn ninfer_fp8_row_validate(view: *const View) -> u32;
+    fn ninfer_fp8_row_pack(
+        format: u32,
+        rows: u64,
+        cols: u64,
+        codes: *const u8,
+        codes_len: usize,
+        scales: *const u16,
+        scales_len: usize,
+        plane0: *mut u8,
+        plane0_len: usize,
+        plane1: *mut u8,
+        plane1_len: usize,
+    ) -> u32;
+    fn ninfer_fp8_row_unpack(
+        view: *const View,
+        codes: *mut u8,
+        codes_len: usize,
+        scales: *mut u16,
+        scales_len: usize,
+    ) -> u32;
     fn ninfer_decode_row(view: *const View, row: u64, out: *mut f32, out_len: usize) -> u32;
 }
 
@@ -153,4 +173,52 @@ fn encode_validate_decode_through_c() {
         )
     };
     assert_eq!(st, 1);
+}
+
+#[test]
+fn pack_unpack_through_c() {
+    let codes = [0x38u8, 0xBC, 0x28, 0x00, 0x80, 0x00];
+    let scales = [0x2000u16, 0x0000];
+    let mut rows = [0u8; 10];
+    let st = unsafe {
+        ninfer_fp8_row_pack(
+            FP8_FP16,
+            2,
+            3,
+            codes.as_ptr(),
+            6,
+            scales.as_ptr(),
+            2,
+            rows.as_mut_ptr(),
+            10,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    assert_eq!(st, 0);
+    assert_eq!(
+        rows,
+        [0x00, 0x20, 0x38, 0xBC, 0x28, 0x00, 0x00, 0x00, 0x80, 0x00]
+    );
+    let view = View {
+        format: FP8_FP16,
+        layout: ROW_INTERLEAVED,
+        rows: 2,
+        cols: 3,
+        planes: [
+            Bytes {
+                ptr: rows.as_ptr(),
+                len: 10,
+            },
+            EMPTY,
+            EMPTY,
+        ],
+    };
+    let (mut c2, mut s2) = ([0u8; 6], [0u16; 2]);
+    let st = unsafe { ninfer_fp8_row_unpack(&view, c2.as_mut_ptr(), 6, s2.as_mut_ptr(), 2) };
+    assert_eq!(st, 0);
+    assert_eq!((c2, s2), (codes, scales));
+    // Too short an output: SIZE_MISMATCH (9).
+    let st = unsafe { ninfer_fp8_row_unpack(&view, c2.as_mut_ptr(), 5, s2.as_mut_ptr(), 2) };
+    assert_eq!(st, 9);
 }

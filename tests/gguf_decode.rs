@@ -239,3 +239,123 @@ fn kernels_agree_on_non_finite_scales() {
         }
     }
 }
+
+/// Row slices and gathers of every fixture decode to exactly the source rows' oracle words
+/// (whole rows copied, nothing renormalized), and validate.
+#[test]
+fn sliced_and_gathered_rows_decode_to_the_source_rows() {
+    use ninfer::rows::{copy_rows, gather_rows, rows_bytes};
+    let mut compared = 0usize;
+    for fx in load_fixtures() {
+        let view = WeightView::single(fx.format, fx.rows, fx.cols, &fx.blocks).unwrap();
+        ninfer::validate::validate(&view).unwrap();
+        let n = fx.rows as u64;
+        // Reversed, with a repeat; and the middle rows as a slice.
+        let gather: Vec<u64> = (0..n).rev().chain([0, n - 1]).collect();
+        let slice = (1u64, n - 2);
+        let mut g = vec![0u8; rows_bytes(&view, gather.len()).unwrap()];
+        assert_eq!(gather_rows(&view, &gather, &mut g).unwrap(), g.len());
+        let mut s = vec![0u8; rows_bytes(&view, slice.1 as usize).unwrap()];
+        assert_eq!(copy_rows(&view, slice.0, slice.1, &mut s).unwrap(), s.len());
+        let slice_rows: Vec<u64> = (slice.0..slice.0 + slice.1).collect();
+        for (payload, source) in [(&g, &gather), (&s, &slice_rows)] {
+            let v = WeightView::single(fx.format, source.len(), fx.cols, payload).unwrap();
+            ninfer::validate::validate(&v).unwrap();
+            let mut row = vec![0f32; fx.cols];
+            for (i, &src) in source.iter().enumerate() {
+                decode_row(&v, i as u64, &mut row).unwrap();
+                let exp = &fx.expected[src as usize * fx.cols..(src as usize + 1) * fx.cols];
+                for (c, (got, &want)) in row.iter().zip(exp).enumerate() {
+                    assert_eq!(got.to_bits(), want, "{} row {src} col {c}", fx.format);
+                }
+                compared += fx.cols;
+            }
+        }
+    }
+    println!("{compared} values compared through slices and gathers");
+}
+
+/// Poisoning any binary16 field of any block (offsets from the block facts of
+/// shared/reference/gguf-blocks.md) is reported at that row and block, and that block's
+/// values are indeed non-finite when decoded.
+#[test]
+fn validate_locates_every_poisoned_scale_field() {
+    use ninfer::Location;
+    // (format, byte offsets of d/dmin); IQ1_M's scale is spread (handled below).
+    let fields: &[(Format, &[usize])] = &[
+        (Format::GgufQ8_0, &[0]),
+        (Format::GgufQ4_0, &[0]),
+        (Format::GgufQ5_0, &[0]),
+        (Format::GgufQ2_0, &[0]),
+        (Format::GgufQ2_K, &[80, 82]),
+        (Format::GgufQ3_K, &[108]),
+        (Format::GgufQ4_K, &[0, 2]),
+        (Format::GgufQ5_K, &[0, 2]),
+        (Format::GgufQ6_K, &[208]),
+        (Format::GgufIq2Xxs, &[0]),
+        (Format::GgufIq2Xs, &[0]),
+        (Format::GgufIq3Xxs, &[0]),
+        (Format::GgufIq1S, &[0]),
+        (Format::GgufIq4Nl, &[0]),
+        (Format::GgufIq3S, &[0]),
+        (Format::GgufIq2S, &[0]),
+        (Format::GgufIq4Xs, &[0]),
+        (Format::GgufIq1M, &[]),
+    ];
+    assert_eq!(fields.len(), gguf_formats().len());
+    let mut checked = 0;
+    for fx in load_fixtures().iter().filter(|f| f.set == "real") {
+        let info = fx.format.info();
+        let (bv, bb) = (info.block_values as usize, info.block_bytes as usize);
+        let per_row = fx.cols / bv;
+        let (row, blk) = (fx.rows - 1, per_row - 1);
+        let at = (row * per_row + blk) * bb;
+        let offsets = fields.iter().find(|(f, _)| *f == fx.format).unwrap().1;
+        // Each poison: (byte offset within the block, little-endian bytes to OR/write).
+        let mut poisons: Vec<Vec<(usize, u8)>> = offsets
+            .iter()
+            .flat_map(|&o| {
+                [
+                    vec![(o, 0x00), (o + 1, 0x7C)],
+                    vec![(o, 0x01), (o + 1, 0xFE)],
+                ]
+            })
+            .collect();
+        if fx.format == Format::GgufIq1M {
+            // Super-scale 0x7C00: top nibbles of scales words 2 and 3 = 0xC, 0x7, others 0.
+            poisons.push(vec![(49, 0), (51, 0), (53, 0xC0), (55, 0x70)]);
+        }
+        for poison in poisons {
+            let mut p = fx.blocks.clone();
+            for &(o, v) in &poison {
+                if fx.format == Format::GgufIq1M {
+                    p[at + o] = (p[at + o] & 0x0F) | v;
+                } else {
+                    p[at + o] = v;
+                }
+            }
+            let v = WeightView::single(fx.format, fx.rows, fx.cols, &p).unwrap();
+            match ninfer::validate::validate(&v) {
+                Err(ninfer::Error::InvalidEncoding { at, .. }) => assert_eq!(
+                    at,
+                    Location {
+                        row: row as u64,
+                        block: blk as u64
+                    },
+                    "{}",
+                    fx.format
+                ),
+                other => panic!("{}: {other:?}", fx.format),
+            }
+            let mut out = vec![0f32; fx.cols];
+            decode_row(&v, row as u64, &mut out).unwrap();
+            assert!(
+                out[blk * bv..].iter().any(|x| !x.is_finite()),
+                "{}: poisoned block decodes finite",
+                fx.format
+            );
+            checked += 1;
+        }
+    }
+    println!("{checked} poisoned fields located");
+}

@@ -545,3 +545,61 @@ fn option_refusals() {
     assert_eq!(e.status(), Status::SizeMismatch);
     assert!(p.iter().flatten().all(|&b| b == 0x11));
 }
+
+#[test]
+fn search_matches_the_python_oracle_bit_for_bit() {
+    let data = fixture("search_cases.bin");
+    let mut r = Reader(&data);
+    assert_eq!(r.take(4), b"NGS1");
+    let n = r.u32();
+    let (mut codes_cmp, mut scales_cmp, mut negative) = (0, 0, 0);
+    for case in 0..n {
+        let f = Format::from_u32(r.u32()).unwrap();
+        let (rows, cols) = (r.u32() as usize, r.u32() as usize);
+        let (neg, has_imp) = (r.u32() == 1, r.u32() == 1);
+        let f32s = |b: &[u8]| -> Vec<f32> {
+            b.chunks_exact(4)
+                .map(|w| f32::from_le_bytes(w.try_into().unwrap()))
+                .collect()
+        };
+        let x = f32s(r.take(rows * cols * 4));
+        let imp = has_imp.then(|| f32s(r.take(cols * 4)));
+        let g = f.info().block_values as usize;
+        let ng = cols.div_ceil(g);
+        let want_codes: Vec<i8> = r.take(rows * cols).iter().map(|&b| b as i8).collect();
+        let want_scales = words_u16(r.take(rows * ng * 2));
+        let o = Options {
+            method: Method::GroupedSearch,
+            importance: imp.as_deref(),
+            negative_scales: neg,
+        };
+        let mut p = planes_for(f, rows, cols, 0);
+        run(f, Source::F32(&x), rows, cols, &o, &mut p).unwrap();
+        let view = WeightView::new(
+            f,
+            Layout::RowSplitK128_V1,
+            rows,
+            cols,
+            [&p[0], &p[1], &p[2]],
+        )
+        .unwrap();
+        let (codes, scales) = row_split::unpack(&view).unwrap();
+        assert_eq!(
+            scales, want_scales,
+            "case {case}: {f} neg={neg} imp={has_imp}"
+        );
+        assert_eq!(
+            codes, want_codes,
+            "case {case}: {f} neg={neg} imp={has_imp}"
+        );
+        codes_cmp += codes.len();
+        scales_cmp += scales.len();
+        negative += scales.iter().filter(|&&s| s & 0x8000 != 0).count();
+    }
+    assert!(r.0.is_empty());
+    assert!(negative > 0, "no case exercised a negative scale");
+    println!(
+        "grouped_search oracle: {n} cases, {codes_cmp} codes and {scales_cmp} scale words \
+         identical ({negative} negative scales)"
+    );
+}

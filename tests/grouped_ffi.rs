@@ -33,7 +33,25 @@ struct Prov {
     error: f64,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Bytes {
+    ptr: *const u8,
+    len: usize,
+}
+
+#[repr(C)]
+struct View {
+    format: u32,
+    layout: u32,
+    rows: u64,
+    cols: u64,
+    planes: [Bytes; 3],
+}
+
 unsafe extern "C" {
+    fn ninfer_decode_row(view: *const View, row: u64, out: *mut f32, out_len: usize) -> u32;
+
     fn ninfer_quantize_grouped(
         format: u32,
         src: *const c_void,
@@ -299,4 +317,50 @@ fn f16_source_widens_exactly() {
     assert_eq!(st, 0);
     assert_eq!(call(Q4, &vals, 1, 64, None, &mut b, &mut prov), 0);
     assert_eq!(a.bufs, b.bufs);
+}
+
+#[test]
+fn quantize_then_decode_through_c() {
+    // Every group (the partial one too) has amax 3.5 = 7 · 0.5 and multiples of 0.5: exact.
+    let (rows, cols) = (2usize, 70usize);
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i % cols % 8) as f32 - 7.0) * 0.5)
+        .collect();
+    let mut out = Out::new(ninfer::Format::Q4_G64Fp16, rows, cols);
+    let mut prov = Prov::default();
+    assert_eq!(call(Q4, &x, 2, 70, None, &mut out, &mut prov), 0);
+    let b = &out.bufs;
+    let view = View {
+        format: Q4,
+        layout: 1,
+        rows: 2,
+        cols: 70,
+        planes: [0, 1, 2].map(|i| Bytes {
+            ptr: if b[i].is_empty() {
+                std::ptr::null()
+            } else {
+                b[i].as_ptr()
+            },
+            len: b[i].len(),
+        }),
+    };
+    let mut row = vec![0f32; cols];
+    for r in 0..2 {
+        assert_eq!(
+            unsafe { ninfer_decode_row(&view, r, row.as_mut_ptr(), cols) },
+            0
+        );
+        assert_eq!(&row[..], &x[r as usize * cols..(r as usize + 1) * cols]);
+    }
+    // A corrupted padding nibble is refused (INVALID_ENCODING = 15), nothing written.
+    let mut bad = out.bufs[0].clone();
+    bad[40] = 0x10;
+    let mut v2 = view;
+    v2.planes[0].ptr = bad.as_ptr();
+    row.fill(9.0);
+    assert_eq!(
+        unsafe { ninfer_decode_row(&v2, 0, row.as_mut_ptr(), cols) },
+        15
+    );
+    assert!(row.iter().all(|&v| v == 9.0));
 }

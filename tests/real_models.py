@@ -123,9 +123,9 @@ def compare_file(ninfer: str, path: str, expect_refused: dict[str, str]):
 
 def print_types(title: str, per_type) -> None:
     print(f"{title}: values compared by bit pattern with gguf.quants.dequantize")
-    print(f"  {'type':6s} {'tensors':>8s} {'values':>14s} {'mismatching':>12s}")
+    print(f"  {'type':8s} {'tensors':>8s} {'values':>14s} {'mismatching':>12s}")
     for ty, (n, v, b) in per_type.items():
-        print(f"  {ty:6s} {n:8d} {v:14,d} {b:12d}")
+        print(f"  {ty:8s} {n:8d} {v:14,d} {b:12d}")
 
 
 def retype(image: bytearray, name: str, ggml_type: int, ne0: int) -> None:
@@ -237,7 +237,7 @@ def main() -> int:
     check(per_type.get("Q8_0", (0,))[0] == 1 and per_type.get("F32", (0,))[0] == 61,
           f"smollm2: decoded {dict(per_type)}")
     print_types(f"{SMOL} ({time.time() - t1:.1f} s)", per_type)
-    print(f"  Q4_1   {len(q41):8d} refused with {q41[0][2] if q41 else '-'}")
+    print(f"  Q4_1     {len(q41):8d} refused with {q41[0][2] if q41 else '-'}")
 
     # `ninfer verify`: exit 0, the reference mat-vec figures, refusals named.
     out = verify_output(ninfer, gemma)

@@ -87,10 +87,14 @@ impl Ggml {
             let init: unsafe extern "C" fn() = std::mem::transmute(sym(cpu, c"ggml_cpu_init")?);
             init();
             Some(Ggml {
-                traits: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> *const TypeTraits>(traits),
-                traits_cpu: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u32) -> *const TypeTraitsCpu>(
-                    traits_cpu,
-                ),
+                traits: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(u32) -> *const TypeTraits,
+                >(traits),
+                traits_cpu: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(u32) -> *const TypeTraitsCpu,
+                >(traits_cpu),
                 dir,
             })
         }
@@ -100,6 +104,12 @@ impl Ggml {
     pub fn to_float(&self, ty: u32) -> Option<ToFloat> {
         // SAFETY: ggml returns a pointer into its static traits table for valid ids.
         unsafe { (self.traits)(ty).as_ref()?.to_float }
+    }
+
+    /// ggml's scalar reference quantizer (`quantize_row_*_ref`) for a ggml type id.
+    pub fn quantize_ref(&self, ty: u32) -> Option<FromFloat> {
+        // SAFETY: as for `to_float`.
+        unsafe { (self.traits)(ty).as_ref()?.from_float_ref }
     }
 
     /// ggml's CPU `vec_dot` for a ggml type id, with the activation type it needs.

@@ -66,6 +66,15 @@ func (s Status) String() string { return C.GoString(C.ninfer_status_name(C.uint3
 type Error struct {
 	Status  Status
 	Message string
+	// Location is the first offending row and block, set by WeightView.Validate on
+	// StatusInvalidEncoding; nil otherwise.
+	Location *Location
+}
+
+// Location is a row and a block (GGUF) or group index within that row.
+type Location struct {
+	Row   uint64
+	Block uint64
 }
 
 func (e *Error) Error() string { return e.Status.String() + ": " + e.Message }

@@ -10,4 +10,5 @@ if ! python3 -m ziglang version >/dev/null 2>&1; then
 fi
 pkg-config --exists ninfer || { echo "pkg-config cannot find ninfer (PKG_CONFIG_PATH?)" >&2; exit 1; }
 echo "zig $(python3 -m ziglang version)"
+python3 -m ziglang fmt --check build.zig build.zig.zon src
 python3 -m ziglang build test --summary all

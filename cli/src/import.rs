@@ -176,22 +176,12 @@ pub fn import_fp8_row(
             Err(why) => return refuse(&sname, format!("row {r}: {why}")),
         }
     }
-    let codes = w.data();
-    let planes = match target {
-        Format::Fp8E4m3fnRowBf16 => [
-            codes.to_vec(),
-            words.iter().flat_map(|b| b.to_le_bytes()).collect(),
-            vec![],
-        ],
-        _ => {
-            let mut p = Vec::with_capacity(rows * (cols + 2));
-            for (r, b) in words.iter().enumerate() {
-                p.extend_from_slice(&b.to_le_bytes());
-                p.extend_from_slice(&codes[r * cols..(r + 1) * cols]);
-            }
-            [p, vec![], vec![]]
-        }
-    };
+    let sizes = layouts::plane_sizes(target, target.info().layout, rows, cols)
+        .or_else(|e| refuse(prefix, e.to_string()))?;
+    let (mut p0, mut p1) = (vec![0u8; sizes[0]], vec![0u8; sizes[1]]);
+    fp8_row::pack(target, rows, cols, w.data(), &words, [&mut p0, &mut p1])
+        .or_else(|e| refuse(prefix, e.to_string()))?;
+    let planes = [p0, p1, vec![]];
     let out = Imported {
         format: target,
         rows,

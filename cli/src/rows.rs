@@ -51,9 +51,15 @@ pub fn value_bar(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template(
-            "{spinner} {msg:32!} [{bar:30}] {human_pos}/{human_len} values {per_sec} ETA {eta}",
+            "{spinner} {wide_msg} [{bar:24}] {percent:>3}% {mvps} ETA {eta}",
         )
         .expect("valid template")
+        .with_key(
+            "mvps",
+            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0} Mvalues/s", s.per_sec() / 1e6);
+            },
+        )
         .progress_chars("=> "),
     );
     bar

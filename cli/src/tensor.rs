@@ -278,3 +278,104 @@ fn broken<'a>(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GGUF v3 image with one tensor per `(name, ne, type)` entry, each followed by
+    /// `data_len` bytes of zeros (aligned to 32).
+    fn image(tensors: &[(&str, &[u64], u32)], data_len: usize) -> &'static [u8] {
+        let mut b = Vec::new();
+        b.extend_from_slice(b"GGUF");
+        b.extend_from_slice(&3u32.to_le_bytes());
+        b.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes());
+        let slot = data_len.div_ceil(32) * 32;
+        for (i, (name, ne, ty)) in tensors.iter().enumerate() {
+            b.extend_from_slice(&(name.len() as u64).to_le_bytes());
+            b.extend_from_slice(name.as_bytes());
+            b.extend_from_slice(&(ne.len() as u32).to_le_bytes());
+            for d in *ne {
+                b.extend_from_slice(&d.to_le_bytes());
+            }
+            b.extend_from_slice(&ty.to_le_bytes());
+            b.extend_from_slice(&((i * slot) as u64).to_le_bytes());
+        }
+        while b.len() % 32 != 0 {
+            b.push(0);
+        }
+        b.resize(b.len() + slot * tensors.len(), 0);
+        Box::leak(b.into_boxed_slice())
+    }
+
+    fn plan_of(t: &Tensor<'_>) -> (&'static str, String) {
+        match &t.plan {
+            Plan::Decode(_) => ("decode", String::new()),
+            Plan::Refused(s, m) => (s.name(), m.clone()),
+            Plan::Broken(s, m) => (s.map_or("ERROR", |s| s.name()), m.clone()),
+        }
+    }
+
+    #[test]
+    fn classification_follows_the_registry() {
+        let f = GgufFile::from_static(image(
+            &[
+                ("q8", &[64, 2], 8),             // gguf_q8_0: 2 rows × 2 blocks × 34 bytes
+                ("f16", &[4, 2], 1),             // F16 data
+                ("q41", &[32, 2], 3),            // Q4_1: unregistered
+                ("q10", &[128, 1], 41),          // Q1_0: unregistered
+                ("t99", &[32], 99),              // unknown to everyone
+                ("i32", &[4], 26),               // int32: registered, not decodable to f32
+                ("badk", &[48, 2], 8),           // K not a multiple of 32
+                ("zero", &[0, 2], 0),            // empty
+                ("big", &[1 << 40, 1 << 40], 0), // overflows
+                ("long", &[64, 4], 8),           // more bytes than the data slot holds
+            ],
+            136,
+        ))
+        .unwrap();
+        let ts = classify(&f);
+        let by = |n: &str| ts.iter().find(|t| t.info.name == n).unwrap();
+        assert_eq!(plan_of(by("q8")).0, "decode");
+        assert_eq!((by("q8").bytes, by("q8").bytes_exact), (Some(136), true));
+        assert_eq!(by("q8").format, Some(Format::GgufQ8_0));
+        assert_eq!(plan_of(by("f16")).0, "decode");
+        assert_eq!(by("f16").format_text(), "F16 (no registered format)");
+        let (s, m) = plan_of(by("q41"));
+        assert_eq!(s, "UNREGISTERED_TYPE");
+        assert!(m.contains("Q4_1"), "{m}");
+        assert_eq!((by("q41").bytes, by("q41").bytes_exact), (Some(40), true));
+        assert_eq!(by("q41").format_text(), "Q4_1 (unregistered)");
+        assert_eq!(plan_of(by("q10")).0, "UNREGISTERED_TYPE");
+        assert_eq!(plan_of(by("t99")).0, "UNREGISTERED_TYPE");
+        assert_eq!(by("t99").format_text(), "type#99 (unregistered)");
+        assert!(!by("t99").bytes_exact, "sized by the next offset");
+        assert_eq!(plan_of(by("i32")).0, "UNSUPPORTED");
+        assert_eq!(plan_of(by("badk")).0, "BAD_SHAPE");
+        assert_eq!(plan_of(by("zero")).0, "BAD_SHAPE");
+        assert_eq!(plan_of(by("big")).0, "OVERFLOW");
+        let (s, m) = plan_of(by("long"));
+        assert_eq!(s, "ERROR");
+        assert!(m.contains("truncated"), "{m}");
+    }
+
+    #[test]
+    fn f16_rows_are_exact() {
+        let bytes: Vec<u8> = [0x3C00u16, 0xC000, 0x0001, 0x7C00]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let rows = Rows::F16 {
+            bytes: &bytes,
+            rows: 2,
+            k: 2,
+        };
+        let mut out = [0f32; 2];
+        rows.decode(1, &mut out).unwrap();
+        assert_eq!(out[0].to_bits(), 2f32.powi(-24).to_bits());
+        assert_eq!(out[1], f32::INFINITY);
+        rows.decode(0, &mut out).unwrap();
+        assert_eq!(out, [1.0, -2.0]);
+    }
+}

@@ -5,6 +5,10 @@
 //! the commands' behaviour: exit codes, refusals with their status, and F32 data that must
 //! come out byte for byte as stored in the file.
 
+#[allow(dead_code)]
+#[path = "../src/gguf.rs"]
+mod gguf;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -55,7 +59,7 @@ fn verify_runs_on_the_built_in_sample_from_any_directory() {
     let out = text(&o);
     assert!(o.status.success(), "verify failed:\n{out}");
     assert!(out.contains("built-in sample"), "{out}");
-    assert!(out.contains(" 0 failed;"), "{out}");
+    assert!(out.contains(" 0 failed (0 invalid encodings);"), "{out}");
     // The five types of issue 2 and the direct words decode; more decode as the library
     // grows, so only these are pinned. Columns: type, tensors, values, non-finite, ms,
     // Mvalues/s, result.
@@ -73,7 +77,8 @@ fn verify_runs_on_the_built_in_sample_from_any_directory() {
         assert_eq!(row[0], key);
         assert_eq!(row[1], tensors, "{row:?}");
         assert_eq!(row[3], "0", "non-finite values: {row:?}");
-        assert_eq!(row[6], "decoded", "{row:?}");
+        assert_eq!(row[6], if key == "F16 (data)" { "n/a" } else { "yes" });
+        assert_eq!(row[7], "decoded", "{row:?}");
     }
     assert!(type_row(&out, "Q4_1").ends_with("UNREGISTERED_TYPE"));
     assert!(
@@ -307,4 +312,36 @@ fn malformed_files_fail_with_a_message_and_a_non_zero_status() {
         &dir,
     );
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_non_finite_scale_fails_validation_but_the_tensor_is_still_decoded() {
+    let dir = scratch("nan");
+    let sample = sample_path();
+    let f = gguf::GgufFile::open(&sample).unwrap();
+    let t = f.tensor("smollm2.token_embd.weight").unwrap();
+    let at = (f.data_start + t.offset) as usize;
+    let mut bytes = std::fs::read(&sample).unwrap();
+    // Block 0 of row 0: its binary16 scale d becomes a NaN (0x7E00).
+    bytes[at..at + 2].copy_from_slice(&0x7E00u16.to_le_bytes());
+    let bad = dir.join("nan.gguf");
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = ninfer(&["verify", bad.to_str().unwrap()], &dir);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("(1 invalid encodings)"), "{out}");
+    assert!(
+        out.contains("smollm2.token_embd.weight  gguf_q8_0  INVALID_ENCODING")
+            && out.contains("row 0, block 0"),
+        "{out}"
+    );
+    // Decoding stays a pure function of the bytes: the block's 32 values are NaN.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("smollm2.token_embd.weight "))
+        .unwrap();
+    let c = cols(line);
+    assert_eq!((c[4], c[6]), ("32", "FAILED"), "{line}");
+    let row = cols(type_row(&out, "Q8_0 (gguf_q8_0)"));
+    assert_eq!((row[3], row[6]), ("32", "1 INVALID"), "{row:?}");
 }

@@ -91,3 +91,65 @@ pub unsafe extern "C" fn ninfer_fp8_row_validate(view: *const ninfer_weight_view
         fp8_row::validate(&v)
     })
 }
+
+/// Lays out logical FP8 words in the planes of `format` (`..._ROW_BF16` → `plane0` codes,
+/// `plane1` BF16 LE scales; `..._ROW_FP16` → `plane0` interleaved rows, `plane1` empty):
+/// `codes` = rows × cols E4M3FN words row-major, `scales` = rows 16-bit scale words
+/// (native `uint16_t`: BF16 or binary16 bits). Words are copied unchanged, not validated:
+/// follow with `ninfer_fp8_row_validate` on the result.
+///
+/// Errors: `INVALID_ARGUMENT`, `UNKNOWN_FORMAT`, `BAD_SHAPE`, `SIZE_MISMATCH`,
+/// `NULL_POINTER`, `MISALIGNED`, `OVERFLOW`. Nothing is written unless the status is OK.
+///
+/// # Safety
+/// Every pointer valid for its length; outputs writable and not overlapping the inputs.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn ninfer_fp8_row_pack(
+    format: u32,
+    rows: u64,
+    cols: u64,
+    codes: *const u8,
+    codes_len: usize,
+    scales: *const u16,
+    scales_len: usize,
+    plane0: *mut u8,
+    plane0_len: usize,
+    plane1: *mut u8,
+    plane1_len: usize,
+) -> Status {
+    call(|| {
+        let format = Format::from_u32(format)?;
+        let rows = to_usize(rows, "rows")?;
+        let cols = to_usize(cols, "cols")?;
+        let codes = unsafe { in_slice(codes, codes_len, "codes") }?;
+        let scales = unsafe { in_slice(scales, scales_len, "scales") }?;
+        let p0 = unsafe { out_slice(plane0, plane0_len, "plane0") }?;
+        let p1 = unsafe { out_slice(plane1, plane1_len, "plane1") }?;
+        fp8_row::pack(format, rows, cols, codes, scales, [p0, p1])
+    })
+}
+
+/// The inverse of `ninfer_fp8_row_pack`: copies the logical words of a row-scaled FP8 view
+/// into `codes` (rows × cols, row-major) and `scales` (rows 16-bit words), unchanged.
+///
+/// Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ARGUMENT` (another
+/// format), `SIZE_MISMATCH`, `NULL_POINTER`, `MISALIGNED`.
+///
+/// # Safety
+/// `view` as for `ninfer_weight_view_check`; outputs writable for their lengths.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_fp8_row_unpack(
+    view: *const ninfer_weight_view,
+    codes: *mut u8,
+    codes_len: usize,
+    scales: *mut u16,
+    scales_len: usize,
+) -> Status {
+    call(|| {
+        let v = unsafe { from_c(view) }?;
+        let codes = unsafe { out_slice(codes, codes_len, "codes") }?;
+        let scales = unsafe { out_slice(scales, scales_len, "scales") }?;
+        fp8_row::unpack(&v, codes, scales)
+    })
+}

@@ -12,6 +12,7 @@
 pub(crate) mod boundary;
 mod decode;
 mod fp8;
+mod import;
 mod linear;
 mod nvfp4;
 mod quantize;

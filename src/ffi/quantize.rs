@@ -103,13 +103,16 @@ impl From<Provenance> for ninfer_quantize_provenance {
 ///   except for q5/q6. K is padded to a multiple of 128 with canonical zero padding.
 /// - `provenance`: NULL, or receives the method, its parameters and counters.
 ///
-/// Rows are encoded in parallel into internal temporaries: the planes and `*provenance` are
-/// written only when the whole tensor succeeded, so on error they keep their contents. The
-/// output does not depend on the thread count.
+/// Rows are encoded in parallel (rayon's global pool; `RAYON_NUM_THREADS` sets its size).
+/// A first pass checks every row for the failures an encoding can have (non-finite values,
+/// overflowing scales); the planes and `*provenance` are written only after it passed, so on
+/// error they keep their contents. The output does not depend on the thread count.
+/// The encoders need the default floating-point environment (round to nearest, IEEE
+/// subnormals): a thread that flushes subnormals (FTZ/DAZ) is refused with `UNSUPPORTED`.
 ///
 /// Errors: `NULL_POINTER`, `MISALIGNED`, `UNKNOWN_FORMAT`, `UNKNOWN_DTYPE`,
 /// `UNSUPPORTED` (q2_g64_fp16 and t2_g128_fp16 targets are refused by spec §2/§7; non-grouped
-/// formats), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
+/// formats; FTZ/DAZ active), `BAD_SHAPE` (zero rows or cols), `SIZE_MISMATCH` (source or plane length,
 /// naming it), `OVERFLOW`, `INVALID_ARGUMENT` (unknown method, a flag other than 0/1,
 /// importance of the wrong length or with a negative/non-finite weight, or options grouped_absmax
 /// does not take), `NON_FINITE_SOURCE` (NaN/±Inf; the message names row and column; the

@@ -6,18 +6,20 @@ use crate::error::Status;
 use crate::rows;
 
 /// Copies rows `start .. start + count` of `view` into `out`: the payload of a
-/// `[count, cols]` tensor of the same format and layout (for contiguous_le_v1 and
-/// gguf_blocks_v1 simply the rows' bytes; for multi-plane layouts each plane's rows, the
-/// planes back to back in plane order, sized by `ninfer_layout_plane_sizes` for `count`
-/// rows). Nothing is decoded or renormalized. `count = 0` copies nothing.
+/// `[count, cols]` tensor of the same format and layout (for contiguous_le_v1,
+/// gguf_blocks_v1 and row_interleaved_v1 simply the rows' bytes; for row_split_k128_v1 and
+/// row_scale_v1 each plane's rows, the planes back to back in plane order, each as long as
+/// `ninfer_layout_plane_sizes` gives for `count` rows). Nothing is decoded or
+/// renormalized. `count = 0` copies nothing.
 ///
 /// On success `*out_written` (may be NULL) receives the number of bytes written.
 ///
 /// Errors: the structural errors of `ninfer_weight_view_check`, `OVERFLOW` when
 /// `start + count` overflows, `ROW_OUT_OF_RANGE` when `start + count > rows`,
 /// `BUFFER_TOO_SMALL` when `out_len` is less than the result, `NULL_POINTER` for a NULL
-/// `out` with non-zero `out_len`, `UNSUPPORTED` for a layout whose planes are not whole
-/// rows. Nothing is written unless the status is OK.
+/// `out` with non-zero `out_len`, `UNSUPPORTED` for block_scale_k16_m128x4_v1 (its scale
+/// plane is swizzled in 128-row tiles: a row subset is not a byte subset). Nothing is
+/// written unless the status is OK.
 ///
 /// # Safety
 /// `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable bytes not

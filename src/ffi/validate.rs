@@ -7,8 +7,9 @@ use crate::validate;
 
 /// Checks every encoding rule of the view's format over its whole payload (after the
 /// structural checks of `ninfer_weight_view_check`): for gguf_* formats every binary16
-/// scale field (d, dmin, IQ1_M's spread super-scale) must be finite; direct formats
-/// (bf16, fp32, int32) always pass.
+/// scale field (d, dmin, IQ1_M's spread super-scale) must be finite; grouped, FP8
+/// row-scaled and nvfp4 formats are checked by their own rules (scales, codes, canonical
+/// padding, divisors); direct formats (bf16, fp32, int32) always pass.
 ///
 /// On `NINFER_STATUS_INVALID_ENCODING` (and only then) the first offending location in
 /// row-major order is written: `*out_row` = the row, `*out_block` = the block (GGUF) or
@@ -16,7 +17,7 @@ use crate::validate;
 /// neither is written.
 ///
 /// Errors: the structural errors of `ninfer_weight_view_check`, `INVALID_ENCODING`,
-/// `UNSUPPORTED` for a format whose validator this build does not have (never a silent OK).
+/// `MISALIGNED` for a misaligned `out_row` / `out_block`.
 ///
 /// # Safety
 /// `view` as for `ninfer_weight_view_check`; `out_row` / `out_block` NULL or writable and

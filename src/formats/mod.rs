@@ -6,4 +6,5 @@ pub mod float_source;
 pub mod fp8_row;
 pub mod gguf;
 pub mod grouped;
+pub mod import;
 pub mod nvfp4;

@@ -4,7 +4,7 @@
 //!   byte j, element 2j + 1 in the high nibble.
 //! - plane 1 `scales`: the E4M3FN block scales (one per 16 K-values) in the 128×4 swizzle
 //!   of cuBLASLt/CUTLASS block-scaled GEMMs: rows padded to 128, K-blocks to 4, padding
-//!   zero-filled. See [`offset`].
+//!   zero-filled. See [`offset`](crate::layouts::block_scale::offset).
 //! - plane 2 `divisors`: one little-endian FP32 weight divisor per stacked source matrix,
 //!   in stacking order; the count divides N and source i covers rows
 //!   i × N/count .. (i + 1) × N/count.

@@ -84,25 +84,11 @@ pub fn is_nan(w: u8) -> bool {
 pub fn encode(x: f32, sat: Saturation) -> u8 {
     let bits = x.to_bits();
     let sign = ((bits >> 24) & 0x80) as u8;
-    let a = f32::from_bits(bits & 0x7FFF_FFFF);
-    if a.is_nan() {
+    let ab = bits & 0x7FFF_FFFF;
+    if ab > 0x7F80_0000 {
         return sign | NAN_POS;
     }
-    let mag: u32 = if a < 0.015625 {
-        // Below 2^-6 the quantum is 2^-9: scale to units of it (exact, a power of two) and
-        // round to an integer. 8 units is 2^-6, whose word 0x08 is the next integer too.
-        (a * 512.0).round_ties_even() as u32
-    } else {
-        // Normal: keep 3 fraction bits of the binary32 significand, rounding the 20 dropped
-        // bits to nearest, ties to even. A carry out of the fraction bumps the exponent,
-        // which is the right next word.
-        let ab = a.to_bits();
-        let exp = ab >> 23; // >= 121 here (a >= 2^-6); 255 for infinity
-        let keep = (ab >> 20) & 7;
-        let rest = ab & 0xF_FFFF;
-        let up = rest > 0x8_0000 || (rest == 0x8_0000 && keep & 1 == 1);
-        ((exp - 120) << 3) + keep + up as u32
-    };
+    let mag = magnitude(ab);
     if mag > MAX_WORD as u32 {
         return match sat {
             Saturation::Finite => sign | MAX_WORD,
@@ -112,10 +98,35 @@ pub fn encode(x: f32, sat: Saturation) -> u8 {
     sign | mag as u8
 }
 
-/// [`encode`] with [`Saturation::Finite`]: RNE, clamped to ±448.
+/// The RNE magnitude word of a non-NaN |x| (binary32 bits `ab`), before saturation: may
+/// exceed 0x7E (up to 1080 for infinity). Branch-free, so the encoders' loops vectorize.
+#[inline(always)]
+fn magnitude(ab: u32) -> u32 {
+    let a = f32::from_bits(ab);
+    // Below 2^-6 the quantum is 2^-9: adding 2^14 (whose ulp is 2^-9) rounds a to it with
+    // the hardware's ties-to-even, and the ulp count above 2^14 is the word (8 = 2^-6 is
+    // word 0x08, the smallest normal, as well).
+    let sub = (a + 16384.0).to_bits().wrapping_sub(0x4680_0000);
+    // Normal: keep 3 fraction bits, rounding the 20 dropped bits to nearest-even; a carry
+    // bumps the exponent, which is the right next word. Rebias 127 → 7: 120 << 3 = 960.
+    let norm = ((ab + 0x7_FFFF + ((ab >> 20) & 1)) >> 20).wrapping_sub(960);
+    if a < 0.015625 { sub } else { norm }
+}
+
+/// [`encode`] with [`Saturation::Finite`]: RNE, clamped to ±448 (NaN → NaN word of its
+/// sign). Branch-free.
 #[inline]
 pub fn encode_satfinite(x: f32) -> u8 {
-    encode(x, Saturation::Finite)
+    let bits = x.to_bits();
+    let sign = ((bits >> 24) & 0x80) as u8;
+    let ab = bits & 0x7FFF_FFFF;
+    let mag = magnitude(ab).min(MAX_WORD as u32);
+    let mag = if ab > 0x7F80_0000 {
+        NAN_POS as u32
+    } else {
+        mag
+    };
+    sign | mag as u8
 }
 
 #[cfg(test)]
@@ -165,6 +176,42 @@ mod tests {
             let above = f32::from_bits(mid.to_bits() + 1);
             assert_eq!(encode_satfinite(below), w);
             assert_eq!(encode_satfinite(above), w + 1);
+        }
+    }
+
+    /// Nearest finite word by exhaustive search (ties to the even word), saturating: the
+    /// definition of RNE written plainly.
+    fn nearest_by_search(x: f32) -> u8 {
+        let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+        let a = x.abs() as f64;
+        let mut best = 0u8;
+        for w in 1..=MAX_WORD {
+            let (d, db) = (
+                (decode(w) as f64 - a).abs(),
+                (decode(best) as f64 - a).abs(),
+            );
+            if d < db || (d == db && w & 1 == 0) {
+                best = w;
+            }
+        }
+        if a > 448.0 {
+            sign | MAX_WORD
+        } else {
+            sign | best
+        }
+    }
+
+    #[test]
+    fn random_values_match_exhaustive_search() {
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..200_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            // Exponents 2^-14 .. 2^10 with random fractions and signs.
+            let bits = ((s as u32) & 0x807F_FFFF) | ((113 + (s >> 40) as u32 % 24) << 23);
+            let x = f32::from_bits(bits);
+            assert_eq!(encode_satfinite(x), nearest_by_search(x), "{x:e}");
         }
     }
 

@@ -23,14 +23,15 @@ int main() {
   std::vector<std::uint8_t> block(18);
   block[0] = 0x00;
   block[1] = 0x3C;
-  for (int j = 0; j < 16; ++j) block[2 + j] = static_cast<std::uint8_t>((15 - j) << 4 | j);
+  for (std::size_t j = 0; j < 16; ++j) block[2 + j] = static_cast<std::uint8_t>((15 - j) << 4 | j);
   ninfer::weight_view w(*f, NINFER_LAYOUT_GGUF_BLOCKS_V1, 1, 32, block);
   ninfer::result<std::vector<float>> row = w.try_decode_row(0);
   check(row.ok() && row->size() == 32, __LINE__);
   if (row.ok()) {
-    for (int j = 0; j < 16; ++j) {
-      check((*row)[j] == static_cast<float>(j - 8), __LINE__);
-      check((*row)[j + 16] == static_cast<float>(7 - j), __LINE__);
+    for (std::size_t j = 0; j < 16; ++j) {
+      const int v = static_cast<int>(j);
+      check((*row)[j] == static_cast<float>(v - 8), __LINE__);
+      check((*row)[j + 16] == static_cast<float>(7 - v), __LINE__);
     }
   }
   ninfer::result<std::vector<float>> bad = w.try_decode_row(1);

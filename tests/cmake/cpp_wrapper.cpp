@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,10 +51,10 @@ static std::vector<std::uint8_t> q8_0_blocks() {
   std::vector<std::uint8_t> b(68);
   b[0] = 0x00;
   b[1] = 0x38;
-  for (int j = 0; j < 32; ++j) b[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(j - 16));
+  for (int j = 0; j < 32; ++j) b[static_cast<std::size_t>(2 + j)] = static_cast<std::uint8_t>(static_cast<std::int8_t>(j - 16));
   b[34] = 0x00;
   b[35] = 0x40;
-  for (int j = 0; j < 32; ++j) b[36 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(127 - j));
+  for (int j = 0; j < 32; ++j) b[static_cast<std::size_t>(36 + j)] = static_cast<std::uint8_t>(static_cast<std::int8_t>(127 - j));
   return b;
 }
 
@@ -128,12 +129,12 @@ int main() {
   CHECK(bits_of(out[16]) == 0u);
   const std::vector<float> row1 = w.decode_row(1);
   CHECK(row1.size() == 32);
-  for (int j = 0; j < 32; ++j) CHECK(row1[j] == static_cast<float>(127 - j) * 2.0f);
+  for (std::size_t j = 0; j < 32; ++j) CHECK(row1[j] == static_cast<float>(127 - static_cast<int>(j)) * 2.0f);
 
   // decode_row_as: bf16 words of row 0 are the high halves of the exact f32 values.
   std::vector<std::uint16_t> half(32);
   w.decode_row_as(0, NINFER_DTYPE_BF16, half);
-  for (int j = 0; j < 32; ++j) CHECK(half[j] == static_cast<std::uint16_t>(bits_of(out[j]) >> 16));
+  for (std::size_t j = 0; j < 32; ++j) CHECK(half[j] == static_cast<std::uint16_t>(bits_of(out[j]) >> 16));
   std::vector<std::uint8_t> raw(64);
   w.decode_row_as(1, NINFER_DTYPE_F16, raw);
   CHECK(raw[0] == 0xF0 && raw[1] == 0x5B);  // 254.0 = binary16 0x5BF0, little-endian
@@ -163,6 +164,83 @@ int main() {
   // The C struct is reachable for direct C calls.
   CHECK(ninfer_weight_view_check(w.c_view()) == NINFER_STATUS_OK);
   CHECK(ninfer::last_error_message().empty());
+
+  // Whole-payload validation with the location of the first bad block; row slices.
+  w.validate();
+  std::vector<std::uint8_t> bad = blocks;
+  bad[34] = 0x00;
+  bad[35] = 0x7C;  // row 1's d = +Inf
+  std::uint64_t bad_row = 9, bad_block = 9;
+  ninfer::result<void> vr = ninfer::weight_view(f, info.layout, 2, 32, bad).try_validate(&bad_row, &bad_block);
+  CHECK(vr.code() == NINFER_STATUS_INVALID_ENCODING && bad_row == 1 && bad_block == 0);
+  std::vector<std::uint8_t> slice(34);
+  CHECK(w.rows_copy(1, 1, slice) == 34);
+  CHECK(std::memcmp(slice.data(), blocks.data() + 34, 34) == 0);
+  std::vector<std::uint8_t> gathered(3 * 34);
+  const std::vector<std::uint64_t> idx = {1, 0, 1};
+  CHECK(w.rows_gather(idx, gathered) == 3 * 34);
+  CHECK(std::memcmp(gathered.data(), blocks.data() + 34, 34) == 0 &&
+        std::memcmp(gathered.data() + 34, blocks.data(), 34) == 0);
+  const std::vector<std::uint64_t> bad_idx = {0, 2};
+  CHECK(w.try_rows_gather(bad_idx, gathered).code() == NINFER_STATUS_INDEX_OUT_OF_RANGE);
+
+  // Quantize round trip, exact by construction: per 32-value group, codes in [-127, 127]
+  // with one 127, times a power of two; absmax's scale amax / 127 is that power of two, so
+  // every code is exact and decoding gives the source back bit for bit.
+  {
+    const std::uint64_t rows = 3, cols = 128;
+    std::vector<float> src(rows * cols);
+    for (std::uint64_t row = 0; row < rows; ++row) {
+      for (std::uint64_t k = 0; k < cols; ++k) {
+        const int code = (k % 32 == 0) ? 127 : static_cast<int>((row * 131 + k * 37) % 255) - 127;
+        const float scale = static_cast<float>(1u << ((row + k / 32) % 5)) / 8.0f;
+        src[row * cols + k] = static_cast<float>(code) * scale;
+      }
+    }
+    for (std::uint64_t k = 0; k < 32; ++k) src[2 * cols + 32 + k] = 0.0f;  // one zero group
+    ninfer::quantize_provenance prov{};
+    const ninfer::owned_tensor q =
+        ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols, {}, &prov);
+    CHECK(q.layout == NINFER_LAYOUT_ROW_SPLIT_K128_V1 && q.rows == rows && q.cols == cols);
+    CHECK(prov.groups == rows * cols / 32 && prov.zero_groups == 1 && prov.method == 0);
+    const ninfer::weight_view qv = q.view();
+    qv.check();
+    int exact = 0;
+    for (std::uint64_t row = 0; row < rows; ++row) {
+      const std::vector<float> got = qv.decode_row(row);
+      for (std::uint64_t k = 0; k < cols; ++k) exact += bits_of(got[k]) == bits_of(src[row * cols + k]);
+    }
+    CHECK(exact == static_cast<int>(rows * cols));
+
+    ninfer::quantize_options search;
+    search.method = NINFER_QUANTIZE_METHOD_GROUPED_SEARCH;
+    const ninfer::owned_tensor qs =
+        ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols, search, &prov);
+    CHECK(prov.method == NINFER_QUANTIZE_METHOD_GROUPED_SEARCH && prov.error <= prov.absmax_error);
+
+    src[5] = std::numeric_limits<float>::quiet_NaN();
+    thrown = false;
+    try {
+      (void)ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols);
+    } catch (const ninfer::error& e) {
+      thrown = e.code() == NINFER_STATUS_NON_FINITE_SOURCE;
+    }
+    CHECK(thrown);
+    CHECK(ninfer::try_quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, ninfer::source(src.data(), 10),
+                                       rows, cols)
+              .code() == NINFER_STATUS_SIZE_MISMATCH);
+  }
+
+  // fp8 and nvfp4 encoders: outputs pass their format's checks.
+  {
+    std::vector<float> src(256 * 32);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(static_cast<int>(i % 97) - 48) / 16.0f;
+    const ninfer::owned_tensor f8 = ninfer::fp8_row_maxabs(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, src, 256, 32);
+    f8.view().fp8_row_validate();
+    const ninfer::owned_tensor n4 = ninfer::nvfp4_quantize(src, 256, 32, 2);
+    n4.view().nvfp4_validate();
+    CHECK(n4.planes[2].size() == 8 && n4.view().decode_row(255).size() == 32);
+  }
 
   // RAII handles: freed exactly once, movable, NULL-safe.
   int frees = 0;

@@ -6,7 +6,10 @@ the source tree's ``target/release``. Every failing call raises :class:`NinferEr
 carrying the :class:`Status` and the library's message, read on the calling thread right
 after the call. Byte planes and output arrays are passed to C without copies.
 
-Quantize and linear wrappers join when the C API exports them (see ``_declare``).
+Encoders: :func:`quantize_grouped`, :func:`fp8_row_maxabs`, :func:`nvfp4_quantize`; checks:
+:meth:`WeightView.validate`, :func:`fp8_row_validate`, :func:`nvfp4_validate`; row slicing:
+:meth:`WeightView.rows_copy`, :meth:`WeightView.rows_gather`. A linear wrapper joins when
+the C API exports it (one ``_declare`` line plus a function).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ __all__ = [
     "format_count", "format_names", "format_lookup", "format_name", "format_from_ggml_type",
     "format_info", "layout_count", "layout_names", "layout_lookup", "layout_name",
     "format_layout_compatible", "plane_sizes", "library_path", "MAX_PLANES",
+    "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
+    "nvfp4_unpack_scales", "Provenance",
 ]
 
 MAX_PLANES = 3
@@ -95,6 +100,34 @@ class _FormatInfo(ctypes.Structure):
     ]
 
 
+class _MutBytes(ctypes.Structure):
+    _fields_ = [("ptr", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class _QuantizeOptions(ctypes.Structure):
+    _fields_ = [
+        ("method", ctypes.c_uint32),
+        ("negative_scales", ctypes.c_uint32),
+        ("importance", ctypes.c_void_p),
+        ("importance_len", ctypes.c_size_t),
+    ]
+
+
+class _Provenance(ctypes.Structure):
+    _fields_ = [
+        ("method", ctypes.c_uint32),
+        ("negative_scales", ctypes.c_uint32),
+        ("importance", ctypes.c_uint32),
+        ("parameters_version", ctypes.c_uint32),
+        ("groups", ctypes.c_uint64),
+        ("zero_groups", ctypes.c_uint64),
+        ("rescued_groups", ctypes.c_uint64),
+        ("improved_groups", ctypes.c_uint64),
+        ("absmax_error", ctypes.c_double),
+        ("error", ctypes.c_double),
+    ]
+
+
 _u32, _u64, _sz = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
 _P = ctypes.POINTER
 
@@ -125,6 +158,24 @@ _plane_sizes = _declare("ninfer_layout_plane_sizes", _u32, _u32, _u32, _u64, _u6
 _view_check = _declare("ninfer_weight_view_check", _u32, _P(_View))
 _decode_row = _declare("ninfer_decode_row", _u32, _P(_View), _u64, ctypes.c_void_p, _sz)
 _decode_row_as = _declare("ninfer_decode_row_as", _u32, _P(_View), _u64, _u32, ctypes.c_void_p, _sz)
+_validate = _declare("ninfer_validate", _u32, _P(_View), _P(_u64), _P(_u64))
+_rows_copy = _declare("ninfer_rows_copy", _u32, _P(_View), _u64, _u64, ctypes.c_void_p, _sz,
+                      _P(_sz))
+_rows_gather = _declare("ninfer_rows_gather", _u32, _P(_View), ctypes.c_void_p, _sz,
+                        ctypes.c_void_p, _sz, _P(_sz))
+_quantize_grouped = _declare("ninfer_quantize_grouped", _u32, _u32, ctypes.c_void_p, _sz, _u32,
+                             _u64, _u64, _P(_QuantizeOptions), _P(_MutBytes), _P(_Provenance))
+_fp8_row_maxabs = _declare("ninfer_fp8_row_maxabs", _u32, _u32, _u32, ctypes.c_void_p, _sz,
+                           _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz)
+_fp8_row_validate = _declare("ninfer_fp8_row_validate", _u32, _P(_View))
+_nvfp4_quantize = _declare("ninfer_nvfp4_quantize", _u32, _u32, ctypes.c_void_p, _sz, _u64,
+                           _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz,
+                           ctypes.c_void_p, _sz)
+_nvfp4_validate = _declare("ninfer_nvfp4_validate", _u32, _P(_View))
+_nvfp4_pack_scales = _declare("ninfer_nvfp4_pack_scales", _u32, _u64, _u64, ctypes.c_void_p, _sz,
+                              ctypes.c_void_p, _sz)
+_nvfp4_unpack_scales = _declare("ninfer_nvfp4_unpack_scales", _u32, _u64, _u64, ctypes.c_void_p,
+                                _sz, ctypes.c_void_p, _sz)
 
 if _abi_version() != ABI_VERSION:
     raise ImportError(f"{_lib_path}: ABI {_abi_version()}, this binding expects {ABI_VERSION}")
@@ -160,15 +211,19 @@ _DTYPE_NUMPY = {Dtype.F32: np.float32, Dtype.BF16: np.uint16, Dtype.F16: np.floa
 
 
 class NinferError(Exception):
-    """A failed call: ``status`` (a :class:`Status`) and the library's ``message``."""
+    """A failed call: ``status`` (a :class:`Status`) and the library's ``message``;
+    :meth:`WeightView.validate` also sets ``row`` and ``block`` (else None)."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, row: Optional[int] = None,
+                 block: Optional[int] = None):
         try:
             status = Status(status)
         except ValueError:
             pass
         self.status = status
         self.message = message
+        self.row = row
+        self.block = block
         name = status.name if isinstance(status, Status) else f"STATUS_{status}"
         super().__init__(f"{name}: {message}")
 
@@ -186,6 +241,124 @@ def _check(status: int) -> None:
     # ctypes calls run on the calling OS thread, so the thread-local message is this call's.
     if status != 0:
         raise NinferError(status, _last_message())
+
+
+_SRC_DTYPES = {np.dtype(np.float32): Dtype.F32, np.dtype(np.float16): Dtype.F16}
+
+
+def _source(src, bf16: bool):
+    """(array, dtype) of a C-contiguous 2-D source: float32, float16, or uint16 words taken
+    as bf16 when ``bf16`` is true (``ml_dtypes.bfloat16`` arrays are taken as bf16 too)."""
+    a = np.ascontiguousarray(src)
+    if a.ndim != 2:
+        raise ValueError("source must be 2-D [rows, cols]")
+    if a.dtype.name == "bfloat16" or (bf16 and a.dtype == np.uint16):
+        return a.view(np.uint16), Dtype.BF16
+    if a.dtype not in _SRC_DTYPES:
+        raise ValueError(f"unsupported source dtype {a.dtype} (float32, float16, bf16)")
+    return a, _SRC_DTYPES[a.dtype]
+
+
+def _ptr(a: np.ndarray):
+    return a.ctypes.data if a.size else None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What ninfer_quantize_grouped reports: method, parameters and counters."""
+
+    method: int
+    negative_scales: int
+    importance: int
+    parameters_version: int
+    groups: int
+    zero_groups: int
+    rescued_groups: int
+    improved_groups: int
+    absmax_error: float
+    error: float
+
+
+QUANTIZE_METHODS = {"grouped_absmax": 0, "grouped_search": 1}
+
+
+def quantize_grouped(fmt: Union[int, str], src, method: str = "grouped_absmax",
+                     negative_scales: bool = False, importance=None, bf16: bool = False):
+    """Quantizes a [rows, cols] source into the row_split_k128_v1 planes of a grouped format.
+
+    Returns ``(view, provenance)``: a :class:`WeightView` over the new planes and a
+    :class:`Provenance`."""
+    fmt = format_lookup(fmt) if isinstance(fmt, str) else int(fmt)
+    a, dt = _source(src, bf16)
+    rows, cols = a.shape
+    layout = layout_lookup("row_split_k128_v1")
+    sizes = plane_sizes(fmt, layout, rows, cols)
+    planes = [np.zeros(n, dtype=np.uint8) for n in sizes]
+    mut = (_MutBytes * MAX_PLANES)()
+    for i, p in enumerate(planes):
+        mut[i].ptr, mut[i].len = _ptr(p), p.size
+    opts = None
+    imp = None
+    if method != "grouped_absmax" or negative_scales or importance is not None:
+        if method not in QUANTIZE_METHODS:
+            raise ValueError(f"unknown method {method!r}")
+        opts = _QuantizeOptions()
+        opts.method = QUANTIZE_METHODS[method]
+        opts.negative_scales = int(bool(negative_scales))
+        if importance is not None:
+            imp = np.ascontiguousarray(importance, dtype=np.float32)
+            opts.importance, opts.importance_len = _ptr(imp), imp.size
+    prov = _Provenance()
+    _check(_quantize_grouped(fmt, _ptr(a), a.nbytes, dt, rows, cols,
+                             ctypes.byref(opts) if opts is not None else None, mut,
+                             ctypes.byref(prov)))
+    return (WeightView(fmt, rows, cols, planes, layout=layout),
+            Provenance(**{f: getattr(prov, f) for f, _ in _Provenance._fields_}))
+
+
+def fp8_row_maxabs(fmt: Union[int, str], src, bf16: bool = False) -> "WeightView":
+    """Quantizes a [rows, cols] source with fp8_row_maxabs into an fp8_e4m3fn_row_* view."""
+    fmt = format_lookup(fmt) if isinstance(fmt, str) else int(fmt)
+    a, dt = _source(src, bf16)
+    rows, cols = a.shape
+    layout = format_info(fmt).layout
+    sizes = plane_sizes(fmt, layout, rows, cols)
+    p0, p1 = np.zeros(sizes[0], dtype=np.uint8), np.zeros(sizes[1], dtype=np.uint8)
+    _check(_fp8_row_maxabs(fmt, dt, _ptr(a), a.size, rows, cols, _ptr(p0), p0.size, _ptr(p1),
+                           p1.size))
+    return WeightView(fmt, rows, cols, [p0, p1], layout=layout)
+
+
+def nvfp4_quantize(src, sources: int = 1, bf16: bool = False) -> "WeightView":
+    """Quantizes a [rows, cols] source of ``sources`` stacked matrices to an nvfp4 view."""
+    a, dt = _source(src, bf16)
+    rows, cols = a.shape
+    fmt = format_lookup("nvfp4")
+    layout = format_info(fmt).layout
+    sizes = plane_sizes(fmt, layout, rows, cols)
+    codes = np.zeros(sizes[0], dtype=np.uint8)
+    scales = np.zeros(sizes[1], dtype=np.uint8)
+    divisors = np.zeros(4 * sources, dtype=np.uint8)
+    _check(_nvfp4_quantize(dt, _ptr(a), a.size, rows, cols, sources, _ptr(codes), codes.size,
+                           _ptr(scales), scales.size, _ptr(divisors), divisors.size))
+    return WeightView(fmt, rows, cols, [codes, scales, divisors], layout=layout)
+
+
+def nvfp4_pack_scales(linear) -> np.ndarray:
+    """Swizzles linear [rows, k_blocks] E4M3FN scale bytes into the 128x4 layout."""
+    a = np.ascontiguousarray(linear, dtype=np.uint8)
+    rows, kb = a.shape
+    out = np.zeros(-(-rows // 128) * 128 * (-(-kb // 4) * 4), dtype=np.uint8)
+    _check(_nvfp4_pack_scales(rows, kb, _ptr(a), a.size, _ptr(out), out.size))
+    return out
+
+
+def nvfp4_unpack_scales(swizzled, rows: int, k_blocks: int) -> np.ndarray:
+    """The linear [rows, k_blocks] scales of a swizzled plane."""
+    a = _as_bytes(swizzled)
+    out = np.zeros((rows, k_blocks), dtype=np.uint8)
+    _check(_nvfp4_unpack_scales(rows, k_blocks, _ptr(a), a.size, _ptr(out), out.size))
+    return out
 
 
 def version() -> str:
@@ -349,6 +522,50 @@ class WeightView:
         out = np.empty(self._view.cols, dtype=_DTYPE_NUMPY[dtype])
         _check(_decode_row_as(ctypes.byref(self._view), row, dtype, out.ctypes.data, out.nbytes))
         return out
+
+    @property
+    def planes(self) -> list:
+        """The byte planes (uint8 arrays sharing the caller's memory)."""
+        return list(self._planes)
+
+    def validate(self) -> None:
+        """Checks every encoding rule over the whole payload; raises NinferError (with
+        ``row`` and ``block`` set for INVALID_ENCODING)."""
+        row, block = _u64(), _u64()
+        st = _validate(ctypes.byref(self._view), ctypes.byref(row), ctypes.byref(block))
+        if st == Status.INVALID_ENCODING:
+            raise NinferError(st, _last_message(), row.value, block.value)
+        _check(st)
+
+    def fp8_row_validate(self) -> None:
+        _check(_fp8_row_validate(ctypes.byref(self._view)))
+
+    def nvfp4_validate(self) -> None:
+        _check(_nvfp4_validate(ctypes.byref(self._view)))
+
+    def _rows_bytes(self, count: int) -> int:
+        if count == 0:
+            return 0
+        return sum(plane_sizes(self.format, self.layout, count, self._view.cols))
+
+    def rows_copy(self, start: int, count: int) -> np.ndarray:
+        """The payload of rows start .. start + count (planes back to back)."""
+        self.check()
+        out = np.zeros(self._rows_bytes(count), dtype=np.uint8)
+        written = _sz()
+        _check(_rows_copy(ctypes.byref(self._view), start, count, _ptr(out), out.size,
+                          ctypes.byref(written)))
+        return out[: written.value]
+
+    def rows_gather(self, indices) -> np.ndarray:
+        """The payload of the rows ``indices`` (any order, repeats allowed)."""
+        idx = np.ascontiguousarray(indices, dtype=np.uint64)
+        self.check()
+        out = np.zeros(self._rows_bytes(idx.size), dtype=np.uint8)
+        written = _sz()
+        _check(_rows_gather(ctypes.byref(self._view), _ptr(idx), idx.size, _ptr(out), out.size,
+                            ctypes.byref(written)))
+        return out[: written.value]
 
     def decode(self) -> np.ndarray:
         """All rows as a [rows, cols] float32 array."""

@@ -119,6 +119,103 @@ class Decode(unittest.TestCase):
         self.assertEqual(bad, [])
 
 
+class Encoders(unittest.TestCase):
+    """Round trips whose exact result is known by construction (hand-worked oracles)."""
+
+    def grouped_source(self, rng, rows, cols, group, qmax):
+        # Codes in [-qmax, qmax] with one +qmax per group, times a power-of-two scale per
+        # group: amax / qmax is that power of two, so absmax stores it exactly and every
+        # code is exact; decoding must give the source back bit for bit.
+        q = rng.integers(-qmax, qmax + 1, size=(rows, cols))
+        q[:, ::group] = qmax
+        s = 2.0 ** rng.integers(-6, 4, size=(rows, cols // group))
+        return (q.reshape(rows, -1, group) * s[:, :, None]).reshape(rows, cols).astype(np.float32)
+
+    def test_quantize_grouped_round_trip(self):
+        rng = np.random.default_rng(3)
+        for name in ("q8_g32_fp16", "q4_g64_fp16", "q6_g64_fp16", "q5_g64_fp16"):
+            info = ninfer.format_info(name)
+            rows, cols = 3, 256
+            src = self.grouped_source(rng, rows, cols, info.block_values, info.qmax)
+            src[2, : info.block_values] = 0.0  # one all-zero group
+            view, prov = ninfer.quantize_grouped(name, src)
+            self.assertEqual(prov.groups, rows * cols // info.block_values, name)
+            self.assertEqual(prov.zero_groups, 1, name)
+            self.assertEqual(prov.method, 0)
+            view.check()
+            got = view.decode()
+            np.testing.assert_array_equal(got.view(np.uint32), src.view(np.uint32), err_msg=name)
+            # float16 source: the same values (all exact in binary16 here).
+            view16, _ = ninfer.quantize_grouped(name, src.astype(np.float16))
+            np.testing.assert_array_equal(view16.decode(), src)
+        _, prov = ninfer.quantize_grouped("q8_g32_fp16", src[:, :128], method="grouped_search")
+        self.assertEqual((prov.method, prov.parameters_version), (1, 1))
+        self.assertLessEqual(prov.error, prov.absmax_error)
+
+    def test_quantize_refusals(self):
+        bad = np.zeros((2, 64), dtype=np.float32)
+        bad[1, 5] = np.nan
+        with self.assertRaises(NinferError) as cm:
+            ninfer.quantize_grouped("q4_g64_fp16", bad)
+        self.assertEqual(cm.exception.status, Status.NON_FINITE_SOURCE)
+        with self.assertRaises(NinferError) as cm:
+            ninfer.quantize_grouped("gguf_q8_0", np.zeros((1, 32), dtype=np.float32))
+        self.assertIn(cm.exception.status, (Status.INCOMPATIBLE_LAYOUT, Status.INVALID_ARGUMENT))
+        with self.assertRaises(NinferError) as cm:
+            ninfer.quantize_grouped("q8_g32_fp16", np.ones((1, 32), np.float32),
+                                    method="grouped_absmax", negative_scales=True)
+        self.assertEqual(cm.exception.status, Status.INVALID_ARGUMENT)
+
+    def test_fp8_row_maxabs_round_trip(self):
+        import ml_dtypes
+
+        rng = np.random.default_rng(5)
+        rows, cols = 4, 64
+        codes = rng.integers(0, 256, size=(rows, cols), dtype=np.uint8)
+        codes[(codes & 0x7F) == 0x7F] = 0x38  # no NaN codes
+        codes[:, 7] = 0x7E  # 448 = E4M3FN max, so max|x| / 448 is the row's power of two
+        c = codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+        s = 2.0 ** rng.integers(-8, 8, size=(rows, 1))
+        src = (c * s).astype(np.float32)
+        for name in ("fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16"):
+            view = ninfer.fp8_row_maxabs(name, src)
+            view.fp8_row_validate()
+            np.testing.assert_array_equal(view.decode().view(np.uint32), src.view(np.uint32),
+                                          err_msg=name)
+
+    def test_nvfp4_quantize(self):
+        rng = np.random.default_rng(9)
+        src = rng.normal(size=(256, 64)).astype(np.float32)
+        view = ninfer.nvfp4_quantize(src, sources=2)
+        view.nvfp4_validate()
+        # Per source, the divisor is binary32(2688 / amax) (spec §3.3).
+        divisors = view.planes[2].view("<f4")
+        for k, half in enumerate((src[:128], src[128:])):
+            want = np.float32(2688.0) / np.float32(np.abs(half).max())
+            self.assertEqual(divisors[k].view(np.uint32), want.view(np.uint32))
+        self.assertEqual(view.decode().shape, (256, 64))
+        linear = rng.integers(0, 0x7F, size=(130, 5), dtype=np.uint8)
+        packed = ninfer.nvfp4_pack_scales(linear)
+        np.testing.assert_array_equal(ninfer.nvfp4_unpack_scales(packed, 130, 5), linear)
+
+    def test_rows_and_validate_gguf(self):
+        blocks = np.frombuffer(q8_0_blocks(), dtype=np.uint8)
+        v = ninfer.WeightView("gguf_q8_0", 2, 32, [blocks])
+        v.validate()
+        np.testing.assert_array_equal(v.rows_copy(1, 1), blocks[34:])
+        np.testing.assert_array_equal(v.rows_gather([1, 0, 1]),
+                                      np.concatenate([blocks[34:], blocks[:34], blocks[34:]]))
+        with self.assertRaises(NinferError) as cm:
+            v.rows_gather([0, 2])
+        self.assertEqual(cm.exception.status, Status.INDEX_OUT_OF_RANGE)
+        bad = blocks.copy()
+        bad[34:36] = (0x00, 0x7C)  # row 1's d = +Inf
+        with self.assertRaises(NinferError) as cm:
+            ninfer.WeightView("gguf_q8_0", 2, 32, [bad]).validate()
+        self.assertEqual((cm.exception.status, cm.exception.row, cm.exception.block),
+                         (Status.INVALID_ENCODING, 1, 0))
+
+
 class AgainstGgufPy(unittest.TestCase):
     """Random blocks (finite binary16 scales), decoded by the library and by gguf-py."""
 

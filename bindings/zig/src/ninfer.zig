@@ -166,6 +166,101 @@ pub const WeightView = struct {
 
 const checkStatus = check;
 
+pub const Location = struct { row: u64, block: u64 };
+
+/// Checks every encoding rule over the whole payload. On error.InvalidEncoding, `where`
+/// (when given) receives the first offending row and block / group.
+pub fn validate(v: *const WeightView, where: ?*Location) Error!void {
+    var row: u64 = 0;
+    var block: u64 = 0;
+    const st = c.ninfer_validate(&v.raw, &row, &block);
+    if (st == c.NINFER_STATUS_INVALID_ENCODING) {
+        if (where) |w| w.* = .{ .row = row, .block = block };
+    }
+    return check(st);
+}
+
+/// Copies the payload of rows start .. start + count into `out`; returns the bytes written.
+pub fn rowsCopy(v: *const WeightView, start: u64, count: u64, out: []u8) Error!usize {
+    var written: usize = 0;
+    try check(c.ninfer_rows_copy(&v.raw, start, count, if (out.len == 0) null else out.ptr, out.len, &written));
+    return written;
+}
+
+/// Copies the payload of the rows `indices` into `out`; returns the bytes written.
+pub fn rowsGather(v: *const WeightView, indices: []const u64, out: []u8) Error!usize {
+    var written: usize = 0;
+    try check(c.ninfer_rows_gather(&v.raw, if (indices.len == 0) null else indices.ptr, indices.len, if (out.len == 0) null else out.ptr, out.len, &written));
+    return written;
+}
+
+/// A tensor whose planes this struct owns (an encoder's output). `deinit` frees them.
+pub const OwnedTensor = struct {
+    planes: [c.NINFER_MAX_PLANES][]u8,
+    view: WeightView,
+    gpa: std.mem.Allocator,
+
+    fn alloc(gpa: std.mem.Allocator, format: Format, layout: Layout, rows: u64, cols: u64) (Error || std.mem.Allocator.Error)!OwnedTensor {
+        const sizes = try planeSizes(format, layout, rows, cols);
+        var t = OwnedTensor{ .planes = .{ &.{}, &.{}, &.{} }, .view = undefined, .gpa = gpa };
+        errdefer t.deinit();
+        for (sizes, 0..) |n, i| t.planes[i] = try gpa.alloc(u8, n);
+        for (t.planes) |p| @memset(p, 0);
+        t.view = WeightView.init(format, layout, rows, cols, &.{ t.planes[0], t.planes[1], t.planes[2] });
+        return t;
+    }
+
+    fn replacePlane(t: *OwnedTensor, i: usize, n: usize) std.mem.Allocator.Error!void {
+        const p = try t.gpa.alloc(u8, n);
+        @memset(p, 0);
+        t.gpa.free(t.planes[i]);
+        t.planes[i] = p;
+        t.view = WeightView.init(t.view.raw.format, t.view.raw.layout, t.view.raw.rows, t.view.raw.cols, &.{ t.planes[0], t.planes[1], t.planes[2] });
+    }
+
+    fn mut(p: []u8) ?[*]u8 {
+        return if (p.len == 0) null else p.ptr;
+    }
+
+    pub fn deinit(t: *OwnedTensor) void {
+        for (t.planes) |p| t.gpa.free(p);
+        t.planes = .{ &.{}, &.{}, &.{} };
+    }
+};
+
+pub const QuantizeOptions = c.ninfer_quantize_options;
+pub const Provenance = c.ninfer_quantize_provenance;
+
+/// Quantizes a row-major [rows, cols] f32 source into the row_split_k128_v1 planes of a
+/// grouped format; `options` null means grouped_absmax.
+pub fn quantizeGrouped(gpa: std.mem.Allocator, format: Format, src: []const f32, rows: u64, cols: u64, options: ?*const QuantizeOptions, provenance: ?*Provenance) (Error || std.mem.Allocator.Error)!OwnedTensor {
+    var t = try OwnedTensor.alloc(gpa, format, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
+    errdefer t.deinit();
+    var planes: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+    for (t.planes, 0..) |p, i| planes[i] = .{ .ptr = OwnedTensor.mut(p), .len = p.len };
+    try check(c.ninfer_quantize_grouped(format, if (src.len == 0) null else src.ptr, src.len * @sizeOf(f32), c.NINFER_DTYPE_F32, rows, cols, options, &planes, provenance));
+    return t;
+}
+
+/// Quantizes a [rows, cols] f32 source with fp8_row_maxabs (fp8_e4m3fn_row_bf16 / _fp16).
+pub fn fp8RowMaxAbs(gpa: std.mem.Allocator, format: Format, src: []const f32, rows: u64, cols: u64) (Error || std.mem.Allocator.Error)!OwnedTensor {
+    const info = try formatInfo(format);
+    var t = try OwnedTensor.alloc(gpa, format, info.layout, rows, cols);
+    errdefer t.deinit();
+    try check(c.ninfer_fp8_row_maxabs(format, c.NINFER_DTYPE_F32, if (src.len == 0) null else src.ptr, src.len, rows, cols, OwnedTensor.mut(t.planes[0]), t.planes[0].len, OwnedTensor.mut(t.planes[1]), t.planes[1].len));
+    return t;
+}
+
+/// Quantizes a [rows, cols] f32 source of `sources` stacked matrices to nvfp4.
+pub fn nvfp4Quantize(gpa: std.mem.Allocator, src: []const f32, rows: u64, cols: u64, sources: u64) (Error || std.mem.Allocator.Error)!OwnedTensor {
+    var t = try OwnedTensor.alloc(gpa, c.NINFER_FORMAT_NVFP4, c.NINFER_LAYOUT_BLOCK_SCALE_K16_M128X4_V1, rows, cols);
+    errdefer t.deinit();
+    const n = std.math.mul(usize, 4, std.math.cast(usize, sources) orelse return error.Overflow) catch return error.Overflow;
+    try t.replacePlane(2, n);
+    try check(c.ninfer_nvfp4_quantize(c.NINFER_DTYPE_F32, if (src.len == 0) null else src.ptr, src.len, rows, cols, sources, OwnedTensor.mut(t.planes[0]), t.planes[0].len, OwnedTensor.mut(t.planes[1]), t.planes[1].len, OwnedTensor.mut(t.planes[2]), t.planes[2].len));
+    return t;
+}
+
 // ---- tests (run by `zig build test`) ----------------------------------------------------
 
 const testing = std.testing;
@@ -256,4 +351,75 @@ test "refused inputs are Zig errors with a message" {
     // Success clears the message.
     _ = try formatLookup("bf16");
     try testing.expectEqual(@as(usize, 0), lastMessage(&buf).len);
+}
+
+test "quantize round trip (exact by construction), provenance and a refused source" {
+    // Per 32-value group: codes in [-127, 127] with one 127, times a power of two; absmax's
+    // scale amax / 127 is that power of two, so decoding gives the source back bit for bit.
+    const rows = 3;
+    const cols = 128;
+    var src: [rows * cols]f32 = undefined;
+    for (0..rows) |r| {
+        for (0..cols) |k| {
+            const code: i32 = if (k % 32 == 0) 127 else @as(i32, @intCast((r * 131 + k * 37) % 255)) - 127;
+            const scale = std.math.ldexp(@as(f32, 1.0), @as(i32, @intCast((r + k / 32) % 5)) - 3);
+            src[r * cols + k] = @as(f32, @floatFromInt(code)) * scale;
+        }
+    }
+    for (0..32) |k| src[2 * cols + 32 + k] = 0;
+    var prov: Provenance = undefined;
+    var t = try quantizeGrouped(testing.allocator, c.NINFER_FORMAT_Q8_G32_FP16, &src, rows, cols, null, &prov);
+    defer t.deinit();
+    try testing.expectEqual(@as(u64, rows * cols / 32), prov.groups);
+    try testing.expectEqual(@as(u64, 1), prov.zero_groups);
+    try t.view.check();
+    var exact: usize = 0;
+    var out: [cols]f32 = undefined;
+    for (0..rows) |r| {
+        try t.view.decodeRow(r, &out);
+        for (0..cols) |k| {
+            if (@as(u32, @bitCast(out[k])) == @as(u32, @bitCast(src[r * cols + k]))) exact += 1;
+        }
+    }
+    try testing.expectEqual(@as(usize, rows * cols), exact);
+
+    const search = QuantizeOptions{ .method = c.NINFER_QUANTIZE_METHOD_GROUPED_SEARCH, .negative_scales = 0, .importance = null, .importance_len = 0 };
+    var ts = try quantizeGrouped(testing.allocator, c.NINFER_FORMAT_Q8_G32_FP16, &src, rows, cols, &search, &prov);
+    defer ts.deinit();
+    try testing.expectEqual(@as(u32, c.NINFER_QUANTIZE_METHOD_GROUPED_SEARCH), prov.method);
+    try testing.expect(prov.@"error" <= prov.absmax_error);
+
+    src[5] = std.math.nan(f32);
+    try testing.expectError(error.NonFiniteSource, quantizeGrouped(testing.allocator, c.NINFER_FORMAT_Q8_G32_FP16, &src, rows, cols, null, null));
+    try testing.expectError(error.SizeMismatch, quantizeGrouped(testing.allocator, c.NINFER_FORMAT_Q8_G32_FP16, src[0..100], rows, cols, null, null));
+}
+
+test "fp8 and nvfp4 encoders, validation with location, row slices" {
+    var src: [256 * 32]f32 = undefined;
+    for (&src, 0..) |*x, i| x.* = @as(f32, @floatFromInt(@as(i32, @intCast(i % 97)) - 48)) / 16.0;
+    var f8 = try fp8RowMaxAbs(testing.allocator, c.NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, &src, 256, 32);
+    defer f8.deinit();
+    try check(c.ninfer_fp8_row_validate(&f8.view.raw));
+    var n4 = try nvfp4Quantize(testing.allocator, &src, 256, 32, 2);
+    defer n4.deinit();
+    try check(c.ninfer_nvfp4_validate(&n4.view.raw));
+    try testing.expectEqual(@as(usize, 8), n4.planes[2].len);
+
+    const blocks = q80Blocks();
+    const v = WeightView.init(c.NINFER_FORMAT_GGUF_Q8_0, c.NINFER_LAYOUT_GGUF_BLOCKS_V1, 2, 32, &.{&blocks});
+    try validate(&v, null);
+    var slice: [34]u8 = undefined;
+    try testing.expectEqual(@as(usize, 34), try rowsCopy(&v, 1, 1, &slice));
+    try testing.expectEqualSlices(u8, blocks[34..], &slice);
+    var gathered: [3 * 34]u8 = undefined;
+    try testing.expectEqual(@as(usize, 3 * 34), try rowsGather(&v, &.{ 1, 0, 1 }, &gathered));
+    try testing.expectEqualSlices(u8, blocks[0..34], gathered[34..68]);
+    try testing.expectError(error.IndexOutOfRange, rowsGather(&v, &.{ 0, 2 }, &gathered));
+    var bad = blocks;
+    bad[34] = 0x00;
+    bad[35] = 0x7C; // row 1's d = +Inf
+    const bv = WeightView.init(c.NINFER_FORMAT_GGUF_Q8_0, c.NINFER_LAYOUT_GGUF_BLOCKS_V1, 2, 32, &.{&bad});
+    var where: Location = .{ .row = 9, .block = 9 };
+    try testing.expectError(error.InvalidEncoding, validate(&bv, &where));
+    try testing.expectEqual(Location{ .row = 1, .block = 0 }, where);
 }

@@ -4,7 +4,8 @@
 //! A grid index selects 4 or 8 magnitudes from one of ggml's tables ([`super::grids`]);
 //! signs come from separate bits, IQ2_XXS/IQ2_XS/IQ3_XXS through `ksigns_iq2xs` (7 stored
 //! bits, the 8th is parity). Every product is evaluated in ggml's order in f32, the sign as
-//! a multiplication by ±1 (so NaN propagates as ggml's does).
+//! a multiplication by ±1 as ggml writes it (the compiler may turn it into a sign flip, which
+//! differs only in the sign of a NaN).
 
 use super::f16_at;
 use super::grids::{

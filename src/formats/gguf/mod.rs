@@ -4,7 +4,14 @@
 //! ggml blocks, each the byte image of ggml's `block_*` struct (little-endian fields). The
 //! value of every element is what ggml's `dequantize_row_*` computes: every function here
 //! reproduces its f32 results bit for bit (tests compare against PyPI `gguf`, an
-//! independent implementation). Block facts: `shared/reference/gguf-blocks.md`.
+//! independent implementation; Q2_0, absent from it, against its equation). Block facts:
+//! `shared/reference/gguf-blocks.md`.
+//!
+//! - `legacy`, `kquants`, `iquants`: one portable scalar dequantizer per block type.
+//! - `avx2`: x86-64 AVX2 kernels for every type, chosen at run time ([`Kernel`]), each
+//!   bit-identical to its scalar kernel.
+//! - [`grids`]: ggml's i-quant tables, carried as generated data.
+//! - [`validate()`]: the encoding rule (every binary16 scale field finite).
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -22,7 +29,13 @@ use crate::registry::{Category, Format};
 /// Reads the little-endian binary16 at `b[0..2]` as f32 (exact).
 #[inline(always)]
 pub(crate) fn f16_at(b: &[u8], at: usize) -> f32 {
-    half::f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
+    half::f16::from_bits(f16_bits_at(b, at)).to_f32()
+}
+
+/// The little-endian binary16 word at `b[at..at + 2]`.
+#[inline(always)]
+pub(crate) fn f16_bits_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
 }
 
 /// One block type's row dequantizer: `blocks` holds whole blocks, `out` their values.
@@ -86,12 +99,13 @@ pub fn is_decodable(format: Format) -> bool {
     dequantizer(format).is_some()
 }
 
-/// Dequantizes whole blocks of a gguf_* format into f32, bit-exactly as ggml, with the
-/// fastest [`Kernel`] this CPU runs.
+/// Dequantizes whole blocks of a gguf_* format into f32, bit-exactly as ggml (for finite
+/// scale fields, i.e. every valid payload), with the fastest [`Kernel`] this CPU runs.
 ///
 /// `blocks.len()` must be `out.len() / block_values * block_bytes` and `out.len()` a
 /// multiple of block_values (the view guarantees both). Decoding is a pure function of the
-/// bytes: NaN/Inf scale fields decode as ggml would; `validate` reports them.
+/// bytes: a NaN/Inf scale field gives non-finite values in its block (the sign and payload
+/// of such a NaN are not specified); `validate` reports such fields.
 pub fn dequantize(format: Format, blocks: &[u8], out: &mut [f32]) -> Result<()> {
     dequantize_with(best_kernel(format), format, blocks, out)
 }
@@ -123,4 +137,157 @@ pub fn dequantize_with(
     })?;
     f(blocks, out);
     Ok(())
+}
+
+/// Hand-worked blocks: each expected value is computed by hand from the block's equation
+/// (the fixtures of `tests/gguf_decode.rs` cover the general case against gguf-py).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes one block with every kernel this CPU runs; all must agree bit for bit.
+    fn decode(format: Format, block: &[u8]) -> Vec<f32> {
+        let n = format.info().block_values as usize;
+        let mut scalar = vec![f32::NAN; n];
+        dequantize_with(Kernel::Scalar, format, block, &mut scalar).unwrap();
+        let mut best = vec![f32::NAN; n];
+        dequantize(format, block, &mut best).unwrap();
+        assert_eq!(
+            scalar.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            best.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{format}: kernels differ"
+        );
+        scalar
+    }
+
+    fn block(format: Format, fill: &[(usize, u8)]) -> Vec<u8> {
+        let mut b = vec![0u8; format.info().block_bytes as usize];
+        for &(at, v) in fill {
+            b[at] = v;
+        }
+        b
+    }
+
+    #[test]
+    fn q8_0_q4_0_q5_0_q2_0() {
+        // Q8_0, d = 0.5: codes −128, −1, 0, 1, 127.
+        let b = block(
+            Format::GgufQ8_0,
+            &[(1, 0x38), (2, 0x80), (3, 0xFF), (5, 1), (6, 127)],
+        );
+        let y = decode(Format::GgufQ8_0, &b);
+        assert_eq!(&y[..5], &[-64.0, -0.5, 0.0, 0.5, 63.5]);
+        // Q4_0, d = 2: qs[0] = 0x0F → element 0 = (15 − 8)·2, element 16 = (0 − 8)·2.
+        let y = decode(
+            Format::GgufQ4_0,
+            &block(Format::GgufQ4_0, &[(1, 0x40), (2, 0x0F)]),
+        );
+        assert_eq!((y[0], y[16], y[1]), (14.0, -16.0, -16.0));
+        // Q5_0, d = 1: qh bits 0 and 16 set, qs[0] = 0x21 → (1|16) − 16, (2|16) − 16.
+        let b = block(
+            Format::GgufQ5_0,
+            &[(1, 0x3C), (2, 0x01), (4, 0x01), (6, 0x21)],
+        );
+        let y = decode(Format::GgufQ5_0, &b);
+        assert_eq!((y[0], y[16], y[1], y[17]), (1.0, 2.0, -16.0, -16.0));
+        // Q2_0, d = −1.5: byte 0xE4 holds codes 0, 1, 2, 3 from the low bits up.
+        let y = decode(
+            Format::GgufQ2_0,
+            &block(Format::GgufQ2_0, &[(1, 0xBE), (2, 0xE4)]),
+        );
+        assert_eq!(&y[..5], &[1.5, -0.0, -1.5, -3.0, 1.5]);
+    }
+
+    #[test]
+    fn k_quants() {
+        // Q2_K, d = 1, dmin = 0.5, scales[0] = 0x21 (scale 1, min 2), qs[0] = 0b11_10_01_11:
+        // element 0 = 1·3 − 1; elements 32, 64, 96 take shifts 2, 4, 6 with scales[2,4,6]=0.
+        let b = block(
+            Format::GgufQ2_K,
+            &[(0, 0x21), (16, 0b1110_0111), (81, 0x3C), (83, 0x38)],
+        );
+        let y = decode(Format::GgufQ2_K, &b);
+        assert_eq!((y[0], y[1], y[32]), (2.0, -1.0, -0.0));
+        // Q3_K, d = 1, scale 0 = (1 | 2 << 4) − 32 = 1: qs[32] = 3; hmask bit 0 of byte 0 set
+        // → element 0 = 3; element 1 (hmask clear, code 0) = 0 − 4.
+        let b = block(
+            Format::GgufQ3_K,
+            &[(0, 1), (32, 3), (96, 1), (104, 2), (109, 0x3C)],
+        );
+        let y = decode(Format::GgufQ3_K, &b);
+        assert_eq!((y[0], y[1]), (3.0, -4.0));
+        // Q4_K, d = 1, dmin = 1: sub-block 0 scale 2 min 3, sub-block 1 scale 4 min 5;
+        // qs[0] = 0x95 → element 0 = 2·5 − 3, element 32 = 4·9 − 5.
+        let b = block(
+            Format::GgufQ4_K,
+            &[
+                (1, 0x3C),
+                (3, 0x3C),
+                (4, 2),
+                (5, 4),
+                (8, 3),
+                (9, 5),
+                (16, 0x95),
+            ],
+        );
+        let y = decode(Format::GgufQ4_K, &b);
+        assert_eq!((y[0], y[32], y[1]), (7.0, 31.0, -3.0));
+        // Q5_K: as Q4_K plus qh[0] = 0b10 → element 32 gets +16: 4·25 − 5.
+        let b = block(
+            Format::GgufQ5_K,
+            &[
+                (1, 0x3C),
+                (3, 0x3C),
+                (4, 2),
+                (5, 4),
+                (8, 3),
+                (9, 5),
+                (16, 2),
+                (48, 0x95),
+            ],
+        );
+        let y = decode(Format::GgufQ5_K, &b);
+        assert_eq!((y[0], y[32]), (7.0, 95.0));
+        // Q6_K, d = 0.5, scales[0] = −2: ql[0] = 0x0F, qh[0] = 0b11 → q = 63 − 32 = 31.
+        let b = block(
+            Format::GgufQ6_K,
+            &[(0, 0x0F), (128, 3), (192, 0xFE), (209, 0x38)],
+        );
+        let y = decode(Format::GgufQ6_K, &b);
+        assert_eq!((y[0], y[1]), (-31.0, 32.0));
+    }
+
+    #[test]
+    fn i_quants() {
+        // IQ4_NL, d = 1: qs[0] = 0xF0 → kvalues[0], kvalues[15].
+        let y = decode(
+            Format::GgufIq4Nl,
+            &block(Format::GgufIq4Nl, &[(1, 0x3C), (2, 0xF0)]),
+        );
+        assert_eq!((y[0], y[16]), (-127.0, 113.0));
+        // IQ4_XS, d = 1, group 0 scale (0 | 2 << 4) − 32 = 0 → zeros; group 1 scale
+        // (1 | 2 << 4) − 32 = 1 → kvalues.
+        let b = block(
+            Format::GgufIq4Xs,
+            &[(1, 0x3C), (2, 0b1010), (4, 0x10), (24, 0x0F)],
+        );
+        let y = decode(Format::GgufIq4Xs, &b);
+        assert_eq!((y[0], y[32], y[48]), (0.0, 113.0, -127.0));
+        // IQ2_XXS, d = 1, group 0 scale 1 → db = (0.5 + 1)·0.25; grid 0 = all 0x08;
+        // sign index 1 → ksigns 0x81: elements 0 and 7 negative.
+        let b = block(Format::GgufIq2Xxs, &[(1, 0x3C), (6, 1), (9, 0x10)]);
+        let y = decode(Format::GgufIq2Xxs, &b);
+        assert_eq!(&y[..8], &[-3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, -3.0]);
+        // IQ1_S, d = 1, qh[0] = 0 → dl = 1, delta +1/8; grid 0 = all −1.
+        let y = decode(Format::GgufIq1S, &block(Format::GgufIq1S, &[(1, 0x3C)]));
+        assert_eq!(y[0], -0.875);
+        // IQ1_S with qh[0] = 0x9000: scale 1 → dl = 3, delta −1/8 → 3·(−1.125).
+        let b = block(Format::GgufIq1S, &[(1, 0x3C), (35, 0x90)]);
+        assert_eq!(decode(Format::GgufIq1S, &b)[0], -3.375);
+        // IQ1_M, super-scale 0x3C00 (1.0): nibble 3 of it (0x3) in word 3's top, nibble 2
+        // (0xC) in word 2's top; scales 0 → dl = 1; qh[0] = 0x08 → delta −1/8 for run 0.
+        let b = block(Format::GgufIq1M, &[(32, 0x08), (53, 0xC0), (55, 0x30)]);
+        let y = decode(Format::GgufIq1M, &b);
+        assert_eq!((y[0], y[8]), (-1.125, -0.875));
+    }
 }

@@ -24,6 +24,17 @@ pub enum GroupError {
     NonFinite,
 }
 
+/// Whether this thread's floating-point environment keeps IEEE subnormals: a caller that
+/// enabled flush-to-zero or denormals-are-zero (e.g. a `-ffast-math` program) would make
+/// §7.2's arithmetic flush subnormal values and scales, which the spec forbids.
+pub fn subnormals_preserved() -> bool {
+    use std::hint::black_box;
+    // FTZ: a product that underflows to a subnormal; DAZ: a subnormal operand.
+    let ftz_ok = black_box(f32::MIN_POSITIVE) * black_box(0.5f32) != 0.0;
+    let daz_ok = black_box(f32::from_bits(1)) * black_box(2.0f32) != 0.0;
+    ftz_ok && daz_ok
+}
+
 /// 1.5 · 2^23 (bits 0x4B40_0000): for |v| ≤ 2^22, `v + RNE_MAGIC` lies in [2^23, 2^24)
 /// where the binary32 spacing is 1, so the addition rounds v to an integer with the
 /// round-to-nearest-even mode, and that integer is the sum's bit pattern minus the
@@ -136,6 +147,31 @@ mod tests {
         assert_eq!(round_clamp(-200.0, -127, 127), -127);
         assert_eq!(round_clamp(f32::MAX, -127, 127), 127);
         assert_eq!(round_clamp(-0.0, -127, 127), 0);
+    }
+
+    #[test]
+    fn default_environment_keeps_subnormals() {
+        assert!(subnormals_preserved());
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[allow(deprecated)] // _mm_getcsr/_mm_setcsr: exactly what a caller enabling FTZ does
+    fn flush_to_zero_is_detected() {
+        use std::arch::x86_64::{_mm_getcsr, _mm_setcsr};
+        let seen = std::thread::spawn(|| {
+            // SAFETY: MXCSR of this short-lived test thread only; restored before returning.
+            unsafe {
+                let old = _mm_getcsr();
+                _mm_setcsr(old | 0x8040); // FTZ | DAZ
+                let ok = subnormals_preserved();
+                _mm_setcsr(old);
+                ok
+            }
+        })
+        .join()
+        .unwrap();
+        assert!(!seen);
     }
 
     #[test]

@@ -429,6 +429,13 @@ fn check_row(
     cols: usize,
     buf: &mut [f32],
 ) -> Result<()> {
+    if !absmax::subnormals_preserved() {
+        return Err(Error::Unsupported(
+            "this thread flushes subnormals to zero (FTZ/DAZ): the grouped encoders need \
+             the default IEEE environment (spec §7.2)"
+                .into(),
+        ));
+    }
     let xr = src.row(r, cols, buf);
     let m = match kernel {
         Kernel::Portable => absmax::amax_bits(xr),

@@ -193,6 +193,7 @@ pub fn validate_logical(
 
 /// Dequantizes one logical row (§6.2): `codes` K codes, `scales` ceil(K/G) words, `out` K
 /// values. Lengths are the caller's contract (checked in debug builds).
+#[inline(always)]
 pub fn dequantize_row_logical(s: &Scheme, codes: &[i8], scales: &[u16], out: &mut [f32]) {
     debug_assert_eq!(codes.len(), out.len());
     debug_assert_eq!(scales.len(), s.groups(codes.len()));

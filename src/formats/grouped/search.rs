@@ -6,8 +6,12 @@
 //! ([`super::absmax`]) and the error is
 //!
 //! ```text
-//! E(s) = Σ_k imp[k] · (x[k] − binary32(s32 · q[k]))²      (evaluated in binary64, k in order)
+//! E(s) = Σ_k imp[k] · (x[k] − binary32(s32 · q[k]))²
 //! ```
+//!
+//! evaluated in binary64 as four lane sums L_j = Σ_{k ≡ j mod 4} t_k, each in increasing
+//! k, combined as `(L_0 + L_1) + (L_2 + L_3)` (t_k = `(imp[k] · d) · d`, d = x[k] − ŵ[k]);
+//! the fixed order makes the result reproducible and lets the sums use vector lanes.
 //!
 //! i.e. the error of the *represented* weights (§6.2). Candidates, evaluated in this order
 //! (the first strictly smallest error wins; ties keep the earlier one, so §7.2's result is
@@ -42,19 +46,78 @@ use half::f16;
 /// cbindgen:ignore
 pub const PARAMETERS_VERSION: u32 = 1;
 
-/// E(s) for a scale word and its codes (see the module docs).
-pub fn weighted_error(scale: u16, x: &[f32], codes: &[i8], imp: Option<&[f32]>) -> f64 {
-    let s32 = f16::from_bits(scale).to_f32();
-    let mut e = 0f64;
-    for (k, (&v, &q)) in x.iter().zip(codes).enumerate() {
-        let d = v as f64 - (s32 * q as f32) as f64;
-        let w = imp.map_or(1.0, |i| i[k] as f64);
-        e += w * d * d;
+/// The weighted squared error term of one element.
+#[inline(always)]
+fn term(s32: f32, v: f32, q: i8, w: f64) -> f64 {
+    let d = v as f64 - (s32 * q as f32) as f64;
+    w * d * d
+}
+
+/// Adds the terms of elements `[from, to)` to the lane sums (element k into lane k mod 4,
+/// in increasing k); `from` is a multiple of 4.
+#[inline(always)]
+fn add_terms(
+    lanes: &mut [f64; 4],
+    s32: f32,
+    x: &[f32],
+    codes: &[i8],
+    imp: Option<&[f32]>,
+    from: usize,
+    to: usize,
+) {
+    let (x, codes) = (&x[from..to], &codes[from..to]);
+    let mut xs = x.chunks_exact(4);
+    let mut qs = codes.chunks_exact(4);
+    match imp {
+        Some(imp) => {
+            let imp = &imp[from..to];
+            let mut is = imp.chunks_exact(4);
+            for ((xv, qv), iv) in (&mut xs).zip(&mut qs).zip(&mut is) {
+                for j in 0..4 {
+                    lanes[j] += term(s32, xv[j], qv[j], iv[j] as f64);
+                }
+            }
+            let r = is.remainder();
+            for (j, (&v, &q)) in xs.remainder().iter().zip(qs.remainder()).enumerate() {
+                lanes[j] += term(s32, v, q, r[j] as f64);
+            }
+        }
+        None => {
+            for (xv, qv) in (&mut xs).zip(&mut qs) {
+                for j in 0..4 {
+                    lanes[j] += term(s32, xv[j], qv[j], 1.0);
+                }
+            }
+            for (j, (&v, &q)) in xs.remainder().iter().zip(qs.remainder()).enumerate() {
+                lanes[j] += term(s32, v, q, 1.0);
+            }
+        }
     }
-    e
+}
+
+#[inline(always)]
+fn combine(l: &[f64; 4]) -> f64 {
+    (l[0] + l[1]) + (l[2] + l[3])
+}
+
+/// E(s) for a scale word and its codes (see the module docs for the summation order).
+#[inline(always)]
+pub fn weighted_error(scale: u16, x: &[f32], codes: &[i8], imp: Option<&[f32]>) -> f64 {
+    let mut lanes = [0f64; 4];
+    add_terms(
+        &mut lanes,
+        f16::from_bits(scale).to_f32(),
+        x,
+        codes,
+        imp,
+        0,
+        x.len(),
+    );
+    combine(&lanes)
 }
 
 /// The stored word of a computed candidate `c`, or `None` when it cannot compete.
+#[inline(always)]
 fn candidate_word(c: f32, negative_scales: bool) -> Option<u16> {
     if !c.is_finite() || c == 0.0 || (c < 0.0 && !negative_scales) {
         return None;
@@ -71,12 +134,14 @@ fn candidate_word(c: f32, negative_scales: bool) -> Option<u16> {
 }
 
 /// The word `d` units in the last place away from `w` in magnitude, if it is finite non-zero.
+#[inline(always)]
 fn neighbour(w: u16, d: i32) -> Option<u16> {
     let m = (w & 0x7fff) as i32 + d;
     (1..=0x7bff).contains(&m).then_some((w & 0x8000) | m as u16)
 }
 
 /// `Σ imp·x·q / Σ imp·q²` rounded to binary32, if the denominator is positive.
+#[inline(always)]
 fn wls_scale(x: &[f32], codes: &[i8], imp: Option<&[f32]>) -> Option<f32> {
     let (mut num, mut den) = (0f64, 0f64);
     for (k, (&v, &q)) in x.iter().zip(codes).enumerate() {
@@ -110,12 +175,30 @@ struct Best<'a> {
 }
 
 impl Best<'_> {
+    #[inline(always)]
     fn try_word(&mut self, w: u16) {
         if w & 0x8000 != 0 && !self.negative {
             return;
         }
         codes_for_scale(self.s, w, self.x, self.tmp);
-        let e = weighted_error(w, self.x, self.tmp, self.imp);
+        // Partial sums of non-negative terms never decrease under RNE addition (in every
+        // lane and through the combination), so a candidate is abandoned as soon as a
+        // partial E reaches the best error: it could not become strictly better. The result
+        // is the same as the full sum's.
+        let s32 = f16::from_bits(w).to_f32();
+        let n = self.x.len();
+        let mut lanes = [0f64; 4];
+        let mut from = 0;
+        let mut e = 0f64;
+        while from < n {
+            let to = (from + 16).min(n);
+            add_terms(&mut lanes, s32, self.x, self.tmp, self.imp, from, to);
+            e = combine(&lanes);
+            if e >= self.error {
+                return;
+            }
+            from = to;
+        }
         if e < self.error {
             self.error = e;
             self.scale = w;
@@ -123,12 +206,14 @@ impl Best<'_> {
         }
     }
 
+    #[inline(always)]
     fn try_value(&mut self, c: f32) {
         if let Some(w) = candidate_word(c, self.negative) {
             self.try_word(w);
         }
     }
 
+    #[inline(always)]
     fn try_with_neighbours(&mut self, c: f32) {
         if let Some(w) = candidate_word(c, self.negative) {
             self.try_word(w);
@@ -143,6 +228,7 @@ impl Best<'_> {
 
 /// Searches one group whose §7.2 result is `(scale, codes)` (codes updated in place; `tmp`
 /// is scratch of the same length). `imp`, when given, has one weight per value of `x`.
+#[inline(always)]
 pub fn search_group(
     s: &Scheme,
     x: &[f32],

@@ -63,6 +63,16 @@ if(dyn MATCHES "libninfer")
   message(FATAL_ERROR "consumer_c_static links a shared libninfer")
 endif()
 
+# The version file refuses an incompatible request (0.x: only the same minor version).
+set(probe "${WORK_DIR}/version-probe")
+file(WRITE "${probe}/CMakeLists.txt" "cmake_minimum_required(VERSION 3.20)\nproject(p NONE)\nfind_package(ninfer 999.0 CONFIG REQUIRED)\n")
+execute_process(COMMAND "${CMAKE_COMMAND}" -S "${probe}" -B "${probe}/build" "-DCMAKE_PREFIX_PATH=${prefix}"
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "version")
+  message(FATAL_ERROR "find_package(ninfer 999.0) should fail on a version mismatch (rc ${rc}):\n${err}")
+endif()
+message(STATUS "find_package(ninfer 999.0) refused as expected")
+
 # 2. pkg-config
 if(NOT PKG_CONFIG)
   message(FATAL_ERROR "pkg-config not found (apt-get install pkg-config)")

@@ -1,0 +1,187 @@
+package ninfer
+
+/*
+#include "ninfer.h"
+
+// Flat shim: the output planes and the importance vector arrive as direct arguments, and
+// the ninfer_mut_bytes array and options struct (which hold pointers) are built here on
+// the C stack (see the package doc on cgo pointer rules).
+static ninfer_status ninfer_go_quantize_grouped(uint32_t format, const void *src,
+    size_t src_bytes, uint32_t src_dtype, uint64_t rows, uint64_t cols, int use_options,
+    uint32_t method, uint32_t negative_scales, const float *importance, size_t importance_len,
+    uint8_t *p0, size_t n0, uint8_t *p1, size_t n1, uint8_t *p2, size_t n2,
+    ninfer_quantize_provenance *provenance) {
+  ninfer_quantize_options options;
+  ninfer_mut_bytes planes[3];
+  options.method = method;
+  options.negative_scales = negative_scales;
+  options.importance = importance;
+  options.importance_len = importance_len;
+  planes[0].ptr = p0; planes[0].len = n0;
+  planes[1].ptr = p1; planes[1].len = n1;
+  planes[2].ptr = p2; planes[2].len = n2;
+  return ninfer_quantize_grouped(format, src, src_bytes, src_dtype, rows, cols,
+                                 use_options ? &options : NULL, planes, provenance);
+}
+*/
+import "C"
+
+import "unsafe"
+
+// QuantizeMethod selects the grouped encoder (NINFER_QUANTIZE_METHOD_*).
+type QuantizeMethod uint32
+
+// Grouped encoders: grouped_absmax (spec §7.2) and grouped_search (§7.3).
+const (
+	GroupedAbsmax = QuantizeMethod(C.NINFER_QUANTIZE_METHOD_GROUPED_ABSMAX)
+	GroupedSearch = QuantizeMethod(C.NINFER_QUANTIZE_METHOD_GROUPED_SEARCH)
+)
+
+// QuantizeOptions are grouped_search's parameters; nil options mean grouped_absmax.
+type QuantizeOptions struct {
+	Method         QuantizeMethod
+	NegativeScales bool
+	Importance     []float32 // one weight per column, or nil
+}
+
+// Provenance is what ninfer_quantize_grouped reports: method, parameters and counters.
+type Provenance struct {
+	Method            QuantizeMethod
+	NegativeScales    bool
+	Importance        bool
+	ParametersVersion uint32
+	Groups            uint64
+	ZeroGroups        uint64
+	RescuedGroups     uint64
+	ImprovedGroups    uint64
+	AbsmaxError       float64
+	Error             float64
+}
+
+// Source is a dense row-major input: float32 values, or bf16 / f16 words.
+type Source struct {
+	Dtype Dtype
+	F32   []float32 // with DtypeF32
+	Words []uint16  // with DtypeBF16 or DtypeF16
+}
+
+// F32Source wraps float32 values.
+func F32Source(v []float32) Source { return Source{Dtype: DtypeF32, F32: v} }
+
+func (s Source) ptr() (unsafe.Pointer, int) {
+	if s.Dtype == DtypeF32 {
+		if len(s.F32) == 0 {
+			return nil, 0
+		}
+		return unsafe.Pointer(&s.F32[0]), len(s.F32)
+	}
+	if len(s.Words) == 0 {
+		return nil, 0
+	}
+	return unsafe.Pointer(&s.Words[0]), len(s.Words)
+}
+
+func newPlanes(f Format, l Layout, rows, cols uint64) (*WeightView, error) {
+	sizes, err := PlaneSizes(f, l, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	v := &WeightView{Format: f, Layout: l, Rows: rows, Cols: cols}
+	for i, n := range sizes {
+		if n > 0 {
+			v.Planes[i] = make([]byte, n)
+		}
+	}
+	return v, nil
+}
+
+// QuantizeGrouped quantizes a [rows, cols] source into a new row_split_k128_v1 view of a
+// grouped format (q4/q5/q6_g64_fp16, q8_g32_fp16). opts nil means grouped_absmax.
+func QuantizeGrouped(f Format, src Source, rows, cols uint64, opts *QuantizeOptions) (*WeightView, Provenance, error) {
+	v, err := newPlanes(f, LayoutRowSplitK128V1, rows, cols)
+	if err != nil {
+		return nil, Provenance{}, err
+	}
+	sp, n := src.ptr()
+	var useOpts, negative C.int
+	var method C.uint32_t
+	var imp *C.float
+	var impLen C.size_t
+	if opts != nil {
+		useOpts, method = 1, C.uint32_t(opts.Method)
+		if opts.NegativeScales {
+			negative = 1
+		}
+		if len(opts.Importance) > 0 {
+			imp, impLen = (*C.float)(unsafe.Pointer(&opts.Importance[0])), C.size_t(len(opts.Importance))
+		}
+	}
+	a := v.args()
+	var cp C.ninfer_quantize_provenance
+	err = call(func() C.ninfer_status {
+		return C.ninfer_go_quantize_grouped(C.uint32_t(f), sp, C.size_t(n*src.Dtype.Size()),
+			C.uint32_t(src.Dtype), C.uint64_t(rows), C.uint64_t(cols), useOpts, method,
+			C.uint32_t(negative), imp, impLen, a.p0, a.n0, a.p1, a.n1, a.p2, a.n2, &cp)
+	})
+	if err != nil {
+		return nil, Provenance{}, err
+	}
+	return v, Provenance{
+		Method:            QuantizeMethod(cp.method),
+		NegativeScales:    cp.negative_scales != 0,
+		Importance:        cp.importance != 0,
+		ParametersVersion: uint32(cp.parameters_version),
+		Groups:            uint64(cp.groups),
+		ZeroGroups:        uint64(cp.zero_groups),
+		RescuedGroups:     uint64(cp.rescued_groups),
+		ImprovedGroups:    uint64(cp.improved_groups),
+		AbsmaxError:       float64(cp.absmax_error),
+		Error:             float64(cp.error),
+	}, nil
+}
+
+// FP8RowMaxAbs quantizes a [rows, cols] source with fp8_row_maxabs into a new view of
+// fp8_e4m3fn_row_bf16 or fp8_e4m3fn_row_fp16.
+func FP8RowMaxAbs(f Format, src Source, rows, cols uint64) (*WeightView, error) {
+	info, err := f.Info()
+	if err != nil {
+		return nil, err
+	}
+	v, err := newPlanes(f, info.Layout, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	sp, n := src.ptr()
+	a := v.args()
+	err = call(func() C.ninfer_status {
+		return C.ninfer_fp8_row_maxabs(C.uint32_t(f), C.uint32_t(src.Dtype), sp, C.size_t(n),
+			C.uint64_t(rows), C.uint64_t(cols), a.p0, a.n0, a.p1, a.n1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// NVFP4Quantize quantizes a [rows, cols] source made of `sources` stacked matrices into a
+// new nvfp4 view (codes, swizzled scales, one FP32 divisor per source).
+func NVFP4Quantize(src Source, rows, cols, sources uint64) (*WeightView, error) {
+	v, err := newPlanes(FormatNVFP4, LayoutBlockScaleK16M128x4V1, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	if sources == 0 || sources > rows {
+		return nil, &Error{Status: StatusBadShape, Message: "sources must be in 1 ..= rows"}
+	}
+	v.Planes[2] = make([]byte, 4*sources)
+	sp, n := src.ptr()
+	a := v.args()
+	err = call(func() C.ninfer_status {
+		return C.ninfer_nvfp4_quantize(C.uint32_t(src.Dtype), sp, C.size_t(n), C.uint64_t(rows),
+			C.uint64_t(cols), C.uint64_t(sources), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}

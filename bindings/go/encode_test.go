@@ -1,0 +1,132 @@
+package ninfer
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"testing"
+)
+
+// groupedSource builds a [rows, cols] source that grouped_absmax stores exactly: per group
+// of g values, codes in [-qmax, qmax] with one +qmax, times a power of two; amax / qmax is
+// that power of two, so decoding gives the source back bit for bit (hand-worked oracle).
+func groupedSource(rows, cols, g int, qmax int32) []float32 {
+	src := make([]float32, rows*cols)
+	for r := 0; r < rows; r++ {
+		for k := 0; k < cols; k++ {
+			code := int32((r*131+k*37)%int(2*qmax+1)) - qmax
+			if k%g == 0 {
+				code = qmax
+			}
+			scale := float32(math.Ldexp(1, (r+k/g)%5-3))
+			src[r*cols+k] = float32(code) * scale
+		}
+	}
+	return src
+}
+
+func TestQuantizeGroupedRoundTrip(t *testing.T) {
+	for _, f := range []Format{FormatQ8G32FP16, FormatQ4G64FP16, FormatQ5G64FP16, FormatQ6G64FP16} {
+		info, err := f.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, cols := 3, 256
+		src := groupedSource(rows, cols, int(info.BlockValues), int32(info.QMax))
+		for k := 0; k < int(info.BlockValues); k++ {
+			src[2*cols+k] = 0 // one all-zero group
+		}
+		v, prov, err := QuantizeGrouped(f, F32Source(src), uint64(rows), uint64(cols), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if prov.Groups != uint64(rows*cols)/uint64(info.BlockValues) || prov.ZeroGroups != 1 || prov.Method != GroupedAbsmax {
+			t.Fatalf("%s provenance %+v", f, prov)
+		}
+		exact := 0
+		for r := 0; r < rows; r++ {
+			got, err := v.Row(uint64(r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range got {
+				if math.Float32bits(got[k]) == math.Float32bits(src[r*cols+k]) {
+					exact++
+				}
+			}
+		}
+		if exact != rows*cols {
+			t.Fatalf("%s: %d of %d values round-trip exactly", f, exact, rows*cols)
+		}
+		t.Logf("%s: %d values round-trip bit for bit", f, exact)
+	}
+	src := groupedSource(2, 128, 32, 127)
+	_, prov, err := QuantizeGrouped(FormatQ8G32FP16, F32Source(src), 2, 128,
+		&QuantizeOptions{Method: GroupedSearch})
+	if err != nil || prov.Method != GroupedSearch || prov.ParametersVersion != 1 || prov.Error > prov.AbsmaxError {
+		t.Fatalf("grouped_search: %+v %v", prov, err)
+	}
+	src[7] = float32(math.NaN())
+	if _, _, err := QuantizeGrouped(FormatQ8G32FP16, F32Source(src), 2, 128, nil); !errors.Is(err, &Error{Status: StatusNonFiniteSource}) {
+		t.Fatalf("NaN source: %v", err)
+	}
+	if _, _, err := QuantizeGrouped(FormatQ8G32FP16, F32Source(src[:100]), 2, 128, nil); !errors.Is(err, ErrSizeMismatch) {
+		t.Fatalf("short source: %v", err)
+	}
+}
+
+func TestFP8AndNVFP4Encoders(t *testing.T) {
+	src := make([]float32, 256*32)
+	for i := range src {
+		src[i] = float32(i%97-48) / 16
+	}
+	for _, f := range []Format{FormatFP8E4M3FNRowBF16, FormatFP8E4M3FNRowFP16} {
+		v, err := FP8RowMaxAbs(f, F32Source(src), 256, 32)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if err := v.FP8RowValidate(); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	v, err := NVFP4Quantize(F32Source(src), 256, 32, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.NVFP4Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Planes[2]) != 8 {
+		t.Fatalf("divisors: %d bytes", len(v.Planes[2]))
+	}
+	if _, err := NVFP4Quantize(F32Source(src), 256, 24, 1); !errors.Is(err, ErrBadShape) && !errors.Is(err, ErrSizeMismatch) {
+		t.Fatalf("cols 24: %v", err)
+	}
+}
+
+func TestValidateAndRows(t *testing.T) {
+	blocks := q8_0Blocks()
+	v, _ := NewWeightView(FormatGGUFQ8_0, 2, 32, blocks)
+	if err := v.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	row1, err := v.RowsCopy(1, 1)
+	if err != nil || !bytes.Equal(row1, blocks[34:]) {
+		t.Fatalf("RowsCopy: %v", err)
+	}
+	g, err := v.RowsGather([]uint64{1, 0, 1})
+	want := append(append(append([]byte{}, blocks[34:]...), blocks[:34]...), blocks[34:]...)
+	if err != nil || !bytes.Equal(g, want) {
+		t.Fatalf("RowsGather: %v", err)
+	}
+	if _, err := v.RowsGather([]uint64{0, 2}); !errors.Is(err, &Error{Status: StatusIndexOutOfRange}) {
+		t.Fatalf("gather index 2: %v", err)
+	}
+	bad := append([]byte{}, blocks...)
+	bad[34], bad[35] = 0x00, 0x7C // row 1's d = +Inf
+	err = (&WeightView{FormatGGUFQ8_0, LayoutGGUFBlocksV1, 2, 32, [MaxPlanes][]byte{bad}}).Validate()
+	var e *Error
+	if !errors.As(err, &e) || e.Status != StatusInvalidEncoding || e.Location == nil || *e.Location != (Location{Row: 1, Block: 0}) {
+		t.Fatalf("Validate(+Inf d): %#v", err)
+	}
+}
