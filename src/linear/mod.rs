@@ -85,6 +85,8 @@ enum Path {
     RowSplitQ8,
     /// fp8_e4m3fn_row_* codes read in place, f32 activations (same reasoning).
     Fp8Row,
+    /// nvfp4 codes read in place (block scales gathered per row), f32 activations.
+    Nvfp4,
     /// A dedicated GGUF vec_dot against q8_1.
     Gguf(Kind),
     /// A GGUF type without a dedicated kernel: decoded f32 row against x̂ (q8_1 values).
@@ -102,6 +104,7 @@ fn path_for(view: &WeightView<'_>) -> Result<Path> {
         Format::Q4_G64Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ4,
         Format::Q8_G32Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ8,
         Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => Path::Fp8Row,
+        Format::Nvfp4 if view.layout() == Layout::BlockScaleK16_M128x4_V1 => Path::Nvfp4,
         f if f.info().category == Category::GgufBlock => match Kind::of(f) {
             Some(k) => Path::Gguf(k),
             None if decode::is_decodable(view) => Path::GgufDecoded,
@@ -425,7 +428,7 @@ impl<'a> PreparedWeight<'a> {
             .clamp(1, 64)
             .next_multiple_of(ROW_GROUP);
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
-            let mut scratch = Vec::new();
+            let mut scratch = [Vec::new(), Vec::new()];
             let first = ci * rows_per_chunk;
             for (g, o) in out.chunks_mut(ROW_GROUP * m).enumerate() {
                 self.row_group(first + g * ROW_GROUP, xf, m, &qrows, o, &mut scratch)?;
@@ -457,9 +460,10 @@ impl<'a> PreparedWeight<'a> {
         m: usize,
         q: &[q8_1::Row<'_>],
         out: &mut [f32],
-        scratch: &mut Vec<f32>,
+        scratch: &mut [Vec<f32>; 2],
     ) -> Result<()> {
         let v = &self.view;
+        let [scratch, values] = scratch;
         let count = out.len() / m;
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
@@ -479,7 +483,32 @@ impl<'a> PreparedWeight<'a> {
                         _ => WRow::Q8 { codes, scales, k },
                     };
                 }
-                cpu::float::dot_rows(self.isa, &ws[..count], x, m, out)
+                self.float_rows(&ws[..count], x, m, out, values)
+            }
+            Path::Nvfp4 => {
+                use crate::layouts::block_scale::{BLOCK, DIVISORS_PLANE, offset};
+                let k = v.cols();
+                let nkb = k / BLOCK;
+                let per = crate::formats::nvfp4::rows_per_source(v);
+                let (scales, divisors) = (v.plane(1), v.plane(DIVISORS_PLANE));
+                scratch.resize(count * nkb, 0.0);
+                for (i, sf) in scratch.chunks_exact_mut(nkb).enumerate() {
+                    for (kb, s) in sf.iter_mut().enumerate() {
+                        *s = crate::words::e4m3fn::decode(scales[offset(r0 + i, kb, nkb)]);
+                    }
+                }
+                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(nkb)).enumerate() {
+                    let src = (r0 + i) / per;
+                    let d = &divisors[4 * src..4 * src + 4];
+                    let d = f32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+                    *wr = WRow::Nvfp4 {
+                        codes: bytes(i),
+                        sf,
+                        d,
+                    };
+                }
+                self.float_rows(&ws[..count], x, m, out, values)
             }
             Path::Gguf(kind) => {
                 for (i, o) in out.chunks_exact_mut(m).enumerate() {
@@ -501,10 +530,44 @@ impl<'a> PreparedWeight<'a> {
         }
         Ok(())
     }
+
+    /// The f32 kernel over weight rows read in place. With many activation rows, rows
+    /// whose words take real work to turn into values (q4/q8 codes, E4M3FN, E2M1) are
+    /// first materialized once into `values`, then reused by every activation tile: the
+    /// values and the evaluation order are the same, so are the bits.
+    fn float_rows(
+        &self,
+        ws: &[WRow<'_>],
+        x: &[f32],
+        m: usize,
+        out: &mut [f32],
+        values: &mut Vec<f32>,
+    ) {
+        let cheap = matches!(
+            ws.first(),
+            Some(WRow::Bf16Le(_) | WRow::F32Le(_) | WRow::F32(_))
+        );
+        if cheap || m < MATERIALIZE_M {
+            return cpu::float::dot_rows(self.isa, ws, x, m, out);
+        }
+        let k = self.cols();
+        values.resize(ws.len() * k, 0.0);
+        for (w, vals) in ws.iter().zip(values.chunks_exact_mut(k)) {
+            cpu::float::materialize(self.isa, w, vals);
+        }
+        let mut fs = [WRow::F32(&[]); ROW_GROUP];
+        for (f, vals) in fs.iter_mut().zip(values.chunks_exact(k)) {
+            *f = WRow::F32(vals);
+        }
+        cpu::float::dot_rows(self.isa, &fs[..ws.len()], x, m, out)
+    }
 }
 
 /// Weight rows computed together (the float kernels' tile height).
 const ROW_GROUP: usize = 4;
+
+/// From this many activation rows on, in-place rows are materialized once per row group.
+const MATERIALIZE_M: usize = 4;
 
 /// y[mi, ni] from the N × M products, plus the bias (one f32 addition).
 #[inline]
@@ -728,5 +791,43 @@ mod tests {
             }
             assert!(results.windows(2).all(|r| r[0] == r[1]), "{format} K={k}");
         }
+    }
+
+    /// The in-place nvfp4 kernel gives the decoded path's bits, with two stacked sources
+    /// (two divisors) and rows beyond one swizzle tile.
+    #[test]
+    fn nvfp4_kernel_matches_the_decoded_path_bitwise() {
+        let (n, k, m) = (130, 80, 3);
+        let layout = Layout::BlockScaleK16_M128x4_V1;
+        let sizes = layouts::plane_sizes(Format::Nvfp4, layout, n, k).unwrap();
+        let mut p: Vec<Vec<u8>> = sizes
+            .iter()
+            .map(|&l| (0..l).map(|i| ((i * 7919 + 5) % 253) as u8).collect())
+            .collect();
+        p[1].iter_mut().for_each(|s| *s &= 0x7E);
+        p[2] = [0.75f32, 1.625f32]
+            .iter()
+            .flat_map(|d| d.to_le_bytes())
+            .collect();
+        let view = WeightView::new(Format::Nvfp4, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+            .collect();
+        let mut w = PreparedWeight::new(view).unwrap();
+        assert_eq!(w.path, Path::Nvfp4);
+        let run = |w: &PreparedWeight<'_>| {
+            let mut y = vec![0f32; m * n];
+            w.forward_f32(&x, m, None, &mut y).unwrap();
+            y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        let mut results = Vec::new();
+        for isa in [Isa::Scalar, Isa::detect()] {
+            w.set_isa(isa).unwrap();
+            w.path = Path::Nvfp4;
+            results.push(run(&w));
+            w.path = Path::Decoded;
+            results.push(run(&w));
+        }
+        assert!(results.windows(2).all(|r| r[0] == r[1]));
     }
 }

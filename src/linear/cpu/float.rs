@@ -41,6 +41,14 @@ pub(crate) enum WRow<'a> {
     /// fp8_e4m3fn_row_bf16 / _fp16: the row's K E4M3FN code bytes and its multiplier's
     /// exact f32 value. Value: `binary32(e4m3fn(c) · scale)` (§3.4).
     Fp8 { codes: &'a [u8], scale: f32 },
+    /// nvfp4: the row's E2M1 code bytes (element k is nibble k mod 2 of byte k/2, low
+    /// first), its K/16 block scales already decoded from E4M3FN (`sf`), and its source's
+    /// FP32 divisor `d`. Value: `binary32(binary32(e2m1(c) · sf) / d)` (§3.3).
+    Nvfp4 {
+        codes: &'a [u8],
+        sf: &'a [f32],
+        d: f32,
+    },
 }
 
 /// The binary16 word at `b[2i..2i + 2]` as f32 (exact).
@@ -57,6 +65,7 @@ impl WRow<'_> {
             WRow::F32(v) => v.len(),
             WRow::Q4 { k, .. } | WRow::Q8 { k, .. } => *k,
             WRow::Fp8 { codes, .. } => codes.len(),
+            WRow::Nvfp4 { codes, .. } => 2 * codes.len(),
         }
     }
 
@@ -76,6 +85,9 @@ impl WRow<'_> {
             }
             WRow::Q8 { codes, scales, .. } => f16_word(scales, k / 32) * (codes[k] as i8) as f32,
             WRow::Fp8 { codes, scale } => crate::words::e4m3fn::decode(codes[k]) * scale,
+            WRow::Nvfp4 { codes, sf, d } => {
+                crate::words::e2m1::decode(codes[k / 2] >> (4 * (k % 2))) * sf[k / 16] / d
+            }
         }
     }
 }
@@ -96,6 +108,22 @@ pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut 
                     accumulate_scalar(wr, &x[r * k..(r + 1) * k], 0, &mut acc);
                     out[i * m + r] = tree8(acc);
                 }
+            }
+        }
+    }
+}
+
+/// The values of weight row `w` as f32 (`out.len()` = K): exactly the values the dot
+/// kernels multiply, on every instruction set.
+pub(crate) fn materialize(isa: Isa, w: &WRow<'_>, out: &mut [f32]) {
+    debug_assert_eq!(out.len(), w.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
+        Isa::Avx2 => unsafe { avx2::materialize(w, out) },
+        _ => {
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = w.get(k);
             }
         }
     }
@@ -129,13 +157,15 @@ mod avx2 {
     struct Q4;
     struct Q8;
     struct Fp8;
+    struct Nvfp4;
     fn bytes_ptr(w: &WRow<'_>) -> *const u8 {
         match w {
             WRow::Bf16Le(b) | WRow::F32Le(b) => b.as_ptr(),
             WRow::F32(v) => v.as_ptr().cast(),
-            WRow::Q4 { codes, .. } | WRow::Q8 { codes, .. } | WRow::Fp8 { codes, .. } => {
-                codes.as_ptr()
-            }
+            WRow::Q4 { codes, .. }
+            | WRow::Q8 { codes, .. }
+            | WRow::Fp8 { codes, .. }
+            | WRow::Nvfp4 { codes, .. } => codes.as_ptr(),
         }
     }
     fn planes_ptr(w: &WRow<'_>) -> (*const u8, *const u8) {
@@ -231,6 +261,7 @@ mod avx2 {
                 Some(WRow::Q4 { .. }) => tiles::<Q4>(w, x, m, out),
                 Some(WRow::Q8 { .. }) => tiles::<Q8>(w, x, m, out),
                 Some(WRow::Fp8 { .. }) => tiles::<Fp8>(w, x, m, out),
+                Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
                 Some(_) => tiles::<F32>(w, x, m, out),
                 None => {}
             }
@@ -261,6 +292,44 @@ mod avx2 {
             } else {
                 _mm256_mul_ps(v, _mm256_set1_ps(s2))
             }
+        }
+    }
+
+    /// Eight 4-bit codes from 4 bytes at `c` (element j = nibble j mod 2 of byte j/2, low
+    /// first), one per i32 lane.
+    ///
+    /// # Safety
+    /// 4 readable bytes at `c`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn nibbles8(c: *const u8) -> __m256i {
+        // SAFETY: 4 bytes (caller).
+        let v = _mm_cvtsi32_si128(unsafe { std::ptr::read_unaligned(c.cast::<i32>()) });
+        let m = _mm_set1_epi8(0x0F);
+        let lo = _mm_and_si128(v, m);
+        let hi = _mm_and_si128(_mm_srli_epi16(v, 4), m);
+        _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi))
+    }
+
+    impl Load for Nvfp4 {
+        type P = (*const u8, *const f32, f32);
+        fn ptr(w: &WRow<'_>) -> Self::P {
+            match w {
+                WRow::Nvfp4 { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
+                other => (bytes_ptr(other), std::ptr::null(), 1.0),
+            }
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn load8((c, sf, d): Self::P, k: usize) -> __m256 {
+            // SAFETY: the 4 code bytes of elements k..k+8 and their block's scale (caller).
+            let (n, s) = unsafe { (nibbles8(c.add(k / 2)), *sf.add(k / 16)) };
+            // E2M1 magnitudes by the low 3 bits, sign from bit 3 (exact: ±table value).
+            let table = _mm256_setr_ps(0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0);
+            let mag = _mm256_permutevar8x32_ps(table, n);
+            let sign = _mm256_slli_epi32(_mm256_and_si256(n, _mm256_set1_epi32(8)), 28);
+            let v = _mm256_xor_ps(mag, _mm256_castsi256_ps(sign));
+            _mm256_div_ps(_mm256_mul_ps(v, _mm256_set1_ps(s)), _mm256_set1_ps(d))
         }
     }
 
@@ -318,6 +387,41 @@ mod avx2 {
                     base as usize + i
                 );
             }
+        }
+    }
+
+    /// # Safety
+    /// AVX2, FMA and F16C available; `out.len()` = K of `w`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn materialize(w: &WRow<'_>, out: &mut [f32]) {
+        // SAFETY (all calls): the caller's contract.
+        unsafe {
+            match w {
+                WRow::Bf16Le(_) => values::<Bf16>(w, out),
+                WRow::Q4 { .. } => values::<Q4>(w, out),
+                WRow::Q8 { .. } => values::<Q8>(w, out),
+                WRow::Fp8 { .. } => values::<Fp8>(w, out),
+                WRow::Nvfp4 { .. } => values::<Nvfp4>(w, out),
+                _ => values::<F32>(w, out),
+            }
+        }
+    }
+
+    /// # Safety
+    /// As [`materialize`].
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn values<L: Load>(w: &WRow<'_>, out: &mut [f32]) {
+        let k = out.len();
+        let p = L::ptr(w);
+        let mut kk = 0;
+        while kk + 8 <= k {
+            // SAFETY: kk + 8 <= K values in the row and in out.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(kk), L::load8(p, kk)) };
+            kk += 8;
+        }
+        for (j, o) in out.iter_mut().enumerate().skip(kk) {
+            *o = w.get(j);
         }
     }
 
