@@ -2,9 +2,16 @@
 //! 16384 × 4096 (beyond L3), M = 1 and 32, 1 and 2 threads; GMAC/s, weight GB/s and the
 //! fraction of this machine's read bandwidth, measured in the same run.
 //!
+//! For the GGUF types, ggml's own CPU `vec_dot` (with its activation quantization, from a
+//! build made by `scripts/build-ggml.sh` or `$NINFER_GGML_DIR`) is timed on the same weights
+//! in the same run: `ggml GMAC/s` and `ratio` = ninfer / ggml (speed only, never an oracle).
+//!
 //! `cargo bench --bench linear [-- FILTER...]` (FILTER: substrings of format names, e.g.
 //! `q4_k bf16`; `quick` = 4096 × 4096 only). Best of several runs; the machine is shared,
 //! so compare ratios within one run.
+
+#[path = "peer/ggml.rs"]
+mod ggml;
 
 use ninfer::linear::PreparedWeight;
 use ninfer::{Format, Layout, WeightView};
@@ -151,6 +158,61 @@ fn planes(format: Format, n: usize, k: usize) -> Vec<Vec<u8>> {
     p
 }
 
+/// ggml's product on the same weights: each activation row quantized by ggml's
+/// `from_float` to its `vec_dot_type`, then one `vec_dot` per (row of W, row of x); rows of
+/// W split over `threads` threads. Seconds (best), or None without a peer kernel.
+#[allow(clippy::too_many_arguments)]
+fn ggml_time(
+    dot: &ggml::Dot,
+    w: &[u8],
+    n: usize,
+    k: usize,
+    x: &[f32],
+    m: usize,
+    threads: usize,
+    pool: &rayon::ThreadPool,
+) -> f64 {
+    let row_bytes = w.len() / n;
+    let act_row = k / dot.act_block_values * dot.act_block_bytes;
+    let mut xq = vec![0u8; m * act_row];
+    let mut y = vec![0f32; m * n];
+    best(Duration::from_millis(700), || {
+        for (xr, qr) in x.chunks(k).zip(xq.chunks_mut(act_row)) {
+            // SAFETY: from_float reads k floats and writes k / block values blocks.
+            unsafe { (dot.from_float)(xr.as_ptr(), qr.as_mut_ptr().cast(), k as i64) };
+        }
+        let work = |(i, yc): (usize, &mut [f32])| {
+            let rows = yc.len() / m;
+            for (j, yr) in yc.chunks_mut(m).enumerate() {
+                let r = i * rows + j;
+                let wr = &w[r * row_bytes..(r + 1) * row_bytes];
+                for (mi, o) in yr.iter_mut().enumerate() {
+                    // SAFETY: vec_dot reads one row of K weights and K activations.
+                    unsafe {
+                        (dot.vec_dot)(
+                            k as i32,
+                            o,
+                            0,
+                            wr.as_ptr().cast(),
+                            0,
+                            xq[mi * act_row..].as_ptr().cast(),
+                            0,
+                            1,
+                        )
+                    };
+                }
+            }
+        };
+        let chunk = (n / (threads * 8)).max(1) * m;
+        if threads == 1 {
+            y.chunks_mut(chunk).enumerate().for_each(work);
+        } else {
+            pool.install(|| y.par_chunks_mut(chunk).enumerate().for_each(work));
+        }
+        black_box(&y);
+    })
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -189,9 +251,18 @@ fn main() {
         "read bandwidth (512 MiB, best): 1 thread {:.1} GB/s, 2 threads {:.1} GB/s",
         bw[0], bw[1]
     );
+    let peer = ggml::Ggml::load();
+    match &peer {
+        Some(g) => println!("peer: ggml vec_dot from {}", g.dir.display()),
+        None => println!("peer: ggml not built (scripts/build-ggml.sh); ninfer alone"),
+    }
+    let pool2 = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
     println!(
-        "{:<11} {:>12} {:>3} {:>2} {:>9} {:>9} {:>8} {:>7} {:>12}",
-        "format", "N x K", "M", "t", "ms", "GMAC/s", "W GB/s", "of BW", "cpu GMAC/s"
+        "{:<19} {:>11} {:>3} {:>2} {:>9} {:>7} {:>7} {:>6} {:>8} {:>8} {:>6}",
+        "format", "N x K", "M", "t", "ms", "GMAC/s", "W GB/s", "of BW", "cpu GMAC", "ggml", "ratio"
     );
     let shapes: &[(usize, usize)] = if quick {
         &[(4096, 4096)]
@@ -221,8 +292,17 @@ fn main() {
                     });
                     let gmac = (m * n * k) as f64 / t / 1e9;
                     let gbs = wbytes as f64 / t / 1e9;
+                    let peer_dot = peer
+                        .as_ref()
+                        .filter(|_| layout == Layout::GgufBlocksV1)
+                        .and_then(|g| format.info().ggml_type.and_then(|t| g.dot(t)));
+                    let g = peer_dot.map(|d| {
+                        (m * n * k) as f64
+                            / ggml_time(&d, &p[0], n, k, &x, m, threads, &pool2)
+                            / 1e9
+                    });
                     println!(
-                        "{:<11} {:>12} {:>3} {:>2} {:>9.3} {:>9.2} {:>8.2} {:>6.0}% {:>12}",
+                        "{:<19} {:>11} {:>3} {:>2} {:>9.3} {:>7.2} {:>7.2} {:>5.0}% {:>8} {:>8} {:>6}",
                         format.name(),
                         format!("{n}x{k}"),
                         m,
@@ -237,7 +317,9 @@ fn main() {
                             format!("{:.2}", (m * n * k) as f64 / cpu / 1e9)
                         } else {
                             "-".into()
-                        }
+                        },
+                        g.map_or("-".into(), |g| format!("{g:.2}")),
+                        g.map_or("-".into(), |g| format!("{:.2}", gmac / g)),
                     );
                 }
             }
