@@ -16,48 +16,6 @@
 #include <stdint.h>
 
 /**
- * The offset added to every IQ1_S / IQ1_M grid value before scaling (sign from the block).
- */
-#define IQ1S_DELTA 0.125
-
-/**
- * IQ1_M's delta (the same value as IQ1_S's).
- */
-#define IQ1M_DELTA 0.125
-
-/**
- * `2688 = 448 · 6`: the divisor numerator that maps a matrix's amax onto the largest
- * E4M3FN scale times the largest E2M1 code.
- */
-#define DIVISOR_NUMERATOR 2688.0
-
-/**
- * The most planes any layout has. A view carries this many `(ptr, len)` pairs; unused
- * ones are empty.
- */
-#define MAX_PLANES 3
-
-/**
- * Values per q8_1 block.
- */
-#define QK8_1 32
-
-/**
- * Bytes per ggml `block_q8_1`.
- */
-#define BLOCK_Q8_1_BYTES 36
-
-/**
- * Number of registered formats.
- */
-#define ninfer_format_COUNT 30
-
-/**
- * Number of registered layouts.
- */
-#define ninfer_layout_COUNT 6
-
-/**
  * `ninfer_linear_prepare`'s device: the host CPU.
  */
 #define NINFER_DEVICE_CPU 0
@@ -101,7 +59,7 @@
 /**
  * The number of plane slots in a `ninfer_weight_view`.
  */
-#define NINFER_MAX_PLANES MAX_PLANES
+#define NINFER_MAX_PLANES 3
 
 /**
  * Status codes of the C API (`ninfer_status`).
@@ -712,11 +670,6 @@ typedef struct ninfer_format_info {
    */
   double bits_per_weight;
 } ninfer_format_info;
-
-/**
- * Every status, in numeric order.
- */
-#define ninfer_status_ALL { ninfer_status_Ok, ninfer_status_NullPointer, ninfer_status_Misaligned, ninfer_status_InvalidArgument, ninfer_status_UnknownFormat, ninfer_status_UnknownLayout, ninfer_status_IncompatibleLayout, ninfer_status_UnregisteredType, ninfer_status_BadShape, ninfer_status_SizeMismatch, ninfer_status_Overflow, ninfer_status_RowOutOfRange, ninfer_status_IndexOutOfRange, ninfer_status_BufferTooSmall, ninfer_status_Unsupported, ninfer_status_InvalidEncoding, ninfer_status_NonFiniteSource, ninfer_status_ScaleOverflow, ninfer_status_UnknownDtype, ninfer_status_Internal, }
 
 #ifdef __cplusplus
 extern "C" {

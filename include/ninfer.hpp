@@ -9,7 +9,7 @@
  * - Views: ninfer::span<T> is std::span<T> under C++20 and a pointer + size with the same
  *   basic interface under C++17. Buffers are borrowed, never copied or kept.
  * - Handles: ninfer::handle<T, Free> is the RAII owner for opaque handles (`ninfer_x *`
- *   freed by `ninfer_x_free`); future handle types are aliases of it.
+ *   freed by `ninfer_x_free`); ninfer::linear holds one.
  *
  * Typical use (a C++ runtime's artifact loader):
  *
@@ -22,6 +22,12 @@
  *
  *   ninfer::owned_tensor q = ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols);
  *   std::vector<float> row0 = q.view().decode_row(0);
+ *
+ * Products: ninfer::linear owns a prepared weight (RAII over ninfer_linear_free; it borrows
+ * the view's planes, which must outlive it):
+ *
+ *   ninfer::linear lin(q.view());
+ *   std::vector<float> y = lin.forward(x, m);   // y = x · Wᵀ, [m, N]
  *
  * Adding a wrapper for a new export: write try_x() with detail::call(...) and a throwing
  * x() that returns try_x(...).value().
@@ -282,13 +288,17 @@ struct free_deleter {
 // ---- handles ----------------------------------------------------------------------------
 
 /// Owner of an opaque library handle `T *`, released with `Free` (which accepts NULL).
-/// Move-only; `get()` passes it to C functions. Future handles are aliases, e.g.
-/// `using quantizer = handle<ninfer_quantizer, ninfer_quantizer_free>;`.
+/// Move-only; `get()` passes it to C functions. E.g.
+/// `handle<ninfer_linear, ninfer_linear_free>` (inside ninfer::linear).
 template <class T, void (*Free)(T*)>
 using handle = std::unique_ptr<T, detail::free_deleter<T, Free>>;
 
 // ---- versions ---------------------------------------------------------------------------
 
+/// The linked library's version numbers {major, minor, patch}.
+inline std::array<std::uint32_t, 3> version_numbers() noexcept {
+  return {{::ninfer_version_major(), ::ninfer_version_minor(), ::ninfer_version_patch()}};
+}
 /// The linked library's version string, e.g. "0.1.0".
 inline const char* version() noexcept { return ::ninfer_version(); }
 /// True when the linked library has the ABI version of this header and a version not older.
@@ -303,6 +313,12 @@ inline bool library_matches_header() noexcept {
 /// Number of registered formats; format numbers are 0 .. format_count() - 1.
 inline std::uint32_t format_count() noexcept { return ::ninfer_format_count(); }
 
+/// The format at registry index `index` (0 .. format_count() - 1).
+inline result<format> try_format_at(std::uint32_t index) {
+  std::uint32_t f = 0;
+  ::ninfer_status st = ::ninfer_format_at(index, &f);
+  return detail::call(st, static_cast<format>(f));
+}
 /// The format with this exact canonical name ("q4_g64_fp16", "gguf_q4_k").
 inline result<format> try_format_lookup(const char* name) {
   std::uint32_t f = 0;
@@ -355,6 +371,7 @@ inline result<plane_sizes_t> try_plane_sizes(format f, layout l, std::uint64_t r
 #if NINFER_HPP_EXCEPTIONS
 inline format format_lookup(const char* name) { return try_format_lookup(name).value(); }
 inline format format_lookup(const std::string& name) { return try_format_lookup(name).value(); }
+inline format format_at(std::uint32_t index) { return try_format_at(index).value(); }
 inline format format_from_ggml_type(std::uint32_t t) {
   return try_format_from_ggml_type(t).value();
 }
@@ -601,7 +618,82 @@ inline result<owned_tensor> try_nvfp4_quantize(const source& src, std::uint64_t 
   return t;
 }
 
+/// Moves a gguf_q8_0 / gguf_q2_0 view's words into the row_split_k128_v1 planes of
+/// q8_g32_fp16 / q2_g64_fp16, without rounding (spec §2 import_encoded).
+inline result<owned_tensor> try_import_gguf(const weight_view& gguf, format target) {
+  result<owned_tensor> t =
+      detail::alloc_tensor(target, NINFER_LAYOUT_ROW_SPLIT_K128_V1, gguf.rows(), gguf.cols());
+  if (!t) return t;
+  ::ninfer_mut_bytes planes[NINFER_MAX_PLANES];
+  for (std::size_t i = 0; i < NINFER_MAX_PLANES; ++i) {
+    planes[i].ptr = detail::data_or_null(t->planes[i]);
+    planes[i].len = t->planes[i].size();
+  }
+  ::ninfer_status st = ::ninfer_import_gguf(gguf.c_view(), target, planes);
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
+/// Lays out logical FP8 words (`codes` rows × cols E4M3FN, `scales` rows 16-bit words) in
+/// the planes of an fp8_e4m3fn_row_* format; follow with fp8_row_validate().
+inline result<owned_tensor> try_fp8_row_pack(format f, std::uint64_t rows, std::uint64_t cols,
+                                             span<const std::uint8_t> codes,
+                                             span<const std::uint16_t> scales) {
+  result<format_info> info = try_format_get_info(f);
+  if (!info) return result<owned_tensor>(info.code(), info.message());
+  result<owned_tensor> t = detail::alloc_tensor(f, info->layout, rows, cols);
+  if (!t) return t;
+  ::ninfer_status st = ::ninfer_fp8_row_pack(
+      f, rows, cols, codes.data(), codes.size(), scales.data(), scales.size(),
+      detail::data_or_null(t->planes[0]), t->planes[0].size(), detail::data_or_null(t->planes[1]),
+      t->planes[1].size());
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
+/// The logical words of a row-scaled FP8 view: codes (rows × cols) and 16-bit row scales.
+inline result<void> try_fp8_row_unpack(const weight_view& v, span<std::uint8_t> codes,
+                                       span<std::uint16_t> scales) {
+  return detail::call(
+      ::ninfer_fp8_row_unpack(v.c_view(), codes.data(), codes.size(), scales.data(), scales.size()));
+}
+
+/// Swizzles linear [rows, k_blocks] E4M3FN scales into the 128×4 layout; `out` must be
+/// round_up(rows, 128) × round_up(k_blocks, 4) bytes.
+inline result<void> try_nvfp4_pack_scales(std::uint64_t rows, std::uint64_t k_blocks,
+                                          span<const std::uint8_t> linear_scales,
+                                          span<std::uint8_t> out) {
+  return detail::call(::ninfer_nvfp4_pack_scales(rows, k_blocks, linear_scales.data(),
+                                                 linear_scales.size(), out.data(), out.size()));
+}
+/// The inverse of try_nvfp4_pack_scales (padding ignored).
+inline result<void> try_nvfp4_unpack_scales(std::uint64_t rows, std::uint64_t k_blocks,
+                                            span<const std::uint8_t> swizzled,
+                                            span<std::uint8_t> out) {
+  return detail::call(::ninfer_nvfp4_unpack_scales(rows, k_blocks, swizzled.data(),
+                                                   swizzled.size(), out.data(), out.size()));
+}
+
 #if NINFER_HPP_EXCEPTIONS
+inline void fp8_row_unpack(const weight_view& v, span<std::uint8_t> codes,
+                           span<std::uint16_t> scales) {
+  try_fp8_row_unpack(v, codes, scales).value();
+}
+inline void nvfp4_pack_scales(std::uint64_t rows, std::uint64_t k_blocks,
+                              span<const std::uint8_t> linear_scales, span<std::uint8_t> out) {
+  try_nvfp4_pack_scales(rows, k_blocks, linear_scales, out).value();
+}
+inline void nvfp4_unpack_scales(std::uint64_t rows, std::uint64_t k_blocks,
+                                span<const std::uint8_t> swizzled, span<std::uint8_t> out) {
+  try_nvfp4_unpack_scales(rows, k_blocks, swizzled, out).value();
+}
+inline owned_tensor import_gguf(const weight_view& gguf, format target) {
+  return try_import_gguf(gguf, target).value();
+}
+inline owned_tensor fp8_row_pack(format f, std::uint64_t rows, std::uint64_t cols,
+                                 span<const std::uint8_t> codes, span<const std::uint16_t> scales) {
+  return try_fp8_row_pack(f, rows, cols, codes, scales).value();
+}
 inline owned_tensor quantize_grouped(format f, const source& src, std::uint64_t rows,
                                      std::uint64_t cols,
                                      const quantize_options& options = quantize_options(),
@@ -615,6 +707,104 @@ inline owned_tensor fp8_row_maxabs(format f, const source& src, std::uint64_t ro
 inline owned_tensor nvfp4_quantize(const source& src, std::uint64_t rows, std::uint64_t cols,
                                    std::uint64_t sources = 1) {
   return try_nvfp4_quantize(src, rows, cols, sources).value();
+}
+#endif
+
+// ---- linear -----------------------------------------------------------------------------
+
+/// True when this build has a linear kernel for the combination, false when the numbers
+/// are valid but it is not implemented; an error for numbers that name nothing.
+inline result<bool> try_linear_supported(format f, layout l, dtype x = NINFER_DTYPE_F32,
+                                         dtype y = NINFER_DTYPE_F32,
+                                         std::uint32_t device = NINFER_DEVICE_CPU) {
+  ::ninfer_status st = ::ninfer_linear_supported(f, l, x, y, device);
+  if (st == NINFER_STATUS_UNSUPPORTED) return result<bool>(false);
+  return detail::call(st, true);
+}
+
+/// A weight prepared for y = x · Wᵀ (+ bias) (ninfer_linear). Move-only; frees its handle.
+/// Borrows the planes of the view it was prepared from: they must outlive this object.
+/// forward() may run on several threads at once; set_threads() must not overlap any call.
+class linear {
+ public:
+  /// An empty object (no handle); assign a prepared one to use it.
+  linear() noexcept = default;
+
+  /// Prepares `w` for `device` (NINFER_DEVICE_*).
+  static result<linear> try_prepare(const weight_view& w,
+                                    std::uint32_t device = NINFER_DEVICE_CPU) {
+    ::ninfer_linear* raw = nullptr;
+    ::ninfer_status st = ::ninfer_linear_prepare(w.c_view(), device, &raw);
+    if (st != NINFER_STATUS_OK) return result<linear>(st, last_error_message());
+    linear out;
+    out.handle_.reset(raw);
+    st = ::ninfer_linear_shape(raw, &out.rows_, &out.cols_);
+    if (st != NINFER_STATUS_OK) return result<linear>(st, last_error_message());
+    return result<linear>(std::move(out));
+  }
+#if NINFER_HPP_EXCEPTIONS
+  explicit linear(const weight_view& w, std::uint32_t device = NINFER_DEVICE_CPU)
+      : linear(try_prepare(w, device).value()) {}
+#endif
+
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+  /// N: outputs per row of x.
+  std::uint64_t rows() const noexcept { return rows_; }
+  /// K: inputs per row of x.
+  std::uint64_t cols() const noexcept { return cols_; }
+  ::ninfer_linear* get() const noexcept { return handle_.get(); }
+
+  /// 0 = process-wide pool (default), 1 = calling thread only, n = a pool of n threads.
+  result<void> try_set_threads(std::uint32_t threads) {
+    return detail::call(::ninfer_linear_set_threads(handle_.get(), threads));
+  }
+  /// Raw form: `x` holds m × K values of `x_type`; `y` receives m × N values of `y_type`.
+  result<void> try_forward(const void* x, std::size_t x_bytes, dtype x_type, std::uint64_t m,
+                           void* y, std::size_t y_bytes, dtype y_type,
+                           span<const float> bias = span<const float>()) const {
+    return detail::call(::ninfer_linear_forward(handle_.get(), x, x_bytes, x_type, m, cols_,
+                                                bias.data(), bias.size(), y, y_bytes, y_type));
+  }
+  /// f32 form: x is [m, K], y is [m, N].
+  result<void> try_forward(span<const float> x, std::uint64_t m, span<float> y,
+                           span<const float> bias = span<const float>()) const {
+    return try_forward(x.data(), x.size() * sizeof(float), NINFER_DTYPE_F32, m, y.data(),
+                       y.size() * sizeof(float), NINFER_DTYPE_F32, bias);
+  }
+  /// f32 form returning a new [m, N] vector.
+  result<std::vector<float>> try_forward(span<const float> x, std::uint64_t m,
+                                         span<const float> bias = span<const float>()) const {
+    if (m != 0 && rows_ > static_cast<std::uint64_t>(SIZE_MAX / sizeof(float)) / m) {
+      return result<std::vector<float>>(NINFER_STATUS_OVERFLOW, "m × N overflows");
+    }
+    std::vector<float> y(static_cast<std::size_t>(m * rows_));
+    result<void> r = try_forward(x, m, span<float>(y.data(), y.size()), bias);
+    if (!r) return result<std::vector<float>>(r.code(), r.message());
+    return result<std::vector<float>>(std::move(y));
+  }
+
+#if NINFER_HPP_EXCEPTIONS
+  void set_threads(std::uint32_t threads) { try_set_threads(threads).value(); }
+  void forward(span<const float> x, std::uint64_t m, span<float> y,
+               span<const float> bias = span<const float>()) const {
+    try_forward(x, m, y, bias).value();
+  }
+  std::vector<float> forward(span<const float> x, std::uint64_t m,
+                             span<const float> bias = span<const float>()) const {
+    return try_forward(x, m, bias).value();
+  }
+#endif
+
+ private:
+  handle<::ninfer_linear, ::ninfer_linear_free> handle_{};
+  std::uint64_t rows_ = 0;
+  std::uint64_t cols_ = 0;
+};
+
+#if NINFER_HPP_EXCEPTIONS
+inline bool linear_supported(format f, layout l, dtype x = NINFER_DTYPE_F32,
+                             dtype y = NINFER_DTYPE_F32, std::uint32_t device = NINFER_DEVICE_CPU) {
+  return try_linear_supported(f, l, x, y, device).value();
 }
 #endif
 

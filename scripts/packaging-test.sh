@@ -30,6 +30,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null; }
 fi
 
+if [ -z "${NINFER_SKIP_PYTHON:-}" ] && ! python3 -c "import numpy, gguf, ml_dtypes" 2>/dev/null; then
+  step "pip install -r scripts/requirements.txt (Python oracles)"
+  python3 -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+fi
+
 step "cmake configure + build ($BUILD)"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$JOBS"
@@ -53,4 +58,6 @@ for b in go zig python; do
     "bindings/$b/test.sh"
   fi
 done
+step "binding coverage of the C exports (informational)"
+tests/cmake/binding_coverage.sh | tail -1
 step "packaging tests passed"

@@ -61,6 +61,7 @@ pub enum Status {
 
 impl Status {
     /// Every status, in numeric order.
+    /// cbindgen:ignore
     pub const ALL: [Status; 20] = [
         Status::Ok,
         Status::NullPointer,

@@ -28,6 +28,7 @@ pub mod decode;
 pub mod dtype;
 pub mod error;
 pub mod formats;
+pub mod fpenv;
 pub mod layouts;
 pub mod linear;
 pub mod registry;

@@ -346,6 +346,7 @@ pub static FORMATS: [FormatInfo; 30] = {
 
 impl Format {
     /// Number of registered formats.
+    /// cbindgen:ignore
     pub const COUNT: usize = 30;
 
     /// Every format in numeric order.
@@ -460,6 +461,7 @@ pub static LAYOUTS: [(Layout, &CStr); 6] = [
 
 impl Layout {
     /// Number of registered layouts.
+    /// cbindgen:ignore
     pub const COUNT: usize = 6;
 
     /// The layout with this number.

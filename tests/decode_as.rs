@@ -67,10 +67,10 @@ fn plain_rounding_oracles_agree_with_hand_values() {
     assert_eq!(f16_rne(65504.0), 0x7BFF);
     assert_eq!(f16_rne(65519.99), 0x7BFF);
     assert_eq!(f16_rne(65520.0), 0x7C00); // tie between 65504 and 2^16 goes to even (Inf)
-    assert_eq!(f16_rne(5.960464477539063e-8), 0x0001);
-    assert_eq!(f16_rne(2.980232238769531e-8), 0x0000); // half the smallest subnormal: tie to 0
-    assert_eq!(f16_rne(-1.0009765625), 0xBC01);
-    assert_eq!(f16_rne(1.00048828125), 0x3C00); // tie, even mantissa kept
+    assert_eq!(f16_rne(2f32.powi(-24)), 0x0001);
+    assert_eq!(f16_rne(2f32.powi(-25)), 0x0000); // half the smallest subnormal: tie to 0
+    assert_eq!(f16_rne(-(1.0 + 2f32.powi(-10))), 0xBC01);
+    assert_eq!(f16_rne(1.0 + 2f32.powi(-11)), 0x3C00); // tie, even mantissa kept
     assert_eq!(bf16_rne(1.0), 0x3F80);
     assert_eq!(bf16_rne(f32::from_bits(0x3F80_8000)), 0x3F80); // tie to even
     assert_eq!(bf16_rne(f32::from_bits(0x3F81_8000)), 0x3F82);

@@ -23,6 +23,39 @@ static ninfer_status ninfer_go_quantize_grouped(uint32_t format, const void *src
   return ninfer_quantize_grouped(format, src, src_bytes, src_dtype, rows, cols,
                                  use_options ? &options : NULL, planes, provenance);
 }
+
+static ninfer_status ninfer_go_import_gguf(uint32_t format, uint32_t layout, uint64_t rows,
+    uint64_t cols, const uint8_t *s0, size_t sn0, uint32_t target, uint8_t *p0, size_t n0,
+    uint8_t *p1, size_t n1, uint8_t *p2, size_t n2) {
+  ninfer_weight_view v;
+  ninfer_mut_bytes planes[3];
+  v.format = format;
+  v.layout = layout;
+  v.rows = rows;
+  v.cols = cols;
+  v.planes[0].ptr = s0; v.planes[0].len = sn0;
+  v.planes[1].ptr = NULL; v.planes[1].len = 0;
+  v.planes[2].ptr = NULL; v.planes[2].len = 0;
+  planes[0].ptr = p0; planes[0].len = n0;
+  planes[1].ptr = p1; planes[1].len = n1;
+  planes[2].ptr = p2; planes[2].len = n2;
+  return ninfer_import_gguf(&v, target, planes);
+}
+
+static ninfer_status ninfer_go_fp8_row_unpack(uint32_t format, uint32_t layout, uint64_t rows,
+    uint64_t cols, const uint8_t *p0, size_t n0, const uint8_t *p1, size_t n1,
+    const uint8_t *p2, size_t n2, uint8_t *codes, size_t codes_len, uint16_t *scales,
+    size_t scales_len) {
+  ninfer_weight_view v;
+  v.format = format;
+  v.layout = layout;
+  v.rows = rows;
+  v.cols = cols;
+  v.planes[0].ptr = p0; v.planes[0].len = n0;
+  v.planes[1].ptr = p1; v.planes[1].len = n1;
+  v.planes[2].ptr = p2; v.planes[2].len = n2;
+  return ninfer_fp8_row_unpack(&v, codes, codes_len, scales, scales_len);
+}
 */
 import "C"
 
@@ -184,4 +217,105 @@ func NVFP4Quantize(src Source, rows, cols, sources uint64) (*WeightView, error) 
 		return nil, err
 	}
 	return v, nil
+}
+
+// ImportGGUF moves a gguf_q8_0 / gguf_q2_0 view's words into a new row_split_k128_v1 view
+// of q8_g32_fp16 / q2_g64_fp16 without rounding (spec §2 import_encoded).
+func ImportGGUF(gguf *WeightView, target Format) (*WeightView, error) {
+	v, err := newPlanes(target, LayoutRowSplitK128V1, gguf.Rows, gguf.Cols)
+	if err != nil {
+		return nil, err
+	}
+	g := gguf.args()
+	a := v.args()
+	err = call(func() C.ninfer_status {
+		return C.ninfer_go_import_gguf(g.format, g.layout, g.rows, g.cols, g.p0, g.n0,
+			C.uint32_t(target), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func u16Arg(w []uint16) (*C.uint16_t, C.size_t) {
+	if len(w) == 0 {
+		return nil, 0
+	}
+	return (*C.uint16_t)(unsafe.Pointer(&w[0])), C.size_t(len(w))
+}
+
+// FP8RowPack lays out logical FP8 words (codes: rows × cols E4M3FN; scales: rows 16-bit
+// words, BF16 or binary16 bits) in a new view of an fp8_e4m3fn_row_* format. The words
+// are copied unchanged: follow with FP8RowValidate.
+func FP8RowPack(f Format, rows, cols uint64, codes []byte, scales []uint16) (*WeightView, error) {
+	info, err := f.Info()
+	if err != nil {
+		return nil, err
+	}
+	v, err := newPlanes(f, info.Layout, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	pc, nc := bytesArg(codes)
+	ps, ns := u16Arg(scales)
+	a := v.args()
+	err = call(func() C.ninfer_status {
+		return C.ninfer_fp8_row_pack(C.uint32_t(f), C.uint64_t(rows), C.uint64_t(cols), pc, nc, ps, ns,
+			a.p0, a.n0, a.p1, a.n1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// FP8RowUnpack returns the logical words of a row-scaled FP8 view: codes (rows × cols)
+// and the 16-bit row scales.
+func (v *WeightView) FP8RowUnpack() (codes []byte, scales []uint16, err error) {
+	if err := v.Check(); err != nil {
+		return nil, nil, err
+	}
+	codes = make([]byte, v.Rows*v.Cols)
+	scales = make([]uint16, v.Rows)
+	a := v.args()
+	pc, nc := bytesArg(codes)
+	ps, ns := u16Arg(scales)
+	err = call(func() C.ninfer_status {
+		return C.ninfer_go_fp8_row_unpack(a.format, a.layout, a.rows, a.cols, a.p0, a.n0, a.p1, a.n1, a.p2, a.n2,
+			pc, nc, ps, ns)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return codes, scales, nil
+}
+
+// NVFP4PackScales swizzles linear [rows, kBlocks] E4M3FN scales into the 128×4 layout
+// (round_up(rows, 128) × round_up(kBlocks, 4) bytes, padding zero).
+func NVFP4PackScales(rows, kBlocks uint64, linear []byte) ([]byte, error) {
+	out := make([]byte, (rows+127)/128*128*((kBlocks+3)/4*4))
+	pl, nl := bytesArg(linear)
+	po, no := bytesArg(out)
+	err := call(func() C.ninfer_status {
+		return C.ninfer_nvfp4_pack_scales(C.uint64_t(rows), C.uint64_t(kBlocks), pl, nl, po, no)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// NVFP4UnpackScales extracts the linear [rows, kBlocks] scales from a swizzled plane.
+func NVFP4UnpackScales(rows, kBlocks uint64, swizzled []byte) ([]byte, error) {
+	out := make([]byte, rows*kBlocks)
+	ps, ns := bytesArg(swizzled)
+	po, no := bytesArg(out)
+	err := call(func() C.ninfer_status {
+		return C.ninfer_nvfp4_unpack_scales(C.uint64_t(rows), C.uint64_t(kBlocks), ps, ns, po, no)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -130,3 +130,80 @@ func TestValidateAndRows(t *testing.T) {
 		t.Fatalf("Validate(+Inf d): %#v", err)
 	}
 }
+
+func TestImportGGUF(t *testing.T) {
+	blocks := q8_0Blocks()
+	g, _ := NewWeightView(FormatGGUFQ8_0, 2, 32, blocks)
+	native, err := ImportGGUF(g, FormatQ8G32FP16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := uint64(0); r < 2; r++ {
+		a, _ := g.Row(r)
+		b, err := native.Row(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range a {
+			if math.Float32bits(a[k]) != math.Float32bits(b[k]) {
+				t.Fatalf("row %d [%d]: %v != %v", r, k, a[k], b[k])
+			}
+		}
+	}
+	if _, err := ImportGGUF(g, FormatQ4G64FP16); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("q4 target: %v", err)
+	}
+	bad := append([]byte{}, blocks...)
+	bad[3] = 0x80 // code -128
+	gb, _ := NewWeightView(FormatGGUFQ8_0, 2, 32, bad)
+	if _, err := ImportGGUF(gb, FormatQ8G32FP16); !errors.Is(err, ErrInvalidEncoding) {
+		t.Fatalf("code -128: %v", err)
+	}
+}
+
+func TestPacking(t *testing.T) {
+	codes := make([]byte, 2*16)
+	for i := range codes {
+		codes[i] = 0x38 // E4M3FN 1.0
+	}
+	scales := []uint16{0x3F80, 0x4000} // bf16 1.0, 2.0
+	v, err := FP8RowPack(FormatFP8E4M3FNRowBF16, 2, 16, codes, scales)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.FP8RowValidate(); err != nil {
+		t.Fatal(err)
+	}
+	row1, _ := v.Row(1)
+	if row1[15] != 2 {
+		t.Fatalf("row 1 = %v", row1)
+	}
+	c2, s2, err := v.FP8RowUnpack()
+	if err != nil || !bytes.Equal(c2, codes) || s2[0] != scales[0] || s2[1] != scales[1] {
+		t.Fatalf("unpack: %v", err)
+	}
+	linear := make([]byte, 130*5)
+	for i := range linear {
+		linear[i] = byte(i % 127)
+	}
+	swz, err := NVFP4PackScales(130, 5, linear)
+	if err != nil || len(swz) != 256*8 {
+		t.Fatalf("pack: %d %v", len(swz), err)
+	}
+	back, err := NVFP4UnpackScales(130, 5, swz)
+	if err != nil || !bytes.Equal(back, linear) {
+		t.Fatalf("unpack scales: %v", err)
+	}
+	if _, err := NVFP4PackScales(130, 5, linear[:10]); !errors.Is(err, ErrSizeMismatch) {
+		t.Fatalf("short scales: %v", err)
+	}
+	if f, err := FormatAt(0); err != nil || f != FormatBF16 {
+		t.Fatalf("FormatAt(0): %v %v", f, err)
+	}
+	if _, err := FormatAt(uint32(FormatCount())); !errors.Is(err, ErrUnknownFormat) {
+		t.Fatalf("FormatAt(count): %v", err)
+	}
+	if ma, mi, pa := VersionNumbers(); ma != HeaderVersionMajor || mi != HeaderVersionMinor || pa != HeaderVersionPatch {
+		t.Fatalf("versions %d.%d.%d", ma, mi, pa)
+	}
+}

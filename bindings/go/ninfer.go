@@ -15,9 +15,11 @@
 // calls the library. The library keeps no pointer after a call returns. The tests run with
 // GODEBUG=cgocheck=2, which checks these rules at run time.
 //
-// Handles: the C API has no handle types yet. When it gets them (ninfer_x_new/_free), each
-// will be a Go struct with a Close() method (idempotent, freeing the C handle) and a
-// runtime.SetFinalizer calling Close, the finalizer being a safety net only.
+// Handles: a C handle is a Go struct with an idempotent Close() that frees it, plus a
+// runtime.SetFinalizer calling Close as a safety net (Linear). A handle that reads Go
+// data after the call that created it (ninfer_linear borrows the weight planes) gets its
+// own copy of that data in C memory, because C may not keep Go pointers (Go 1.19 has no
+// runtime.Pinner); the copy is freed by Close.
 package ninfer
 
 /*
@@ -134,6 +136,18 @@ func lastErrorMessage() string {
 
 // Version is the linked library's version, e.g. "0.1.0".
 func Version() string { return C.GoString(C.ninfer_version()) }
+
+// VersionNumbers are the linked library's major, minor and patch versions.
+func VersionNumbers() (major, minor, patch uint32) {
+	return uint32(C.ninfer_version_major()), uint32(C.ninfer_version_minor()), uint32(C.ninfer_version_patch())
+}
+
+// Header version of the ninfer.h this package was compiled with.
+const (
+	HeaderVersionMajor = uint32(C.NINFER_VERSION_MAJOR)
+	HeaderVersionMinor = uint32(C.NINFER_VERSION_MINOR)
+	HeaderVersionPatch = uint32(C.NINFER_VERSION_PATCH)
+)
 
 // ABIVersion is the linked library's ABI version (the number in its SONAME).
 func ABIVersion() uint32 { return uint32(C.ninfer_abi_version()) }

@@ -105,6 +105,13 @@ type FormatInfo struct {
 // FormatCount is the number of registered formats (numbers 0 .. FormatCount()-1).
 func FormatCount() int { return int(C.ninfer_format_count()) }
 
+// FormatAt is the format at registry index i (0 .. FormatCount()-1).
+func FormatAt(i uint32) (Format, error) {
+	var f C.uint32_t
+	err := call(func() C.ninfer_status { return C.ninfer_format_at(C.uint32_t(i), &f) })
+	return Format(f), err
+}
+
 // LookupFormat finds a format by its exact canonical name ("q4_g64_fp16", "gguf_q4_k").
 func LookupFormat(name string) (Format, error) {
 	cname := C.CString(name)

@@ -25,6 +25,10 @@ pub fn build(b: *std.Build) void {
         .imports = &.{.{ .name = "c", .module = c_mod }},
     });
     mod.linkSystemLibrary("ninfer", .{ .use_pkg_config = .force });
+    // Run-time search path: the installed library's directory, so the test binary runs
+    // without LD_LIBRARY_PATH.
+    const libdir = std.mem.trim(u8, b.run(&.{ "pkg-config", "--variable=libdir", "ninfer" }), " \r\n");
+    mod.addRPathSpecial(libdir);
 
     const tests = b.addTest(.{ .root_module = mod });
     const run_tests = b.addRunArtifact(tests);

@@ -15,10 +15,13 @@ fn set_last_error(msg: String) {
     LAST_ERROR.with(|e| *e.borrow_mut() = Some(msg));
 }
 
-/// Runs `f`: clears the thread's last error, catches any panic (a bug) as
+/// Runs `f` with IEEE subnormals (FTZ/DAZ cleared, restored after): clears the thread's
+/// last error, catches any panic (a bug) as
 /// `NINFER_STATUS_INTERNAL`, and turns an `Err` into its status with its message stored.
 pub(crate) fn call(f: impl FnOnce() -> Result<()>) -> Status {
     LAST_ERROR.with(|e| *e.borrow_mut() = None);
+    // Exact results need IEEE subnormals even when the caller runs with FTZ/DAZ.
+    let _fp = crate::fpenv::IeeeSubnormals::enter();
     // AssertUnwindSafe: on a panic nothing the closure touched is used again by this
     // library; the caller is told the outputs are unspecified.
     match catch_unwind(AssertUnwindSafe(f)) {

@@ -7,7 +7,10 @@ use crate::registry::{Format, Layout};
 use crate::view::WeightView;
 
 /// The number of plane slots in a `ninfer_weight_view`.
-pub const NINFER_MAX_PLANES: usize = MAX_PLANES;
+pub const NINFER_MAX_PLANES: usize = 3;
+
+// The C constant is a literal (a header macro must not depend on an unprefixed name).
+const _: () = assert!(NINFER_MAX_PLANES == MAX_PLANES);
 
 /// A borrowed byte range: `len` bytes at `ptr`. `ptr` may be NULL only when `len` is 0.
 #[repr(C)]

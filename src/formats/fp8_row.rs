@@ -356,6 +356,7 @@ pub fn fp8_row_maxabs(
         .map_init(
             || vec![0f32; cols],
             |buf, r| {
+                crate::fpenv::require_subnormals("fp8_row_maxabs")?;
                 load_row(&src, r, buf);
                 row_scale(format, r as u64, buf)
             },

@@ -294,6 +294,7 @@ pub fn nvfp4_quantize(
         .map_init(
             || vec![0f32; cols],
             |buf, (r, bm)| {
+                crate::fpenv::require_subnormals("the NVFP4 quantizer")?;
                 src.read_into(r * cols, buf);
                 if let Some(k) = buf.iter().position(|x| !x.is_finite()) {
                     return Err(Error::NonFiniteSource {

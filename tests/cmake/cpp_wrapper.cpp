@@ -60,6 +60,11 @@ static std::vector<std::uint8_t> q8_0_blocks() {
 
 int main() {
   CHECK(ninfer::library_matches_header());
+  CHECK(ninfer::version_numbers()[0] == NINFER_VERSION_MAJOR &&
+        ninfer::version_numbers()[1] == NINFER_VERSION_MINOR &&
+        ninfer::version_numbers()[2] == NINFER_VERSION_PATCH);
+  CHECK(ninfer::format_at(0) == NINFER_FORMAT_BF16);
+  CHECK(ninfer::try_format_at(ninfer::format_count()).code() == NINFER_STATUS_UNKNOWN_FORMAT);
   CHECK(std::string(ninfer::version()) == std::to_string(NINFER_VERSION_MAJOR) + "." +
                                               std::to_string(NINFER_VERSION_MINOR) + "." +
                                               std::to_string(NINFER_VERSION_PATCH));
@@ -240,6 +245,68 @@ int main() {
     const ninfer::owned_tensor n4 = ninfer::nvfp4_quantize(src, 256, 32, 2);
     n4.view().nvfp4_validate();
     CHECK(n4.planes[2].size() == 8 && n4.view().decode_row(255).size() == 32);
+  }
+
+  // import_gguf: the q8_0 blocks become q8_g32_fp16 groups with the same values.
+  {
+    const ninfer::owned_tensor native = ninfer::import_gguf(w, NINFER_FORMAT_Q8_G32_FP16);
+    CHECK(native.format == NINFER_FORMAT_Q8_G32_FP16 && native.layout == NINFER_LAYOUT_ROW_SPLIT_K128_V1);
+    int same = 0;
+    for (std::uint64_t row = 0; row < 2; ++row) {
+      const std::vector<float> a = w.decode_row(row), b = native.view().decode_row(row);
+      for (std::size_t k = 0; k < 32; ++k) same += bits_of(a[k]) == bits_of(b[k]);
+    }
+    CHECK(same == 64);
+    CHECK(ninfer::try_import_gguf(w, NINFER_FORMAT_Q4_G64_FP16).code() == NINFER_STATUS_UNSUPPORTED);
+    const std::vector<std::uint8_t> codes(2 * 16, 0x38);  // E4M3FN 1.0
+    const std::vector<std::uint16_t> scales = {0x3F80, 0x4000};  // bf16 1.0, 2.0
+    const ninfer::owned_tensor f8 = ninfer::fp8_row_pack(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, 2, 16, codes, scales);
+    f8.view().fp8_row_validate();
+    CHECK(f8.view().decode_row(1)[15] == 2.0f);
+    std::vector<std::uint8_t> codes2(32);
+    std::vector<std::uint16_t> scales2(2);
+    ninfer::fp8_row_unpack(f8.view(), codes2, scales2);
+    CHECK(codes2 == codes && scales2 == scales);
+    // nvfp4 scales: 130 rows × 5 blocks swizzled into 256 × 8 bytes and back.
+    std::vector<std::uint8_t> lin_scales(130 * 5), swz(256 * 8), back(130 * 5);
+    for (std::size_t i = 0; i < lin_scales.size(); ++i) lin_scales[i] = static_cast<std::uint8_t>(i % 127);
+    ninfer::nvfp4_pack_scales(130, 5, lin_scales, swz);
+    ninfer::nvfp4_unpack_scales(130, 5, swz, back);
+    CHECK(back == lin_scales);
+    CHECK(ninfer::try_nvfp4_pack_scales(130, 5, lin_scales, ninfer::span<std::uint8_t>(swz.data(), 100)).code() ==
+          NINFER_STATUS_SIZE_MISMATCH);
+  }
+
+  // linear: y = x · Wᵀ + bias over fp32 weights [[0,1,2],[3,4,5]], by hand.
+  {
+    const std::vector<float> wf = {0, 1, 2, 3, 4, 5};
+    std::vector<std::uint8_t> wb(wf.size() * 4);
+    std::memcpy(wb.data(), wf.data(), wb.size());
+    const ninfer::weight_view wv(NINFER_FORMAT_FP32, NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, wb);
+    CHECK(ninfer::linear_supported(NINFER_FORMAT_FP32, NINFER_LAYOUT_CONTIGUOUS_LE_V1));
+    CHECK(!ninfer::linear_supported(NINFER_FORMAT_INT32, NINFER_LAYOUT_CONTIGUOUS_LE_V1));
+    ninfer::linear lin(wv);
+    CHECK(lin && lin.rows() == 2 && lin.cols() == 3);
+    const std::vector<float> x = {1, 2, 3, 0, 0, 1};
+    const std::vector<float> bias = {10, 20};
+    const std::vector<float> y = lin.forward(x, 2, bias);
+    CHECK(y.size() == 4 && y[0] == 18 && y[1] == 46 && y[2] == 12 && y[3] == 25);
+    lin.set_threads(1);
+    ninfer::linear moved = std::move(lin);  // the handle moves; freed once (ASan/Valgrind)
+    CHECK(!lin && moved);
+    CHECK(moved.try_forward(ninfer::span<const float>(x.data(), 2), 1).code() ==
+          NINFER_STATUS_BUFFER_TOO_SMALL);
+    std::vector<float> y1(2);
+    CHECK(moved.try_forward(x.data(), 12, NINFER_DTYPE_F32, 1, y1.data(), 8, NINFER_DTYPE_F16)
+              .code() == NINFER_STATUS_UNSUPPORTED);
+    thrown = false;
+    try {
+      const std::vector<std::uint8_t> ints(24);
+      ninfer::linear refused(ninfer::weight_view(NINFER_FORMAT_INT32, NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, ints));
+    } catch (const ninfer::error& e) {
+      thrown = e.code() == NINFER_STATUS_UNSUPPORTED;
+    }
+    CHECK(thrown);
   }
 
   // RAII handles: freed exactly once, movable, NULL-safe.

@@ -8,8 +8,9 @@ after the call. Byte planes and output arrays are passed to C without copies.
 
 Encoders: :func:`quantize_grouped`, :func:`fp8_row_maxabs`, :func:`nvfp4_quantize`; checks:
 :meth:`WeightView.validate`, :func:`fp8_row_validate`, :func:`nvfp4_validate`; row slicing:
-:meth:`WeightView.rows_copy`, :meth:`WeightView.rows_gather`. A linear wrapper joins when
-the C API exports it (one ``_declare`` line plus a function).
+:meth:`WeightView.rows_copy`, :meth:`WeightView.rows_gather`; products: :class:`Linear`
+(``y = x · Wᵀ + bias`` over a prepared weight; a handle freed by ``close()``, ``with`` or
+garbage collection). A new export is one ``_declare`` line plus a function.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import numpy as np
 
 __all__ = [
     "NinferError", "Status", "Dtype", "FormatInfo", "WeightView", "version", "abi_version",
-    "format_count", "format_names", "format_lookup", "format_name", "format_from_ggml_type",
+    "version_numbers", "format_count", "format_names", "format_lookup", "format_name", "format_from_ggml_type",
     "format_info", "layout_count", "layout_names", "layout_lookup", "layout_name",
     "format_layout_compatible", "plane_sizes", "library_path", "MAX_PLANES",
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
-    "nvfp4_unpack_scales", "Provenance",
+    "nvfp4_unpack_scales", "Provenance", "Linear", "linear_supported", "DEVICE_CPU",
+    "DEVICE_CUDA", "import_gguf", "fp8_row_pack", "fp8_row_unpack",
 ]
 
 MAX_PLANES = 3
@@ -142,6 +144,9 @@ def _declare(name, restype, *argtypes):
 # One line per export: adding quantize / linear later is a declaration plus a wrapper.
 _version = _declare("ninfer_version", ctypes.c_char_p)
 _abi_version = _declare("ninfer_abi_version", _u32)
+_version_major = _declare("ninfer_version_major", _u32)
+_version_minor = _declare("ninfer_version_minor", _u32)
+_version_patch = _declare("ninfer_version_patch", _u32)
 _status_name = _declare("ninfer_status_name", ctypes.c_char_p, _u32)
 _last_error_message = _declare("ninfer_last_error_message", _sz, ctypes.c_char_p, _sz)
 _format_count = _declare("ninfer_format_count", _u32)
@@ -176,6 +181,27 @@ _nvfp4_pack_scales = _declare("ninfer_nvfp4_pack_scales", _u32, _u64, _u64, ctyp
                               ctypes.c_void_p, _sz)
 _nvfp4_unpack_scales = _declare("ninfer_nvfp4_unpack_scales", _u32, _u64, _u64, ctypes.c_void_p,
                                 _sz, ctypes.c_void_p, _sz)
+
+class _LinearHandle(ctypes.Structure):
+    pass
+
+
+_LinearP = _P(_LinearHandle)
+_linear_supported = _declare("ninfer_linear_supported", _u32, _u32, _u32, _u32, _u32, _u32)
+_linear_prepare = _declare("ninfer_linear_prepare", _u32, _P(_View), _u32, _P(_LinearP))
+_linear_set_threads = _declare("ninfer_linear_set_threads", _u32, _LinearP, _u32)
+_linear_shape = _declare("ninfer_linear_shape", _u32, _LinearP, _P(_u64), _P(_u64))
+_linear_forward = _declare("ninfer_linear_forward", _u32, _LinearP, ctypes.c_void_p, _sz, _u32,
+                           _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz, _u32)
+_linear_free = _declare("ninfer_linear_free", None, _LinearP)
+_import_gguf = _declare("ninfer_import_gguf", _u32, _P(_View), _u32, _P(_MutBytes))
+_fp8_row_pack = _declare("ninfer_fp8_row_pack", _u32, _u32, _u64, _u64, ctypes.c_void_p, _sz,
+                         ctypes.c_void_p, _sz, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz)
+_fp8_row_unpack = _declare("ninfer_fp8_row_unpack", _u32, _P(_View), ctypes.c_void_p, _sz,
+                           ctypes.c_void_p, _sz)
+
+DEVICE_CPU = 0
+DEVICE_CUDA = 1
 
 if _abi_version() != ABI_VERSION:
     raise ImportError(f"{_lib_path}: ABI {_abi_version()}, this binding expects {ABI_VERSION}")
@@ -364,6 +390,11 @@ def nvfp4_unpack_scales(swizzled, rows: int, k_blocks: int) -> np.ndarray:
 def version() -> str:
     """The library's version string."""
     return _version().decode()
+
+
+def version_numbers() -> Tuple[int, int, int]:
+    """The library's (major, minor, patch)."""
+    return (_version_major(), _version_minor(), _version_patch())
 
 
 def abi_version() -> int:
@@ -575,3 +606,111 @@ class WeightView:
         for r in range(rows):
             self.decode_row(r, out[r])
         return out
+
+
+def linear_supported(fmt: Union[int, str], layout: Optional[int] = None, x_dtype: int = 0,
+                     y_dtype: int = 0, device: int = DEVICE_CPU) -> bool:
+    """True when this build has a linear kernel for the combination, False when it is
+    valid but not implemented; raises NinferError for numbers that name nothing."""
+    fmt = format_lookup(fmt) if isinstance(fmt, str) else int(fmt)
+    if layout is None:
+        layout = format_info(fmt).layout
+    st = _linear_supported(fmt, layout, x_dtype, y_dtype, device)
+    if st == Status.UNSUPPORTED:
+        _last_message()
+        return False
+    _check(st)
+    return True
+
+
+class Linear:
+    """A weight prepared for ``y = x · Wᵀ (+ bias)`` (ninfer_linear). It borrows the view's
+    planes, which this object keeps alive; free it with ``close()`` or ``with``."""
+
+    def __init__(self, view: WeightView, device: int = DEVICE_CPU, threads: Optional[int] = None):
+        handle = _LinearP()
+        _check(_linear_prepare(ctypes.byref(view._view), device, ctypes.byref(handle)))
+        self._handle = handle
+        self._view = view  # the handle reads its planes until close()
+        rows, cols = _u64(), _u64()
+        _check(_linear_shape(handle, ctypes.byref(rows), ctypes.byref(cols)))
+        self.shape = (rows.value, cols.value)
+        if threads is not None:
+            self.set_threads(threads)
+
+    def _live(self):
+        if not self._handle:
+            raise ValueError("Linear is closed")
+        return self._handle
+
+    def set_threads(self, threads: int) -> None:
+        """0 = process-wide pool (default), 1 = calling thread, n = own pool of n."""
+        _check(_linear_set_threads(self._live(), threads))
+
+    def forward(self, x, bias=None, y_dtype: Dtype = Dtype.F32, bf16: bool = False) -> np.ndarray:
+        """``x`` [m, K] (float32, float16, or bf16 words) -> y [m, N] float32 (or bf16 words
+        as uint16 with ``y_dtype=Dtype.BF16``)."""
+        a, x_dtype = _source(np.atleast_2d(x), bf16)
+        m, k = a.shape
+        n = self.shape[0]
+        y_dtype = Dtype(y_dtype)
+        y = np.empty((m, n), dtype=np.float32 if y_dtype == Dtype.F32 else np.uint16)
+        b = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
+        _check(_linear_forward(self._live(), _ptr(a), a.nbytes, x_dtype, m, k,
+                               None if b is None else _ptr(b), 0 if b is None else b.size,
+                               _ptr(y), y.nbytes, y_dtype))
+        return y
+
+    def close(self) -> None:
+        if getattr(self, "_handle", None):
+            _linear_free(self._handle)
+            self._handle = _LinearP()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+def import_gguf(view: WeightView, target: Union[int, str]) -> WeightView:
+    """Moves a gguf_q8_0 / gguf_q2_0 view's words into the row_split_k128_v1 planes of
+    q8_g32_fp16 / q2_g64_fp16 (no rounding; spec §2 import_encoded)."""
+    target = format_lookup(target) if isinstance(target, str) else int(target)
+    layout = layout_lookup("row_split_k128_v1")
+    rows, cols = view.shape
+    planes = [np.zeros(n, dtype=np.uint8) for n in plane_sizes(target, layout, rows, cols)]
+    mut = (_MutBytes * MAX_PLANES)()
+    for i, p in enumerate(planes):
+        mut[i].ptr, mut[i].len = _ptr(p), p.size
+    _check(_import_gguf(ctypes.byref(view._view), target, mut))
+    return WeightView(target, rows, cols, planes, layout=layout)
+
+
+def fp8_row_pack(fmt: Union[int, str], codes, scales) -> WeightView:
+    """Lays out E4M3FN ``codes`` [rows, cols] (uint8) and 16-bit row ``scales`` [rows]
+    (uint16 words: BF16 or binary16 bits) in the planes of an fp8_e4m3fn_row_* format."""
+    fmt = format_lookup(fmt) if isinstance(fmt, str) else int(fmt)
+    c = np.ascontiguousarray(codes, dtype=np.uint8)
+    sc = np.ascontiguousarray(scales, dtype=np.uint16)
+    rows, cols = c.shape
+    layout = format_info(fmt).layout
+    sizes = plane_sizes(fmt, layout, rows, cols)
+    p0, p1 = np.zeros(sizes[0], dtype=np.uint8), np.zeros(sizes[1], dtype=np.uint8)
+    _check(_fp8_row_pack(fmt, rows, cols, _ptr(c), c.size, _ptr(sc), sc.size, _ptr(p0), p0.size,
+                         _ptr(p1), p1.size))
+    return WeightView(fmt, rows, cols, [p0, p1], layout=layout)
+
+
+def fp8_row_unpack(view: WeightView):
+    """The logical words of a row-scaled FP8 view: (codes [rows, cols] uint8, scales [rows]
+    uint16)."""
+    rows, cols = view.shape
+    codes = np.zeros((rows, cols), dtype=np.uint8)
+    scales = np.zeros(rows, dtype=np.uint16)
+    _check(_fp8_row_unpack(ctypes.byref(view._view), _ptr(codes), codes.size, _ptr(scales),
+                           scales.size))
+    return codes, scales

@@ -25,6 +25,7 @@ class Registry(unittest.TestCase):
     def test_versions(self):
         self.assertEqual(ninfer.abi_version(), ninfer.ABI_VERSION)
         self.assertRegex(ninfer.version(), r"^\d+\.\d+\.\d+$")
+        self.assertEqual(".".join(map(str, ninfer.version_numbers())), ninfer.version())
 
     def test_lookup(self):
         f = ninfer.format_lookup("gguf_q8_0")
@@ -214,6 +215,117 @@ class Encoders(unittest.TestCase):
             ninfer.WeightView("gguf_q8_0", 2, 32, [bad]).validate()
         self.assertEqual((cm.exception.status, cm.exception.row, cm.exception.block),
                          (Status.INVALID_ENCODING, 1, 0))
+
+
+class ImportAndPacking(unittest.TestCase):
+    def test_import_gguf_q8_0_keeps_values(self):
+        rng = np.random.default_rng(17)
+        rows, cols = 3, 96
+        data = rng.integers(-127, 128, size=(rows * cols // 32, 34)).astype(np.int8).view(np.uint8)
+        data[:, 0:2] = rng.uniform(0.01, 2, size=len(data)).astype(np.float16).view(np.uint8).reshape(-1, 2)
+        gguf = ninfer.WeightView("gguf_q8_0", rows, cols, [data.reshape(-1)])
+        native = ninfer.import_gguf(gguf, "q8_g32_fp16")
+        self.assertEqual(ninfer.format_name(native.format), "q8_g32_fp16")
+        np.testing.assert_array_equal(native.decode().view(np.uint32), gguf.decode().view(np.uint32))
+        bad = data.copy()
+        bad[1, 5] = 0x80  # code -128: not a legal q8_g32_fp16 code
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf(ninfer.WeightView("gguf_q8_0", rows, cols, [bad.reshape(-1)]),
+                               "q8_g32_fp16")
+        self.assertEqual(cm.exception.status, Status.INVALID_ENCODING)
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf(gguf, "q4_g64_fp16")
+        self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
+
+    def test_fp8_pack_unpack(self):
+        rng = np.random.default_rng(19)
+        codes = rng.integers(0, 0x7F, size=(4, 16), dtype=np.uint8)
+        scales = np.array([0x3F80, 0x4000, 0x3F00, 0x0000], dtype=np.uint16)  # bf16 1, 2, 0.5, +0
+        codes[3] = 0  # a +0 scale only with zero codes
+        for name in ("fp8_e4m3fn_row_bf16", "fp8_e4m3fn_row_fp16"):
+            sc = scales if name.endswith("bf16") else np.array([0x3C00, 0x4000, 0x3800, 0], np.uint16)
+            view = ninfer.fp8_row_pack(name, codes, sc)
+            view.fp8_row_validate()
+            c2, s2 = ninfer.fp8_row_unpack(view)
+            np.testing.assert_array_equal(c2, codes)
+            np.testing.assert_array_equal(s2, sc)
+            # decode = E4M3FN value × row scale (1, 2, 0.5, +0), exact in f32 (ml_dtypes oracle).
+            import ml_dtypes
+
+            want = codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32) * np.array(
+                [[1.0], [2.0], [0.5], [0.0]], np.float32)
+            np.testing.assert_array_equal(view.decode().view(np.uint32), want.view(np.uint32))
+
+
+class LinearTests(unittest.TestCase):
+    """y = x · Wᵀ + bias on inputs where f32 accumulation is exact, so the expected values
+    are the float64 products computed by numpy (hand-checkable oracles)."""
+
+    def test_fp32_hand_worked(self):
+        w = np.arange(6, dtype=np.float32).reshape(2, 3)  # [[0,1,2],[3,4,5]]
+        with ninfer.Linear(ninfer.WeightView("fp32", 2, 3, [w])) as lin:
+            self.assertEqual(lin.shape, (2, 3))
+            y = lin.forward(np.array([[1, 2, 3], [0, 0, 1]], np.float32), bias=[10, 20])
+            np.testing.assert_array_equal(y, [[18, 46], [12, 25]])
+
+    def test_quantized_weights_exact(self):
+        rng = np.random.default_rng(11)
+        rows, cols = 8, 128
+        q = rng.integers(-127, 128, size=(rows, cols))
+        q[:, ::32] = 127
+        s = 2.0 ** rng.integers(-2, 2, size=(rows, cols // 32))
+        w = (q.reshape(rows, -1, 32) * s[:, :, None]).reshape(rows, cols).astype(np.float32)
+        view, _ = ninfer.quantize_grouped("q8_g32_fp16", w)
+        x = rng.integers(-2, 3, size=(5, cols)).astype(np.float32)
+        bias = rng.integers(-4, 5, size=rows).astype(np.float32)
+        want = (x.astype(np.float64) @ w.astype(np.float64).T + bias).astype(np.float32)
+        lin = ninfer.Linear(view, threads=2)
+        y = lin.forward(x, bias=bias)
+        np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
+        y16 = lin.forward(x.astype(np.float16), bias=bias)  # small ints: exact in f16
+        np.testing.assert_array_equal(y16, want)
+        ybf = lin.forward(x, bias=bias, y_dtype=ninfer.Dtype.BF16)
+        import ml_dtypes
+
+        np.testing.assert_array_equal(ybf, want.astype(ml_dtypes.bfloat16).view(np.uint16))
+        lin.close()
+        lin.close()  # idempotent
+        with self.assertRaises(ValueError):
+            lin.forward(x)
+
+    def test_gguf_q8_0_with_exact_q8_1_activations(self):
+        # Each 32-block of x holds integers with max |x| = 127, so its q8_1 scale is 1 and
+        # the q8_1 codes are x itself: the GGUF path is exact here too.
+        blocks = np.frombuffer(q8_0_blocks(), dtype=np.uint8)
+        w = ninfer.WeightView("gguf_q8_0", 2, 32, [blocks]).decode()
+        rng = np.random.default_rng(13)
+        x = rng.integers(-127, 128, size=(3, 32)).astype(np.float32)
+        x[:, 0] = 127
+        want = (x.astype(np.float64) @ w.astype(np.float64).T).astype(np.float32)
+        with ninfer.Linear(ninfer.WeightView("gguf_q8_0", 2, 32, [blocks])) as lin:
+            np.testing.assert_array_equal(lin.forward(x), want)
+
+    def test_refusals(self):
+        self.assertFalse(ninfer.linear_supported("int32"))
+        self.assertTrue(ninfer.linear_supported("gguf_q4_k"))
+        with self.assertRaises(NinferError) as cm:
+            ninfer.linear_supported("fp32", device=7)
+        self.assertEqual(cm.exception.status, Status.INVALID_ARGUMENT)
+        w = np.ones((2, 3), np.float32)
+        with ninfer.Linear(ninfer.WeightView("fp32", 2, 3, [w])) as lin:
+            for call, status in [
+                (lambda: lin.forward(np.ones((1, 4), np.float32)), Status.BAD_SHAPE),
+                (lambda: lin.forward(np.ones((1, 3), np.float32), bias=[1.0]),
+                 Status.BUFFER_TOO_SMALL),
+                (lambda: lin.forward(np.ones((1, 3), np.float32), y_dtype=ninfer.Dtype.F16),
+                 Status.UNSUPPORTED),
+            ]:
+                with self.assertRaises(NinferError) as cm:
+                    call()
+                self.assertEqual(cm.exception.status, status)
+        with self.assertRaises(NinferError) as cm:
+            ninfer.Linear(ninfer.WeightView("int32", 2, 3, [np.zeros(6, np.int32)]))
+        self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
 
 
 class AgainstGgufPy(unittest.TestCase):

@@ -71,11 +71,50 @@ pub fn version() [:0]const u8 {
     return std.mem.span(c.ninfer_version());
 }
 
+/// The linked library's {major, minor, patch}.
+pub fn versionNumbers() [3]u32 {
+    return .{ c.ninfer_version_major(), c.ninfer_version_minor(), c.ninfer_version_patch() };
+}
+
+/// The name of a status without its prefix ("SIZE_MISMATCH").
+pub fn statusName(status: u32) [:0]const u8 {
+    return std.mem.span(c.ninfer_status_name(status));
+}
+
 pub const Format = u32;
 pub const Layout = u32;
 pub const Dtype = u32;
 
 pub const FormatInfo = c.ninfer_format_info;
+
+/// Number of registered formats.
+pub fn formatCount() u32 {
+    return c.ninfer_format_count();
+}
+
+/// The format at registry index `i`.
+pub fn formatAt(i: u32) Error!Format {
+    var f: u32 = 0;
+    try check(c.ninfer_format_at(i, &f));
+    return f;
+}
+
+/// Number of registered layouts.
+pub fn layoutCount() u32 {
+    return c.ninfer_layout_count();
+}
+
+/// The name of a layout, or null for an unknown number.
+pub fn layoutName(l: Layout) ?[:0]const u8 {
+    const p = c.ninfer_layout_name(l);
+    if (p == null) return null;
+    return std.mem.span(p);
+}
+
+/// Succeeds when format `f` may be stored in layout `l`.
+pub fn compatible(f: Format, l: Layout) Error!void {
+    return check(c.ninfer_format_layout_compatible(f, l));
+}
 
 /// The format with this exact canonical name ("gguf_q8_0").
 pub fn formatLookup(name: [:0]const u8) Error!Format {
@@ -261,6 +300,59 @@ pub fn nvfp4Quantize(gpa: std.mem.Allocator, src: []const f32, rows: u64, cols: 
     return t;
 }
 
+/// Moves a gguf_q8_0 / gguf_q2_0 view's words into the row_split_k128_v1 planes of
+/// q8_g32_fp16 / q2_g64_fp16, without rounding (spec §2 import_encoded).
+pub fn importGguf(gpa: std.mem.Allocator, gguf: *const WeightView, target: Format) (Error || std.mem.Allocator.Error)!OwnedTensor {
+    var t = try OwnedTensor.alloc(gpa, target, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1, gguf.raw.rows, gguf.raw.cols);
+    errdefer t.deinit();
+    var planes: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+    for (t.planes, 0..) |p, i| planes[i] = .{ .ptr = OwnedTensor.mut(p), .len = p.len };
+    try check(c.ninfer_import_gguf(&gguf.raw, target, &planes));
+    return t;
+}
+
+/// True when this build has a linear kernel for the combination, false when the numbers
+/// are valid but it has none; an error for numbers that name nothing.
+pub fn linearSupported(format: Format, layout: Layout, x: Dtype, y: Dtype, device: u32) Error!bool {
+    const st = c.ninfer_linear_supported(format, layout, x, y, device);
+    if (st == c.NINFER_STATUS_UNSUPPORTED) return false;
+    try check(st);
+    return true;
+}
+
+/// A weight prepared for y = x · Wᵀ (+ bias) (ninfer_linear). It borrows the planes of
+/// the view it was prepared from: they must outlive it. Free it with `deinit`.
+pub const Linear = struct {
+    handle: *c.ninfer_linear,
+    rows: u64, // N
+    cols: u64, // K
+
+    pub fn prepare(v: *const WeightView, device: u32) Error!Linear {
+        var h: ?*c.ninfer_linear = null;
+        try check(c.ninfer_linear_prepare(&v.raw, device, &h));
+        var l = Linear{ .handle = h.?, .rows = 0, .cols = 0 };
+        errdefer l.deinit();
+        try check(c.ninfer_linear_shape(l.handle, &l.rows, &l.cols));
+        return l;
+    }
+
+    pub fn deinit(l: *Linear) void {
+        c.ninfer_linear_free(l.handle);
+        l.* = undefined;
+    }
+
+    /// 0 = process-wide pool (default), 1 = calling thread, n = a pool of n threads.
+    pub fn setThreads(l: *Linear, threads: u32) Error!void {
+        return check(c.ninfer_linear_set_threads(l.handle, threads));
+    }
+
+    /// y[m, N] = x[m, K] · Wᵀ (+ bias[N]), all f32.
+    pub fn forward(l: *const Linear, x: []const f32, m: u64, bias: ?[]const f32, y: []f32) Error!void {
+        const b: []const f32 = bias orelse &.{};
+        return check(c.ninfer_linear_forward(l.handle, if (x.len == 0) null else x.ptr, x.len * @sizeOf(f32), c.NINFER_DTYPE_F32, m, l.cols, if (b.len == 0) null else b.ptr, b.len, if (y.len == 0) null else y.ptr, y.len * @sizeOf(f32), c.NINFER_DTYPE_F32));
+    }
+};
+
 // ---- tests (run by `zig build test`) ----------------------------------------------------
 
 const testing = std.testing;
@@ -298,6 +390,15 @@ test "lookup" {
     try testing.expectEqual(@as(u32, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1), try layoutLookup("row_split_k128_v1"));
     const sizes = try planeSizes(f, info.layout, 2, 32);
     try testing.expectEqual([_]usize{ 68, 0, 0 }, sizes);
+    try testing.expectEqual(@as(u32, 30), formatCount());
+    try testing.expectEqual(@as(u32, c.NINFER_FORMAT_BF16), try formatAt(0));
+    try testing.expectError(error.UnknownFormat, formatAt(formatCount()));
+    try testing.expectEqual(@as(u32, 6), layoutCount());
+    try testing.expectEqualStrings("gguf_blocks_v1", layoutName(info.layout).?);
+    try compatible(f, info.layout);
+    try testing.expectError(error.IncompatibleLayout, compatible(f, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1));
+    try testing.expectEqualStrings("SIZE_MISMATCH", statusName(c.NINFER_STATUS_SIZE_MISMATCH));
+    try testing.expectEqual([3]u32{ c.NINFER_VERSION_MAJOR, c.NINFER_VERSION_MINOR, c.NINFER_VERSION_PATCH }, versionNumbers());
 }
 
 test "decode a hand-made gguf_q8_0 row" {
@@ -422,4 +523,39 @@ test "fp8 and nvfp4 encoders, validation with location, row slices" {
     var where: Location = .{ .row = 9, .block = 9 };
     try testing.expectError(error.InvalidEncoding, validate(&bv, &where));
     try testing.expectEqual(Location{ .row = 1, .block = 0 }, where);
+}
+
+test "linear: fp32 weights by hand, refusals" {
+    const w = [_]f32{ 0, 1, 2, 3, 4, 5 }; // [[0,1,2],[3,4,5]]
+    const v = WeightView.init(c.NINFER_FORMAT_FP32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, &.{std.mem.sliceAsBytes(&w)});
+    try testing.expect(try linearSupported(c.NINFER_FORMAT_FP32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, c.NINFER_DTYPE_F32, c.NINFER_DTYPE_F32, c.NINFER_DEVICE_CPU));
+    try testing.expect(!try linearSupported(c.NINFER_FORMAT_INT32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, c.NINFER_DTYPE_F32, c.NINFER_DTYPE_F32, c.NINFER_DEVICE_CPU));
+    var lin = try Linear.prepare(&v, c.NINFER_DEVICE_CPU);
+    defer lin.deinit();
+    try testing.expectEqual(@as(u64, 2), lin.rows);
+    try testing.expectEqual(@as(u64, 3), lin.cols);
+    var y: [4]f32 = undefined;
+    try lin.forward(&.{ 1, 2, 3, 0, 0, 1 }, 2, &.{ 10, 20 }, &y);
+    try testing.expectEqualSlices(f32, &.{ 18, 46, 12, 25 }, &y);
+    try lin.setThreads(1);
+    try testing.expectError(error.BufferTooSmall, lin.forward(&.{ 1, 2 }, 1, null, y[0..2]));
+    try testing.expectError(error.BufferTooSmall, lin.forward(&.{ 1, 2, 3 }, 1, &.{1}, y[0..2]));
+    const ints: [24]u8 = @splat(0);
+    const iv = WeightView.init(c.NINFER_FORMAT_INT32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, &.{&ints});
+    try testing.expectError(error.Unsupported, Linear.prepare(&iv, c.NINFER_DEVICE_CPU));
+}
+
+test "importGguf keeps the decoded values" {
+    const blocks = q80Blocks();
+    const g = WeightView.init(c.NINFER_FORMAT_GGUF_Q8_0, c.NINFER_LAYOUT_GGUF_BLOCKS_V1, 2, 32, &.{&blocks});
+    var native = try importGguf(testing.allocator, &g, c.NINFER_FORMAT_Q8_G32_FP16);
+    defer native.deinit();
+    var a: [32]f32 = undefined;
+    var b: [32]f32 = undefined;
+    for (0..2) |r| {
+        try g.decodeRow(r, &a);
+        try native.view.decodeRow(r, &b);
+        try testing.expectEqualSlices(u32, @as(*const [32]u32, @ptrCast(&a)), @as(*const [32]u32, @ptrCast(&b)));
+    }
+    try testing.expectError(error.Unsupported, importGguf(testing.allocator, &g, c.NINFER_FORMAT_Q4_G64_FP16));
 }

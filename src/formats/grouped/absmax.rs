@@ -24,16 +24,7 @@ pub enum GroupError {
     NonFinite,
 }
 
-/// Whether this thread's floating-point environment keeps IEEE subnormals: a caller that
-/// enabled flush-to-zero or denormals-are-zero (e.g. a `-ffast-math` program) would make
-/// §7.2's arithmetic flush subnormal values and scales, which the spec forbids.
-pub fn subnormals_preserved() -> bool {
-    use std::hint::black_box;
-    // FTZ: a product that underflows to a subnormal; DAZ: a subnormal operand.
-    let ftz_ok = black_box(f32::MIN_POSITIVE) * black_box(0.5f32) != 0.0;
-    let daz_ok = black_box(f32::from_bits(1)) * black_box(2.0f32) != 0.0;
-    ftz_ok && daz_ok
-}
+pub use crate::fpenv::subnormals_preserved;
 
 /// 1.5 · 2^23 (bits 0x4B40_0000): for |v| ≤ 2^22, `v + RNE_MAGIC` lies in [2^23, 2^24)
 /// where the binary32 spacing is 1, so the addition rounds v to an integer with the

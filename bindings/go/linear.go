@@ -1,0 +1,170 @@
+package ninfer
+
+/*
+#include <stdlib.h>
+#include "ninfer.h"
+
+static ninfer_status ninfer_go_linear_prepare(uint32_t format, uint32_t layout, uint64_t rows,
+    uint64_t cols, const uint8_t *p0, size_t n0, const uint8_t *p1, size_t n1,
+    const uint8_t *p2, size_t n2, uint32_t device, ninfer_linear **out) {
+  ninfer_weight_view v;
+  v.format = format;
+  v.layout = layout;
+  v.rows = rows;
+  v.cols = cols;
+  v.planes[0].ptr = p0; v.planes[0].len = n0;
+  v.planes[1].ptr = p1; v.planes[1].len = n1;
+  v.planes[2].ptr = p2; v.planes[2].len = n2;
+  return ninfer_linear_prepare(&v, device, out);
+}
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Device selects where a Linear runs (NINFER_DEVICE_*).
+type Device uint32
+
+// Devices.
+const (
+	DeviceCPU  = Device(C.NINFER_DEVICE_CPU)
+	DeviceCUDA = Device(C.NINFER_DEVICE_CUDA)
+)
+
+// LinearSupported reports whether this build has a linear kernel for the combination:
+// (true, nil) when it has, (false, nil) when the numbers are valid but it has not, and an
+// error for numbers that name nothing.
+func LinearSupported(f Format, l Layout, x, y Dtype, device Device) (bool, error) {
+	err := call(func() C.ninfer_status {
+		return C.ninfer_linear_supported(C.uint32_t(f), C.uint32_t(l), C.uint32_t(x), C.uint32_t(y), C.uint32_t(device))
+	})
+	if e, ok := err.(*Error); ok && e.Status == StatusUnsupported {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Linear is a weight prepared for y = x · Wᵀ (+ bias) (a ninfer_linear handle).
+//
+// The C handle reads the weight's planes until it is freed, and cgo forbids C to keep Go
+// pointers after a call, so PrepareLinear copies the planes once into C memory that the
+// Linear owns. Close frees the handle and the copies; a finalizer calls Close for a Linear
+// that was dropped without it (a safety net: call Close). Forward may run concurrently.
+type Linear struct {
+	mu     sync.RWMutex
+	handle *C.ninfer_linear
+	planes [MaxPlanes]unsafe.Pointer // C copies of the weight planes
+	Rows   uint64                    // N: outputs per row of x
+	Cols   uint64                    // K: inputs per row of x
+}
+
+// PrepareLinear prepares the weight v for device.
+func PrepareLinear(v *WeightView, device Device) (*Linear, error) {
+	l := &Linear{}
+	var ptrs [MaxPlanes]*C.uint8_t
+	var lens [MaxPlanes]C.size_t
+	for i, p := range v.Planes {
+		if len(p) > 0 {
+			l.planes[i] = C.CBytes(p)
+			ptrs[i], lens[i] = (*C.uint8_t)(l.planes[i]), C.size_t(len(p))
+		}
+	}
+	var h *C.ninfer_linear
+	err := call(func() C.ninfer_status {
+		return C.ninfer_go_linear_prepare(C.uint32_t(v.Format), C.uint32_t(v.Layout),
+			C.uint64_t(v.Rows), C.uint64_t(v.Cols), ptrs[0], lens[0], ptrs[1], lens[1],
+			ptrs[2], lens[2], C.uint32_t(device), &h)
+	})
+	if err != nil {
+		l.freePlanes()
+		return nil, err
+	}
+	l.handle = h
+	var rows, cols C.uint64_t
+	if err := call(func() C.ninfer_status { return C.ninfer_linear_shape(h, &rows, &cols) }); err != nil {
+		l.Close()
+		return nil, err
+	}
+	l.Rows, l.Cols = uint64(rows), uint64(cols)
+	runtime.SetFinalizer(l, (*Linear).Close)
+	return l, nil
+}
+
+func (l *Linear) freePlanes() {
+	for i, p := range l.planes {
+		if p != nil {
+			C.free(p)
+			l.planes[i] = nil
+		}
+	}
+}
+
+// Close frees the handle and the plane copies. Safe to call more than once.
+func (l *Linear) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.handle != nil {
+		C.ninfer_linear_free(l.handle)
+		l.handle = nil
+	}
+	l.freePlanes()
+	runtime.SetFinalizer(l, nil)
+	return nil
+}
+
+var errClosed = &Error{Status: StatusNullPointer, Message: "Linear is closed"}
+
+// SetThreads sets the threads Forward uses: 0 = a process-wide pool (default), 1 = the
+// calling thread, n = a pool of n threads owned by this Linear.
+func (l *Linear) SetThreads(n uint32) error {
+	l.mu.Lock() // must not overlap any other call on the handle
+	defer l.mu.Unlock()
+	if l.handle == nil {
+		return errClosed
+	}
+	return call(func() C.ninfer_status { return C.ninfer_linear_set_threads(l.handle, C.uint32_t(n)) })
+}
+
+// ForwardInto computes y = x · Wᵀ (+ bias) for x [m, Cols] into y [m, Rows] (float32).
+// bias is nil or Rows values.
+func (l *Linear) ForwardInto(x []float32, m uint64, bias []float32, y []float32) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.handle == nil {
+		return errClosed
+	}
+	var px, py unsafe.Pointer
+	var pb *C.float
+	if len(x) > 0 {
+		px = unsafe.Pointer(&x[0])
+	}
+	if len(y) > 0 {
+		py = unsafe.Pointer(&y[0])
+	}
+	if len(bias) > 0 {
+		pb = (*C.float)(unsafe.Pointer(&bias[0]))
+	}
+	err := call(func() C.ninfer_status {
+		return C.ninfer_linear_forward(l.handle, px, C.size_t(4*len(x)), C.uint32_t(DtypeF32),
+			C.uint64_t(m), C.uint64_t(l.Cols), pb, C.size_t(len(bias)), py, C.size_t(4*len(y)),
+			C.uint32_t(DtypeF32))
+	})
+	runtime.KeepAlive(l)
+	return err
+}
+
+// Forward computes y = x · Wᵀ (+ bias) for x [m, Cols] and returns y [m, Rows].
+func (l *Linear) Forward(x []float32, m uint64, bias []float32) ([]float32, error) {
+	if m != 0 && l.Rows > uint64(^uint(0)>>1)/4/m {
+		return nil, &Error{Status: StatusOverflow, Message: "m × N overflows"}
+	}
+	y := make([]float32, m*l.Rows)
+	if err := l.ForwardInto(x, m, bias, y); err != nil {
+		return nil, err
+	}
+	return y, nil
+}
