@@ -326,7 +326,7 @@ pub(crate) enum Kernel {
 impl Kernel {
     pub(crate) fn detect() -> Kernel {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if absmax::avx2::available() {
             return Kernel::Avx2;
         }
         Kernel::Portable
@@ -345,15 +345,15 @@ fn encode_row(
     out: [&mut [u8]; 3],
 ) -> Result<RowStats> {
     match kernel {
-        Kernel::Portable => encode_row_impl(s, src, r, cols, opts, scr, out),
+        Kernel::Portable => encode_row_impl(s, src, r, cols, opts, scr, out, false),
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2.
+        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2 and F16C.
         Kernel::Avx2 => unsafe { encode_row_avx2(s, src, r, cols, opts, scr, out) },
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 unsafe fn encode_row_avx2(
     s: &Scheme,
     src: &Source<'_>,
@@ -363,10 +363,13 @@ unsafe fn encode_row_avx2(
     scr: &mut Scratch,
     out: [&mut [u8]; 3],
 ) -> Result<RowStats> {
-    encode_row_impl(s, src, r, cols, opts, scr, out)
+    encode_row_impl(s, src, r, cols, opts, scr, out, true)
 }
 
+/// `chunks`: whether the AVX2 + F16C grouped_absmax kernel may encode the leading groups
+/// (only when the CPU has both).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn encode_row_impl(
     s: &Scheme,
     src: &Source<'_>,
@@ -375,6 +378,7 @@ fn encode_row_impl(
     opts: &Options<'_>,
     scr: &mut Scratch,
     [lo, hi, sc]: [&mut [u8]; 3],
+    chunks: bool,
 ) -> Result<RowStats> {
     let Scratch {
         x: xbuf,
@@ -386,7 +390,21 @@ fn encode_row_impl(
     let ng = s.groups(cols);
     let mut st = RowStats::default();
     let search = opts.method == Method::GroupedSearch;
-    for (g, slot) in scales[..ng].iter_mut().enumerate() {
+    // Leading whole chunks of 8 groups go straight into the planes; the rest (and any
+    // failing chunk, which the scalar loop reports) by the scalar path below.
+    let mut g0 = 0;
+    #[cfg(target_arch = "x86_64")]
+    if chunks && !search {
+        // SAFETY: `chunks` is only true in `encode_row_avx2`, run when the CPU has AVX2 and
+        // F16C.
+        let done = unsafe { absmax::avx2::encode_chunks(s, xr, lo, hi, sc) };
+        g0 = done.groups;
+        st.zero += done.zero;
+        st.rescued += done.rescued;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = chunks;
+    for (g, slot) in scales[..ng].iter_mut().enumerate().skip(g0) {
         let (a, b) = (g * s.group, ((g + 1) * s.group).min(cols));
         let x = &xr[a..b];
         let codes = &mut cbuf[a..b];
@@ -412,8 +430,21 @@ fn encode_row_impl(
         *slot = scale;
     }
     cbuf[cols..].fill(0);
-    pack_codes(s, cbuf, lo, hi);
-    pack_scales(&scales[..ng], sc);
+    // The first c0 columns (a multiple of 128) are packed already: c0 / 8 times the field
+    // widths (a plane row holds Kpad / 8 times its field width in bytes).
+    let c0 = g0 * s.group;
+    let eighths = cbuf.len() / 8;
+    let (wl, wh) = match eighths {
+        0 => (0, 0),
+        e => (lo.len() / e, hi.len() / e),
+    };
+    pack_codes(
+        s,
+        &cbuf[c0..],
+        &mut lo[c0 / 8 * wl..],
+        &mut hi[c0 / 8 * wh..],
+    );
+    pack_scales(&scales[g0..ng], &mut sc[g0 * 2..]);
     Ok(st)
 }
 
