@@ -29,7 +29,7 @@ use crate::formats::grouped::Scheme;
 use std::arch::x86_64::*;
 
 /// What [`encode_chunks`] did: the number of leading groups encoded (a multiple of 8) and
-/// how many of them had the +0 scale or the 0x0001 rescue.
+/// how many of them have the scale word +0 or 0x0001 (the encode driver's statistics).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Chunks {
     pub groups: usize,
@@ -99,7 +99,9 @@ pub(crate) unsafe fn encode_chunks(
             let h = _mm_or_si128(h, _mm_and_si128(rescue, _mm_set1_epi16(1)));
             _mm_storeu_si128(sc[c * 16..c * 16 + 16].as_mut_ptr().cast(), h);
             done.zero += u64::from(_mm_movemask_epi8(zero16).count_ones() / 2);
-            done.rescued += u64::from(_mm_movemask_epi8(rescue).count_ones() / 2);
+            // As the scalar driver counts them: every 0x0001 scale word.
+            let ones = _mm_cmpeq_epi16(h, _mm_set1_epi16(1));
+            done.rescued += u64::from(_mm_movemask_epi8(ones).count_ones() / 2);
             // A zero group's scale is +0: its multiplier is 0 (its values are ±0) so that
             // its codes are 0, as the scalar path writes them.
             let inv = _mm256_div_ps(one, _mm256_cvtph_ps(h));
