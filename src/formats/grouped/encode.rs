@@ -392,18 +392,22 @@ fn encode_row_impl(
     let search = opts.method == Method::GroupedSearch;
     // Leading whole chunks of 8 groups go straight into the planes; the rest (and any
     // failing chunk, which the scalar loop reports) by the scalar path below.
-    let mut g0 = 0;
     #[cfg(target_arch = "x86_64")]
-    if chunks && !search {
+    let g0 = if chunks && !search {
         // SAFETY: `chunks` is only true in `encode_row_avx2`, run when the CPU has AVX2 and
         // F16C.
         let done = unsafe { absmax::avx2::encode_chunks(s, xr, lo, hi, sc) };
-        g0 = done.groups;
         st.zero += done.zero;
         st.rescued += done.rescued;
-    }
+        done.groups
+    } else {
+        0
+    };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = chunks;
+    let g0 = {
+        let _ = chunks;
+        0
+    };
     for (g, slot) in scales[..ng].iter_mut().enumerate().skip(g0) {
         let (a, b) = (g * s.group, ((g + 1) * s.group).min(cols));
         let x = &xr[a..b];
