@@ -113,13 +113,14 @@ fn main() {
             })
         });
         println!(
-            "{:>14}: {:6.2} Gvalues/s ({:?}, {:5.2} GB/s of blocks)   scalar {:5.2}   ggml {}",
+            "{:>14}: {:6.2} Gvalues/s ({:?}, {:5.2} GB/s of blocks)   scalar {:5.2}   ggml {}   ratio {}",
             f.name(),
             gv(t_api),
             best_kernel(f),
             p.len() as f64 / t_api / 1e9,
             gv(t_scalar),
             t_ggml.map_or("-".to_string(), |t| format!("{:5.2}", gv(t))),
+            t_ggml.map_or("-".to_string(), |t| format!("{:5.2}x", t / t_api)),
         );
     }
 }

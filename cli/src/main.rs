@@ -1,17 +1,21 @@
-//! `ninfer`: inspect, decode and verify model files with the ninfer library.
+//! `ninfer`: inspect, decode, verify, quantize and import model files with the ninfer
+//! library.
 //!
 //! This binary is a workspace member of its own (`ninfer-cli`): its dependencies (argument
 //! parsing, progress bars, .npy writing, file mapping) are never linked into libninfer.so.
 
 mod cmd;
 mod gguf;
+mod import;
 mod rows;
+mod st;
 mod table;
 mod tensor;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use gguf::GgufFile;
+use st::StFile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -37,14 +41,15 @@ struct Cli {
 enum Command {
     /// The closed format registry as a table.
     Formats,
-    /// Metadata and every tensor of a GGUF file: format, shape, bytes, decodable.
+    /// Metadata and every tensor of a GGUF or safetensors file: format, shape, bytes,
+    /// decodable.
     Inspect {
-        /// The GGUF file (default: the built-in sample).
+        /// The GGUF or safetensors file (default: the built-in sample).
         file: Option<PathBuf>,
     },
     /// Decode one tensor to a little-endian f32 .npy of its logical shape.
     Decode {
-        /// The GGUF file.
+        /// The GGUF or safetensors file.
         file: PathBuf,
         /// Tensor name (see `ninfer inspect`).
         #[arg(long)]
@@ -57,11 +62,45 @@ enum Command {
     /// and Σ(W·x) in f64 for every 2-D weight. Exits non-zero when a decodable tensor
     /// fails.
     Verify {
-        /// The GGUF file (default: the built-in sample).
+        /// The GGUF or safetensors file (default: the built-in sample).
         file: Option<PathBuf>,
         /// Only the per-type table, refusals and failures.
         #[arg(long)]
         brief: bool,
+    },
+    /// Encode the 2-D F32/BF16/F16 tensors of a safetensors file into a registered
+    /// format's planes (docs/safetensors.md), with a per-tensor error report. Other
+    /// tensors, and tensors the encoder refuses, are copied through unchanged; exits 1
+    /// when a tensor was refused or none was encoded.
+    Quantize {
+        /// The input safetensors file.
+        input: PathBuf,
+        /// Target format: q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16,
+        /// fp8_e4m3fn_row_bf16, fp8_e4m3fn_row_fp16 or nvfp4.
+        #[arg(long)]
+        format: String,
+        /// Output safetensors path.
+        #[arg(long)]
+        out: PathBuf,
+        /// Encoder method (search: grouped_search, grouped formats only).
+        #[arg(long, value_enum, default_value = "absmax")]
+        method: cmd::quantize::MethodArg,
+        /// Encode only tensors whose name contains this substring (others are copied).
+        #[arg(long)]
+        tensors: Option<String>,
+    },
+    /// Copy the FP8 per-channel and NVFP4 (compressed-tensors, ModelOpt) layers of a
+    /// safetensors checkpoint into ninfer planes without requantizing; refused layers are
+    /// reported and copied through (exit 1).
+    Import {
+        /// The input checkpoint (.safetensors).
+        input: PathBuf,
+        /// Output safetensors path.
+        #[arg(long)]
+        out: PathBuf,
+        /// Target of FP8 per-channel layers.
+        #[arg(long, value_enum, default_value = "auto")]
+        fp8_format: cmd::import::Fp8Target,
     },
     /// Stream decoded tensors to stdout for test harnesses: per tensor a header line
     /// `name\tggml_type\tSTATUS\tn_values\tmessage`, then n_values f32 LE words if OK.
@@ -85,25 +124,56 @@ fn open(file: &Option<PathBuf>) -> Result<(GgufFile, String)> {
     })
 }
 
+/// The path when it names a safetensors file (by extension or header).
+fn safetensors_path(file: &Option<PathBuf>) -> Option<&std::path::Path> {
+    file.as_deref().filter(|p| st::is_safetensors(p))
+}
+
 fn run(cli: Cli) -> Result<bool> {
     match cli.command {
         Command::Formats => {
             cmd::formats::run();
             Ok(true)
         }
-        Command::Inspect { file } => {
-            let (f, label) = open(&file)?;
-            cmd::inspect::run(&f, &label)
-        }
+        Command::Inspect { file } => match safetensors_path(&file) {
+            Some(p) => cmd::st_files::inspect(&StFile::open(p)?, &p.display().to_string()),
+            None => {
+                let (f, label) = open(&file)?;
+                cmd::inspect::run(&f, &label)
+            }
+        },
         Command::Decode { file, tensor, out } => {
-            let f = GgufFile::open(&file)?;
-            cmd::decode::run(&f, &tensor, &out)?;
+            if st::is_safetensors(&file) {
+                cmd::st_files::decode(&StFile::open(&file)?, &tensor, &out)?;
+            } else {
+                let f = GgufFile::open(&file)?;
+                cmd::decode::run(&f, &tensor, &out)?;
+            }
             Ok(true)
         }
-        Command::Verify { file, brief } => {
-            let (f, label) = open(&file)?;
-            cmd::verify::run(&f, &label, &cmd::verify::Options { brief })
+        Command::Verify { file, brief } => match safetensors_path(&file) {
+            Some(p) => cmd::st_files::verify(&StFile::open(p)?, &p.display().to_string()),
+            None => {
+                let (f, label) = open(&file)?;
+                cmd::verify::run(&f, &label, &cmd::verify::Options { brief })
+            }
+        },
+        Command::Quantize {
+            input,
+            format,
+            out,
+            method,
+            tensors,
+        } => {
+            let f = ninfer::Format::from_name(&format)
+                .map_err(|e| anyhow::anyhow!("--format {format:?}: {e}"))?;
+            cmd::quantize::run(&input, f, method, &out, tensors.as_deref())
         }
+        Command::Import {
+            input,
+            out,
+            fp8_format,
+        } => cmd::import::run(&input, &out, fp8_format),
         Command::Dump { file, tensor } => {
             let f = GgufFile::open(&file)?;
             cmd::decode::dump(&f, &tensor)?;

@@ -82,10 +82,15 @@ pub(crate) fn pack_codes(s: &Scheme, codes: &[i8], lo: &mut [u8], hi: &mut [u8])
             }
             if s.bits == 5 {
                 for (o, c) in hi.iter_mut().zip(codes.chunks_exact(8)) {
-                    *o = c
-                        .iter()
-                        .enumerate()
-                        .fold(0, |b, (i, &q)| b | (((q as u8 >> 4) & 1) << i));
+                    // Bit 4 of byte i to bit i: isolate each byte's bit as its LSB, then one
+                    // multiply sums byte i's bit into bit 56 + i (no carries: one bit per
+                    // column), and the top byte is the packed plane byte.
+                    let x = u64::from_le_bytes([
+                        c[0] as u8, c[1] as u8, c[2] as u8, c[3] as u8, c[4] as u8, c[5] as u8,
+                        c[6] as u8, c[7] as u8,
+                    ]);
+                    *o = (((x >> 4) & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080)
+                        >> 56) as u8;
                 }
             } else if s.bits == 6 {
                 for (o, c) in hi.iter_mut().zip(codes.chunks_exact(4)) {

@@ -22,7 +22,9 @@
 //!
 //! **Compute profile** (docs/linear.md):
 //! - bf16 / fp32 and every other non-GGUF decodable format: the weight values decoded
-//!   exactly, times x as f32, accumulated in f32.
+//!   exactly, times x as f32, accumulated in f32 (bf16, fp32, q4_g64_fp16, q8_g32_fp16,
+//!   fp8_e4m3fn_row_* and nvfp4 read their words in place; the others go through
+//!   `decode_row`).
 //! - gguf_*: x is quantized per row to ggml's q8_1 blocks ([`q8_1`]) and the product of
 //!   the exact weight values with the q8_1 values x̂ is accumulated in f32 (dedicated
 //!   vec_dot kernels for Q8_0, Q4_0, Q5_0, Q4_K, Q6_K; any other decodable GGUF type runs
@@ -33,7 +35,10 @@
 //! - Named tolerance criterion `linear_f32acc_v1`: see [`tolerance`].
 //!
 //! Non-finite values propagate as IEEE arithmetic does, except that in a GGUF product a
-//! non-finite activation makes its whole q8_1 block NaN (so every output is NaN).
+//! non-finite activation makes its whole q8_1 block NaN (so every output is NaN). Products
+//! do not validate payloads (§8): an in-place kernel computes with the words' arithmetic
+//! meaning (never undefined behaviour), the decoded path fails with `InvalidEncoding`;
+//! run `validate` first on untrusted payloads.
 
 pub(crate) mod cpu;
 pub mod q8_1;
@@ -79,6 +84,14 @@ enum Path {
     Bf16,
     /// fp32 words, f32 activations.
     Fp32,
+    /// q4_g64_fp16 / q8_g32_fp16 codes and scales read in place, f32 activations (the
+    /// decoded path's arithmetic without its validation pass).
+    RowSplitQ4,
+    RowSplitQ8,
+    /// fp8_e4m3fn_row_* codes read in place, f32 activations (same reasoning).
+    Fp8Row,
+    /// nvfp4 codes read in place (block scales gathered per row), f32 activations.
+    Nvfp4,
     /// A dedicated GGUF vec_dot against q8_1.
     Gguf(Kind),
     /// A GGUF type without a dedicated kernel: decoded f32 row against x̂ (q8_1 values).
@@ -93,6 +106,10 @@ fn path_for(view: &WeightView<'_>) -> Result<Path> {
     let path = match format {
         Format::Bf16 => Path::Bf16,
         Format::Fp32 => Path::Fp32,
+        Format::Q4_G64Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ4,
+        Format::Q8_G32Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ8,
+        Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => Path::Fp8Row,
+        Format::Nvfp4 if view.layout() == Layout::BlockScaleK16_M128x4_V1 => Path::Nvfp4,
         f if f.info().category == Category::GgufBlock => match Kind::of(f) {
             Some(k) => Path::Gguf(k),
             None if decode::is_decodable(view) => Path::GgufDecoded,
@@ -416,7 +433,7 @@ impl<'a> PreparedWeight<'a> {
             .clamp(1, 64)
             .next_multiple_of(ROW_GROUP);
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
-            let mut scratch = Vec::new();
+            let mut scratch = [Vec::new(), Vec::new()];
             let first = ci * rows_per_chunk;
             for (g, o) in out.chunks_mut(ROW_GROUP * m).enumerate() {
                 self.row_group(first + g * ROW_GROUP, xf, m, &qrows, o, &mut scratch)?;
@@ -448,20 +465,55 @@ impl<'a> PreparedWeight<'a> {
         m: usize,
         q: &[q8_1::Row<'_>],
         out: &mut [f32],
-        scratch: &mut Vec<f32>,
+        scratch: &mut [Vec<f32>; 2],
     ) -> Result<()> {
         let v = &self.view;
+        let [scratch, values] = scratch;
         let count = out.len() / m;
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
-            Path::Bf16 | Path::Fp32 => {
-                let ws: Vec<WRow<'_>> = (0..count)
-                    .map(|i| match self.path {
-                        Path::Bf16 => WRow::Bf16Le(bytes(i)),
-                        _ => WRow::F32Le(bytes(i)),
-                    })
-                    .collect();
-                cpu::float::dot_rows(self.isa, &ws, x, m, out)
+            Path::Bf16 | Path::Fp32 | Path::RowSplitQ4 | Path::RowSplitQ8 | Path::Fp8Row => {
+                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                for (i, wr) in ws.iter_mut().enumerate().take(count) {
+                    let (codes, scales, k) = (bytes(i), v.row_bytes(2, r0 + i), v.cols());
+                    *wr = match self.path {
+                        Path::Bf16 => WRow::Bf16Le(codes),
+                        Path::Fp32 => WRow::F32Le(codes),
+                        Path::RowSplitQ4 => WRow::Q4 { codes, scales, k },
+                        Path::Fp8Row => {
+                            let (word, codes) = layouts::fp8_row::row_parts(v, r0 + i);
+                            let scale = crate::formats::fp8_row::scale_value(v.format(), word);
+                            WRow::Fp8 { codes, scale }
+                        }
+                        _ => WRow::Q8 { codes, scales, k },
+                    };
+                }
+                self.float_rows(&ws[..count], x, m, out, values)
+            }
+            Path::Nvfp4 => {
+                use crate::layouts::block_scale::{BLOCK, DIVISORS_PLANE, offset};
+                let k = v.cols();
+                let nkb = k / BLOCK;
+                let per = crate::formats::nvfp4::rows_per_source(v);
+                let (scales, divisors) = (v.plane(1), v.plane(DIVISORS_PLANE));
+                scratch.resize(count * nkb, 0.0);
+                for (i, sf) in scratch.chunks_exact_mut(nkb).enumerate() {
+                    for (kb, s) in sf.iter_mut().enumerate() {
+                        *s = crate::words::e4m3fn::decode(scales[offset(r0 + i, kb, nkb)]);
+                    }
+                }
+                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(nkb)).enumerate() {
+                    let src = (r0 + i) / per;
+                    let d = &divisors[4 * src..4 * src + 4];
+                    let d = f32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+                    *wr = WRow::Nvfp4 {
+                        codes: bytes(i),
+                        sf,
+                        d,
+                    };
+                }
+                self.float_rows(&ws[..count], x, m, out, values)
             }
             Path::Gguf(kind) => {
                 for (i, o) in out.chunks_exact_mut(m).enumerate() {
@@ -474,16 +526,53 @@ impl<'a> PreparedWeight<'a> {
                 for (i, d) in scratch.chunks_exact_mut(k).enumerate() {
                     decode::decode_row(v, (r0 + i) as u64, d)?;
                 }
-                let ws: Vec<WRow<'_>> = scratch.chunks_exact(k).map(WRow::F32).collect();
-                cpu::float::dot_rows(self.isa, &ws, x, m, out)
+                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                for (wr, d) in ws.iter_mut().zip(scratch.chunks_exact(k)) {
+                    *wr = WRow::F32(d);
+                }
+                cpu::float::dot_rows(self.isa, &ws[..count], x, m, out)
             }
         }
         Ok(())
+    }
+
+    /// The f32 kernel over weight rows read in place. With many activation rows, rows
+    /// whose words take real work to turn into values (q4/q8 codes, E4M3FN, E2M1) are
+    /// first materialized once into `values`, then reused by every activation tile: the
+    /// values and the evaluation order are the same, so are the bits.
+    fn float_rows(
+        &self,
+        ws: &[WRow<'_>],
+        x: &[f32],
+        m: usize,
+        out: &mut [f32],
+        values: &mut Vec<f32>,
+    ) {
+        let cheap = matches!(
+            ws.first(),
+            Some(WRow::Bf16Le(_) | WRow::F32Le(_) | WRow::F32(_))
+        );
+        if cheap || m < MATERIALIZE_M {
+            return cpu::float::dot_rows(self.isa, ws, x, m, out);
+        }
+        let k = self.cols();
+        values.resize(ws.len() * k, 0.0);
+        for (w, vals) in ws.iter().zip(values.chunks_exact_mut(k)) {
+            cpu::float::materialize(self.isa, w, vals);
+        }
+        let mut fs = [WRow::F32(&[]); ROW_GROUP];
+        for (f, vals) in fs.iter_mut().zip(values.chunks_exact(k)) {
+            *f = WRow::F32(vals);
+        }
+        cpu::float::dot_rows(self.isa, &fs[..ws.len()], x, m, out)
     }
 }
 
 /// Weight rows computed together (the float kernels' tile height).
 const ROW_GROUP: usize = 4;
+
+/// From this many activation rows on, in-place rows are materialized once per row group.
+const MATERIALIZE_M: usize = 4;
 
 /// y[mi, ni] from the N × M products, plus the bias (one f32 addition).
 #[inline]
@@ -594,5 +683,156 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The in-place q4 / q8 row-split kernels give the decoded path's bits on valid payloads
+    /// (same values, same order), including a partial last group and K % 8 ≠ 0.
+    #[test]
+    fn row_split_kernels_match_the_decoded_path_bitwise() {
+        for (format, k) in [
+            (Format::Q4_G64Fp16, 200),
+            (Format::Q8_G32Fp16, 200),
+            (Format::Q4_G64Fp16, 1029),
+            (Format::Q8_G32Fp16, 8),
+        ] {
+            let (n, m) = (6, 3);
+            let info = format.info();
+            let span = (info.code_max - info.code_min + 1) as usize;
+            let codes: Vec<i8> = (0..n * k)
+                .map(|i| (info.code_min + ((i * 7919 + 13) % span) as i64) as i8)
+                .collect();
+            let g = info.block_values as usize;
+            let scales: Vec<u16> = (0..n * k.div_ceil(g))
+                .map(|i| {
+                    half::f16::from_f32(
+                        0.003 * (1 + i % 11) as f32 * if i % 3 == 0 { -1.0 } else { 1.0 },
+                    )
+                    .to_bits()
+                })
+                .collect();
+            let sizes = layouts::plane_sizes(format, Layout::RowSplitK128_V1, n, k).unwrap();
+            let mut p: Vec<Vec<u8>> = sizes.iter().map(|&l| vec![0u8; l]).collect();
+            let [a, b, c] = &mut p[..] else {
+                unreachable!()
+            };
+            layouts::row_split::pack(format, n, k, &codes, &scales, [a, b, c]).unwrap();
+            let view =
+                WeightView::new(format, Layout::RowSplitK128_V1, n, k, [&p[0], &p[1], &p[2]])
+                    .unwrap();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+                .collect();
+            let mut w = PreparedWeight::new(view).unwrap();
+            assert!(matches!(w.path, Path::RowSplitQ4 | Path::RowSplitQ8));
+            let run = |w: &PreparedWeight<'_>| {
+                let mut y = vec![0f32; m * n];
+                w.forward_f32(&x, m, None, &mut y).unwrap();
+                y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            let mut results = Vec::new();
+            for isa in [Isa::Scalar, Isa::detect()] {
+                w.set_isa(isa).unwrap();
+                w.path = path_for(&view).unwrap();
+                results.push(run(&w));
+                w.path = Path::Decoded;
+                results.push(run(&w));
+            }
+            assert!(results.windows(2).all(|r| r[0] == r[1]), "{format} K={k}");
+        }
+    }
+
+    /// The in-place fp8 row kernel gives the decoded path's bits, both layouts.
+    #[test]
+    fn fp8_row_kernel_matches_the_decoded_path_bitwise() {
+        for (format, k) in [
+            (Format::Fp8E4m3fnRowBf16, 77),
+            (Format::Fp8E4m3fnRowFp16, 301),
+        ] {
+            let (n, m) = (5, 3);
+            let layout = format.info().layout;
+            let sizes = layouts::plane_sizes(format, layout, n, k).unwrap();
+            let mut p: Vec<Vec<u8>> = sizes
+                .iter()
+                .map(|&l| (0..l).map(|i| ((i * 7919 + 11) % 251) as u8).collect())
+                .collect();
+            let code = |c: &mut u8| {
+                if *c & 0x7F == 0x7F {
+                    *c ^= 1
+                }
+            };
+            if layout == Layout::RowScaleV1 {
+                p[0].iter_mut().for_each(code);
+                for (i, s) in p[1].chunks_exact_mut(2).enumerate() {
+                    let v = half::bf16::from_f32(0.002 * (i + 1) as f32);
+                    s.copy_from_slice(&v.to_bits().to_le_bytes());
+                }
+            } else {
+                let stride = p[0].len() / n;
+                for (i, rec) in p[0].chunks_exact_mut(stride).enumerate() {
+                    let v = half::f16::from_f32(0.002 * (i + 1) as f32);
+                    rec[..2].copy_from_slice(&v.to_bits().to_le_bytes());
+                    rec[2..2 + k].iter_mut().for_each(code);
+                    rec[2 + k..].iter_mut().for_each(|b| *b = 0);
+                }
+            }
+            let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+                .collect();
+            let mut w = PreparedWeight::new(view).unwrap();
+            assert_eq!(w.path, Path::Fp8Row);
+            let run = |w: &PreparedWeight<'_>| {
+                let mut y = vec![0f32; m * n];
+                w.forward_f32(&x, m, None, &mut y).unwrap();
+                y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            let mut results = Vec::new();
+            for isa in [Isa::Scalar, Isa::detect()] {
+                w.set_isa(isa).unwrap();
+                w.path = Path::Fp8Row;
+                results.push(run(&w));
+                w.path = Path::Decoded;
+                results.push(run(&w));
+            }
+            assert!(results.windows(2).all(|r| r[0] == r[1]), "{format} K={k}");
+        }
+    }
+
+    /// The in-place nvfp4 kernel gives the decoded path's bits, with two stacked sources
+    /// (two divisors) and rows beyond one swizzle tile.
+    #[test]
+    fn nvfp4_kernel_matches_the_decoded_path_bitwise() {
+        let (n, k, m) = (130, 80, 3);
+        let layout = Layout::BlockScaleK16_M128x4_V1;
+        let sizes = layouts::plane_sizes(Format::Nvfp4, layout, n, k).unwrap();
+        let mut p: Vec<Vec<u8>> = sizes
+            .iter()
+            .map(|&l| (0..l).map(|i| ((i * 7919 + 5) % 253) as u8).collect())
+            .collect();
+        p[1].iter_mut().for_each(|s| *s &= 0x7E);
+        p[2] = [0.75f32, 1.625f32]
+            .iter()
+            .flat_map(|d| d.to_le_bytes())
+            .collect();
+        let view = WeightView::new(Format::Nvfp4, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+            .collect();
+        let mut w = PreparedWeight::new(view).unwrap();
+        assert_eq!(w.path, Path::Nvfp4);
+        let run = |w: &PreparedWeight<'_>| {
+            let mut y = vec![0f32; m * n];
+            w.forward_f32(&x, m, None, &mut y).unwrap();
+            y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        let mut results = Vec::new();
+        for isa in [Isa::Scalar, Isa::detect()] {
+            w.set_isa(isa).unwrap();
+            w.path = Path::Nvfp4;
+            results.push(run(&w));
+            w.path = Path::Decoded;
+            results.push(run(&w));
+        }
+        assert!(results.windows(2).all(|r| r[0] == r[1]));
     }
 }

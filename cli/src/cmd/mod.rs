@@ -2,5 +2,8 @@
 
 pub mod decode;
 pub mod formats;
+pub mod import;
 pub mod inspect;
+pub mod quantize;
+pub mod st_files;
 pub mod verify;

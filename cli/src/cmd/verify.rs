@@ -64,7 +64,7 @@ pub fn activation(k: usize) -> Vec<f64> {
 
 /// Dot product of a decoded row with `x` in f64: four partial sums over i mod 4 (a fixed
 /// order, so the figure does not depend on threads), added at the end.
-fn dot(row: &[f32], x: &[f64]) -> f64 {
+pub fn dot(row: &[f32], x: &[f64]) -> f64 {
     let mut acc = [0f64; 4];
     let (rw, rx) = (row.chunks_exact(4), x.chunks_exact(4));
     let (tw, tx) = (rw.remainder(), rx.remainder());

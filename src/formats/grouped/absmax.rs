@@ -15,6 +15,9 @@
 
 use super::Scheme;
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx2;
+
 /// Why a group could not be encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupError {

@@ -328,7 +328,7 @@ pub(crate) enum Kernel {
 impl Kernel {
     pub(crate) fn detect() -> Kernel {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if absmax::avx2::available() {
             return Kernel::Avx2;
         }
         Kernel::Portable
@@ -347,15 +347,15 @@ fn encode_row(
     out: [&mut [u8]; 3],
 ) -> Result<RowStats> {
     match kernel {
-        Kernel::Portable => encode_row_impl(s, src, r, cols, opts, scr, out),
+        Kernel::Portable => encode_row_impl(s, src, r, cols, opts, scr, out, false),
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2.
+        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2 and F16C.
         Kernel::Avx2 => unsafe { encode_row_avx2(s, src, r, cols, opts, scr, out) },
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 unsafe fn encode_row_avx2(
     s: &Scheme,
     src: &Source<'_>,
@@ -365,10 +365,13 @@ unsafe fn encode_row_avx2(
     scr: &mut Scratch,
     out: [&mut [u8]; 3],
 ) -> Result<RowStats> {
-    encode_row_impl(s, src, r, cols, opts, scr, out)
+    encode_row_impl(s, src, r, cols, opts, scr, out, true)
 }
 
+/// `chunks`: whether the AVX2 + F16C grouped_absmax kernel may encode the leading groups
+/// (only when the CPU has both).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn encode_row_impl(
     s: &Scheme,
     src: &Source<'_>,
@@ -377,6 +380,7 @@ fn encode_row_impl(
     opts: &Options<'_>,
     scr: &mut Scratch,
     [lo, hi, sc]: [&mut [u8]; 3],
+    chunks: bool,
 ) -> Result<RowStats> {
     let Scratch {
         x: xbuf,
@@ -388,7 +392,25 @@ fn encode_row_impl(
     let ng = s.groups(cols);
     let mut st = RowStats::default();
     let search = opts.method == Method::GroupedSearch;
-    for (g, slot) in scales[..ng].iter_mut().enumerate() {
+    // Leading whole chunks of 8 groups go straight into the planes; the rest (and any
+    // failing chunk, which the scalar loop reports) by the scalar path below.
+    #[cfg(target_arch = "x86_64")]
+    let g0 = if chunks && !search {
+        // SAFETY: `chunks` is only true in `encode_row_avx2`, run when the CPU has AVX2 and
+        // F16C.
+        let done = unsafe { absmax::avx2::encode_chunks(s, xr, lo, hi, sc) };
+        st.zero += done.zero;
+        st.rescued += done.rescued;
+        done.groups
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let g0 = {
+        let _ = chunks;
+        0
+    };
+    for (g, slot) in scales[..ng].iter_mut().enumerate().skip(g0) {
         let (a, b) = (g * s.group, ((g + 1) * s.group).min(cols));
         let x = &xr[a..b];
         let codes = &mut cbuf[a..b];
@@ -414,8 +436,21 @@ fn encode_row_impl(
         *slot = scale;
     }
     cbuf[cols..].fill(0);
-    pack_codes(s, cbuf, lo, hi);
-    pack_scales(&scales[..ng], sc);
+    // The first c0 columns (a multiple of 128) are packed already: c0 / 8 times the field
+    // widths (a plane row holds Kpad / 8 times its field width in bytes).
+    let c0 = g0 * s.group;
+    let eighths = cbuf.len() / 8;
+    let (wl, wh) = match eighths {
+        0 => (0, 0),
+        e => (lo.len() / e, hi.len() / e),
+    };
+    pack_codes(
+        s,
+        &cbuf[c0..],
+        &mut lo[c0 / 8 * wl..],
+        &mut hi[c0 / 8 * wh..],
+    );
+    pack_scales(&scales[g0..ng], &mut sc[g0 * 2..]);
     Ok(st)
 }
 
@@ -490,6 +525,104 @@ fn row_error(x: &[f32], r: usize, g: usize, _e: GroupError) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Groups built to hit every branch of the AVX2 chunk kernel: magnitudes across the
+    /// whole binary32 range (binary16 subnormal scales, the 0x0001 rescue, scale overflow
+    /// near 65504 · qmax), all-zero groups of ±0, exact ties (power-of-two scales, values
+    /// (k + 1/2) · scale), and rows with a NaN or an infinity in some chunk. Every row is
+    /// encoded by both kernels; planes, statistics and errors must agree.
+    #[test]
+    fn chunk_kernel_matches_portable_on_edge_groups() {
+        let k = Kernel::detect();
+        if k == Kernel::Portable {
+            return;
+        }
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut compared, mut failed) = (0usize, 0usize);
+        for f in [
+            Format::Q4_G64Fp16,
+            Format::Q5_G64Fp16,
+            Format::Q6_G64Fp16,
+            Format::Q8_G32Fp16,
+        ] {
+            let s = Scheme::of(f).unwrap();
+            let qm = s.encoder_qmax as f32;
+            for cols in [8 * s.group, 16 * s.group + 40, 24 * s.group] {
+                let rows = 48;
+                let mut x = vec![0f32; rows * cols];
+                for (r, row) in x.chunks_mut(cols).enumerate() {
+                    for grp in row.chunks_mut(s.group) {
+                        let kind = match next() % 10 {
+                            5 if next() % 4 != 0 => 6,
+                            k => k,
+                        };
+                        for v in grp.iter_mut() {
+                            let h = next();
+                            let sign = if h & 1 == 1 { -1.0 } else { 1.0 };
+                            let u = (h >> 11) as f32 / (1u64 << 53) as f32;
+                            *v = sign
+                                * match kind {
+                                    0 => 0.0,
+                                    // Any exponent from subnormal to 2^15.
+                                    1 => f32::from_bits((h >> 32) as u32 % 0x4700_0000),
+                                    // Rescue and binary16-subnormal scales.
+                                    2 => u * qm * 2f32.powi(-(24 + (h % 8) as i32)),
+                                    3 => u * qm * 2f32.powi(-14 - (h % 12) as i32),
+                                    // Ties: power-of-two scale, half-integral quotients.
+                                    4 => ((h % (2 * qm as u64 + 1)) as f32 * 0.5) * 2f32.powi(-3),
+                                    // Around the overflow boundary.
+                                    5 => (65504.0 + 32.0 * u) * qm,
+                                    _ => (u - 0.5) * 2f32.powi((h % 40) as i32 - 20),
+                                };
+                        }
+                        if kind == 4 {
+                            grp[0] = qm * 2f32.powi(-3); // amax = qmax · 2^-3: scale 2^-3
+                        }
+                    }
+                    match r % 16 {
+                        7 => row[(next() as usize) % cols] = f32::NAN,
+                        11 => row[(next() as usize) % cols] = f32::NEG_INFINITY,
+                        _ => {}
+                    }
+                }
+                let per = row_plane_bytes(f, cols).unwrap();
+                let kp = padded_k(cols).unwrap();
+                for r in 0..rows {
+                    let mut res = Vec::new();
+                    for kern in [Kernel::Portable, k] {
+                        let mut scr = Scratch::new(cols, kp);
+                        let mut p = per.map(|n| vec![0xa5u8; n]);
+                        let [a, b, c] = &mut p;
+                        let st = encode_row(
+                            kern,
+                            &s,
+                            &Source::F32(&x),
+                            r,
+                            cols,
+                            &Options::ABSMAX,
+                            &mut scr,
+                            [a, b, c],
+                        )
+                        .map(|st| (st.zero, st.rescued));
+                        // A failing row's partial output is never used (pass 1 refuses
+                        // it first): only its error is compared.
+                        res.push((st.clone(), st.map(|_| p)));
+                    }
+                    assert_eq!(res[0], res[1], "{f} K = {cols} row {r}");
+                    compared += 1;
+                    failed += usize::from(res[0].0.is_err());
+                }
+            }
+        }
+        eprintln!("{compared} rows compared (portable vs {k:?}), {failed} refused");
+        assert!(failed > 0 && failed < compared);
+    }
 
     #[test]
     fn portable_and_detected_kernels_agree() {

@@ -35,6 +35,8 @@ trait Unpack {
     const UNSIGNED: bool = false;
     /// Blocks sharing one context: 1 (legacy) or 8 (a k-quant super-block).
     const GROUP: usize;
+    /// Legacy blocks: bytes per block (the binary16 d is at offset 0); 0 otherwise.
+    const BB: usize = 0;
     /// What a super-block's blocks share (scales decoded once).
     type Ctx: Copy;
     /// The context of the group starting at block `b`.
@@ -65,6 +67,7 @@ trait Unpack {
 struct Q8_0;
 impl Unpack for Q8_0 {
     const GROUP: usize = 1;
+    const BB: usize = 34;
     type Ctx = ();
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -83,6 +86,7 @@ impl Unpack for Q8_0 {
 struct Q4_0;
 impl Unpack for Q4_0 {
     const GROUP: usize = 1;
+    const BB: usize = 18;
     type Ctx = ();
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -126,6 +130,7 @@ fn bits_to_0x10(bits: u32) -> __m256i {
 struct Q5_0;
 impl Unpack for Q5_0 {
     const GROUP: usize = 1;
+    const BB: usize = 22;
     type Ctx = ();
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -324,6 +329,28 @@ unsafe fn dot_r<const R: usize, U: Unpack>(w: &[u8], xs: &[Row<'_>], out: &mut [
     let mut acc1 = [_mm256_setzero_ps(); R];
     let mut accm = [_mm256_setzero_ps(); R];
     let mut b = 0;
+    if R == 1 && U::BB > 0 {
+        // GEMV over legacy blocks: the scale products d·dx of 8 blocks at once (the same
+        // exact products), then each block takes its lane.
+        let (pq, pd) = (p.qs[0], p.d[0]);
+        while b + 8 <= nb {
+            let mut h = [0u16; 8];
+            for (j, hj) in h.iter_mut().enumerate() {
+                let o = U::BB * (b + j);
+                *hj = u16::from_le_bytes([w[o], w[o + 1]]);
+            }
+            // SAFETY (all): 8 scales of row 0 from block b; blocks b..b+8 lie in w and x.
+            unsafe {
+                let dw = _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr().cast()));
+                let ds = _mm256_mul_ps(dw, _mm256_loadu_ps(pd.add(b)));
+                for jj in 0..4 {
+                    gemv_block::<U>(w, pq, b + 2 * jj, ds, 2 * jj, &mut acc0[0]);
+                    gemv_block::<U>(w, pq, b + 2 * jj + 1, ds, 2 * jj + 1, &mut acc1[0]);
+                }
+            }
+            b += 8;
+        }
+    }
     // Blocks in pairs so that acc[b mod 2] is a register, not an indexed array.
     while b < nb {
         // SAFETY (all): every block used lies in w and in every row (whole groups).
@@ -394,4 +421,31 @@ unsafe fn block<const R: usize, U: Unpack>(
         let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(aq, xs), sc));
         acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), s, acc[r]);
     }
+}
+
+/// One legacy block of a GEMV: like [`block`] with R = 1, its scale product taken from lane
+/// `j` of `ds`.
+///
+/// # Safety
+/// As [`dot_rows`]; block b lies in `w` and in the activation row at `pq`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn gemv_block<U: Unpack>(
+    w: &[u8],
+    pq: *const i8,
+    b: usize,
+    ds: __m256,
+    j: usize,
+    acc: &mut __m256,
+) {
+    // SAFETY: block b lies in w and in the activation row (the caller's contract).
+    let (q, sc, xv) = unsafe {
+        let (q, sc, _) = U::unpack(w, b, &U::context(w, b));
+        (q, sc, _mm256_loadu_si256(pq.add(32 * b).cast()))
+    };
+    let aq = _mm256_sign_epi8(q, q);
+    let s = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(xv, q));
+    let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(s, sc));
+    let dsj = _mm256_permutevar8x32_ps(ds, _mm256_set1_epi32(j as i32));
+    *acc = _mm256_fmadd_ps(dsj, s, *acc);
 }

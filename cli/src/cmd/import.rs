@@ -1,0 +1,186 @@
+//! `ninfer import IN.safetensors --out OUT.safetensors`: copies the already quantized FP8
+//! per-channel and NVFP4 (compressed-tensors, ModelOpt) layers of a checkpoint into ninfer
+//! planes (docs/safetensors.md) with `crate::import`; words are never requantized.
+//!
+//! Layers are found by name: `P.weight_packed` or `P.weight_scale_2` (NVFP4, one layer per
+//! tensor, never stacked), `P.weight` of dtype F8_E4M3 (FP8 per channel). The ninfer
+//! tensor is named `P.weight`. Every other tensor, and every tensor of a refused layer, is
+//! copied through unchanged; a refused layer makes the exit status 1.
+
+use crate::import::{self, Imported, Nvfp4Scheme};
+use crate::st::{self, Descriptor, StFile, Writer};
+use crate::table::{self, count};
+use anyhow::{Result, bail};
+use ninfer::Format;
+use safetensors::{Dtype, SafeTensors};
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+/// `--fp8-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fp8Target {
+    /// fp8_e4m3fn_row_bf16 when every scale is an exact BF16 value, else
+    /// fp8_e4m3fn_row_fp16 when every scale is an exact binary16 value.
+    Auto,
+    /// fp8_e4m3fn_row_bf16 only.
+    Bf16,
+    /// fp8_e4m3fn_row_fp16 only.
+    Fp16,
+}
+
+enum Kind {
+    Fp8,
+    Nvfp4(Nvfp4Scheme),
+}
+
+pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
+    let file = StFile::open(input)?;
+    let bytes = file.bytes();
+    let stf = SafeTensors::deserialize(bytes).map_err(|e| anyhow::anyhow!("safetensors: {e}"))?;
+    // Layers by prefix, in name order.
+    let mut layers: BTreeMap<String, Kind> = BTreeMap::new();
+    for (name, t) in stf.iter() {
+        if let Some(p) = name
+            .strip_suffix(".weight_packed")
+            .or_else(|| name.strip_suffix(".weight_scale_2"))
+        {
+            if let Some(s) = import::detect_nvfp4(&stf, p) {
+                layers.insert(p.to_owned(), Kind::Nvfp4(s));
+            }
+        } else if let Some(p) = name.strip_suffix(".weight")
+            && t.dtype() == Dtype::F8_E4M3
+        {
+            layers.insert(p.to_owned(), Kind::Fp8);
+        }
+    }
+    if layers.is_empty() {
+        bail!(
+            "{}: no FP8 per-channel (P.weight F8_E4M3 + P.weight_scale) or NVFP4 \
+             (P.weight_packed + P.weight_global_scale, or P.weight + P.weight_scale_2) layer",
+            input.display()
+        );
+    }
+    let mut w = Writer::default();
+    for (k, v) in &file.metadata {
+        if k != st::FILE_KEY {
+            w.meta(k.clone(), v.clone())?;
+        }
+    }
+    let mut consumed: HashSet<String> = HashSet::new();
+    let mut report = Vec::new();
+    let mut refusals = Vec::new();
+    for (prefix, kind) in &layers {
+        let (res, scheme, parts): (Result<Imported, _>, &str, &[&str]) = match kind {
+            Kind::Fp8 => {
+                let targets: &[Format] = match fp8 {
+                    Fp8Target::Auto => &[Format::Fp8E4m3fnRowBf16, Format::Fp8E4m3fnRowFp16],
+                    Fp8Target::Bf16 => &[Format::Fp8E4m3fnRowBf16],
+                    Fp8Target::Fp16 => &[Format::Fp8E4m3fnRowFp16],
+                };
+                let mut why = Vec::new();
+                let mut got = None;
+                for &t in targets {
+                    match import::import_encoded(&stf, prefix, t) {
+                        Ok(x) => {
+                            got = Some(x);
+                            break;
+                        }
+                        Err(r) => why.push(format!("{t}: {r}")),
+                    }
+                }
+                (
+                    got.ok_or(why.join("; ")),
+                    "fp8-per-channel",
+                    &["weight", "weight_scale"],
+                )
+            }
+            Kind::Nvfp4(s) => (
+                import::import_encoded(&stf, prefix, Format::Nvfp4).map_err(|r| r.to_string()),
+                match s {
+                    Nvfp4Scheme::CompressedTensors => "nvfp4-compressed-tensors",
+                    Nvfp4Scheme::ModelOpt => "nvfp4-modelopt",
+                },
+                match s {
+                    Nvfp4Scheme::CompressedTensors => {
+                        &["weight_packed", "weight_scale", "weight_global_scale"]
+                    }
+                    Nvfp4Scheme::ModelOpt => &["weight", "weight_scale", "weight_scale_2"],
+                },
+            ),
+        };
+        match res {
+            Err(why) => {
+                refusals.push(format!("  {prefix}  ({scheme})  {why}"));
+                report.push(vec![
+                    prefix.clone(),
+                    scheme.into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    "REFUSED, copied".into(),
+                ]);
+            }
+            Ok(imp) => {
+                let name = format!("{prefix}.weight");
+                let sources: Vec<String> = parts.iter().map(|p| format!("{prefix}.{p}")).collect();
+                let desc = Descriptor {
+                    format: imp.format,
+                    layout: imp.format.info().layout,
+                    rows: imp.rows,
+                    cols: imp.cols,
+                };
+                let b: usize = imp.planes.iter().map(Vec::len).sum();
+                report.push(vec![
+                    name.clone(),
+                    scheme.into(),
+                    imp.format.to_string(),
+                    desc.shape_text(),
+                    count(b as u64),
+                    "imported".into(),
+                ]);
+                consumed.extend(sources.iter().cloned());
+                w.encoded(
+                    &name,
+                    desc,
+                    imp.planes,
+                    format!(
+                        "method=import_encoded;scheme={scheme};source={}",
+                        sources.join(",")
+                    ),
+                )?;
+            }
+        }
+    }
+    let mut copied = 0;
+    for (name, t) in stf.iter() {
+        if !consumed.contains(name) {
+            w.plain(name, t.dtype(), t.shape(), t.data())?;
+            copied += 1;
+        }
+    }
+    println!("import {} → {}", input.display(), out.display());
+    println!();
+    table::print(
+        &["tensor", "scheme", "format", "shape", "bytes", "status"],
+        &[false, false, false, false, true, false],
+        &report,
+    );
+    if !refusals.is_empty() {
+        println!(
+            "\nrefused ({}), tensors copied through unchanged:",
+            refusals.len()
+        );
+        for r in &refusals {
+            println!("{r}");
+        }
+    }
+    let imported = layers.len() - refusals.len();
+    w.write(out)?;
+    println!(
+        "\n{} layers: {imported} imported, {} refused; {copied} other tensors copied; wrote {}",
+        layers.len(),
+        refusals.len(),
+        out.display()
+    );
+    Ok(refusals.is_empty())
+}

@@ -1,0 +1,376 @@
+//! `ninfer quantize IN.safetensors --format FMT --out OUT.safetensors`: encodes every
+//! selected 2-D F32/BF16/F16 tensor with the library's encoder for FMT and writes the
+//! planes (docs/safetensors.md), with a per-tensor error report.
+//!
+//! Everything else is copied through unchanged: tensors not selected by `--tensors`,
+//! tensors that are not 2-D or not F32/BF16/F16, and tensors the encoder refuses (reported
+//! with the library's status and message; the exit status is then 1).
+
+use crate::st::{self, Descriptor, Entry, StFile, Writer};
+use crate::table::{self, count};
+use anyhow::{Result, bail};
+use ninfer::formats::float_source::FloatSource;
+use ninfer::formats::grouped::{self, Method, Options, Source};
+use ninfer::formats::{fp8_row, nvfp4};
+use ninfer::{Category, Format, WeightView, layouts};
+use rayon::prelude::*;
+use safetensors::Dtype;
+use std::path::Path;
+use std::time::Instant;
+
+/// `--method`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MethodArg {
+    /// grouped_absmax (grouped formats); fp8_row_maxabs and the nvfp4 quantizer are
+    /// absmax-style too and are used with this default.
+    Absmax,
+    /// grouped_search (grouped formats only).
+    Search,
+}
+
+/// The encoder for a target format, or why the target is refused.
+pub fn check_target(format: Format, method: MethodArg) -> Result<()> {
+    let info = format.info();
+    let ok = match info.category {
+        Category::GroupedInt => info.qmax > 0,
+        Category::RowScaledFloat | Category::BlockScaledFloat => {
+            if method == MethodArg::Search {
+                bail!(
+                    "--method search is grouped_search, for q4_g64_fp16, q5_g64_fp16, \
+                     q6_g64_fp16 and q8_g32_fp16 only; {format} has one encoder \
+                     (use the default --method absmax)"
+                );
+            }
+            true
+        }
+        _ => false,
+    };
+    if !ok {
+        bail!(
+            "{format} cannot be a quantize target: {}. Targets: q4_g64_fp16, q5_g64_fp16, \
+             q6_g64_fp16, q8_g32_fp16 (grouped_absmax / grouped_search), \
+             fp8_e4m3fn_row_bf16, fp8_e4m3fn_row_fp16 (fp8_row_maxabs), nvfp4",
+            match info.category {
+                Category::GroupedInt =>
+                    "the reference encoders refuse it (spec §2, §7.2); import its codes and scales instead",
+                Category::GgufBlock =>
+                    "gguf_* formats are GGUF blocks kept byte for byte, not made here",
+                _ => "direct formats are stored as plain safetensors data",
+            }
+        );
+    }
+    Ok(())
+}
+
+/// The planes and provenance of one encoded tensor, or the library's refusal.
+fn encode(
+    format: Format,
+    method: MethodArg,
+    dtype: Dtype,
+    bytes: &[u8],
+    rows: usize,
+    cols: usize,
+) -> Result<([Vec<u8>; 3], String), ninfer::Error> {
+    let sizes = layouts::plane_sizes(format, format.info().layout, rows, cols)?;
+    let mut planes = [
+        vec![0u8; sizes[0]],
+        vec![0u8; sizes[1]],
+        vec![0u8; sizes[2]],
+    ];
+    // The planes' words are copied out of the (possibly unaligned) file bytes first.
+    let (f32s, u16s): (Vec<f32>, Vec<u16>) = match dtype {
+        Dtype::F32 => (st::widen(dtype, bytes).unwrap_or_default(), vec![]),
+        _ => (
+            vec![],
+            bytes
+                .chunks_exact(2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                .collect(),
+        ),
+    };
+    let fsrc = match dtype {
+        Dtype::F32 => FloatSource::F32(&f32s),
+        Dtype::BF16 => FloatSource::Bf16(&u16s),
+        _ => FloatSource::F16(&u16s),
+    };
+    let src_name = st::dtype_name(dtype);
+    let prov = match format.info().category {
+        Category::GroupedInt => {
+            let gsrc = match dtype {
+                Dtype::F32 => Source::F32(&f32s),
+                Dtype::BF16 => Source::Bf16(&u16s),
+                _ => Source::F16(&u16s),
+            };
+            let opts = Options {
+                method: match method {
+                    MethodArg::Absmax => Method::GroupedAbsmax,
+                    MethodArg::Search => Method::GroupedSearch,
+                },
+                importance: None,
+                negative_scales: false,
+            };
+            let [p0, p1, p2] = &mut planes;
+            let p = grouped::quantize(format, gsrc, rows, cols, &opts, [p0, p1, p2])?;
+            format!(
+                "method={};parameters_version={};negative_scales={};importance={};source_dtype={src_name}",
+                p.method.name(),
+                p.parameters_version,
+                p.negative_scales,
+                p.importance
+            )
+        }
+        Category::RowScaledFloat => {
+            let [p0, p1, _] = &mut planes;
+            fp8_row::fp8_row_maxabs(format, fsrc, rows, cols, [p0, p1])?;
+            format!("method=fp8_row_maxabs;source_dtype={src_name}")
+        }
+        _ => {
+            let [p0, p1, p2] = &mut planes;
+            *p2 = vec![0u8; 4];
+            nvfp4::nvfp4_quantize(fsrc, rows, cols, 1, [p0, p1, p2])?;
+            format!("method=nvfp4_quantize;sources=1;source_dtype={src_name}")
+        }
+    };
+    Ok((planes, prov))
+}
+
+/// Error of the decoded planes against the source: (max |d - x|, RMS(d - x), RMS(x)).
+pub fn errors(view: &WeightView<'_>, src: &[f32]) -> Result<(f64, f64, f64), ninfer::Error> {
+    let k = view.cols();
+    let per_row: Vec<Result<(f64, f64, f64), ninfer::Error>> = src
+        .par_chunks(k)
+        .enumerate()
+        .map_init(
+            || vec![0f32; k],
+            |buf, (r, x)| {
+                ninfer::decode::decode_row(view, r as u64, buf)?;
+                let mut m = 0f64;
+                let (mut se, mut sx) = (0f64, 0f64);
+                for (&d, &x) in buf.iter().zip(x) {
+                    let e = (d as f64 - x as f64).abs();
+                    m = m.max(e);
+                    se += e * e;
+                    sx += x as f64 * x as f64;
+                }
+                Ok((m, se, sx))
+            },
+        )
+        .collect();
+    let (mut m, mut se, mut sx) = (0f64, 0f64, 0f64);
+    for r in per_row {
+        let (a, b, c) = r?;
+        m = m.max(a);
+        se += b;
+        sx += c;
+    }
+    let n = src.len() as f64;
+    Ok((m, (se / n).sqrt(), (sx / n).sqrt()))
+}
+
+/// Returns Ok(false) when a selected tensor was refused or nothing was encoded.
+pub fn run(
+    input: &Path,
+    format: Format,
+    method: MethodArg,
+    out: &Path,
+    filter: Option<&str>,
+) -> Result<bool> {
+    check_target(format, method)?;
+    let file = StFile::open(input)?;
+    if input.canonicalize().ok() == out.canonicalize().ok() && out.exists() {
+        bail!("--out {} is the input file", out.display());
+    }
+    rayon::broadcast(|_| ());
+    let start = Instant::now();
+    let mut w = Writer::default();
+    for (k, v) in &file.metadata {
+        if k != st::FILE_KEY {
+            w.meta(k.clone(), v.clone())?;
+        }
+    }
+    let mut rows_out: Vec<Vec<String>> = Vec::new();
+    let mut refusals: Vec<String> = Vec::new();
+    let mut encoded = 0usize;
+    let (mut all_se, mut all_sx, mut all_n) = (0f64, 0f64, 0f64);
+    let mut encode_secs = 0f64;
+    let mut encoded_bytes = 0usize;
+    for e in &file.entries {
+        let p = match e {
+            Entry::Plain(p) => p,
+            Entry::Encoded(enc) => {
+                // Already encoded: copied through with its descriptor.
+                let v = file.view(enc)?;
+                let names = layouts::plane_names(enc.desc.layout);
+                for (i, plane) in v.planes().iter().enumerate() {
+                    if i < names.len() && !(plane.is_empty() && names[i] != "divisors") {
+                        w.plain(
+                            &format!("{}.{}", enc.name, names[i]),
+                            Dtype::U8,
+                            &[plane.len()],
+                            plane,
+                        )?;
+                    }
+                }
+                rows_out.push(vec![
+                    enc.name.clone(),
+                    enc.desc.shape_text(),
+                    enc.desc.format.to_string(),
+                    "copied (already encoded)".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+                continue;
+            }
+            Entry::Broken { name, message } => bail!("{name}: {message}"),
+        };
+        let data = file.data(p);
+        let shape_text = format!("{:?}", p.shape);
+        let mut copy = |why: String, rows_out: &mut Vec<Vec<String>>| -> Result<()> {
+            w.plain(&p.name, p.dtype, &p.shape, data)?;
+            rows_out.push(vec![
+                p.name.clone(),
+                shape_text.clone(),
+                st::dtype_name(p.dtype),
+                why,
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+            Ok(())
+        };
+        let selected = filter.is_none_or(|f| p.name.contains(f));
+        let float = matches!(p.dtype, Dtype::F32 | Dtype::BF16 | Dtype::F16);
+        if !selected {
+            copy("copied (not selected)".into(), &mut rows_out)?;
+            continue;
+        }
+        if !float {
+            copy(
+                format!("copied ({} is not F32/BF16/F16)", st::dtype_name(p.dtype)),
+                &mut rows_out,
+            )?;
+            continue;
+        }
+        let &[rows, cols] = p.shape.as_slice() else {
+            copy(
+                format!("copied ({}-D, not a [N, K] matrix)", p.shape.len()),
+                &mut rows_out,
+            )?;
+            continue;
+        };
+        let t0 = Instant::now();
+        let res = encode(format, method, p.dtype, data, rows, cols);
+        let secs = t0.elapsed().as_secs_f64();
+        let (planes, prov) = match res {
+            Ok(x) => x,
+            Err(err) => {
+                let status = err.status().name();
+                refusals.push(format!("  {}  {status} — {err}", p.name));
+                copy(format!("REFUSED {status}, copied"), &mut rows_out)?;
+                continue;
+            }
+        };
+        encode_secs += secs;
+        let desc = Descriptor {
+            format,
+            layout: format.info().layout,
+            rows,
+            cols,
+        };
+        let bytes: usize = planes.iter().map(Vec::len).sum();
+        let src = st::widen(p.dtype, data).expect("float dtype");
+        let view = WeightView::new(
+            format,
+            desc.layout,
+            rows,
+            cols,
+            [&planes[0], &planes[1], &planes[2]],
+        )?;
+        ninfer::validate::validate(&view)
+            .map_err(|e| anyhow::anyhow!("{}: the encoder's output is invalid: {e}", p.name))?;
+        let (max, rms, rms_src) = errors(&view, &src)?;
+        let n = (rows * cols) as f64;
+        all_se += rms * rms * n;
+        all_sx += rms_src * rms_src * n;
+        all_n += n;
+        encoded += 1;
+        encoded_bytes += bytes;
+        rows_out.push(vec![
+            p.name.clone(),
+            shape_text,
+            st::dtype_name(p.dtype),
+            "encoded".into(),
+            format!("{:.4}", bytes as f64 * 8.0 / n),
+            format!("{max:.3e}"),
+            format!("{rms:.3e}"),
+            if rms_src > 0.0 {
+                format!("{:.4}", rms / rms_src)
+            } else {
+                "-".into()
+            },
+            format!("{:.1}", secs * 1e3),
+        ]);
+        w.encoded(&p.name, desc, planes, prov)?;
+    }
+    println!(
+        "quantize {} → {} as {format} ({})",
+        input.display(),
+        out.display(),
+        match (format.info().category, method) {
+            (Category::GroupedInt, MethodArg::Absmax) => "grouped_absmax",
+            (Category::GroupedInt, MethodArg::Search) => "grouped_search",
+            (Category::RowScaledFloat, _) => "fp8_row_maxabs",
+            _ => "nvfp4_quantize, one source per tensor",
+        }
+    );
+    println!();
+    table::print(
+        &[
+            "tensor",
+            "shape",
+            "dtype",
+            "status",
+            "bits/weight",
+            "max |err|",
+            "RMS err",
+            "RMS err / RMS",
+            "encode ms",
+        ],
+        &[false, false, false, false, true, true, true, true, true],
+        &rows_out,
+    );
+    if !refusals.is_empty() {
+        println!(
+            "\nrefused by the encoder ({}), copied through unchanged:",
+            refusals.len()
+        );
+        for r in &refusals {
+            println!("{r}");
+        }
+    }
+    if encoded == 0 {
+        println!(
+            "\nno tensor encoded: nothing selected is a 2-D F32/BF16/F16 matrix the encoder accepts; {} not written",
+            out.display()
+        );
+        return Ok(false);
+    }
+    let tensors = w.len();
+    w.write(out)?;
+    println!(
+        "\n{encoded} tensors encoded ({} bytes of planes), {} refused; RMS error over all encoded values {:.4e} ({:.4} of their RMS); encode {:.3} s, {:.3} s in all; wrote {} ({tensors} safetensors tensors)",
+        count(encoded_bytes as u64),
+        refusals.len(),
+        (all_se / all_n).sqrt(),
+        (all_se / all_sx.max(f64::MIN_POSITIVE)).sqrt(),
+        encode_secs,
+        start.elapsed().as_secs_f64(),
+        out.display()
+    );
+    Ok(refusals.is_empty())
+}
