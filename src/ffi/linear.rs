@@ -155,11 +155,15 @@ pub unsafe extern "C" fn ninfer_linear_shape(
 ///
 /// Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),
 /// `BUFFER_TOO_SMALL` (x, y or bias shorter than needed), `UNKNOWN_DTYPE`, `UNSUPPORTED`
-/// (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`, `INVALID_ENCODING` when a weight row
-/// breaks a rule its decoder checks (as `ninfer_decode_row`: a grouped row with a NaN,
-/// ±Inf or −0 scale or non-canonical padding; an fp8 row scale −0/negative/±Inf/NaN or a
-/// NaN code; an nvfp4 NaN or negative block scale or a bad divisor). GGUF weights are not
-/// refused: NaN/±Inf binary16 scales propagate into `y` as in ggml.
+/// (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`, `INVALID_ENCODING` from formats
+/// computed through `decode_row` (q2_g64_fp16, q5_g64_fp16, q6_g64_fp16, t2_g128_fp16)
+/// when a weight row breaks a rule `ninfer_decode_row` checks (a NaN, ±Inf or −0 group
+/// scale, non-canonical padding). Formats read in place (bf16, fp32, q4_g64_fp16,
+/// q8_g32_fp16, fp8_e4m3fn_row_*, nvfp4) do not check payloads (spec §8): a rule-breaking
+/// word is multiplied with its arithmetic meaning (an E4M3FN NaN word as NaN, a −0 scale
+/// as −0), never undefined behaviour. GGUF weights are never refused: NaN/±Inf binary16
+/// scales propagate into `y` as in ggml. Run `ninfer_validate` first on untrusted weights
+/// (docs/linear.md).
 ///
 /// # Safety
 /// `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`
