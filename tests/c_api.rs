@@ -1,6 +1,7 @@
-//! Compiles tests/c/smoke.c against include/ninfer.h as strict C99 (and the header alone as
-//! C11, C++11 and C++17 with -pedantic -Werror), links it against the libninfer.so cargo
-//! just built, and runs it. The program's hand-worked values are its oracle.
+//! Compiles every program in tests/c/ against include/ninfer.h as strict C99 (and the
+//! header alone as C11, C++11 and C++17 with -pedantic -Werror), links each against the
+//! libninfer.so cargo just built, and runs it. The programs' hand-worked values are their
+//! oracle.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,8 +42,10 @@ fn run(cmd: &mut Command) -> String {
     text
 }
 
+/// Every C program in tests/c/, compiled as strict C99 against the staged shared library and
+/// run: each prints "N passed, 0 failed" (its hand-worked values are its oracle).
 #[test]
-fn c99_program_links_the_shared_library_and_passes() {
+fn c99_programs_link_the_shared_library_and_pass() {
     let lib = lib_dir();
     assert!(
         lib.join("libninfer.so").exists(),
@@ -56,21 +59,34 @@ fn c99_program_links_the_shared_library_and_passes() {
     std::fs::copy(lib.join("libninfer.so"), staged.join("libninfer.so.0")).unwrap();
     let _ = std::fs::remove_file(staged.join("libninfer.so"));
     std::os::unix::fs::symlink("libninfer.so.0", staged.join("libninfer.so")).unwrap();
-    let lib = staged;
-    let exe = tmp.join("smoke");
-    run(Command::new("cc")
-        .args(["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-I"])
-        .arg(root().join("include"))
-        .arg(root().join("tests/c/smoke.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&lib)
-        .arg("-lninfer")
-        .arg(format!("-Wl,-rpath,{}", lib.display())));
-    let text = run(&mut Command::new(&exe));
-    print!("{text}");
-    assert!(text.contains(" passed, 0 failed"), "{text}");
+    let mut programs: Vec<PathBuf> = std::fs::read_dir(root().join("tests/c"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    programs.sort();
+    assert!(programs.len() >= 2, "C programs missing: {programs:?}");
+    for src in &programs {
+        let exe = tmp.join(src.file_stem().unwrap());
+        run(Command::new("cc")
+            .args(["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-I"])
+            .arg(root().join("include"))
+            .arg(src)
+            .arg("-o")
+            .arg(&exe)
+            .arg("-L")
+            .arg(&staged)
+            .arg("-lninfer")
+            .arg(format!("-Wl,-rpath,{}", staged.display())));
+        let text = run(&mut Command::new(&exe));
+        print!("{}: {text}", src.display());
+        assert!(
+            text.contains(" passed, 0 failed"),
+            "{}: {text}",
+            src.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 #[test]
