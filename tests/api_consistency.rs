@@ -3,31 +3,11 @@
 //! whole-row / per-matrix fields and layout padding (never printed as a number), and the
 //! element alignment `ninfer_decode_row_as` requires. Oracles: sizes worked out by hand.
 
+mod common;
+use common::*;
+
 use ninfer::{Format, Layout};
-use std::ffi::{c_char, c_void};
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Bytes {
-    ptr: *const u8,
-    len: usize,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct MutBytes {
-    ptr: *mut u8,
-    len: usize,
-}
-
-#[repr(C)]
-struct View {
-    format: u32,
-    layout: u32,
-    rows: u64,
-    cols: u64,
-    planes: [Bytes; 3],
-}
+use std::ffi::c_void;
 
 unsafe extern "C" {
     fn ninfer_quantize_grouped(
@@ -51,7 +31,6 @@ unsafe extern "C" {
         sources: u64,
         planes: *const MutBytes,
     ) -> u32;
-    fn ninfer_validate(view: *const View, out_row: *mut u64, out_block: *mut u64) -> u32;
     fn ninfer_decode_row_as(
         view: *const View,
         row: u64,
@@ -59,7 +38,6 @@ unsafe extern "C" {
         out: *mut u8,
         out_bytes: usize,
     ) -> u32;
-    fn ninfer_last_error_message(buf: *mut c_char, len: usize) -> usize;
 }
 
 const SIZE_MISMATCH: u32 = 9;

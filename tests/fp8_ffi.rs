@@ -1,22 +1,9 @@
 //! The C exports of the row-scaled FP8 formats, called through their C symbols.
 
-// Links the library so its `ninfer_*` symbols resolve.
-use ninfer as _;
+mod common;
+use common::*;
+
 use std::ffi::c_void;
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Bytes {
-    ptr: *const u8,
-    len: usize,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct MutBytes {
-    ptr: *mut u8,
-    len: usize,
-}
 
 /// The 3 output plane entries, unused ones `{NULL, 0}`.
 fn planes(p0: &mut [u8], p1: Option<&mut [u8]>) -> [MutBytes; 3] {
@@ -29,15 +16,6 @@ fn planes(p0: &mut [u8], p1: Option<&mut [u8]>) -> [MutBytes; 3] {
         len: p.len(),
     };
     [mb(p0), p1.map_or(none, mb), none]
-}
-
-#[repr(C)]
-struct View {
-    format: u32,
-    layout: u32,
-    rows: u64,
-    cols: u64,
-    planes: [Bytes; 3],
 }
 
 unsafe extern "C" {
@@ -68,7 +46,6 @@ unsafe extern "C" {
         scales: *mut u16,
         scales_len: usize,
     ) -> u32;
-    fn ninfer_decode_row(view: *const View, row: u64, out: *mut f32, out_len: usize) -> u32;
 }
 
 const FP8_BF16: u32 = 10;

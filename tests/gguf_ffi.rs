@@ -2,28 +2,12 @@
 //! through their C symbols: every refused input gets its own status, and nothing is
 //! written unless the status is OK.
 
+mod common;
+use common::*;
+
 use ninfer::{Format, Layout, Status};
 
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Bytes {
-    ptr: *const u8,
-    len: usize,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct View {
-    format: u32,
-    layout: u32,
-    rows: u64,
-    cols: u64,
-    planes: [Bytes; 3],
-}
-
 unsafe extern "C" {
-    fn ninfer_decode_row(view: *const View, row: u64, out: *mut f32, out_len: usize) -> u32;
-    fn ninfer_validate(view: *const View, out_row: *mut u64, out_block: *mut u64) -> u32;
     fn ninfer_rows_copy(
         view: *const View,
         start: u64,

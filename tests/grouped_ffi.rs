@@ -1,14 +1,10 @@
 //! `ninfer_quantize_grouped` through its C signature: outputs, provenance, refusals, and
 //! "nothing written on error".
 
-use std::ffi::c_void;
+mod common;
+use common::*;
 
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct MutBytes {
-    ptr: *mut u8,
-    len: usize,
-}
+use std::ffi::c_void;
 
 #[repr(C)]
 struct Opts {
@@ -33,24 +29,7 @@ struct Prov {
     error: f64,
 }
 
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Bytes {
-    ptr: *const u8,
-    len: usize,
-}
-
-#[repr(C)]
-struct View {
-    format: u32,
-    layout: u32,
-    rows: u64,
-    cols: u64,
-    planes: [Bytes; 3],
-}
-
 unsafe extern "C" {
-    fn ninfer_decode_row(view: *const View, row: u64, out: *mut f32, out_len: usize) -> u32;
 
     fn ninfer_quantize_grouped(
         format: u32,

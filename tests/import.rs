@@ -5,6 +5,9 @@
 //! the native planes' logical codes and scales must equal the block fields read plainly
 //! here; and the native rules (spec §3.2, §5) are re-stated plainly to predict refusals.
 
+mod common;
+use common::{Bytes, MutBytes, View};
+
 use ninfer::decode::decode_row;
 use ninfer::formats::import::import_gguf;
 use ninfer::layouts::{plane_sizes, row_split};
@@ -271,31 +274,13 @@ fn only_the_two_exact_imports_exist_and_planes_are_checked() {
     );
 }
 
-#[repr(C)]
-struct CBytes {
-    ptr: *const u8,
-    len: usize,
-}
-#[repr(C)]
-struct CView {
-    format: u32,
-    layout: u32,
-    rows: u64,
-    cols: u64,
-    planes: [CBytes; 3],
-}
-#[repr(C)]
-struct CMutBytes {
-    ptr: *mut u8,
-    len: usize,
-}
 unsafe extern "C" {
-    fn ninfer_import_gguf(view: *const CView, target: u32, planes: *const CMutBytes) -> u32;
+    fn ninfer_import_gguf(view: *const View, target: u32, planes: *const MutBytes) -> u32;
 }
 
 #[test]
 fn c_entry_point_imports_and_refuses_without_writing() {
-    let none = || CBytes {
+    let none = || Bytes {
         ptr: std::ptr::null(),
         len: 0,
     };
@@ -305,13 +290,13 @@ fn c_entry_point_imports_and_refuses_without_writing() {
         (q8_block(0x3C00, [2; 32]), 0u32),
         (q8_block(0x3C00, bad), Status::InvalidEncoding as u32),
     ] {
-        let view = CView {
+        let view = View {
             format: Format::GgufQ8_0 as u32,
             layout: Layout::GgufBlocksV1 as u32,
             rows: 1,
             cols: 32,
             planes: [
-                CBytes {
+                Bytes {
                     ptr: block.as_ptr(),
                     len: block.len(),
                 },
@@ -322,15 +307,15 @@ fn c_entry_point_imports_and_refuses_without_writing() {
         let sizes = plane_sizes(Format::Q8_G32Fp16, Layout::RowSplitK128_V1, 1, 32).unwrap();
         let (mut codes, mut scales) = (vec![0xA5u8; sizes[0]], vec![0xA5u8; sizes[2]]);
         let planes = [
-            CMutBytes {
+            MutBytes {
                 ptr: codes.as_mut_ptr(),
                 len: codes.len(),
             },
-            CMutBytes {
+            MutBytes {
                 ptr: std::ptr::null_mut(),
                 len: 0,
             },
-            CMutBytes {
+            MutBytes {
                 ptr: scales.as_mut_ptr(),
                 len: scales.len(),
             },

@@ -2,25 +2,12 @@
 //! buffers, mismatched K), nothing written on error, free(NULL), and a product through the
 //! C path equal bit for bit to the Rust API's.
 
+mod common;
+use common::*;
+
 use ninfer::linear::PreparedWeight;
 use ninfer::{Format, Status, WeightView};
 use std::ffi::c_void;
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Bytes {
-    ptr: *const u8,
-    len: usize,
-}
-
-#[repr(C)]
-struct View {
-    format: u32,
-    layout: u32,
-    rows: u64,
-    cols: u64,
-    planes: [Bytes; 3],
-}
 
 #[repr(C)]
 struct Handle {

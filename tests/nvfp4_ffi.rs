@@ -1,22 +1,9 @@
 //! The C exports of nvfp4, called through their C symbols.
 
-// Links the library so its `ninfer_*` symbols resolve.
-use ninfer as _;
+mod common;
+use common::*;
+
 use std::ffi::c_void;
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Bytes {
-    ptr: *const u8,
-    len: usize,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct MutBytes {
-    ptr: *mut u8,
-    len: usize,
-}
 
 /// Output plane entries from `(buffer, length)` pairs (length may be shorter than the buffer).
 fn planes(p: [(&mut [u8], usize); 3]) -> [MutBytes; 3] {
@@ -24,15 +11,6 @@ fn planes(p: [(&mut [u8], usize); 3]) -> [MutBytes; 3] {
         ptr: b.as_mut_ptr(),
         len,
     })
-}
-
-#[repr(C)]
-struct View {
-    format: u32,
-    layout: u32,
-    rows: u64,
-    cols: u64,
-    planes: [Bytes; 3],
 }
 
 unsafe extern "C" {
@@ -63,7 +41,6 @@ unsafe extern "C" {
         out: *mut u8,
         out_len: usize,
     ) -> u32;
-    fn ninfer_decode_row(view: *const View, row: u64, out: *mut f32, out_len: usize) -> u32;
 }
 
 const NVFP4: u32 = 9;
