@@ -594,7 +594,8 @@ typedef struct ninfer_quantize_provenance {
    */
   uint64_t zero_groups;
   /**
-   * Groups whose §7.2 scale took the 0x0001 underflow rescue.
+   * Groups whose §7.2 scale is 0x0001 (the underflow rescue, or a raw scale that rounded
+   * there itself: the group sits at binary16's floor).
    */
   uint64_t rescued_groups;
   /**

@@ -62,7 +62,8 @@ pub struct ninfer_quantize_provenance {
     pub groups: u64,
     /// Groups whose source values were all zero (stored scale +0).
     pub zero_groups: u64,
-    /// Groups whose §7.2 scale took the 0x0001 underflow rescue.
+    /// Groups whose §7.2 scale is 0x0001 (the underflow rescue, or a raw scale that rounded
+    /// there itself: the group sits at binary16's floor).
     pub rescued_groups: u64,
     /// Groups where grouped_search replaced the §7.2 result (0 for grouped_absmax).
     pub improved_groups: u64,

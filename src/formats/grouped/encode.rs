@@ -119,7 +119,8 @@ pub struct Provenance {
     pub groups: u64,
     /// Groups whose source was all zero (+0 scale).
     pub zero_groups: u64,
-    /// Groups whose §7.2 scale needed the 0x0001 underflow rescue.
+    /// Groups whose §7.2 scale is 0x0001, the smallest subnormal: the underflow rescue, or
+    /// a raw scale that rounded there itself (both mean the group sits at binary16's floor).
     pub rescued_groups: u64,
     /// Groups where grouped_search replaced the §7.2 result (0 for absmax).
     pub improved_groups: u64,
