@@ -5,7 +5,7 @@
 //! (64 values for Q2_0, 32 for Q8_0), its `d` the group's binary16 scale word.
 
 use crate::error::{Error, Result, mul};
-use crate::formats::gguf::f16_bits_at;
+use crate::formats::gguf::u16_at;
 use crate::layouts::{MAX_PLANES, row_split};
 use crate::registry::Format;
 use crate::view::WeightView;
@@ -53,7 +53,7 @@ pub fn import_gguf(
         .chunks_exact(bb)
         .zip(codes.chunks_exact_mut(bv).zip(scales.iter_mut()))
     {
-        *s = f16_bits_at(block, 0);
+        *s = u16_at(block, 0);
         match source {
             Format::GgufQ2_0 => {
                 for (j, q) in c.iter_mut().enumerate() {

@@ -22,7 +22,7 @@ use super::grids::{
     KSIGNS_IQ2XS, KVALUES_IQ4NL,
 };
 use super::iquants::signed_delta;
-use super::{f16_at, f16_bits_at};
+use super::{f16_at, u16_at, u32_at};
 use crate::registry::Format;
 use std::arch::x86_64::*;
 
@@ -188,7 +188,7 @@ unsafe fn bit_set(v: __m256i, bit: u32) -> __m256i {
 unsafe fn f16x8(g: &[u8], stride: usize, at: usize) -> __m256 {
     // SAFETY: AVX2 and F16C are enabled (module doc).
     unsafe {
-        let w = |j: usize| f16_bits_at(g, at + stride * j) as u64;
+        let w = |j: usize| u16_at(g, at + stride * j) as u64;
         let lo = w(0) | w(1) << 16 | w(2) << 32 | w(3) << 48;
         let hi = w(4) | w(5) << 16 | w(6) << 32 | w(7) << 48;
         _mm256_cvtph_ps(_mm_set_epi64x(hi as i64, lo as i64))
@@ -661,16 +661,6 @@ unsafe fn grid8_iq1(y: &mut [f32], dl: __m256, grid: u64, delta: __m256) {
         // SAFETY: `y` holds 8 floats.
         unsafe { _mm256_storeu_ps(y.as_mut_ptr(), _mm256_mul_ps(dl, _mm256_add_ps(g, delta))) }
     }
-}
-
-#[inline(always)]
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-#[inline(always)]
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 #[target_feature(enable = "avx2")]

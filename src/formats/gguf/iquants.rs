@@ -7,21 +7,11 @@
 //! a multiplication by ±1 as ggml writes it (the compiler may turn it into a sign flip, which
 //! differs only in the sign of a NaN).
 
-use super::f16_at;
 use super::grids::{
     IQ1M_DELTA, IQ1S_DELTA, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID,
     KMASK_IQ2XS, KSIGNS_IQ2XS, KVALUES_IQ4NL,
 };
-
-#[inline(always)]
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-#[inline(always)]
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
+use super::{f16_at, u16_at, u32_at};
 
 /// ±1 for element j of a sign byte (bit set → negative).
 #[inline(always)]

@@ -6,7 +6,7 @@ use super::f16_at;
 /// sub-blocks 0..4 keep theirs in the low 6 bits of bytes j and j+4; sub-blocks 4..8 take
 /// their low 4 bits from byte j+4 and their high 2 bits from the top of bytes j-4 and j.
 #[inline(always)]
-pub(super) fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
+pub(crate) fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {

@@ -26,16 +26,24 @@ pub use validate::validate;
 use crate::error::{Error, Result};
 use crate::registry::{Category, Format};
 
-/// Reads the little-endian binary16 at `b[0..2]` as f32 (exact).
+pub(crate) use kquants::scale_min_k4;
+
+/// Reads the little-endian binary16 at `b[at..at + 2]` as f32 (exact).
 #[inline(always)]
 pub(crate) fn f16_at(b: &[u8], at: usize) -> f32 {
-    half::f16::from_bits(f16_bits_at(b, at)).to_f32()
+    half::f16::from_bits(u16_at(b, at)).to_f32()
 }
 
-/// The little-endian binary16 word at `b[at..at + 2]`.
+/// The little-endian 16-bit word at `b[at..at + 2]` (block fields are little-endian).
 #[inline(always)]
-pub(crate) fn f16_bits_at(b: &[u8], at: usize) -> u16 {
+pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+/// The little-endian 32-bit word at `b[at..at + 4]`.
+#[inline(always)]
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 /// One block type's row dequantizer: `blocks` holds whole blocks, `out` their values.

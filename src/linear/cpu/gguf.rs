@@ -18,6 +18,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::{Isa, tree8};
+use crate::formats::gguf::{f16_at, scale_min_k4};
 use crate::linear::q8_1::Row;
 use crate::registry::Format;
 
@@ -42,26 +43,6 @@ impl Kind {
             Format::GgufQ6_K => Kind::Q6K,
             _ => return None,
         })
-    }
-}
-
-#[inline(always)]
-pub(super) fn f16_at(b: &[u8], at: usize) -> f32 {
-    half::f16::from_bits(u16::from_le_bytes([b[at], b[at + 1]])).to_f32()
-}
-
-/// 6-bit scale and min of sub-block j (0..8) from Q4_K's 12 packed bytes: sub-blocks 0..4
-/// keep them in the low 6 bits of bytes j and j+4; 4..8 take the low 4 bits from byte j+4
-/// (low / high nibble) and the high 2 bits from the top of bytes j−4 and j.
-#[inline(always)]
-pub(super) fn q4k_scale_min(s: &[u8], j: usize) -> (u8, u8) {
-    if j < 4 {
-        (s[j] & 63, s[j + 4] & 63)
-    } else {
-        (
-            (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4),
-            (s[j + 4] >> 4) | ((s[j] >> 6) << 4),
-        )
     }
 }
 
@@ -123,7 +104,7 @@ fn unpack_q5_0(row: &[u8], b: usize) -> Unpacked {
 
 /// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`: sub-block j uses
 /// qs[32·(j/2) ..][0..32], low nibbles for even j, high for odd; scale from
-/// [`q4k_scale_min`]. The min term is applied separately ([`q4k_min`]).
+/// [`scale_min_k4`]. The min term is applied separately ([`q4k_min`]).
 fn unpack_q4_k(row: &[u8], b: usize) -> Unpacked {
     let (sb, j) = (b / 8, b % 8);
     let blk = &row[144 * sb..144 * sb + 144];
@@ -133,7 +114,7 @@ fn unpack_q4_k(row: &[u8], b: usize) -> Unpacked {
     for (o, &c) in q.iter_mut().zip(qs) {
         *o = ((c >> shift) & 0x0F) as i8;
     }
-    let sc = q4k_scale_min(&blk[4..16], j).0 as i32;
+    let sc = scale_min_k4(j, &blk[4..16]).0 as i32;
     Unpacked {
         q,
         sc: [sc, sc],
@@ -146,7 +127,7 @@ pub(super) fn q4k_min(row: &[u8], sb: usize) -> (f32, [u8; 8]) {
     let blk = &row[144 * sb..144 * sb + 144];
     let mut m = [0u8; 8];
     for (j, o) in m.iter_mut().enumerate() {
-        *o = q4k_scale_min(&blk[4..16], j).1;
+        *o = scale_min_k4(j, &blk[4..16]).1;
     }
     (f16_at(blk, 2), m)
 }

@@ -8,7 +8,8 @@
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
 
-use super::gguf::{Kind, finish, q4k_scale_min};
+use super::gguf::{Kind, finish};
+use crate::formats::gguf::scale_min_k4;
 use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 
@@ -179,7 +180,7 @@ impl Unpack for Q4K {
             m: [0; 8],
         };
         for j in 0..8 {
-            let (s, m) = q4k_scale_min(&blk[4..16], j);
+            let (s, m) = scale_min_k4(j, &blk[4..16]);
             c.sc[j] = s as i16;
             c.m[j] = m;
         }
