@@ -353,17 +353,13 @@ pub fn fp8_row_maxabs(
     is_fp8_row(format)?;
     src.check_shape(rows, cols)?;
     let lay = format.info().layout;
-    let sizes = layouts::plane_sizes(format, lay, rows, cols)?;
-    for (i, p) in planes.iter().enumerate() {
-        if p.len() != sizes[i] {
-            return Err(Error::SizeMismatch {
-                unit: "bytes",
-                plane: layouts::plane_name(lay, i),
-                expected: sizes[i],
-                actual: p.len(),
-            });
-        }
-    }
+    layouts::check_plane_lens(
+        format,
+        lay,
+        rows,
+        cols,
+        [planes[0].len(), planes[1].len(), 0],
+    )?;
     let scales: Vec<Result<u16>> = (0..rows)
         .into_par_iter()
         .map_init(

@@ -91,20 +91,32 @@ pub fn check_planes(
     cols: usize,
     planes: &[&[u8]; MAX_PLANES],
 ) -> Result<()> {
+    check_plane_lens(format, layout, rows, cols, planes.map(<[u8]>::len)).map(|_| ())
+}
+
+/// [`check_planes`] on plane lengths alone (an encoder's output buffers), returning the
+/// layout's [`plane_sizes`].
+pub fn check_plane_lens(
+    format: Format,
+    layout: Layout,
+    rows: usize,
+    cols: usize,
+    lens: [usize; MAX_PLANES],
+) -> Result<PlaneSizes> {
     let sizes = plane_sizes(format, layout, rows, cols)?;
-    for (i, (&expected, plane)) in sizes.iter().zip(planes).enumerate() {
+    for (i, (&expected, &actual)) in sizes.iter().zip(&lens).enumerate() {
         if layout == Layout::BlockScaleK16_M128x4_V1 && i == block_scale::DIVISORS_PLANE {
-            block_scale::check_divisors_len(rows, plane.len())?;
+            block_scale::check_divisors_len(rows, actual)?;
             continue;
         }
-        if plane.len() != expected {
+        if actual != expected {
             return Err(Error::SizeMismatch {
                 unit: "bytes",
                 plane: plane_name(layout, i),
                 expected,
-                actual: plane.len(),
+                actual,
             });
         }
     }
-    Ok(())
+    Ok(sizes)
 }

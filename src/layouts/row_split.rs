@@ -253,17 +253,8 @@ pub fn pack(
     scales: &[u16],
     planes: [&mut [u8]; MAX_PLANES],
 ) -> Result<()> {
-    let sizes = crate::layouts::plane_sizes(format, crate::Layout::RowSplitK128_V1, rows, cols)?;
-    for (i, (p, &n)) in planes.iter().zip(&sizes).enumerate() {
-        if p.len() != n {
-            return Err(Error::SizeMismatch {
-                unit: "bytes",
-                plane: crate::layouts::plane_name(crate::Layout::RowSplitK128_V1, i),
-                expected: n,
-                actual: p.len(),
-            });
-        }
-    }
+    let lens = planes.each_ref().map(|p| p.len());
+    crate::layouts::check_plane_lens(format, crate::Layout::RowSplitK128_V1, rows, cols, lens)?;
     crate::formats::grouped::validate_logical(format, rows, cols, codes, scales)?;
     let s = Scheme::of(format)?;
     let ng = s.groups(cols);

@@ -4,8 +4,8 @@
 use super::absmax::{self, GroupError};
 use super::{Scheme, search};
 use crate::error::{Error, Result, mul};
+use crate::layouts::MAX_PLANES;
 use crate::layouts::row_split::{pack_codes, pack_scales, padded_k, row_plane_bytes};
-use crate::layouts::{MAX_PLANES, plane_name};
 use crate::registry::{Format, Layout};
 use rayon::prelude::*;
 
@@ -161,7 +161,8 @@ pub fn quantize(
     planes: [&mut [u8]; MAX_PLANES],
 ) -> Result<Provenance> {
     let s = check_target(format)?;
-    let sizes = crate::layouts::plane_sizes(format, Layout::RowSplitK128_V1, rows, cols)?;
+    // Shape errors first, as before: plane lengths are checked after the source's.
+    crate::layouts::plane_sizes(format, Layout::RowSplitK128_V1, rows, cols)?;
     let n = mul(rows, cols, "rows × K")?;
     if src.len() != n {
         return Err(Error::SizeMismatch {
@@ -171,16 +172,8 @@ pub fn quantize(
             actual: src.len(),
         });
     }
-    for (i, (p, &want)) in planes.iter().zip(&sizes).enumerate() {
-        if p.len() != want {
-            return Err(Error::SizeMismatch {
-                unit: "bytes",
-                plane: plane_name(Layout::RowSplitK128_V1, i),
-                expected: want,
-                actual: p.len(),
-            });
-        }
-    }
+    let lens = planes.each_ref().map(|p| p.len());
+    crate::layouts::check_plane_lens(format, Layout::RowSplitK128_V1, rows, cols, lens)?;
     check_options(opts, cols)?;
     let per = row_plane_bytes(format, cols)?;
     let kp = padded_k(cols)?;
