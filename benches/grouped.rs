@@ -8,7 +8,8 @@
 //! `cargo bench --bench grouped`; `NINFER_BENCH_N=1024` for a quicker run.
 
 use ninfer::decode::decode_row;
-use ninfer::formats::grouped::{Options, Source, quantize};
+use ninfer::formats::float_source::FloatSource;
+use ninfer::formats::grouped::{Options, quantize};
 use ninfer::layouts::plane_sizes;
 use ninfer::{Format, Layout, WeightView};
 use std::time::Instant;
@@ -63,7 +64,7 @@ fn main() {
                 let [a, b, c] = &mut planes;
                 quantize(
                     format,
-                    Source::F32(&src),
+                    FloatSource::F32(&src),
                     rows,
                     cols,
                     &Options::ABSMAX,

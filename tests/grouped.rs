@@ -9,7 +9,8 @@
 //! - grouped_search: never worse than grouped_absmax under the importance weights (errors
 //!   computed here from the decoded weights), valid output, thread-count independence.
 
-use ninfer::formats::grouped::{Method, Options, Source, quantize};
+use ninfer::formats::float_source::FloatSource;
+use ninfer::formats::grouped::{Method, Options, quantize};
 use ninfer::layouts::row_split;
 use ninfer::{Error, Format, Layout, Status, WeightView, decode::decode_row};
 
@@ -53,7 +54,7 @@ fn planes_for(f: Format, rows: usize, cols: usize, fill: u8) -> [Vec<u8>; 3] {
 
 fn run(
     f: Format,
-    src: Source<'_>,
+    src: FloatSource<'_>,
     rows: usize,
     cols: usize,
     o: &Options<'_>,
@@ -96,15 +97,15 @@ fn absmax_matches_the_python_oracle_bit_for_bit() {
                     .chunks_exact(4)
                     .map(|w| f32::from_le_bytes(w.try_into().unwrap()))
                     .collect();
-                Source::F32(&f32s)
+                FloatSource::F32(&f32s)
             }
             1 => {
                 u16s = words_u16(&src_bytes);
-                Source::Bf16(&u16s)
+                FloatSource::Bf16(&u16s)
             }
             _ => {
                 u16s = words_u16(&src_bytes);
-                Source::F16(&u16s)
+                FloatSource::F16(&u16s)
             }
         };
         let mut planes = planes_for(f, rows, cols, 0xab);
@@ -157,7 +158,7 @@ fn absmax_matches_the_python_oracle_bit_for_bit() {
             // The case exists because direct division selects another code (§7.2).
             let s32 = f16_value(want_scales[0]);
             let x = match src {
-                Source::F32(v) => v,
+                FloatSource::F32(v) => v,
                 _ => unreachable!(),
             };
             let by_division = x[..g].iter().map(|&v| {
@@ -268,7 +269,7 @@ fn absmax_bulk_groups_match_the_python_oracle() {
         let mut planes = planes_for(f, rows, cols, 0);
         run(
             f,
-            Source::F32(&x),
+            FloatSource::F32(&x),
             rows,
             cols,
             &Options::ABSMAX,
@@ -300,7 +301,15 @@ fn absmax_bulk_groups_match_the_python_oracle() {
 fn q2_and_t2_targets_are_refused() {
     for f in [Format::Q2_G64Fp16, Format::T2_G128Fp16, Format::Bf16] {
         let mut p = [vec![], vec![], vec![]];
-        let e = run(f, Source::F32(&[1.0; 64]), 1, 64, &Options::ABSMAX, &mut p).unwrap_err();
+        let e = run(
+            f,
+            FloatSource::F32(&[1.0; 64]),
+            1,
+            64,
+            &Options::ABSMAX,
+            &mut p,
+        )
+        .unwrap_err();
         assert!(
             matches!(e.status(), Status::Unsupported | Status::IncompatibleLayout),
             "{f}: {e}"
@@ -315,7 +324,7 @@ fn gathers_of_the_encoding_equal_the_encoding_of_gathers() {
     let x = bulk_groups(99, rows * cols / 60 + 1, 60);
     let x = &x[..rows * cols];
     let mut p = planes_for(f, rows, cols, 0);
-    run(f, Source::F32(x), rows, cols, &Options::ABSMAX, &mut p).unwrap();
+    run(f, FloatSource::F32(x), rows, cols, &Options::ABSMAX, &mut p).unwrap();
     let view = WeightView::new(
         f,
         Layout::RowSplitK128_V1,
@@ -335,7 +344,7 @@ fn gathers_of_the_encoding_equal_the_encoding_of_gathers() {
     let mut qp = planes_for(f, idx.len(), cols, 0);
     run(
         f,
-        Source::F32(&xs),
+        FloatSource::F32(&xs),
         idx.len(),
         cols,
         &Options::ABSMAX,
@@ -394,7 +403,15 @@ fn search_is_never_worse_than_absmax_and_validates() {
         Format::Q8_G32Fp16,
     ] {
         let mut pa = planes_for(f, rows, cols, 0);
-        run(f, Source::F32(&x), rows, cols, &Options::ABSMAX, &mut pa).unwrap();
+        run(
+            f,
+            FloatSource::F32(&x),
+            rows,
+            cols,
+            &Options::ABSMAX,
+            &mut pa,
+        )
+        .unwrap();
         let wa = decoded(f, rows, cols, &pa);
         for (importance, neg) in [
             (None, false),
@@ -408,7 +425,7 @@ fn search_is_never_worse_than_absmax_and_validates() {
                 negative_scales: neg,
             };
             let mut ps = planes_for(f, rows, cols, 0);
-            let prov = run(f, Source::F32(&x), rows, cols, &o, &mut ps).unwrap();
+            let prov = run(f, FloatSource::F32(&x), rows, cols, &o, &mut ps).unwrap();
             let ws = decoded(f, rows, cols, &ps);
             let w = importance.unwrap_or(&ones);
             let ea = weighted_group_errors(f, &x, &wa, w, cols);
@@ -451,14 +468,14 @@ fn search_keeps_absmax_when_nothing_is_strictly_better() {
     let cols = 128;
     let x: Vec<f32> = (0..cols).map(|k| ((k % 15) as f32 - 7.0) * 0.25).collect();
     let mut pa = planes_for(f, 1, cols, 0);
-    run(f, Source::F32(&x), 1, cols, &Options::ABSMAX, &mut pa).unwrap();
+    run(f, FloatSource::F32(&x), 1, cols, &Options::ABSMAX, &mut pa).unwrap();
     let o = Options {
         method: Method::GroupedSearch,
         importance: None,
         negative_scales: true,
     };
     let mut ps = planes_for(f, 1, cols, 0);
-    let prov = run(f, Source::F32(&x), 1, cols, &o, &mut ps).unwrap();
+    let prov = run(f, FloatSource::F32(&x), 1, cols, &o, &mut ps).unwrap();
     assert_eq!(pa, ps);
     assert_eq!(prov.improved_groups, 0);
     assert_eq!(prov.error, 0.0);
@@ -486,7 +503,15 @@ fn results_do_not_depend_on_thread_count() {
                     .unwrap();
                 pool.install(|| {
                     let mut p = planes_for(Format::Q6_G64Fp16, rows, cols, 0);
-                    run(Format::Q6_G64Fp16, Source::F32(&x), rows, cols, &o, &mut p).unwrap();
+                    run(
+                        Format::Q6_G64Fp16,
+                        FloatSource::F32(&x),
+                        rows,
+                        cols,
+                        &o,
+                        &mut p,
+                    )
+                    .unwrap();
                     p
                 })
             })
@@ -535,13 +560,29 @@ fn option_refusals() {
             negative_scales: false,
         },
     ] {
-        let e = run(f, Source::F32(&x), 1, 128, &o, &mut p).unwrap_err();
+        let e = run(f, FloatSource::F32(&x), 1, 128, &o, &mut p).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument, "{e}");
     }
-    let e = run(f, Source::F32(&x[..100]), 1, 128, &Options::ABSMAX, &mut p).unwrap_err();
+    let e = run(
+        f,
+        FloatSource::F32(&x[..100]),
+        1,
+        128,
+        &Options::ABSMAX,
+        &mut p,
+    )
+    .unwrap_err();
     assert_eq!(e.status(), Status::SizeMismatch);
     let mut small = [vec![0u8; 10], vec![], vec![0u8; 4]];
-    let e = run(f, Source::F32(&x), 1, 128, &Options::ABSMAX, &mut small).unwrap_err();
+    let e = run(
+        f,
+        FloatSource::F32(&x),
+        1,
+        128,
+        &Options::ABSMAX,
+        &mut small,
+    )
+    .unwrap_err();
     assert_eq!(e.status(), Status::SizeMismatch);
     assert!(p.iter().flatten().all(|&b| b == 0x11));
 }
@@ -574,7 +615,7 @@ fn search_matches_the_python_oracle_bit_for_bit() {
             negative_scales: neg,
         };
         let mut p = planes_for(f, rows, cols, 0);
-        run(f, Source::F32(&x), rows, cols, &o, &mut p).unwrap();
+        run(f, FloatSource::F32(&x), rows, cols, &o, &mut p).unwrap();
         let view = WeightView::new(
             f,
             Layout::RowSplitK128_V1,

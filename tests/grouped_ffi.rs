@@ -117,7 +117,7 @@ fn absmax_through_c_matches_the_rust_api() {
     let [a, b, c] = &mut want.bufs;
     ninfer::formats::grouped::quantize(
         ninfer::Format::Q6_G64Fp16,
-        ninfer::formats::grouped::Source::F32(&x),
+        ninfer::formats::float_source::FloatSource::F32(&x),
         rows,
         cols,
         &ninfer::formats::grouped::Options::ABSMAX,

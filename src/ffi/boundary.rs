@@ -1,8 +1,10 @@
 //! The one helper every export goes through, and the thread-local last error.
 
+use crate::dtype::Dtype;
 use crate::error::{Error, Result, Status};
+use crate::formats::float_source::FloatSource;
 use std::cell::RefCell;
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 thread_local! {
@@ -212,4 +214,25 @@ pub(crate) fn unused_plane(plane: &[u8], name: &'static str) -> Result<()> {
             actual: n,
         }),
     }
+}
+
+/// A [`FloatSource`] from a C `(src, src_bytes, src_dtype)` triple for a `rows × cols`
+/// source: `src_bytes` must be exactly rows × cols × the element size (checked in bytes).
+///
+/// # Safety
+/// When non-NULL, `src` must point to `src_bytes` readable bytes, valid for `'a`.
+pub(crate) unsafe fn float_source<'a>(
+    src: *const c_void,
+    src_bytes: usize,
+    dtype: u32,
+    rows: usize,
+    cols: usize,
+) -> Result<FloatSource<'a>> {
+    let dtype = Dtype::from_u32(dtype)?;
+    let len = dtype.source_len(rows, cols, src_bytes)?;
+    Ok(match dtype {
+        Dtype::F32 => FloatSource::F32(unsafe { in_slice(src.cast::<f32>(), len, "src") }?),
+        Dtype::Bf16 => FloatSource::Bf16(unsafe { in_slice(src.cast::<u16>(), len, "src") }?),
+        Dtype::F16 => FloatSource::F16(unsafe { in_slice(src.cast::<u16>(), len, "src") }?),
+    })
 }

@@ -1,35 +1,12 @@
 //! Row-scaled FP8 (spec §3.4): the fp8_row_maxabs encoder and the payload validator.
 
-use super::boundary::{call, in_slice, mut_planes, out_slice, unused_plane};
+use super::boundary::{call, float_source, in_slice, mut_planes, out_slice, unused_plane};
 use super::quantize::ninfer_mut_bytes;
 use super::view::{from_c, ninfer_weight_view};
-use crate::dtype::Dtype;
-use crate::error::{Result, Status, to_usize};
-use crate::formats::float_source::FloatSource;
+use crate::error::{Status, to_usize};
 use crate::formats::fp8_row;
 use crate::registry::Format;
 use std::ffi::c_void;
-
-/// A [`FloatSource`] from a C `(src, src_bytes, src_dtype)` triple for a `rows × cols`
-/// source: `src_bytes` must be exactly rows × cols × the element size (checked in bytes).
-///
-/// # Safety
-/// When non-NULL, `src` must point to `src_bytes` readable bytes, valid for `'a`.
-pub(crate) unsafe fn float_source<'a>(
-    src: *const c_void,
-    src_bytes: usize,
-    dtype: u32,
-    rows: usize,
-    cols: usize,
-) -> Result<FloatSource<'a>> {
-    let dtype = Dtype::from_u32(dtype)?;
-    let len = dtype.source_len(rows, cols, src_bytes)?;
-    Ok(match dtype {
-        Dtype::F32 => FloatSource::F32(unsafe { in_slice(src.cast::<f32>(), len, "src") }?),
-        Dtype::Bf16 => FloatSource::Bf16(unsafe { in_slice(src.cast::<u16>(), len, "src") }?),
-        Dtype::F16 => FloatSource::F16(unsafe { in_slice(src.cast::<u16>(), len, "src") }?),
-    })
-}
 
 /// Quantizes a row-major `rows × cols` source with the `fp8_row_maxabs` method into the
 /// planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`). Same

@@ -1,7 +1,6 @@
 //! nvfp4 (spec §3.3): the quantizer, the payload validator and the scale swizzle.
 
-use super::boundary::{bytes, call, mut_planes, out_slice};
-use super::fp8::float_source;
+use super::boundary::{bytes, call, float_source, mut_planes, out_slice};
 use super::quantize::ninfer_mut_bytes;
 use super::view::{from_c, ninfer_weight_view};
 use crate::error::{Error, Status, to_usize};

@@ -1,9 +1,9 @@
 //! Grouped encoders: `ninfer_quantize_grouped` (grouped_absmax §7.2, grouped_search §7.3).
 
-use super::boundary::{call, in_slice, mut_planes, write};
+use super::boundary::{call, float_source, in_slice, mut_planes, write};
 use crate::dtype::Dtype;
 use crate::error::{Error, Result, Status, to_usize};
-use crate::formats::grouped::{Method, Options, Provenance, Source, quantize};
+use crate::formats::grouped::{Method, Options, Provenance, quantize};
 use crate::registry::Format;
 use std::ffi::c_void;
 
@@ -139,7 +139,8 @@ pub unsafe extern "C" fn ninfer_quantize_grouped(
 ) -> Status {
     call(|| {
         let format = Format::from_u32(format)?;
-        let dtype = Dtype::from_u32(src_dtype)?;
+        // An unknown dtype is reported before any shape or length error.
+        Dtype::from_u32(src_dtype)?;
         let rows = to_usize(rows, "rows")?;
         let cols = to_usize(cols, "cols")?;
         let opts = match options.is_null() {
@@ -160,12 +161,7 @@ pub unsafe extern "C" fn ninfer_quantize_grouped(
             }
         };
         // Checked in bytes here so that the message counts what the caller passed.
-        let n = dtype.source_len(rows, cols, src_bytes)?;
-        let src = match dtype {
-            Dtype::F32 => Source::F32(unsafe { in_slice(src.cast::<f32>(), n, "src") }?),
-            Dtype::Bf16 => Source::Bf16(unsafe { in_slice(src.cast::<u16>(), n, "src") }?),
-            Dtype::F16 => Source::F16(unsafe { in_slice(src.cast::<u16>(), n, "src") }?),
-        };
+        let src = unsafe { float_source(src, src_bytes, src_dtype, rows, cols) }?;
         // Checked before encoding so that nothing is written when it is unusable.
         if (provenance as usize) % align_of::<ninfer_quantize_provenance>() != 0 {
             return Err(Error::Misaligned(

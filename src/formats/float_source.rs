@@ -68,6 +68,19 @@ impl<'a> FloatSource<'a> {
         }
     }
 
+    /// Row `r` (of `cols` values) as binary32: borrowed for f32, widened exactly into `buf`
+    /// (at least `cols` long) for bf16 and binary16.
+    pub fn row<'b>(&'b self, r: usize, cols: usize, buf: &'b mut [f32]) -> &'b [f32] {
+        match self {
+            FloatSource::F32(s) => &s[r * cols..(r + 1) * cols],
+            _ => {
+                let buf = &mut buf[..cols];
+                self.read_into(r * cols, buf);
+                buf
+            }
+        }
+    }
+
     /// The sub-range `start .. start + len` of the elements.
     pub fn slice(&self, start: usize, len: usize) -> FloatSource<'a> {
         match *self {

@@ -10,7 +10,7 @@ use crate::st::{self, Descriptor, Entry, StFile, Writer};
 use crate::table::{self, count};
 use anyhow::{Result, bail};
 use ninfer::formats::float_source::FloatSource;
-use ninfer::formats::grouped::{self, Method, Options, Source};
+use ninfer::formats::grouped::{self, Method, Options};
 use ninfer::formats::{fp8_row, nvfp4};
 use ninfer::{Category, Format, WeightView, layouts};
 use rayon::prelude::*;
@@ -96,11 +96,6 @@ fn encode(
     let src_name = st::dtype_name(dtype);
     let prov = match format.info().category {
         Category::GroupedInt => {
-            let gsrc = match dtype {
-                Dtype::F32 => Source::F32(&f32s),
-                Dtype::BF16 => Source::Bf16(&u16s),
-                _ => Source::F16(&u16s),
-            };
             let opts = Options {
                 method: match method {
                     MethodArg::Absmax => Method::GroupedAbsmax,
@@ -110,7 +105,7 @@ fn encode(
                 negative_scales: false,
             };
             let [p0, p1, p2] = &mut planes;
-            let p = grouped::quantize(format, gsrc, rows, cols, &opts, [p0, p1, p2])?;
+            let p = grouped::quantize(format, fsrc, rows, cols, &opts, [p0, p1, p2])?;
             format!(
                 "method={};parameters_version={};negative_scales={};importance={};source_dtype={src_name}",
                 p.method.name(),

@@ -4,51 +4,11 @@
 use super::absmax::{self, GroupError};
 use super::{Scheme, search};
 use crate::error::{Error, Result, mul};
+use crate::formats::float_source::FloatSource;
 use crate::layouts::MAX_PLANES;
 use crate::layouts::row_split::{pack_codes, pack_scales, padded_k, row_plane_bytes};
 use crate::registry::{Format, Layout};
 use rayon::prelude::*;
-
-/// A dense row-major `[rows, cols]` source (native-endian host values).
-#[derive(Clone, Copy, Debug)]
-pub enum Source<'a> {
-    /// binary32 values (used unchanged).
-    F32(&'a [f32]),
-    /// bfloat16 words (widened exactly to binary32).
-    Bf16(&'a [u16]),
-    /// binary16 words (widened exactly to binary32).
-    F16(&'a [u16]),
-}
-
-impl Source<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Source::F32(v) => v.len(),
-            Source::Bf16(v) | Source::F16(v) => v.len(),
-        }
-    }
-
-    /// Row `r` (of `cols` values) as binary32: borrowed for f32, widened exactly into `buf`
-    /// for bf16 and binary16 (§7.1).
-    fn row<'b>(&'b self, r: usize, cols: usize, buf: &'b mut [f32]) -> &'b [f32] {
-        let range = r * cols..(r + 1) * cols;
-        match self {
-            Source::F32(v) => &v[range],
-            Source::Bf16(v) => {
-                for (o, &w) in buf.iter_mut().zip(&v[range]) {
-                    *o = f32::from_bits((w as u32) << 16);
-                }
-                buf
-            }
-            Source::F16(v) => {
-                for (o, &w) in buf.iter_mut().zip(&v[range]) {
-                    *o = half::f16::from_bits(w).to_f32();
-                }
-                buf
-            }
-        }
-    }
-}
 
 /// A conversion method (C: `NINFER_QUANTIZE_METHOD_*`, a `uint32_t`).
 ///
@@ -154,7 +114,7 @@ struct RowStats {
 /// [`Error::ScaleOverflow`] (row, group).
 pub fn quantize(
     format: Format,
-    src: Source<'_>,
+    src: FloatSource<'_>,
     rows: usize,
     cols: usize,
     opts: &Options<'_>,
@@ -333,7 +293,7 @@ impl Kernel {
 fn encode_row(
     kernel: Kernel,
     s: &Scheme,
-    src: &Source<'_>,
+    src: &FloatSource<'_>,
     r: usize,
     cols: usize,
     opts: &Options<'_>,
@@ -352,7 +312,7 @@ fn encode_row(
 #[target_feature(enable = "avx2,f16c")]
 unsafe fn encode_row_avx2(
     s: &Scheme,
-    src: &Source<'_>,
+    src: &FloatSource<'_>,
     r: usize,
     cols: usize,
     opts: &Options<'_>,
@@ -368,7 +328,7 @@ unsafe fn encode_row_avx2(
 #[allow(clippy::too_many_arguments)]
 fn encode_row_impl(
     s: &Scheme,
-    src: &Source<'_>,
+    src: &FloatSource<'_>,
     r: usize,
     cols: usize,
     opts: &Options<'_>,
@@ -455,7 +415,7 @@ fn encode_row_impl(
 fn check_row(
     kernel: Kernel,
     s: &Scheme,
-    src: &Source<'_>,
+    src: &FloatSource<'_>,
     r: usize,
     cols: usize,
     buf: &mut [f32],
@@ -596,7 +556,7 @@ mod tests {
                         let st = encode_row(
                             kern,
                             &s,
-                            &Source::F32(&x),
+                            &FloatSource::F32(&x),
                             r,
                             cols,
                             &Options::ABSMAX,
@@ -663,7 +623,7 @@ mod tests {
                             &mut b[r * per[1]..(r + 1) * per[1]],
                             &mut c[r * per[2]..(r + 1) * per[2]],
                         ];
-                        encode_row(kern, &s, &Source::F32(&x), r, cols, &opts, &mut scr, o)
+                        encode_row(kern, &s, &FloatSource::F32(&x), r, cols, &opts, &mut scr, o)
                             .unwrap();
                     }
                     outs.push(p);

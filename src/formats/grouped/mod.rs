@@ -14,7 +14,7 @@ pub mod absmax;
 pub mod encode;
 pub mod search;
 
-pub use encode::{Method, Options, Provenance, Source, quantize};
+pub use encode::{Method, Options, Provenance, quantize};
 
 use crate::error::{Error, Result};
 use crate::registry::{Category, Format};
