@@ -69,18 +69,8 @@ pub(crate) fn last_error_message(buf: *mut c_char, len: usize) -> usize {
 /// When non-NULL, `ptr` must point to `len` readable bytes that stay valid and unmodified
 /// for `'a`.
 pub(crate) unsafe fn bytes<'a>(ptr: *const u8, len: usize, what: &'static str) -> Result<&'a [u8]> {
-    if len > isize::MAX as usize {
-        return Err(Error::Overflow(format!("{what}: length {len}")));
-    }
-    if ptr.is_null() {
-        return if len == 0 {
-            Ok(&[])
-        } else {
-            Err(Error::NullPointer(what))
-        };
-    }
-    // SAFETY: non-NULL, length bounded by isize::MAX, validity promised by the caller.
-    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+    // SAFETY: forwarded contract; bytes need no alignment.
+    unsafe { in_slice(ptr, len, what) }
 }
 
 /// A mutable slice of `len` elements of `T` from a C pointer: NULL only with length 0,
@@ -117,7 +107,6 @@ pub(crate) unsafe fn out_slice<'a, T>(
 ///
 /// # Safety
 /// When non-NULL, `ptr` must point to `len` readable `T`s valid for `'a`.
-#[allow(dead_code)] // used by the encoders and linear exports
 pub(crate) unsafe fn in_slice<'a, T>(
     ptr: *const T,
     len: usize,
