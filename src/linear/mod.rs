@@ -516,9 +516,11 @@ impl<'a> PreparedWeight<'a> {
                 self.float_rows(&ws[..count], x, m, out, values)
             }
             Path::Gguf(kind) => {
-                for (i, o) in out.chunks_exact_mut(m).enumerate() {
-                    cpu::gguf::dot_rows(self.isa, kind, bytes(i), q, o);
+                let mut ws: [&[u8]; ROW_GROUP] = [&[]; ROW_GROUP];
+                for (i, w) in ws.iter_mut().enumerate().take(count) {
+                    *w = bytes(i);
                 }
+                cpu::gguf::dot_row_group(self.isa, kind, &ws[..count], q, out);
             }
             Path::GgufDecoded | Path::Decoded => {
                 let k = v.cols();

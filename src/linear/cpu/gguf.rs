@@ -166,6 +166,17 @@ fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
     }
 }
 
+/// Up to [`ROW_GROUP`](crate::linear) consecutive weight rows `ws` against every q8_1 row
+/// `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major). A family
+/// may compute several weight rows in one pass (M = 1 GEMV), but each output's bits must
+/// not depend on how many rows share the pass.
+pub(crate) fn dot_row_group(isa: Isa, kind: Kind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert_eq!(ws.len() * xs.len(), out.len());
+    for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len())) {
+        dot_rows(isa, kind, w, xs, o);
+    }
+}
+
 /// `out[r]` = the product of weight row `w` (whole blocks of `kind`) with q8_1 row `xs[r]`.
 pub(crate) fn dot_rows(isa: Isa, kind: Kind, w: &[u8], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(xs.len(), out.len());
