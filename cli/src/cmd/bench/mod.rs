@@ -295,12 +295,15 @@ fn verdict(name: &str, results: &[(bool, f64)], unit: impl Fn(f64) -> String) ->
         .iter()
         .map(|r| r.1)
         .fold(f64::NEG_INFINITY, f64::max);
+    let range = if results.len() == 1 {
+        unit(lo)
+    } else {
+        format!("{}–{}", unit(lo), unit(hi))
+    };
     Some(format!(
-        "{name}: {}, {met} of {} rows ({}–{})",
+        "{name}: {}, {met} of {} rows ({range})",
         if met == results.len() { "ok" } else { "MISS" },
         results.len(),
-        unit(lo),
-        unit(hi)
     ))
 }
 
