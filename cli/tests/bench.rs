@@ -138,7 +138,7 @@ fn without_ggml_its_columns_are_dashes_and_a_line_says_how_to_build_it() {
         assert!(o.status.success(), "{out}{}", stderr(&o));
         let note = out
             .lines()
-            .find(|l| l.starts_with("ggml: not found"))
+            .find(|l| l.starts_with("ggml: not loaded"))
             .unwrap_or_else(|| panic!("no ggml note in\n{out}"));
         assert!(note.contains("scripts/build-ggml.sh"), "{note}");
         let rows = table_rows(&out);

@@ -5,8 +5,8 @@
 //!
 //! - ≥ 1.2× ggml's `vec_dot` for GGUF types while the weight fits in L3 (4096 × 4096);
 //! - ≥ 90% of the measured read bandwidth at M = 1 when it does not (16384 × 4096);
-//! - the native formats (grouped, fp8 rows, nvfp4) at least as fast per weight byte as
-//!   ggml's best GGUF type in the same configuration.
+//! - the native formats q4_g64_fp16, q8_g32_fp16, fp8_e4m3fn_row_* and nvfp4 at least as
+//!   fast per weight byte (weight GB/s) as ggml's best GGUF type in the same configuration.
 //!
 //! Weights are random valid payloads ([`payload`]); x is a fixed f32 pattern; y is f32.
 //! Each figure is the best of several runs ([`measure::best`]): on a shared machine compare
@@ -16,18 +16,18 @@ pub mod ggml;
 mod measure;
 mod payload;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use measure::Best;
 use ninfer::linear::{Device, PreparedWeight, supported};
 use ninfer::registry::FORMATS;
-use ninfer::{Category, Dtype, Format, Layout, WeightView};
+use ninfer::{Dtype, Format, Layout, WeightView};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Options of `ninfer bench linear`.
@@ -168,11 +168,15 @@ impl Row {
     }
 }
 
-/// Native formats: the grouped, row-scaled float and block-scaled float families.
+/// The native formats issue 6's third target names: q4_g64, q8_g32, fp8 rows, nvfp4.
 fn is_native(f: Format) -> bool {
     matches!(
-        f.info().category,
-        Category::GroupedInt | Category::RowScaledFloat | Category::BlockScaledFloat
+        f,
+        Format::Q4_G64Fp16
+            | Format::Q8_G32Fp16
+            | Format::Fp8E4m3fnRowBf16
+            | Format::Fp8E4m3fnRowFp16
+            | Format::Nvfp4
     )
 }
 
@@ -528,6 +532,149 @@ impl Printer {
     }
 }
 
+/// The peer: an explicit `--ggml` must load; the default location may be absent, and then
+/// the second value is the line saying how to get it.
+fn load_peer(dir: Option<&Path>) -> Result<(Option<ggml::Ggml>, Option<String>)> {
+    if let Some(dir) = dir {
+        let g = ggml::Ggml::load(dir).map_err(|e| anyhow!("--ggml {}: {e}", dir.display()))?;
+        return Ok((Some(g), None));
+    }
+    Ok(match ggml::Ggml::load(&ggml::default_dir()) {
+        Ok(g) => (Some(g), None),
+        Err(e) => (
+            None,
+            Some(format!(
+                "ggml: not loaded ({e}), its columns print \"-\"; get it with scripts/build-ggml.sh (run from the repository), or pass --ggml DIR / set NINFER_GGML_DIR"
+            )),
+        ),
+    })
+}
+
+/// What stays fixed during a run.
+struct Setup<'a> {
+    args: &'a LinearArgs,
+    ms: Vec<usize>,
+    threads: Vec<usize>,
+    budget: Duration,
+    peer: Option<ggml::Ggml>,
+    /// Pools for ggml's side, per thread count ≥ 2.
+    pools: BTreeMap<usize, rayon::ThreadPool>,
+    /// Weights larger than this are beyond L3.
+    l3_limit: usize,
+    info: RunInfo,
+}
+
+/// The lines above the table: run settings, bandwidth, peer.
+fn preamble(s: &Setup<'_>, peer_note: Option<&str>, out: &Printer) {
+    out.line(&format!(
+        "ninfer bench linear: y = x · Wᵀ, f32 x and y; best of ≥ 3 runs in ~{} ms each; ISA {}; L3 {}",
+        s.args.budget_ms,
+        s.info.isa,
+        s.info
+            .l3
+            .map_or("unknown (taken as 32 MiB)".into(), |v| format!("{} MiB", v >> 20))
+    ));
+    if s.info.bw.is_empty() {
+        out.line("read bandwidth: not measured (--no-bw)");
+    } else {
+        let per: Vec<String> = s
+            .info
+            .bw
+            .iter()
+            .map(|(t, b)| format!("{t} thread{} {b:.1} GB/s", if *t == 1 { "" } else { "s" }))
+            .collect();
+        out.line(&format!(
+            "read bandwidth ({} MiB, best): {}",
+            s.args.bw_mib,
+            per.join(", ")
+        ));
+    }
+    if let Some(g) = &s.peer {
+        out.line(&format!(
+            "peer: ggml vec_dot (with its own activation quantization) from {}",
+            g.dir.display()
+        ));
+    }
+    if let Some(note) = peer_note {
+        if out.output == Output::Table {
+            out.line(note);
+        } else {
+            out.bar.suspend(|| eprintln!("ninfer: {note}"));
+        }
+    }
+    out.line("");
+    out.line(&table_header());
+}
+
+/// Measures one row group, a format at one shape: every M and thread count.
+fn measure_group(
+    s: &Setup<'_>,
+    format: Format,
+    (n, k): (usize, usize),
+    out: &Printer,
+) -> Result<Vec<Row>> {
+    let name = format.name();
+    out.bar.set_message(format!("{name} {n}x{k}: payload"));
+    let p = payload::planes(format, n, k).with_context(|| format!("payload of {name} {n}x{k}"))?;
+    let layout = format.info().layout;
+    let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]])?;
+    let wbytes: usize = p.iter().map(Vec::len).sum();
+    // One prepared weight per thread count (each owns its pool; the planes are shared).
+    let mut ws = Vec::new();
+    for &t in &s.threads {
+        let mut w = PreparedWeight::new(view)?;
+        w.set_threads(t)?;
+        ws.push(w);
+    }
+    let dot = s
+        .peer
+        .as_ref()
+        .filter(|_| layout == Layout::GgufBlocksV1)
+        .and_then(|g| format.info().ggml_type.and_then(|t| g.dot(t)));
+    let mut rows = Vec::new();
+    for &m in &s.ms {
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i % 97) as f32 - 48.0) / 48.0)
+            .collect();
+        let mut y = vec![0f32; m * n];
+        for (&t, w) in s.threads.iter().zip(&ws) {
+            out.bar.set_message(format!("{name} {n}x{k} M={m} t={t}"));
+            let mut err = None;
+            let ninfer = measure::best(s.budget, || {
+                if let Err(e) = w.forward_f32(&x, m, None, &mut y) {
+                    err = Some(e);
+                }
+                black_box(&y);
+            });
+            if let Some(e) = err {
+                return Err(e).with_context(|| format!("forward of {name} {n}x{k} M={m} t={t}"));
+            }
+            let ggml = dot
+                .as_ref()
+                .map(|d| measure::ggml(d, &p[0], n, k, &x, m, s.pools.get(&t), s.budget));
+            let row = Row {
+                format,
+                n,
+                k,
+                m,
+                threads: t,
+                wbytes,
+                ninfer,
+                ggml,
+                bw: s.info.bw.get(&t).copied(),
+                beyond_l3: wbytes > s.l3_limit,
+            };
+            out.line(&table_row(&row));
+            rows.push(row);
+            out.bar.inc(1);
+        }
+    }
+    for v in group_verdicts(&rows) {
+        out.line(&v);
+    }
+    Ok(rows)
+}
+
 /// `ninfer bench linear`.
 pub fn linear(args: &LinearArgs) -> Result<bool> {
     let output = if args.json {
@@ -550,37 +697,15 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
                 .with_context(|| format!("--shapes {n}x{k} for {}", f.name()))?;
         }
     }
-    let mut threads = args.threads.clone();
+    let (mut threads, mut ms) = (args.threads.clone(), args.m.clone());
     threads.sort_unstable();
     threads.dedup();
-    let mut ms = args.m.clone();
     ms.sort_unstable();
     ms.dedup();
     let budget = Duration::from_millis(args.budget_ms);
+    let (peer, peer_note) = load_peer(args.ggml.as_deref())?;
 
-    // The peer: an explicit --ggml must load; the default location may be absent.
-    let (peer, peer_note) = match &args.ggml {
-        Some(dir) => {
-            let g = ggml::Ggml::load(dir)
-                .map_err(|e| anyhow::anyhow!("--ggml {}: {e}", dir.display()))?;
-            (Some(g), None)
-        }
-        None => {
-            let dir = ggml::default_dir();
-            match ggml::Ggml::load(&dir) {
-                Ok(g) => (Some(g), None),
-                Err(e) => (
-                    None,
-                    Some(format!(
-                        "ggml: not found ({e}); its columns print \"-\". Build it with scripts/build-ggml.sh (into .cache/ggml; then run from the repository, or pass --ggml DIR / set NINFER_GGML_DIR)"
-                    )),
-                ),
-            }
-        }
-    };
-
-    let total = (formats.len() * shapes.len() * ms.len() * threads.len()) as u64;
-    let bar = ProgressBar::new(total);
+    let bar = ProgressBar::new((formats.len() * shapes.len() * ms.len() * threads.len()) as u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {wide_msg} [{bar:24}] {pos}/{len} ETA {eta}")
             .expect("valid template")
@@ -591,129 +716,43 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
         output,
     };
 
-    let l3 = measure::l3_bytes();
     let mut bw = BTreeMap::new();
     if !args.no_bw {
         bar.set_message(format!("read bandwidth ({} MiB)", args.bw_mib));
         let mut buf = vec![0u64; args.bw_mib << 17];
         buf.iter_mut().enumerate().for_each(|(i, v)| *v = i as u64);
+        // A longer budget than the rows': on a shared machine the best run is the one
+        // least disturbed.
         for &t in &threads {
-            bw.insert(
-                t,
-                measure::read_bandwidth(&buf, t, budget.max(Duration::from_secs(1)))?,
-            );
+            bw.insert(t, measure::read_bandwidth(&buf, t, budget * 4)?);
         }
     }
-    let isa = format!("{:?}", ninfer::linear::Isa::detect()).to_lowercase();
-    let ctx = RunInfo {
-        isa,
-        l3,
-        bw,
-        ggml_dir: peer.as_ref().map(|g| g.dir.display().to_string()),
-    };
-
-    out.line(&format!(
-        "ninfer bench linear: y = x · Wᵀ, f32 x and y; best of ≥ 3 runs in ~{} ms each; ISA {}; L3 {}",
-        args.budget_ms,
-        ctx.isa,
-        l3.map_or("unknown (taken as 32 MiB)".into(), |v| format!("{} MiB", v >> 20))
-    ));
-    if ctx.bw.is_empty() {
-        out.line("read bandwidth: not measured (--no-bw)");
-    } else {
-        let per: Vec<String> = ctx
-            .bw
-            .iter()
-            .map(|(t, b)| format!("{t} thread{} {b:.1} GB/s", if *t == 1 { "" } else { "s" }))
-            .collect();
-        out.line(&format!(
-            "read bandwidth ({} MiB, best): {}",
-            args.bw_mib,
-            per.join(", ")
-        ));
-    }
-    match (&peer, &peer_note) {
-        (Some(g), _) => out.line(&format!(
-            "peer: ggml vec_dot (with its own activation quantization) from {}",
-            g.dir.display()
-        )),
-        (None, Some(note)) => {
-            if output == Output::Table {
-                out.line(note);
-            } else {
-                bar.suspend(|| eprintln!("ninfer: {note}"));
-            }
-        }
-        _ => {}
-    }
-    out.line("");
-    out.line(&table_header());
-
-    let l3_limit = l3.unwrap_or(32 << 20);
+    let l3 = measure::l3_bytes();
     let mut pools = BTreeMap::new();
-    for &t in &threads {
-        if t > 1 {
-            pools.insert(t, measure::pool(t)?);
-        }
+    for &t in threads.iter().filter(|&&t| t > 1) {
+        pools.insert(t, measure::pool(t)?);
     }
+    let ggml_dir = peer.as_ref().map(|g| g.dir.display().to_string());
+    let setup = Setup {
+        args,
+        ms,
+        threads,
+        budget,
+        peer,
+        pools,
+        l3_limit: l3.unwrap_or(32 << 20),
+        info: RunInfo {
+            isa: format!("{:?}", ninfer::linear::Isa::detect()).to_lowercase(),
+            l3,
+            bw,
+            ggml_dir,
+        },
+    };
+    preamble(&setup, peer_note.as_deref(), &out);
     let mut rows: Vec<Row> = Vec::new();
     for &format in &formats {
-        for &(n, k) in &shapes {
-            bar.set_message(format!("{} {n}x{k}: payload", format.name()));
-            let p = payload::planes(format, n, k)
-                .with_context(|| format!("payload of {} {n}x{k}", format.name()))?;
-            let layout = format.info().layout;
-            let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]])?;
-            let wbytes: usize = p.iter().map(Vec::len).sum();
-            let mut w = PreparedWeight::new(view)?;
-            let dot = peer
-                .as_ref()
-                .filter(|_| layout == Layout::GgufBlocksV1)
-                .and_then(|g| format.info().ggml_type.and_then(|t| g.dot(t)));
-            let first = rows.len();
-            for &m in &ms {
-                let x: Vec<f32> = (0..m * k)
-                    .map(|i| ((i % 97) as f32 - 48.0) / 48.0)
-                    .collect();
-                let mut y = vec![0f32; m * n];
-                for &t in &threads {
-                    bar.set_message(format!("{} {n}x{k} M={m} t={t}", format.name()));
-                    w.set_threads(t)?;
-                    let mut err = None;
-                    let ninfer = measure::best(budget, || {
-                        if let Err(e) = w.forward_f32(&x, m, None, &mut y) {
-                            err = Some(e);
-                        }
-                        black_box(&y);
-                    });
-                    if let Some(e) = err {
-                        return Err(e).with_context(|| {
-                            format!("forward of {} {n}x{k} M={m} t={t}", format.name())
-                        });
-                    }
-                    let ggml = dot
-                        .as_ref()
-                        .map(|d| measure::ggml(d, &p[0], n, k, &x, m, pools.get(&t), budget));
-                    let row = Row {
-                        format,
-                        n,
-                        k,
-                        m,
-                        threads: t,
-                        wbytes,
-                        ninfer,
-                        ggml,
-                        bw: ctx.bw.get(&t).copied(),
-                        beyond_l3: wbytes > l3_limit,
-                    };
-                    out.line(&table_row(&row));
-                    rows.push(row);
-                    bar.inc(1);
-                }
-            }
-            for v in group_verdicts(&rows[first..]) {
-                out.line(&v);
-            }
+        for &shape in &shapes {
+            rows.extend(measure_group(&setup, format, shape, &out)?);
         }
     }
     bar.finish_and_clear();
@@ -725,7 +764,7 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
             }
         }
         Output::Csv => print!("{}", csv(&rows)),
-        Output::Json => print!("{}", json(&rows, &ctx)),
+        Output::Json => print!("{}", json(&rows, &setup.info)),
     }
     Ok(true)
 }
