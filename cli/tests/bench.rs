@@ -105,7 +105,7 @@ fn one_format_one_thread_prints_a_well_formed_table() {
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(
-        out.contains("read bandwidth (8 MiB, best): 1 thread "),
+        out.contains("read bandwidth (best 8 MiB chunk of 8 MiB): 1 thread "),
         "{out}"
     );
     let rows = table_rows(&out);

@@ -27,6 +27,7 @@ use ninfer::{Dtype, Format, Layout, WeightView};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::hint::black_box;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -517,6 +518,14 @@ struct RunInfo {
     ggml_dir: Option<String>,
 }
 
+/// Writes `s` to stdout; when stdout is gone (`| head`), the run stops quietly.
+fn emit(s: &str) {
+    let mut o = std::io::stdout().lock();
+    if o.write_all(s.as_bytes()).and_then(|()| o.flush()).is_err() {
+        std::process::exit(0);
+    }
+}
+
 /// Prints on stdout; in table mode lines appear as they are measured, without tearing the
 /// progress bar.
 struct Printer {
@@ -527,7 +536,7 @@ struct Printer {
 impl Printer {
     fn line(&self, s: &str) {
         if self.output == Output::Table {
-            self.bar.suspend(|| println!("{s}"));
+            self.bar.suspend(|| emit(&format!("{s}\n")));
         }
     }
 }
@@ -561,6 +570,8 @@ struct Setup<'a> {
     pools: BTreeMap<usize, rayon::ThreadPool>,
     /// Weights larger than this are beyond L3.
     l3_limit: usize,
+    /// Bytes per timed sample of the read-bandwidth measurement.
+    bw_chunk: usize,
     info: RunInfo,
 }
 
@@ -584,7 +595,8 @@ fn preamble(s: &Setup<'_>, peer_note: Option<&str>, out: &Printer) {
             .map(|(t, b)| format!("{t} thread{} {b:.1} GB/s", if *t == 1 { "" } else { "s" }))
             .collect();
         out.line(&format!(
-            "read bandwidth ({} MiB, best): {}",
+            "read bandwidth (best {} MiB chunk of {} MiB): {}",
+            s.bw_chunk.min(s.args.bw_mib << 20) >> 20,
             s.args.bw_mib,
             per.join(", ")
         ));
@@ -716,18 +728,19 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
         output,
     };
 
+    let l3 = measure::l3_bytes();
+    let l3_limit = l3.unwrap_or(32 << 20);
+    let bw_chunk = (2 * l3_limit).max(64 << 20);
     let mut bw = BTreeMap::new();
     if !args.no_bw {
         bar.set_message(format!("read bandwidth ({} MiB)", args.bw_mib));
         let mut buf = vec![0u64; args.bw_mib << 17];
         buf.iter_mut().enumerate().for_each(|(i, v)| *v = i as u64);
-        // A longer budget than the rows': on a shared machine the best run is the one
-        // least disturbed.
+        // A longer budget than the rows': more samples, more chance of a quiet one.
         for &t in &threads {
-            bw.insert(t, measure::read_bandwidth(&buf, t, budget * 4)?);
+            bw.insert(t, measure::read_bandwidth(&buf, t, bw_chunk, budget * 4)?);
         }
     }
-    let l3 = measure::l3_bytes();
     let mut pools = BTreeMap::new();
     for &t in threads.iter().filter(|&&t| t > 1) {
         pools.insert(t, measure::pool(t)?);
@@ -740,7 +753,8 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
         budget,
         peer,
         pools,
-        l3_limit: l3.unwrap_or(32 << 20),
+        l3_limit,
+        bw_chunk,
         info: RunInfo {
             isa: format!("{:?}", ninfer::linear::Isa::detect()).to_lowercase(),
             l3,
@@ -758,13 +772,10 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
     bar.finish_and_clear();
     match output {
         Output::Table => {
-            println!();
-            for l in summary(&rows) {
-                println!("{l}");
-            }
+            emit(&format!("\n{}\n", summary(&rows).join("\n")));
         }
-        Output::Csv => print!("{}", csv(&rows)),
-        Output::Json => print!("{}", json(&rows, &setup.info)),
+        Output::Csv => emit(&csv(&rows)),
+        Output::Json => emit(&json(&rows, &setup.info)),
     }
     Ok(true)
 }
