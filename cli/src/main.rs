@@ -121,9 +121,12 @@ enum Command {
 
 #[derive(Subcommand)]
 enum Bench {
-    /// Throughput of y = x · Wᵀ per format, thread count, M and shape, with this
-    /// machine's read bandwidth and ggml's vec_dot measured in the same run, and the
-    /// verdicts of issue 6's targets. Progress on stderr, results on stdout.
+    /// Throughput of y = x · Wᵀ per format, threads, M and shape, against ggml's vec_dot.
+    ///
+    /// Per format: ms, GMAC/s, weight GB/s, the fraction of this machine's read bandwidth
+    /// and ggml's own vec_dot (when its build is found), all measured in the same run,
+    /// with a verdict line per format and shape for issue 6's targets and a summary.
+    /// Progress on stderr, results on stdout.
     Linear(cmd::bench::LinearArgs),
 }
 
