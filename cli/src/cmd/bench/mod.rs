@@ -237,7 +237,7 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
 }
 
 fn pct(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{:.0}%", 100.0 * v))
+    v.map_or_else(|| "-".into(), percent)
 }
 
 /// Column headers of the table and their widths.
