@@ -159,8 +159,9 @@ pub fn ggml(
         }
         let xq = &xq;
         // y is row-of-W major here (m outputs per row of W): only the timing matters.
+        // Chunks of `rows` rows of W (the last may be shorter).
+        let rows = (n / (threads * 8)).max(1);
         let work = |(i, yc): (usize, &mut [f32])| {
-            let rows = yc.len() / m;
             for (j, yr) in yc.chunks_mut(m).enumerate() {
                 let r = i * rows + j;
                 let wr = &w[r * row_bytes..(r + 1) * row_bytes];
@@ -182,7 +183,7 @@ pub fn ggml(
                 }
             }
         };
-        let chunk = (n / (threads * 8)).max(1) * m;
+        let chunk = rows * m;
         match pool {
             None => y.chunks_mut(chunk).enumerate().for_each(work),
             Some(p) => p.install(|| y.par_chunks_mut(chunk).enumerate().for_each(work)),
