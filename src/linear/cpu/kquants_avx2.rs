@@ -1,0 +1,460 @@
+//! AVX2 + FMA + F16C k-quant kernels, in exactly the order of [`super::kquants`]'s module
+//! docs.
+//!
+//! Per super-block and weight row, the header (scales, mins, d, dmin) is decoded once with
+//! vector ops. The codes are taken UNSIGNED (Q2_K 0..3, Q3_K 0..7 = q + 4, Q4_K 0..15,
+//! Q5_K 0..31, Q6_K 0..63 = q + 32) so `vpmaddubsw` needs no sign transfer; the offsets
+//! come back exactly through the activation's half-block sums Σx16 (`q8_1::Row::sum16`):
+//!
+//! - block j: `vpmaddubsw(u, x)` (i16 pairs), `vpmaddwd` with the per-16 scales (Q2_K,
+//!   Q3_K, Q6_K) or with ones (Q4_K, Q5_K) → 8 i32 lanes;
+//! - the 8 blocks' vectors are reduced horizontally (`vphaddd` tree) to one vector whose
+//!   lane j is block j's sum, so ONE convert + ONE fma per super-block serves 8 blocks;
+//! - Q4_K/Q5_K multiply lane j by the 6-bit scale (`vpmulld`); Q3_K/Q6_K subtract
+//!   `vpmaddwd(k·sc16, Σx16)` (k = 4, 32); the mins are `vpmaddwd(m16, Σx16)`;
+//! - `acc ← fma(d·dx, S, acc)`, `accm ← fma(dmin·dx, M, accm)` with the 8 activation
+//!   scales dx of the super-block loaded as one vector (d·dx exact).
+//!
+//! Bounds (no i16 saturation; q8_1 codes are in [−127, 127]): a `vpmaddubsw` pair is at
+//! most 2·63·127 = 16002 < 2¹⁵ (Q6_K; smaller codes for the others); `vpmaddwd` with a
+//! scale |sc| ≤ 128 gives ≤ 2·16002·128 < 2³¹; `k·sc16` fits i16 (|32·sc| ≤ 4096) and
+//! `vpmaddwd(k·sc16, Σx16)` ≤ 2·4096·2032 < 2³¹; every S_j, M_j is < 2²⁴ in magnitude
+//! (module docs of `kquants`), so the converts are exact.
+//!
+//! At M = 1 up to four weight rows share each activation load (one pass); with M > 1 one
+//! weight row meets up to four activation rows.
+
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::kquants::{Kq, finish};
+use crate::linear::q8_1::Row;
+use std::arch::x86_64::*;
+
+/// A super-block's header, decoded once per weight row.
+#[derive(Clone, Copy)]
+struct Hdr {
+    /// d and dmin broadcast.
+    d: __m256,
+    dmin: __m256,
+    /// The 16 per-16 scales (i16) of sub-blocks 0..8 in both 128-bit halves, and of
+    /// sub-blocks 8..16 (Q2_K, Q3_K, Q6_K).
+    sclo: __m256i,
+    schi: __m256i,
+    /// The 8 per-32 scales as i32 (Q4_K, Q5_K).
+    sc32: __m256i,
+    /// The 16 per-16 coefficients of Σx16: mins (Q2_K, Q4_K, Q5_K) or k·sc (Q3_K, Q6_K).
+    c16: __m256i,
+}
+
+/// One k-quant type.
+trait K {
+    const KQ: Kq;
+    /// Scales per 32 values, applied after the reduction.
+    const PER32: bool;
+    /// # Safety
+    /// AVX2/FMA/F16C available; `b` points at a whole super-block.
+    unsafe fn header(b: *const u8) -> Hdr;
+    /// The unsigned codes of 32-value block `j` (0..8).
+    ///
+    /// # Safety
+    /// As [`K::header`].
+    unsafe fn codes(b: *const u8, j: usize) -> __m256i;
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn load(p: *const u8) -> __m256i {
+    // SAFETY: the caller's 32 readable bytes.
+    unsafe { _mm256_loadu_si256(p.cast()) }
+}
+
+/// The binary16 at `p` as f32 broadcast (exact).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn f16x8(p: *const u8) -> __m256 {
+    // SAFETY: two readable bytes at p.
+    let bits = unsafe { std::ptr::read_unaligned(p.cast::<u16>()) };
+    _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
+
+/// Bit `j` of every byte moved to bit `to` (0..8), other bits cleared.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn bit_to(v: __m256i, j: usize, to: usize) -> __m256i {
+    // 16-bit shifts are safe: bit `to` of each byte comes from bit j of the same byte.
+    let s = if j <= to {
+        _mm256_sll_epi16(v, _mm_cvtsi32_si128((to - j) as i32))
+    } else {
+        _mm256_srl_epi16(v, _mm_cvtsi32_si128((j - to) as i32))
+    };
+    _mm256_and_si256(s, _mm256_set1_epi8(1 << to))
+}
+
+/// Nibble `hi` (0 low, 1 high) of every byte.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn nibble(v: __m256i, hi: bool) -> __m256i {
+    let v = if hi { _mm256_srli_epi16(v, 4) } else { v };
+    _mm256_and_si256(v, _mm256_set1_epi8(0x0F))
+}
+
+/// Header of Q2_K/Q3_K/Q6_K from 16 scales (i16).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn per16(d: __m256, dmin: __m256, sc16: __m256i, c16: __m256i) -> Hdr {
+    Hdr {
+        d,
+        dmin,
+        sclo: _mm256_permute4x64_epi64(sc16, 0x44),
+        schi: _mm256_permute4x64_epi64(sc16, 0xEE),
+        sc32: _mm256_setzero_si256(),
+        c16,
+    }
+}
+
+/// `block_q2_K { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin; }`.
+struct Q2K;
+impl K for Q2K {
+    const KQ: Kq = Kq::Q2K;
+    const PER32: bool = false;
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: 84 bytes at b.
+        unsafe {
+            let s = _mm_loadu_si128(b.cast());
+            let m = _mm_set1_epi8(0x0F);
+            let sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(s, m));
+            let mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m));
+            per16(f16x8(b.add(80)), f16x8(b.add(82)), sc16, mn16)
+        }
+    }
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+        let (h, i) = (j / 4, j % 4);
+        // SAFETY: qs[32h..32h+32] lies in the block.
+        let q = unsafe { load(b.add(16 + 32 * h)) };
+        let q = _mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * i as i32));
+        _mm256_and_si256(q, _mm256_set1_epi8(3))
+    }
+}
+
+/// `block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }`: u = q + 4.
+struct Q3K;
+impl K for Q3K {
+    const KQ: Kq = Kq::Q3K;
+    const PER32: bool = false;
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: 110 bytes at b.
+        unsafe {
+            let a = std::ptr::read_unaligned(b.add(96).cast::<u64>());
+            let hb = std::ptr::read_unaligned(b.add(104).cast::<u32>());
+            let two = |s: u32| ((hb >> s) & 0x0303_0303) as u64;
+            let lo = 0x0F0F_0F0F_0F0F_0F0Fu64;
+            let s0 = (a & lo) | ((two(0) | two(2) << 32) << 4);
+            let s1 = ((a >> 4) & lo) | ((two(4) | two(6) << 32) << 4);
+            let s = _mm_set_epi64x(s1 as i64, s0 as i64);
+            let sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(s), _mm256_set1_epi16(32));
+            let d = f16x8(b.add(108));
+            per16(d, d, sc16, _mm256_slli_epi16(sc16, 2))
+        }
+    }
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+        let (h, i) = (j / 4, j % 4);
+        // SAFETY: qs[32h..] and hmask[0..32] lie in the block.
+        let (q, hm) = unsafe { (load(b.add(32 + 32 * h)), load(b)) };
+        let q = _mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * i as i32));
+        let q = _mm256_and_si256(q, _mm256_set1_epi8(3));
+        _mm256_or_si256(q, bit_to(hm, j, 2))
+    }
+}
+
+/// The 8 scales and 8 mins of Q4_K/Q5_K's 12 packed bytes at `s`, as two u64 of bytes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn scales_k4(s: *const u8) -> (u64, u64) {
+    // SAFETY: 12 bytes at s.
+    let (u0, u1, u2) = unsafe {
+        (
+            std::ptr::read_unaligned(s.cast::<u32>()),
+            std::ptr::read_unaligned(s.add(4).cast::<u32>()),
+            std::ptr::read_unaligned(s.add(8).cast::<u32>()),
+        )
+    };
+    let (m6, m4, top) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x3030_3030u32);
+    // Sub-blocks 4..8: low 4 bits from bytes 8..12, high 2 from the tops of bytes 0..8.
+    let sc_hi = (u2 & m4) | ((u0 >> 2) & top);
+    let mn_hi = ((u2 >> 4) & m4) | ((u1 >> 2) & top);
+    (
+        (u0 & m6) as u64 | (sc_hi as u64) << 32,
+        (u1 & m6) as u64 | (mn_hi as u64) << 32,
+    )
+}
+
+/// Header of Q4_K/Q5_K.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn header_k4(b: *const u8) -> Hdr {
+    // SAFETY: d, dmin and 12 scale bytes at b.
+    unsafe {
+        let (sc, mn) = scales_k4(b.add(4));
+        let mn = _mm_cvtsi64_si128(mn as i64);
+        Hdr {
+            d: f16x8(b),
+            dmin: f16x8(b.add(2)),
+            sclo: _mm256_setzero_si256(),
+            schi: _mm256_setzero_si256(),
+            sc32: _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(sc as i64)),
+            // Each min serves both 16-value halves of its sub-block.
+            c16: _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn)),
+        }
+    }
+}
+
+/// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`.
+struct Q4K;
+impl K for Q4K {
+    const KQ: Kq = Kq::Q4K;
+    const PER32: bool = true;
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { header_k4(b) }
+    }
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+        // SAFETY: qs[32(j/2)..] lies in the block.
+        nibble(unsafe { load(b.add(16 + 32 * (j / 2))) }, j % 2 == 1)
+    }
+}
+
+/// `block_q5_K { f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }`.
+struct Q5K;
+impl K for Q5K {
+    const KQ: Kq = Kq::Q5K;
+    const PER32: bool = true;
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { header_k4(b) }
+    }
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+        // SAFETY: qs[32(j/2)..] and qh lie in the block.
+        let (q, qh) = unsafe { (load(b.add(48 + 32 * (j / 2))), load(b.add(16))) };
+        _mm256_or_si256(nibble(q, j % 2 == 1), bit_to(qh, j, 4))
+    }
+}
+
+/// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }`: u = q + 32.
+struct Q6K;
+impl K for Q6K {
+    const KQ: Kq = Kq::Q6K;
+    const PER32: bool = false;
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: 210 bytes at b.
+        unsafe {
+            let sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(b.add(192).cast()));
+            let d = f16x8(b.add(208));
+            per16(d, d, sc16, _mm256_slli_epi16(sc16, 5))
+        }
+    }
+    #[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+        let (h, i) = (j / 4, j % 4);
+        // SAFETY: ql[64h + 32(i%2)..] and qh[32h..] lie in the block.
+        let (ql, qh) = unsafe { (load(b.add(64 * h + 32 * (i % 2))), load(b.add(128 + 32 * h))) };
+        let hi = match i {
+            0 => _mm256_slli_epi16(qh, 4),
+            1 => _mm256_slli_epi16(qh, 2),
+            2 => qh,
+            _ => _mm256_srli_epi16(qh, 2),
+        };
+        // Bits 4..6 of each byte come from bits 2i..2i+2 of the same byte.
+        let hi = _mm256_and_si256(hi, _mm256_set1_epi8(0x30));
+        _mm256_or_si256(nibble(ql, i >= 2), hi)
+    }
+}
+
+/// `vpshufb` masks: block j's scale vector takes i16 lane 2·(j%4) of a broadcast half in
+/// its low 128 bits (values 0..16) and lane 2·(j%4)+1 in its high 128 bits (values 16..32).
+static SCALE_MASKS: [[u8; 32]; 4] = {
+    let mut m = [[0u8; 32]; 4];
+    let mut jj = 0;
+    while jj < 4 {
+        let mut e = 0;
+        while e < 32 {
+            let lane = 2 * jj + e / 16;
+            m[jj][e] = (2 * lane + e % 2) as u8;
+            e += 1;
+        }
+        jj += 1;
+    }
+    m
+};
+
+/// Lane j of the result = the sum of the 8 lanes of `v[j]`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn reduce8(v: &[__m256i; 8]) -> __m256i {
+    let a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    let b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    // a = [v0..v3 over lanes 0..4 | v0..v3 over lanes 4..8], b likewise for v4..v7.
+    _mm256_add_epi32(
+        _mm256_permute2x128_si256(a, b, 0x20),
+        _mm256_permute2x128_si256(a, b, 0x31),
+    )
+}
+
+/// # Safety
+/// AVX2, FMA and F16C available; every row of `ws` holds the super-blocks of every row of
+/// `xs` (whole super-blocks, K a multiple of 256); `out.len() == ws.len() · xs.len()`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        match kq {
+            Kq::Q2K => group::<Q2K>(ws, xs, out),
+            Kq::Q3K => group::<Q3K>(ws, xs, out),
+            Kq::Q4K => group::<Q4K>(ws, xs, out),
+            Kq::Q5K => group::<Q5K>(ws, xs, out),
+            Kq::Q6K => group::<Q6K>(ws, xs, out),
+        }
+    }
+}
+
+/// Splits the (weight rows × activation rows) grid into passes of at most four pairs.
+///
+/// # Safety
+/// As [`dot_row_group`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        if m == 1 {
+            match ws.len() {
+                4 => pass::<U, 4, 1>(ws, xs, out, 1),
+                3 => pass::<U, 3, 1>(ws, xs, out, 1),
+                2 => pass::<U, 2, 1>(ws, xs, out, 1),
+                1 => pass::<U, 1, 1>(ws, xs, out, 1),
+                _ => {}
+            }
+            return;
+        }
+        for (i, w) in ws.iter().enumerate() {
+            let w = std::slice::from_ref(w);
+            let o = &mut out[i * m..(i + 1) * m];
+            let mut r = 0;
+            while r + 4 <= m {
+                pass::<U, 1, 4>(w, &xs[r..r + 4], &mut o[r..r + 4], 4);
+                r += 4;
+            }
+            match m - r {
+                3 => pass::<U, 1, 3>(w, &xs[r..], &mut o[r..], 3),
+                2 => pass::<U, 1, 2>(w, &xs[r..], &mut o[r..], 2),
+                1 => pass::<U, 1, 1>(w, &xs[r..], &mut o[r..], 1),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// RW weight rows against RX activation rows: `out[i·stride + r]`.
+///
+/// # Safety
+/// As [`dot_row_group`], with `ws.len() == RW`, `xs.len() == RX`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn pass<U: K, const RW: usize, const RX: usize>(
+    ws: &[&[u8]],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+    stride: usize,
+) {
+    let bb = U::KQ.block_bytes();
+    let nsb = xs[0].d.len() / 8;
+    // One up-front check per row: the pointer reads below stay in bounds.
+    let wp: [*const u8; RW] = std::array::from_fn(|i| {
+        assert!(ws[i].len() >= nsb * bb);
+        ws[i].as_ptr()
+    });
+    for x in xs {
+        assert!(x.qs.len() >= 256 * nsb && x.d.len() >= 8 * nsb && x.sum16.len() >= 16 * nsb);
+    }
+    let xq: [*const i8; RX] = std::array::from_fn(|r| xs[r].qs.as_ptr());
+    let xd: [*const f32; RX] = std::array::from_fn(|r| xs[r].d.as_ptr());
+    let xs16: [*const i16; RX] = std::array::from_fn(|r| xs[r].sum16.as_ptr());
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); RX]; RW];
+    let mut accm = [[_mm256_setzero_ps(); RX]; RW];
+    for sb in 0..nsb {
+        // SAFETY (all): super-block sb lies in every weight row and every activation row.
+        unsafe {
+            let h: [Hdr; RW] = std::array::from_fn(|i| U::header(wp[i].add(bb * sb)));
+            let mut v = [[[_mm256_setzero_si256(); 8]; RX]; RW];
+            for j in 0..8 {
+                let xv: [__m256i; RX] =
+                    std::array::from_fn(|r| load(xq[r].add(256 * sb + 32 * j).cast()));
+                for i in 0..RW {
+                    let u = U::codes(wp[i].add(bb * sb), j);
+                    let sc = if U::PER32 {
+                        ones
+                    } else {
+                        let half = if j < 4 { h[i].sclo } else { h[i].schi };
+                        _mm256_shuffle_epi8(half, load(SCALE_MASKS[j % 4].as_ptr()))
+                    };
+                    for r in 0..RX {
+                        v[i][r][j] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv[r]), sc);
+                    }
+                }
+            }
+            let dx: [__m256; RX] = std::array::from_fn(|r| _mm256_loadu_ps(xd[r].add(8 * sb)));
+            let s16: [__m256i; RX] =
+                std::array::from_fn(|r| _mm256_loadu_si256(xs16[r].add(16 * sb).cast()));
+            for i in 0..RW {
+                for r in 0..RX {
+                    let s = reduce8(&v[i][r]);
+                    let t = _mm256_madd_epi16(h[i].c16, s16[r]);
+                    let s = match U::KQ {
+                        Kq::Q4K | Kq::Q5K => _mm256_mullo_epi32(h[i].sc32, s),
+                        Kq::Q3K | Kq::Q6K => _mm256_sub_epi32(s, t),
+                        Kq::Q2K => s,
+                    };
+                    let ds = _mm256_mul_ps(h[i].d, dx[r]);
+                    acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
+                    if U::KQ.has_min() {
+                        let dm = _mm256_mul_ps(h[i].dmin, dx[r]);
+                        accm[i][r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(t), accm[i][r]);
+                    }
+                }
+            }
+        }
+    }
+    for i in 0..RW {
+        for r in 0..RX {
+            let mut a = [0f32; 8];
+            let mut m = [0f32; 8];
+            // SAFETY: 8 writable floats each.
+            unsafe {
+                _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]);
+                _mm256_storeu_ps(m.as_mut_ptr(), accm[i][r]);
+            }
+            out[i * stride + r] = finish(U::KQ, &a, &m);
+        }
+    }
+}
