@@ -21,6 +21,9 @@
 //! activation's half-block sums) gives the same bits. The result does not depend on how
 //! many weight rows or activation rows share a pass.
 
+// Index loops mirror the layout equations of the docs.
+#![allow(clippy::needless_range_loop)]
+
 use super::{Isa, tree8};
 use crate::formats::gguf::{f16_at, scale_min_k4};
 use crate::linear::q8_1::Row;
@@ -338,7 +341,9 @@ mod tests {
                                 if Isa::Avx2.available() {
                                     let mut ya = vec![0f32; g * m];
                                     dot_row_group(Isa::Avx2, kq, ws, &xs, &mut ya);
-                                    let b = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                                    let b = |v: &[f32]| {
+                                        v.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+                                    };
                                     assert_eq!(b(&ys), b(&ya), "{kq:?} k{k} p{pattern} m{m} g{g}");
                                 }
                                 for i in 0..g {

@@ -55,11 +55,11 @@ trait K {
     /// # Safety
     /// AVX2/FMA/F16C available; `b` points at a whole super-block.
     unsafe fn header(b: *const u8) -> Hdr;
-    /// The unsigned codes of 32-value block `j` (0..8).
+    /// The unsigned codes of 32-value block `J` (0..8).
     ///
     /// # Safety
     /// As [`K::header`].
-    unsafe fn codes(b: *const u8, j: usize) -> __m256i;
+    unsafe fn codes<const J: usize>(b: *const u8) -> __m256i;
 }
 
 #[inline]
@@ -119,7 +119,7 @@ impl K for Q2K {
     const KQ: Kq = Kq::Q2K;
     const PER32: bool = false;
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: 84 bytes at b.
         unsafe {
@@ -131,8 +131,9 @@ impl K for Q2K {
         }
     }
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes<const J: usize>(b: *const u8) -> __m256i {
+        let j = J;
         let (h, i) = (j / 4, j % 4);
         // SAFETY: qs[32h..32h+32] lies in the block.
         let q = unsafe { load(b.add(16 + 32 * h)) };
@@ -147,7 +148,7 @@ impl K for Q3K {
     const KQ: Kq = Kq::Q3K;
     const PER32: bool = false;
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: 110 bytes at b.
         unsafe {
@@ -164,8 +165,9 @@ impl K for Q3K {
         }
     }
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes<const J: usize>(b: *const u8) -> __m256i {
+        let j = J;
         let (h, i) = (j / 4, j % 4);
         // SAFETY: qs[32h..] and hmask[0..32] lie in the block.
         let (q, hm) = unsafe { (load(b.add(32 + 32 * h)), load(b)) };
@@ -223,14 +225,15 @@ impl K for Q4K {
     const KQ: Kq = Kq::Q4K;
     const PER32: bool = true;
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: the caller's contract.
         unsafe { header_k4(b) }
     }
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes<const J: usize>(b: *const u8) -> __m256i {
+        let j = J;
         // SAFETY: qs[32(j/2)..] lies in the block.
         nibble(unsafe { load(b.add(16 + 32 * (j / 2))) }, j % 2 == 1)
     }
@@ -242,14 +245,15 @@ impl K for Q5K {
     const KQ: Kq = Kq::Q5K;
     const PER32: bool = true;
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: the caller's contract.
         unsafe { header_k4(b) }
     }
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes<const J: usize>(b: *const u8) -> __m256i {
+        let j = J;
         // SAFETY: qs[32(j/2)..] and qh lie in the block.
         let (q, qh) = unsafe { (load(b.add(48 + 32 * (j / 2))), load(b.add(16))) };
         _mm256_or_si256(nibble(q, j % 2 == 1), bit_to(qh, j, 4))
@@ -262,7 +266,7 @@ impl K for Q6K {
     const KQ: Kq = Kq::Q6K;
     const PER32: bool = false;
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: 210 bytes at b.
         unsafe {
@@ -272,11 +276,17 @@ impl K for Q6K {
         }
     }
     #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn codes(b: *const u8, j: usize) -> __m256i {
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn codes<const J: usize>(b: *const u8) -> __m256i {
+        let j = J;
         let (h, i) = (j / 4, j % 4);
         // SAFETY: ql[64h + 32(i%2)..] and qh[32h..] lie in the block.
-        let (ql, qh) = unsafe { (load(b.add(64 * h + 32 * (i % 2))), load(b.add(128 + 32 * h))) };
+        let (ql, qh) = unsafe {
+            (
+                load(b.add(64 * h + 32 * (i % 2))),
+                load(b.add(128 + 32 * h)),
+            )
+        };
         let hi = match i {
             0 => _mm256_slli_epi16(qh, 4),
             1 => _mm256_slli_epi16(qh, 2),
@@ -306,17 +316,66 @@ static SCALE_MASKS: [[u8; 32]; 4] = {
     m
 };
 
-/// Lane j of the result = the sum of the 8 lanes of `v[j]`.
+/// Lane 2k = a[2k] + a[2k+1], lane 2k+1 = b[2k] + b[2k+1] (blends and one in-lane
+/// shuffle: cheaper than `vphaddd` on Zen 3).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn reduce8(v: &[__m256i; 8]) -> __m256i {
-    let a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    let b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    // a = [v0..v3 over lanes 0..4 | v0..v3 over lanes 4..8], b likewise for v4..v7.
-    _mm256_add_epi32(
-        _mm256_permute2x128_si256(a, b, 0x20),
-        _mm256_permute2x128_si256(a, b, 0x31),
-    )
+fn merge1(a: __m256i, b: __m256i) -> __m256i {
+    let s = _mm256_blend_epi32(a, b, 0xAA);
+    let t = _mm256_blend_epi32(b, a, 0xAA);
+    _mm256_add_epi32(s, _mm256_shuffle_epi32(t, 0xB1))
+}
+
+/// Per 128-bit half: lanes 0,1 = c[0] + c[2], c[1] + c[3]; lanes 2,3 = d[0] + d[2],
+/// d[1] + d[3].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn merge2(c: __m256i, d: __m256i) -> __m256i {
+    let s = _mm256_blend_epi32(c, d, 0xCC);
+    let t = _mm256_blend_epi32(d, c, 0xCC);
+    _mm256_add_epi32(s, _mm256_shuffle_epi32(t, 0x4E))
+}
+
+/// Blocks J and J1 = J+1 of super-block `sb` for every (weight row, activation row): `vphaddd`
+/// of their two 8-lane i32 vectors (lanes 0,1 / 4,5: block J; 2,3 / 6,7: block J+1).
+///
+/// # Safety
+/// As [`pass`]; super-block `sb` lies in every row.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn pair<U: K, const RW: usize, const RX: usize, const J: usize, const J1: usize>(
+    w: &[*const u8; RW],
+    x: &[*const i8; RX],
+    h: &[Hdr; RW],
+) -> [[__m256i; RX]; RW] {
+    let mut out = [[_mm256_setzero_si256(); RX]; RW];
+    // SAFETY: blocks J, J+1 of the super-block at w[i] and of the activations at x[r].
+    unsafe {
+        // Plain loops, no closures: a closure would not inherit the target features.
+        let (mut x0, mut x1) = ([_mm256_setzero_si256(); RX], [_mm256_setzero_si256(); RX]);
+        for r in 0..RX {
+            x0[r] = load(x[r].add(32 * J).cast());
+            x1[r] = load(x[r].add(32 * J + 32).cast());
+        }
+        for i in 0..RW {
+            let (u0, u1) = (U::codes::<J>(w[i]), U::codes::<J1>(w[i]));
+            let (s0, s1) = if U::PER32 {
+                (_mm256_set1_epi16(1), _mm256_set1_epi16(1))
+            } else {
+                let half = if J < 4 { h[i].sclo } else { h[i].schi };
+                (
+                    _mm256_shuffle_epi8(half, load(SCALE_MASKS[J % 4].as_ptr())),
+                    _mm256_shuffle_epi8(half, load(SCALE_MASKS[J1 % 4].as_ptr())),
+                )
+            };
+            for r in 0..RX {
+                let v0 = _mm256_madd_epi16(_mm256_maddubs_epi16(u0, x0[r]), s0);
+                let v1 = _mm256_madd_epi16(_mm256_maddubs_epi16(u1, x1[r]), s1);
+                out[i][r] = merge1(v0, v1);
+            }
+        }
+    }
+    out
 }
 
 /// # Safety
@@ -347,12 +406,10 @@ unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     // SAFETY (all calls): the caller's contract.
     unsafe {
         if m == 1 {
-            match ws.len() {
-                4 => pass::<U, 4, 1>(ws, xs, out, 1),
-                3 => pass::<U, 3, 1>(ws, xs, out, 1),
-                2 => pass::<U, 2, 1>(ws, xs, out, 1),
-                1 => pass::<U, 1, 1>(ws, xs, out, 1),
-                _ => {}
+            // One weight row per pass: measured faster at M = 1 than 2 or 4 interleaved
+            // row streams when the matrix comes from L3 (equal when it sits in L1/L2).
+            for (w, o) in ws.iter().zip(out.iter_mut()) {
+                pass::<U, 1, 1>(std::slice::from_ref(w), xs, std::slice::from_mut(o), 1);
             }
             return;
         }
@@ -378,7 +435,7 @@ unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
 ///
 /// # Safety
 /// As [`dot_row_group`], with `ws.len() == RW`, `xs.len() == RX`.
-#[inline]
+#[inline(never)]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn pass<U: K, const RW: usize, const RX: usize>(
     ws: &[&[u8]],
@@ -399,36 +456,44 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize>(
     let xq: [*const i8; RX] = std::array::from_fn(|r| xs[r].qs.as_ptr());
     let xd: [*const f32; RX] = std::array::from_fn(|r| xs[r].d.as_ptr());
     let xs16: [*const i16; RX] = std::array::from_fn(|r| xs[r].sum16.as_ptr());
-    let ones = _mm256_set1_epi16(1);
     let mut acc = [[_mm256_setzero_ps(); RX]; RW];
     let mut accm = [[_mm256_setzero_ps(); RX]; RW];
     for sb in 0..nsb {
         // SAFETY (all): super-block sb lies in every weight row and every activation row.
         unsafe {
-            let h: [Hdr; RW] = std::array::from_fn(|i| U::header(wp[i].add(bb * sb)));
-            let mut v = [[[_mm256_setzero_si256(); 8]; RX]; RW];
-            for j in 0..8 {
-                let xv: [__m256i; RX] =
-                    std::array::from_fn(|r| load(xq[r].add(256 * sb + 32 * j).cast()));
-                for i in 0..RW {
-                    let u = U::codes(wp[i].add(bb * sb), j);
-                    let sc = if U::PER32 {
-                        ones
-                    } else {
-                        let half = if j < 4 { h[i].sclo } else { h[i].schi };
-                        _mm256_shuffle_epi8(half, load(SCALE_MASKS[j % 4].as_ptr()))
-                    };
-                    for r in 0..RX {
-                        v[i][r][j] = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv[r]), sc);
-                    }
-                }
+            let mut w = wp;
+            let mut x = xq;
+            let mut dx = [_mm256_setzero_ps(); RX];
+            let mut s16 = [_mm256_setzero_si256(); RX];
+            for r in 0..RX {
+                x[r] = xq[r].add(256 * sb);
+                dx[r] = _mm256_loadu_ps(xd[r].add(8 * sb));
+                s16[r] = _mm256_loadu_si256(xs16[r].add(16 * sb).cast());
             }
-            let dx: [__m256; RX] = std::array::from_fn(|r| _mm256_loadu_ps(xd[r].add(8 * sb)));
-            let s16: [__m256i; RX] =
-                std::array::from_fn(|r| _mm256_loadu_si256(xs16[r].add(16 * sb).cast()));
+            let mut h = [U::header(w[0].add(bb * sb)); RW];
+            for i in 0..RW {
+                w[i] = wp[i].add(bb * sb);
+                h[i] = U::header(w[i]);
+            }
+            // Lane j of `s[i][r]` = block j's sum (vphaddd tree, then the two halves).
+            let p0 = pair::<U, RW, RX, 0, 1>(&w, &x, &h);
+            let p1 = pair::<U, RW, RX, 2, 3>(&w, &x, &h);
+            let mut a = p0;
             for i in 0..RW {
                 for r in 0..RX {
-                    let s = reduce8(&v[i][r]);
+                    a[i][r] = merge2(p0[i][r], p1[i][r]);
+                }
+            }
+            let p2 = pair::<U, RW, RX, 4, 5>(&w, &x, &h);
+            let p3 = pair::<U, RW, RX, 6, 7>(&w, &x, &h);
+            for i in 0..RW {
+                for r in 0..RX {
+                    // a = [blocks 0..4 over lanes 0..4 | over lanes 4..8], b: blocks 4..8.
+                    let b = merge2(p2[i][r], p3[i][r]);
+                    let s = _mm256_add_epi32(
+                        _mm256_blend_epi32(a[i][r], b, 0xF0),
+                        _mm256_permute2x128_si256(a[i][r], b, 0x21),
+                    );
                     let t = _mm256_madd_epi16(h[i].c16, s16[r]);
                     let s = match U::KQ {
                         Kq::Q4K | Kq::Q5K => _mm256_mullo_epi32(h[i].sc32, s),
