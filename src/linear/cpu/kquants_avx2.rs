@@ -177,45 +177,35 @@ impl K for Q3K {
     }
 }
 
-/// The 8 scales and 8 mins of Q4_K/Q5_K's 12 packed bytes at `s`, as two u64 of bytes.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn scales_k4(s: *const u8) -> (u64, u64) {
-    // SAFETY: 12 bytes at s.
-    let (u0, u1, u2) = unsafe {
-        (
-            std::ptr::read_unaligned(s.cast::<u32>()),
-            std::ptr::read_unaligned(s.add(4).cast::<u32>()),
-            std::ptr::read_unaligned(s.add(8).cast::<u32>()),
-        )
-    };
-    let (m6, m4, top) = (0x3F3F_3F3Fu32, 0x0F0F_0F0Fu32, 0x3030_3030u32);
-    // Sub-blocks 4..8: low 4 bits from bytes 8..12, high 2 from the tops of bytes 0..8.
-    let sc_hi = (u2 & m4) | ((u0 >> 2) & top);
-    let mn_hi = ((u2 >> 4) & m4) | ((u1 >> 2) & top);
-    (
-        (u0 & m6) as u64 | (sc_hi as u64) << 32,
-        (u1 & m6) as u64 | (mn_hi as u64) << 32,
-    )
-}
-
-/// Header of Q4_K/Q5_K.
+/// Header of Q4_K/Q5_K from their first 16 bytes (d, dmin, scales[12]), in 128-bit
+/// 32-bit lanes: L0 = bytes 0..4, L1 = 4..8, L2 = 8..12 of the scales. Sub-blocks 0..4
+/// keep their 6-bit scale (min) in L0 (L1); sub-blocks 4..8 take the low 4 bits from the
+/// low (high) nibbles of L2 and the high 2 bits from the tops of L0 (L1).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn header_k4(b: *const u8) -> Hdr {
-    // SAFETY: d, dmin and 12 scale bytes at b.
-    unsafe {
-        let (sc, mn) = scales_k4(b.add(4));
-        let mn = _mm_cvtsi64_si128(mn as i64);
-        Hdr {
-            d: f16x8(b),
-            dmin: f16x8(b.add(2)),
-            sclo: _mm256_setzero_si256(),
-            schi: _mm256_setzero_si256(),
-            sc32: _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(sc as i64)),
-            // Each min serves both 16-value halves of its sub-block.
-            c16: _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn)),
-        }
+    // SAFETY: the 16 bytes d, dmin, scales[12] at b.
+    let v = unsafe { _mm_loadu_si128(b.cast()) };
+    let s = _mm_srli_si128(v, 4);
+    let lo = _mm_and_si128(s, _mm_set1_epi8(0x3F));
+    let l2 = _mm_shuffle_epi32(s, 0b1010_1010);
+    let l2 = _mm_and_si128(
+        _mm_srlv_epi32(l2, _mm_set_epi32(0, 0, 4, 0)),
+        _mm_set1_epi8(0x0F),
+    );
+    let top = _mm_and_si128(_mm_srli_epi32(s, 2), _mm_set1_epi8(0x30));
+    let hi = _mm_or_si128(l2, top);
+    // Bytes 0..8: the 8 scales; bytes 8..16: the 8 mins.
+    let scmn = _mm_unpacklo_epi32(lo, hi);
+    let dd = _mm_cvtph_ps(v);
+    Hdr {
+        d: _mm256_broadcastss_ps(dd),
+        dmin: _mm256_broadcastss_ps(_mm_movehdup_ps(dd)),
+        sclo: _mm256_setzero_si256(),
+        schi: _mm256_setzero_si256(),
+        sc32: _mm256_cvtepu8_epi32(scmn),
+        // Each min serves both 16-value halves of its sub-block.
+        c16: _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scmn, scmn)),
     }
 }
 
