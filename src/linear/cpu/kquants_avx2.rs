@@ -309,7 +309,7 @@ static SCALE_MASKS: [[u8; 32]; 4] = {
 };
 
 /// Lane 2k = a[2k] + a[2k+1], lane 2k+1 = b[2k] + b[2k+1] (blends and one in-lane
-/// shuffle: cheaper than `vphaddd` on Zen 3).
+/// shuffle; LLVM may well emit `vphaddd` + `vpshufd` for it, the sums are the same).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn merge1(a: __m256i, b: __m256i) -> __m256i {
