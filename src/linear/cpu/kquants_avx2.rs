@@ -8,7 +8,7 @@
 //!
 //! - block j: `vpmaddubsw(u, x)` (i16 pairs), `vpmaddwd` with the per-16 scales (Q2_K,
 //!   Q3_K, Q6_K) or with ones (Q4_K, Q5_K) → 8 i32 lanes;
-//! - the 8 blocks' vectors are reduced horizontally (`vphaddd` tree) to one vector whose
+//! - the 8 blocks' vectors are reduced horizontally (a tree of pairwise merges) to one vector whose
 //!   lane j is block j's sum, so ONE convert + ONE fma per super-block serves 8 blocks;
 //! - Q4_K/Q5_K multiply lane j by the 6-bit scale (`vpmulld`); Q3_K/Q6_K subtract
 //!   `vpmaddwd(k·sc16, Σx16)` (k = 4, 32); the mins are `vpmaddwd(m16, Σx16)`;
@@ -328,7 +328,7 @@ fn merge2(c: __m256i, d: __m256i) -> __m256i {
     _mm256_add_epi32(s, _mm256_shuffle_epi32(t, 0x4E))
 }
 
-/// Blocks J and J1 = J+1 of super-block `sb` for every (weight row, activation row): `vphaddd`
+/// Blocks J and J1 = J+1 of super-block `sb` for every (weight row, activation row): pairwise
 /// of their two 8-lane i32 vectors (lanes 0,1 / 4,5: block J; 2,3 / 6,7: block J+1).
 ///
 /// # Safety
@@ -467,7 +467,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize>(
                 w[i] = wp[i].add(bb * sb);
                 h[i] = U::header(w[i]);
             }
-            // Lane j of `s[i][r]` = block j's sum (vphaddd tree, then the two halves).
+            // Lane j of `s[i][r]` = block j's sum (pairwise merge tree, then the two halves).
             let p0 = pair::<U, RW, RX, 0, 1>(&w, &x, &h);
             let p1 = pair::<U, RW, RX, 2, 3>(&w, &x, &h);
             let mut a = p0;
