@@ -8,8 +8,9 @@
 //!
 //! - block j: `vpmaddubsw(u, x)` (i16 pairs), `vpmaddwd` with the per-16 scales (Q2_K,
 //!   Q3_K, Q6_K) or with ones (Q4_K, Q5_K) → 8 i32 lanes;
-//! - the 8 blocks' vectors are reduced horizontally (a tree of pairwise merges) to one vector whose
-//!   lane j is block j's sum, so ONE convert + ONE fma per super-block serves 8 blocks;
+//! - the 8 blocks' vectors are reduced horizontally (a tree of pairwise merges) to one
+//!   vector whose lane j is block j's sum, so ONE convert + ONE fma per super-block serves
+//!   8 blocks;
 //! - Q4_K/Q5_K multiply lane j by the 6-bit scale (`vpmulld`); Q3_K/Q6_K subtract
 //!   `vpmaddwd(k·sc16, Σx16)` (k = 4, 32); the mins are `vpmaddwd(m16, Σx16)`;
 //! - `acc ← fma(d·dx, S, acc)`, `accm ← fma(dmin·dx, M, accm)` with the 8 activation
