@@ -304,7 +304,9 @@ fn random_weight(format: Format, n: usize, k: usize, rng: &mut Rng) -> Vec<u8> {
             let nb = n * k / info.block_values as usize;
             let mut w: Vec<u8> = (0..nb * bb).map(|_| rng.next() as u8).collect();
             let fields: &[usize] = match format {
-                Format::GgufQ4_K => &[0, 2],
+                Format::GgufQ2_K => &[80, 82],
+                Format::GgufQ3_K => &[108],
+                Format::GgufQ4_K | Format::GgufQ5_K => &[0, 2],
                 Format::GgufQ6_K => &[208],
                 _ => &[0],
             };
@@ -328,8 +330,11 @@ fn random_weights_meet_the_criterion_and_paths_agree_bitwise() {
         (Format::GgufQ8_0, &[32, 96, 416]),
         (Format::GgufQ4_0, &[32, 96, 416]),
         (Format::GgufQ5_0, &[32, 96, 416]),
-        (Format::GgufQ4_K, &[256, 768]),
-        (Format::GgufQ6_K, &[256, 768]),
+        (Format::GgufQ2_K, &[256, 768, 1280]),
+        (Format::GgufQ3_K, &[256, 768, 1280]),
+        (Format::GgufQ4_K, &[256, 768, 1280]),
+        (Format::GgufQ5_K, &[256, 768, 1280]),
+        (Format::GgufQ6_K, &[256, 768, 1280]),
     ];
     let n = 13;
     for &(format, ks) in cases {

@@ -116,6 +116,9 @@ pub(crate) struct Rows {
     pub d: Vec<f32>,
     /// M × K/32 exact block sums Σq.
     pub sum: Vec<i32>,
+    /// M × K/16 exact half-block sums Σq over 16 codes (|Σ| ≤ 16·127, so i16): the
+    /// k-quant kernels' min and offset terms per 16-value sub-block.
+    pub sum16: Vec<i16>,
 }
 
 /// One row of [`Rows`].
@@ -124,6 +127,7 @@ pub(crate) struct Row<'a> {
     pub qs: &'a [i8],
     pub d: &'a [f32],
     pub sum: &'a [i32],
+    pub sum16: &'a [i16],
 }
 
 impl Rows {
@@ -137,12 +141,16 @@ impl Rows {
             qs: vec![0; m * k],
             d: vec![0.0; nb],
             sum: vec![0; nb],
+            sum16: vec![0; 2 * nb],
         };
         for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
             let b = quantize_block(xb);
             rows.qs[i * QK8_1..(i + 1) * QK8_1].copy_from_slice(&b.qs);
             rows.d[i] = half::f16::from_bits(b.d_bits).to_f32();
             rows.sum[i] = b.sum;
+            for (h, c) in b.qs.chunks_exact(16).enumerate() {
+                rows.sum16[2 * i + h] = c.iter().map(|&q| q as i16).sum();
+            }
         }
         rows
     }
@@ -154,6 +162,7 @@ impl Rows {
             qs: &self.qs[i * self.k..(i + 1) * self.k],
             d: &self.d[i * nb..(i + 1) * nb],
             sum: &self.sum[i * nb..(i + 1) * nb],
+            sum16: &self.sum16[2 * i * nb..2 * (i + 1) * nb],
         }
     }
 

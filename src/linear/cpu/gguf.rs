@@ -1,24 +1,23 @@
 //! GGUF vec_dot against q8_1 activations: one unpack function per block type, one shared
-//! evaluation order (scalar reference here, AVX2 in `gguf_avx2`; identical bits).
+//! evaluation order (scalar reference here, AVX2 in `gguf_avx2`; identical bits). The
+//! k-quants have their own family ([`super::kquants`]), dispatched from here.
 //!
-//! Every kernel walks the weight row's 32-value blocks b in order (for the 256-value
-//! k-quants, the eight 32-value sub-blocks of each super-block). A block unpacks to 32
-//! signed integer codes `q` (the type's offset applied: Q4_0 q−8, Q5_0 q−16, Q6_K q−32), an
-//! integer scale factor per 16 values `sc` (Q4_K: the sub-block's 6-bit scale, Q6_K: its
-//! signed 8-bit scales, else 1) and a float block scale `d` (the block's or super-block's
-//! binary16 d). With the activation block's codes `x` and scale `dx`:
+//! Every kernel walks the weight row's 32-value blocks b in order. A block unpacks to 32
+//! signed integer codes `q` (the type's offset applied: Q4_0 q−8, Q5_0 q−16), an integer
+//! scale factor per 16 values `sc` (1 for the legacy types) and a float block scale `d`
+//! (the block's binary16 d). With the activation block's codes `x` and scale `dx`:
 //!
 //! - `S[l] = Σ_{e=4l..4l+3} sc[e/16]·q[e]·x[e]` for l = 0..8 (exact integers);
 //! - `acc[b mod 2][l] ← fma(d·dx, S[l], acc[b mod 2][l])` (`d·dx` is exact: two binary16);
-//! - Q4_K only, per sub-block j of a super-block: `accm[j] ← fma(dmin·dx, m_j·Σx, accm[j])`
-//!   with Σx the activation block's exact code sum;
+//! - `accm` (a type's min term) stays 0 for the legacy types;
 //! - result: `tree8(l ↦ (acc[0][l] + acc[1][l]) − accm[l])`.
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
 
+use super::kquants::Kq;
 use super::{Isa, tree8};
-use crate::formats::gguf::{f16_at, scale_min_k4};
+use crate::formats::gguf::f16_at;
 use crate::linear::q8_1::Row;
 use crate::registry::Format;
 
@@ -28,8 +27,8 @@ pub(crate) enum Kind {
     Q8_0,
     Q4_0,
     Q5_0,
-    Q4K,
-    Q6K,
+    /// The k-quant super-blocks ([`super::kquants`]).
+    KQuant(Kq),
 }
 
 impl Kind {
@@ -39,9 +38,7 @@ impl Kind {
             Format::GgufQ8_0 => Kind::Q8_0,
             Format::GgufQ4_0 => Kind::Q4_0,
             Format::GgufQ5_0 => Kind::Q5_0,
-            Format::GgufQ4_K => Kind::Q4K,
-            Format::GgufQ6_K => Kind::Q6K,
-            _ => return None,
+            _ => return Kq::of(format).map(Kind::KQuant),
         })
     }
 }
@@ -102,67 +99,12 @@ fn unpack_q5_0(row: &[u8], b: usize) -> Unpacked {
     }
 }
 
-/// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`: sub-block j uses
-/// qs[32·(j/2) ..][0..32], low nibbles for even j, high for odd; scale from
-/// [`scale_min_k4`]. The min term is applied separately ([`q4k_min`]).
-fn unpack_q4_k(row: &[u8], b: usize) -> Unpacked {
-    let (sb, j) = (b / 8, b % 8);
-    let blk = &row[144 * sb..144 * sb + 144];
-    let qs = &blk[16 + 32 * (j / 2)..48 + 32 * (j / 2)];
-    let shift = 4 * (j % 2);
-    let mut q = [0i8; 32];
-    for (o, &c) in q.iter_mut().zip(qs) {
-        *o = ((c >> shift) & 0x0F) as i8;
-    }
-    let sc = scale_min_k4(j, &blk[4..16]).0 as i32;
-    Unpacked {
-        q,
-        sc: [sc, sc],
-        d: f16_at(blk, 0),
-    }
-}
-
-/// Q4_K super-block `sb`: `dmin` and the eight 6-bit mins.
-pub(super) fn q4k_min(row: &[u8], sb: usize) -> (f32, [u8; 8]) {
-    let blk = &row[144 * sb..144 * sb + 144];
-    let mut m = [0u8; 8];
-    for (j, o) in m.iter_mut().enumerate() {
-        *o = scale_min_k4(j, &blk[4..16]).1;
-    }
-    (f16_at(blk, 2), m)
-}
-
-/// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }`: value v = 32j + e of the
-/// super-block lies in half h = j/4, quarter i = j%4; its low 4 bits are nibble i/2 of
-/// ql[64h + 32(i%2) + e], its high 2 bits are bits 2i..2i+1 of qh[32h + e]; code − 32;
-/// scale scales[v/16].
-fn unpack_q6_k(row: &[u8], b: usize) -> Unpacked {
-    let (sb, j) = (b / 8, b % 8);
-    let blk = &row[210 * sb..210 * sb + 210];
-    let (h, i) = (j / 4, j % 4);
-    let ql = &blk[64 * h + 32 * (i % 2)..64 * h + 32 * (i % 2) + 32];
-    let qh = &blk[128 + 32 * h..160 + 32 * h];
-    let mut q = [0i8; 32];
-    for e in 0..32 {
-        let lo = (ql[e] >> (4 * (i / 2))) & 0x0F;
-        let hi = (qh[e] >> (2 * i)) & 3;
-        q[e] = (lo | (hi << 4)) as i8 - 32;
-    }
-    let sc = [blk[192 + 2 * j] as i8 as i32, blk[193 + 2 * j] as i8 as i32];
-    Unpacked {
-        q,
-        sc,
-        d: f16_at(blk, 208),
-    }
-}
-
 fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
     match kind {
         Kind::Q8_0 => unpack_q8_0(row, b),
         Kind::Q4_0 => unpack_q4_0(row, b),
         Kind::Q5_0 => unpack_q5_0(row, b),
-        Kind::Q4K => unpack_q4_k(row, b),
-        Kind::Q6K => unpack_q6_k(row, b),
+        Kind::KQuant(_) => unreachable!("k-quants run in kquants"),
     }
 }
 
@@ -172,6 +114,9 @@ fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
 /// not depend on how many rows share the pass.
 pub(crate) fn dot_row_group(isa: Isa, kind: Kind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
+    if let Kind::KQuant(kq) = kind {
+        return super::kquants::dot_row_group(isa, kq, ws, xs, out);
+    }
     for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len())) {
         dot_rows(isa, kind, w, xs, o);
     }
@@ -196,7 +141,7 @@ pub(crate) fn dot_rows(isa: Isa, kind: Kind, w: &[u8], xs: &[Row<'_>], out: &mut
 fn dot_scalar(kind: Kind, w: &[u8], x: &Row<'_>) -> f32 {
     let nb = x.d.len();
     let mut acc = [[0f32; 8]; 2];
-    let mut accm = [0f32; 8];
+    let accm = [0f32; 8];
     for b in 0..nb {
         let u = unpack(kind, w, b);
         let ds = u.d * x.d[b];
@@ -208,15 +153,6 @@ fn dot_scalar(kind: Kind, w: &[u8], x: &Row<'_>) -> f32 {
             }
             let a = &mut acc[b % 2][l];
             *a = ds.mul_add(s as f32, *a);
-        }
-        if kind == Kind::Q4K && b % 8 == 7 {
-            let sb = b / 8;
-            let (dmin, m) = q4k_min(w, sb);
-            for j in 0..8 {
-                let t = 8 * sb + j;
-                let a = &mut accm[j];
-                *a = (dmin * x.d[t]).mul_add((m[j] as i32 * x.sum[t]) as f32, *a);
-            }
         }
     }
     finish(&acc, &accm)

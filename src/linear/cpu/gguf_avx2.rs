@@ -9,7 +9,6 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::gguf::{Kind, finish};
-use crate::formats::gguf::scale_min_k4;
 use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 
@@ -152,115 +151,6 @@ impl Unpack for Q5_0 {
     }
 }
 
-/// A Q4_K super-block's shared values.
-#[derive(Clone, Copy)]
-struct Q4KCtx {
-    d: f32,
-    dmin: f32,
-    sc: [i16; 8],
-    m: [u8; 8],
-}
-
-/// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`: sub-block j is nibble
-/// j%2 of qs[32·(j/2) ..][0..32] (non-negative codes), scale and min from the 12 bytes.
-struct Q4K;
-impl Unpack for Q4K {
-    const UNSIGNED: bool = true;
-    const GROUP: usize = 8;
-    type Ctx = Q4KCtx;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn context(row: &[u8], b: usize) -> Q4KCtx {
-        let sb = b / 8;
-        let blk = &row[144 * sb..144 * sb + 144];
-        let mut c = Q4KCtx {
-            d: f16_at(blk, 0),
-            dmin: f16_at(blk, 2),
-            sc: [0; 8],
-            m: [0; 8],
-        };
-        for j in 0..8 {
-            let (s, m) = scale_min_k4(j, &blk[4..16]);
-            c.sc[j] = s as i16;
-            c.m[j] = m;
-        }
-        c
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn unpack(row: &[u8], b: usize, ctx: &Q4KCtx) -> Block {
-        let (sb, j) = (b / 8, b % 8);
-        let at = 144 * sb + 16 + 32 * (j / 2);
-        let qs = &row[at..at + 32];
-        // SAFETY: 32 bytes in qs.
-        let qs = unsafe { _mm256_loadu_si256(qs.as_ptr().cast()) };
-        let qs = if j % 2 == 1 {
-            _mm256_srli_epi16(qs, 4)
-        } else {
-            qs
-        };
-        let q = _mm256_and_si256(qs, _mm256_set1_epi8(0x0F));
-        (q, _mm256_set1_epi16(ctx.sc[j]), ctx.d)
-    }
-    /// `accm[j] ← fma(dmin·dx_j, m_j·Σx_j, accm[j])` for the 8 sub-blocks j.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn min_term<const R: usize>(
-        ctx: &Q4KCtx,
-        p: &Ptrs<R>,
-        sb: usize,
-        accm: &mut [__m256; R],
-    ) {
-        // SAFETY: m holds 8 bytes; 8 sums and scales of super-block sb in every row.
-        unsafe {
-            let mv = _mm256_cvtepu8_epi32(_mm_loadl_epi64(ctx.m.as_ptr().cast()));
-            for r in 0..R {
-                let sums = _mm256_loadu_si256(p.sum[r].add(8 * sb).cast());
-                let dx = _mm256_loadu_ps(p.d[r].add(8 * sb));
-                let mm = _mm256_cvtepi32_ps(_mm256_mullo_epi32(mv, sums));
-                let dm = _mm256_mul_ps(_mm256_set1_ps(ctx.dmin), dx);
-                accm[r] = _mm256_fmadd_ps(dm, mm, accm[r]);
-            }
-        }
-    }
-}
-
-/// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }` (see the scalar kernel).
-struct Q6K;
-impl Unpack for Q6K {
-    const GROUP: usize = 8;
-    type Ctx = f32;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn context(row: &[u8], b: usize) -> f32 {
-        let sb = b / 8;
-        f16_at(&row[210 * sb..210 * sb + 210], 208)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn unpack(row: &[u8], b: usize, d: &f32) -> Block {
-        let (sb, j) = (b / 8, b % 8);
-        let blk = &row[210 * sb..210 * sb + 210];
-        let (h, i) = (j / 4, j % 4);
-        // SAFETY: 32 bytes each, inside the 210-byte block.
-        let (ql, qh) = unsafe {
-            (
-                _mm256_loadu_si256(blk.as_ptr().add(64 * h + 32 * (i % 2)).cast()),
-                _mm256_loadu_si256(blk.as_ptr().add(128 + 32 * h).cast()),
-            )
-        };
-        let lo = if i >= 2 { _mm256_srli_epi16(ql, 4) } else { ql };
-        let lo = _mm256_and_si256(lo, _mm256_set1_epi8(0x0F));
-        let hi = _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * i as i32));
-        let hi = _mm256_slli_epi16(_mm256_and_si256(hi, _mm256_set1_epi8(3)), 4);
-        let q = _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32));
-        let s0 = blk[192 + 2 * j] as i8 as i16;
-        let s1 = blk[193 + 2 * j] as i8 as i16;
-        let sc = _mm256_set_m128i(_mm_set1_epi16(s1), _mm_set1_epi16(s0));
-        (q, sc, *d)
-    }
-}
-
 /// # Safety
 /// AVX2, FMA and F16C available; `w` holds whole blocks for every activation row.
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -271,8 +161,7 @@ pub(super) unsafe fn dot_rows(kind: Kind, w: &[u8], xs: &[Row<'_>], out: &mut [f
             Kind::Q8_0 => rows_by_4::<Q8_0>(w, xs, out),
             Kind::Q4_0 => rows_by_4::<Q4_0>(w, xs, out),
             Kind::Q5_0 => rows_by_4::<Q5_0>(w, xs, out),
-            Kind::Q4K => rows_by_4::<Q4K>(w, xs, out),
-            Kind::Q6K => rows_by_4::<Q6K>(w, xs, out),
+            Kind::KQuant(_) => unreachable!("k-quants run in kquants_avx2"),
         }
     }
 }

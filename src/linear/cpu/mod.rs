@@ -5,11 +5,15 @@
 //! - [`float`]: bf16 / fp32 weights (and any decodable format, through a decoded f32 row)
 //!   against f32 activations.
 //! - [`gguf`]: gguf_* blocks against q8_1 activations, one unpack function per block type.
+//! - [`kquants`]: the 256-value k-quant super-blocks (Q2_K..Q6_K) against q8_1 activations.
 
 pub(crate) mod float;
 pub(crate) mod gguf;
 #[cfg(target_arch = "x86_64")]
 mod gguf_avx2;
+pub(crate) mod kquants;
+#[cfg(target_arch = "x86_64")]
+mod kquants_avx2;
 
 /// The instruction set a prepared weight runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

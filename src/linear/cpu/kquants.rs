@@ -1,0 +1,403 @@
+//! GGUF k-quant vec_dot (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) against q8_1 activations: the
+//! scalar reference order here, AVX2 in `kquants_avx2` (identical bits).
+//!
+//! A weight row is a sequence of 256-value super-blocks; super-block `s` meets the eight
+//! q8_1 blocks `t = 8s + j` (j = 0..8) of the activation row. Every super-block unpacks to
+//! 256 signed integer codes `q` (the type's offset applied: Q3_K's hmask bit, Q6_K's −32),
+//! an integer scale `sc` and an integer min `m` per 16 values (Q4_K/Q5_K: the 6-bit scale and
+//! min of the 32-value sub-block, for both halves; Q2_K: its 4-bit nibbles; Q3_K: the
+//! signed 6-bit scales; Q6_K: the signed 8-bit scales; `m = 0` for Q3_K/Q6_K) and the
+//! binary16 `d` and `dmin`. With the activation block's codes `x` and scale `dx_t`:
+//!
+//! - `S_j = Σ_{e<32} sc[(32j+e)/16]·q[32j+e]·x[e]` and `M_j = Σ_{e<32} m[(32j+e)/16]·x[e]`:
+//!   exact integers (|S_j| ≤ 32·128·32·127 < 2²⁴, so also exact in f32);
+//! - one accumulator lane per sub-block position j, in super-block order:
+//!   `acc[j] ← fma(d·dx_t, S_j, acc[j])` and, for the types with mins (Q2_K, Q4_K, Q5_K),
+//!   `accm[j] ← fma(dmin·dx_t, M_j, accm[j])` (`d·dx_t` is exact: two binary16);
+//! - result: `tree8(j ↦ acc[j] − accm[j])` (types with mins), `tree8(acc)` otherwise.
+//!
+//! Only the fmas and the final tree round, so any exact way of forming `S_j` and `M_j`
+//! (the AVX2 path uses unsigned codes, `vpmaddubsw`, and subtracts the offsets through the
+//! activation's half-block sums) gives the same bits. The result does not depend on how
+//! many weight rows or activation rows share a pass.
+
+// Index loops mirror the layout equations of the docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::{Isa, tree8};
+use crate::formats::gguf::{f16_at, scale_min_k4};
+use crate::linear::q8_1::Row;
+use crate::registry::Format;
+
+/// The k-quant block types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kq {
+    Q2K,
+    Q3K,
+    Q4K,
+    Q5K,
+    Q6K,
+}
+
+impl Kq {
+    /// The k-quant kernel for `format`, if it is one.
+    pub(crate) fn of(format: Format) -> Option<Kq> {
+        Some(match format {
+            Format::GgufQ2_K => Kq::Q2K,
+            Format::GgufQ3_K => Kq::Q3K,
+            Format::GgufQ4_K => Kq::Q4K,
+            Format::GgufQ5_K => Kq::Q5K,
+            Format::GgufQ6_K => Kq::Q6K,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per 256-value super-block.
+    pub(super) const fn block_bytes(self) -> usize {
+        match self {
+            Kq::Q2K => 84,
+            Kq::Q3K => 110,
+            Kq::Q4K => 144,
+            Kq::Q5K => 176,
+            Kq::Q6K => 210,
+        }
+    }
+
+    /// Whether the type subtracts `dmin·m` (the `accm` lanes of the module docs).
+    pub(super) const fn has_min(self) -> bool {
+        matches!(self, Kq::Q2K | Kq::Q4K | Kq::Q5K)
+    }
+}
+
+/// One super-block as integers (module docs).
+struct Super {
+    q: [i8; 256],
+    sc: [i32; 16],
+    m: [i32; 16],
+    d: f32,
+    dmin: f32,
+}
+
+/// `block_q2_K { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin; }`: value 128h + 32i + l is
+/// bits 2i..2i+1 of qs[32h + l]; 16-value sub-block s has scale scales[s] & 15, min
+/// scales[s] >> 4.
+fn unpack_q2_k(b: &[u8], o: &mut Super) {
+    for v in 0..256 {
+        let (h, i, l) = (v / 128, (v / 32) % 4, v % 32);
+        o.q[v] = ((b[16 + 32 * h + l] >> (2 * i)) & 3) as i8;
+    }
+    for s in 0..16 {
+        o.sc[s] = (b[s] & 15) as i32;
+        o.m[s] = (b[s] >> 4) as i32;
+    }
+    o.d = f16_at(b, 80);
+    o.dmin = f16_at(b, 82);
+}
+
+/// `block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }`: value 128h + 32i + l
+/// is bits 2i..2i+1 of qs[32h + l], minus 4 when bit 4h + i of hmask[l] is CLEAR; scale s
+/// (signed, − 32) has its low nibble in nibble s/8 of scales[s%8] and its high two bits at
+/// bit 2·(s/4) of scales[8 + s%4].
+fn unpack_q3_k(b: &[u8], o: &mut Super) {
+    for v in 0..256 {
+        let (h, i, l) = (v / 128, (v / 32) % 4, v % 32);
+        let low = ((b[32 + 32 * h + l] >> (2 * i)) & 3) as i8;
+        let set = (b[l] >> (4 * h + i)) & 1 == 1;
+        o.q[v] = if set { low } else { low - 4 };
+    }
+    let s12 = &b[96..108];
+    for s in 0..16 {
+        let lo = (s12[s % 8] >> (4 * (s / 8))) & 15;
+        let hi = (s12[8 + s % 4] >> (2 * (s / 4))) & 3;
+        o.sc[s] = (lo | (hi << 4)) as i32 - 32;
+    }
+    o.m = [0; 16];
+    o.d = f16_at(b, 108);
+    o.dmin = 0.0;
+}
+
+/// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }` and `block_q5_K { f16 d;
+/// f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }`: sub-block j (32 values) is nibble
+/// j%2 of qs[32·(j/2) ..][0..32], Q5_K adds bit j of qh[l] as bit 4; 6-bit scale and min
+/// from [`scale_min_k4`].
+fn unpack_q45_k(b: &[u8], five: bool, o: &mut Super) {
+    let qs = if five { 48 } else { 16 };
+    for v in 0..256 {
+        let (j, l) = (v / 32, v % 32);
+        let mut c = (b[qs + 32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+        if five {
+            c |= ((b[16 + l] >> j) & 1) << 4;
+        }
+        o.q[v] = c as i8;
+    }
+    for s in 0..16 {
+        let (sc, m) = scale_min_k4(s / 2, &b[4..16]);
+        o.sc[s] = sc as i32;
+        o.m[s] = m as i32;
+    }
+    o.d = f16_at(b, 0);
+    o.dmin = f16_at(b, 2);
+}
+
+/// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }`: value 128h + 32i + l
+/// has its low 4 bits in nibble i/2 of ql[64h + 32(i%2) + l], its high 2 bits at bit 2i of
+/// qh[32h + l]; − 32; scale scales[v/16].
+fn unpack_q6_k(b: &[u8], o: &mut Super) {
+    for v in 0..256 {
+        let (h, i, l) = (v / 128, (v / 32) % 4, v % 32);
+        let lo = (b[64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
+        let hi = (b[128 + 32 * h + l] >> (2 * i)) & 3;
+        o.q[v] = (lo | (hi << 4)) as i8 - 32;
+    }
+    for s in 0..16 {
+        o.sc[s] = b[192 + s] as i8 as i32;
+    }
+    o.m = [0; 16];
+    o.d = f16_at(b, 208);
+    o.dmin = 0.0;
+}
+
+fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
+    match kq {
+        Kq::Q2K => unpack_q2_k(b, o),
+        Kq::Q3K => unpack_q3_k(b, o),
+        Kq::Q4K => unpack_q45_k(b, false, o),
+        Kq::Q5K => unpack_q45_k(b, true, o),
+        Kq::Q6K => unpack_q6_k(b, o),
+    }
+}
+
+/// Up to four consecutive weight rows `ws` (whole super-blocks of `kq`) against every q8_1
+/// row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
+pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert_eq!(ws.len() * xs.len(), out.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
+        Isa::Avx2 => unsafe { super::kquants_avx2::dot_row_group(kq, ws, xs, out) },
+        _ => {
+            for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len())) {
+                for (o, x) in o.iter_mut().zip(xs) {
+                    *o = dot_scalar(kq, w, x);
+                }
+            }
+        }
+    }
+}
+
+/// The reference order of the module docs.
+fn dot_scalar(kq: Kq, w: &[u8], x: &Row<'_>) -> f32 {
+    let bb = kq.block_bytes();
+    let nsb = x.d.len() / 8;
+    let mut acc = [0f32; 8];
+    let mut accm = [0f32; 8];
+    let mut s = Super {
+        q: [0; 256],
+        sc: [0; 16],
+        m: [0; 16],
+        d: 0.0,
+        dmin: 0.0,
+    };
+    for sb in 0..nsb {
+        unpack(kq, &w[bb * sb..bb * sb + bb], &mut s);
+        for (j, (a, am)) in acc.iter_mut().zip(accm.iter_mut()).enumerate() {
+            let t = 8 * sb + j;
+            let xq = &x.qs[32 * t..32 * t + 32];
+            let (mut si, mut mi) = (0i32, 0i32);
+            for (e, &xe) in xq.iter().enumerate() {
+                let v = 32 * j + e;
+                si += s.sc[v / 16] * s.q[v] as i32 * xe as i32;
+                mi += s.m[v / 16] * xe as i32;
+            }
+            *a = (s.d * x.d[t]).mul_add(si as f32, *a);
+            if kq.has_min() {
+                *am = (s.dmin * x.d[t]).mul_add(mi as f32, *am);
+            }
+        }
+    }
+    finish(kq, &acc, &accm)
+}
+
+/// The final combination shared by both paths.
+#[inline]
+pub(super) fn finish(kq: Kq, acc: &[f32; 8], accm: &[f32; 8]) -> f32 {
+    if kq.has_min() {
+        tree8(std::array::from_fn(|j| acc[j] - accm[j]))
+    } else {
+        tree8(*acc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::decode_row;
+    use crate::dtype::Dtype;
+    use crate::linear::q8_1::Rows;
+    use crate::linear::tolerance;
+    use crate::view::WeightView;
+
+    const ALL: [Kq; 5] = [Kq::Q2K, Kq::Q3K, Kq::Q4K, Kq::Q5K, Kq::Q6K];
+
+    fn format(kq: Kq) -> Format {
+        match kq {
+            Kq::Q2K => Format::GgufQ2_K,
+            Kq::Q3K => Format::GgufQ3_K,
+            Kq::Q4K => Format::GgufQ4_K,
+            Kq::Q5K => Format::GgufQ5_K,
+            Kq::Q6K => Format::GgufQ6_K,
+        }
+    }
+
+    /// Offsets of the binary16 fields (d, dmin) in a super-block.
+    fn f16_fields(kq: Kq) -> &'static [usize] {
+        match kq {
+            Kq::Q2K => &[80, 82],
+            Kq::Q3K => &[108],
+            Kq::Q4K | Kq::Q5K => &[0, 2],
+            Kq::Q6K => &[208],
+        }
+    }
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+    }
+
+    /// Super-block payloads: every byte 0x00 (Q6_K codes −32 with scale 0 / Q3_K codes −4
+    /// with scales −32), every byte 0xFF (the largest codes, 6-bit scales and mins 63, Q3_K
+    /// scale +31, Q6_K scale −1), bytes alternating 0x00/0xFF, and random bytes; the binary16
+    /// fields set to finite values (pattern-dependent, negative included).
+    fn payload(kq: Kq, n: usize, k: usize, pattern: usize, rng: &mut Lcg) -> Vec<u8> {
+        let bb = kq.block_bytes();
+        let mut w: Vec<u8> = (0..n * k / 256 * bb)
+            .map(|i| match pattern {
+                0 => 0x00,
+                1 => 0xFF,
+                2 => [0x00, 0xFF][(i / 3) % 2],
+                _ => rng.next() as u8,
+            })
+            .collect();
+        for (s, blk) in w.chunks_exact_mut(bb).enumerate() {
+            for (f, &at) in f16_fields(kq).iter().enumerate() {
+                let v = [1.0f32, 0.25, -0.5, 3e-6][(s + f + pattern) % 4];
+                blk[at..at + 2].copy_from_slice(&half::f16::from_f32(v).to_bits().to_le_bytes());
+            }
+            if kq == Kq::Q6K && pattern == 3 && s % 2 == 0 {
+                // The extreme signed scales −128 and +127.
+                blk[192..208].copy_from_slice(&[0x80, 0x7F].repeat(8));
+            }
+        }
+        w
+    }
+
+    /// Activations whose q8_1 codes reach ±127 in every block (amax = |x| of every value).
+    fn activations(m: usize, k: usize, rng: &mut Lcg) -> Vec<f32> {
+        (0..m * k)
+            .map(|i| match i % 3 {
+                0 => 1.0,
+                1 => -1.0,
+                _ => (rng.next() % 255) as f32 / 127.0 - 1.0,
+            })
+            .collect()
+    }
+
+    /// Oracle: the f64 product of the exactly decoded weights (formats::gguf, checked
+    /// against gguf-py) with the q8_1 values x̂; the kernel output must meet
+    /// `linear_f32acc_v1`, for every row-group size 1..4 and M ∈ {1, 2, 5}, and the AVX2
+    /// path must return the scalar path's bits.
+    #[test]
+    fn extreme_payloads_meet_the_criterion_and_avx2_equals_scalar() {
+        let mut rng = Lcg(7);
+        let mut counts = [0usize; 5];
+        for (ti, kq) in ALL.into_iter().enumerate() {
+            for k in [256, 768, 2048] {
+                for pattern in 0..4 {
+                    let n = 5;
+                    let w = payload(kq, n, k, pattern, &mut rng);
+                    let view = WeightView::single(format(kq), n, k, &w).unwrap();
+                    let mut wd = vec![0f32; n * k];
+                    for r in 0..n {
+                        decode_row(&view, r as u64, &mut wd[r * k..(r + 1) * k]).unwrap();
+                    }
+                    let rb = k / 256 * kq.block_bytes();
+                    let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
+                    for m in [1, 2, 5] {
+                        let x = activations(m, k, &mut rng);
+                        let q = Rows::quantize(&x, m, k);
+                        let xh = q.dequantized();
+                        let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                        for g in 1..=4 {
+                            for r0 in [0, n - g] {
+                                let ws = &rows[r0..r0 + g];
+                                let mut ys = vec![0f32; g * m];
+                                dot_row_group(Isa::Scalar, kq, ws, &xs, &mut ys);
+                                if Isa::Avx2.available() {
+                                    let mut ya = vec![0f32; g * m];
+                                    dot_row_group(Isa::Avx2, kq, ws, &xs, &mut ya);
+                                    let b = |v: &[f32]| {
+                                        v.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
+                                    };
+                                    assert_eq!(b(&ys), b(&ya), "{kq:?} k{k} p{pattern} m{m} g{g}");
+                                }
+                                for i in 0..g {
+                                    let wr = &wd[(r0 + i) * k..(r0 + i + 1) * k];
+                                    for r in 0..m {
+                                        let xr = &xh[r * k..(r + 1) * k];
+                                        let (mut yr, mut sa) = (0f64, 0f64);
+                                        for (a, b) in wr.iter().zip(xr) {
+                                            yr += *a as f64 * *b as f64;
+                                            sa += (*a as f64 * *b as f64).abs();
+                                        }
+                                        let y = ys[i * m + r] as f64;
+                                        let tol = tolerance(k, sa, yr, Dtype::F32);
+                                        assert!(
+                                            (y - yr).abs() <= tol,
+                                            "{kq:?} k{k} p{pattern} m{m} g{g}: {y} vs {yr} (tol {tol})"
+                                        );
+                                        counts[ti] += 1;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        println!("k-quant outputs checked (Q2_K..Q6_K): {counts:?}");
+        assert!(counts.iter().all(|&c| c > 0));
+    }
+
+    /// One super-block worked by hand: Q4_K with d = 1, dmin = 0.5, every 6-bit scale 2 and
+    /// min 1, every code 3, against x = 1.0 (q8_1 d = 1/127 → binary16 0.007873535, codes
+    /// 127): each weight is 2·3 − 0.5·1 = 5.5, so y = 256 · 5.5 · 127 · d_x.
+    #[test]
+    fn hand_worked_q4_k() {
+        let mut b = vec![0u8; 144];
+        b[0..2].copy_from_slice(&half::f16::from_f32(1.0).to_bits().to_le_bytes());
+        b[2..4].copy_from_slice(&half::f16::from_f32(0.5).to_bits().to_le_bytes());
+        // Sub-blocks 0..4: scale in bytes 0..4, min in bytes 4..8 (low 6 bits); 4..8: low
+        // nibbles of bytes 8..12 (scale) and high nibbles (min), top bits 0.
+        b[4..8].fill(2);
+        b[8..12].fill(1);
+        b[12..16].fill(0x12);
+        b[16..144].fill(0x33);
+        let x = vec![1.0f32; 256];
+        let q = Rows::quantize(&x, 1, 256);
+        let dx = q.d[0];
+        assert_eq!(q.qs[0], 127);
+        let want = 256.0 * 5.5 * 127.0 * dx as f64;
+        for isa in [Isa::Scalar, Isa::detect()] {
+            let mut y = [0f32];
+            dot_row_group(isa, Kq::Q4K, &[&b], &[q.row(0)], &mut y);
+            // Every S_j = 2·3·127·32, M_j = 127·32: exact; lanes equal, so the tree is exact.
+            assert_eq!(y[0] as f64, want, "{isa:?}");
+        }
+    }
+}
