@@ -30,6 +30,8 @@ pub(crate) enum Kind {
     Q5_0,
     Q4K,
     Q6K,
+    /// The grid-coded i-quants (`super::iquants`).
+    Iq(super::iquants::IqKind),
 }
 
 impl Kind {
@@ -41,7 +43,7 @@ impl Kind {
             Format::GgufQ5_0 => Kind::Q5_0,
             Format::GgufQ4_K => Kind::Q4K,
             Format::GgufQ6_K => Kind::Q6K,
-            _ => return None,
+            f => return super::iquants::IqKind::of(f).map(Kind::Iq),
         })
     }
 }
@@ -163,6 +165,7 @@ fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
         Kind::Q5_0 => unpack_q5_0(row, b),
         Kind::Q4K => unpack_q4_k(row, b),
         Kind::Q6K => unpack_q6_k(row, b),
+        Kind::Iq(_) => unreachable!("i-quants have their own kernel"),
     }
 }
 
@@ -172,6 +175,9 @@ fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
 /// not depend on how many rows share the pass.
 pub(crate) fn dot_row_group(isa: Isa, kind: Kind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
+    if let Kind::Iq(k) = kind {
+        return super::iquants::dot_row_group(isa, k, ws, xs, out);
+    }
     for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len())) {
         dot_rows(isa, kind, w, xs, o);
     }

@@ -273,6 +273,7 @@ pub(super) unsafe fn dot_rows(kind: Kind, w: &[u8], xs: &[Row<'_>], out: &mut [f
             Kind::Q5_0 => rows_by_4::<Q5_0>(w, xs, out),
             Kind::Q4K => rows_by_4::<Q4K>(w, xs, out),
             Kind::Q6K => rows_by_4::<Q6K>(w, xs, out),
+            Kind::Iq(_) => unreachable!("i-quants run in iquants_avx2"),
         }
     }
 }

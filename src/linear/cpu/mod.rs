@@ -5,11 +5,15 @@
 //! - [`float`]: bf16 / fp32 weights (and any decodable format, through a decoded f32 row)
 //!   against f32 activations.
 //! - [`gguf`]: gguf_* blocks against q8_1 activations, one unpack function per block type.
+//! - [`iquants`]: the grid-coded i-quants (IQ1/IQ2/IQ3) against q8_1 activations.
 
 pub(crate) mod float;
 pub(crate) mod gguf;
 #[cfg(target_arch = "x86_64")]
 mod gguf_avx2;
+pub(crate) mod iquants;
+#[cfg(target_arch = "x86_64")]
+mod iquants_avx2;
 
 /// The instruction set a prepared weight runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
