@@ -40,6 +40,40 @@ static SIGNS64: [u64; 128] = {
     t
 };
 
+/// The four u64 `v0..v3` as one vector (lane i = vi), by broadcast loads and blends: they
+/// avoid the two shuffle pipes that `vpinsrq`/`vinserti128` compete for.
+#[inline(always)]
+fn set4(v0: &u64, v1: &u64, v2: &u64, v3: &u64) -> __m256i {
+    // SAFETY: AVX2 (the callers' target features); each reference is 8 readable bytes.
+    unsafe {
+        let b =
+            |v: &u64| _mm256_castpd_si256(_mm256_broadcast_sd(&*(v as *const u64).cast::<f64>()));
+        let x = _mm256_blend_epi32(b(v0), b(v1), 0x0C);
+        let y = _mm256_blend_epi32(b(v2), b(v3), 0xC0);
+        _mm256_blend_epi32(x, y, 0xF0)
+    }
+}
+
+/// The eight u32 at `v[i]` as one vector, by broadcast loads and blends.
+#[inline(always)]
+fn set8(v: [&u32; 8]) -> __m256i {
+    // SAFETY: AVX2 (the callers' target features); each reference is 4 readable bytes.
+    unsafe {
+        let b = |i: usize| {
+            _mm256_castps_si256(_mm256_broadcast_ss(&*(v[i] as *const u32).cast::<f32>()))
+        };
+        let x01 = _mm256_blend_epi32(b(0), b(1), 0x02);
+        let x23 = _mm256_blend_epi32(b(2), b(3), 0x08);
+        let x45 = _mm256_blend_epi32(b(4), b(5), 0x20);
+        let x67 = _mm256_blend_epi32(b(6), b(7), 0x80);
+        _mm256_blend_epi32(
+            _mm256_blend_epi32(x01, x23, 0x0C),
+            _mm256_blend_epi32(x45, x67, 0xC0),
+            0xF0,
+        )
+    }
+}
+
 /// One unpacked group: magnitudes (u8), sign sources (non-zero i8), i16 factors.
 type Group = (__m256i, __m256i, __m256i);
 
@@ -131,11 +165,11 @@ impl Iq for Iq2Xxs {
     unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
-        let grid = |i: u32| IQ2XXS_GRID[((v >> (8 * i)) & 255) as usize] as i64;
-        let sign = |l: u32| SIGNS64[((v >> (32 + 7 * l)) & 127) as usize] as i64;
+        let grid = |i: u32| &IQ2XXS_GRID[((v >> (8 * i)) & 255) as usize];
+        let sign = |l: u32| &SIGNS64[((v >> (32 + 7 * l)) & 127) as usize];
         (
-            _mm256_set_epi64x(grid(3), grid(2), grid(1), grid(0)),
-            _mm256_set_epi64x(sign(3), sign(2), sign(1), sign(0)),
+            set4(grid(0), grid(1), grid(2), grid(3)),
+            set4(sign(0), sign(1), sign(2), sign(3)),
             _mm256_set1_epi16(1),
         )
     }
@@ -172,12 +206,11 @@ impl Iq for Iq3Xxs {
                 blk.add(66 + 4 * g).cast::<u32>().read_unaligned(),
             )
         };
-        let grid = |i: u32| IQ3XXS_GRID[((v >> (8 * i)) & 255) as usize] as u64;
-        let pair = |i: u32| (grid(2 * i) | (grid(2 * i + 1) << 32)) as i64;
-        let sign = |l: u32| SIGNS64[((aux >> (7 * l)) & 127) as usize] as i64;
+        let grid = |i: u32| &IQ3XXS_GRID[((v >> (8 * i)) & 255) as usize];
+        let sign = |l: u32| &SIGNS64[((aux >> (7 * l)) & 127) as usize];
         (
-            _mm256_set_epi64x(pair(3), pair(2), pair(1), pair(0)),
-            _mm256_set_epi64x(sign(3), sign(2), sign(1), sign(0)),
+            set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
+            set4(sign(0), sign(1), sign(2), sign(3)),
             _mm256_set1_epi16(1),
         )
     }
@@ -242,11 +275,11 @@ impl Iq for Iq2Xs {
     unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
-        let grid = |l: u32| IQ2XS_GRID[((v >> (16 * l)) & 511) as usize] as i64;
-        let sign = |l: u32| SIGNS64[((v >> (16 * l + 9)) & 127) as usize] as i64;
+        let grid = |l: u32| &IQ2XS_GRID[((v >> (16 * l)) & 511) as usize];
+        let sign = |l: u32| &SIGNS64[((v >> (16 * l + 9)) & 127) as usize];
         (
-            _mm256_set_epi64x(grid(3), grid(2), grid(1), grid(0)),
-            _mm256_set_epi64x(sign(3), sign(2), sign(1), sign(0)),
+            set4(grid(0), grid(1), grid(2), grid(3)),
+            set4(sign(0), sign(1), sign(2), sign(3)),
             // SAFETY: AVX2.
             unsafe { half_factors(*f, g) },
         )
@@ -298,10 +331,10 @@ impl Iq for Iq2S {
             let qh = *blk.add(66 + g) as u32;
             let grid = |l: u32| {
                 let i = ((qs >> (8 * l)) & 255) | (((qh >> (2 * l)) & 3) << 8);
-                IQ2S_GRID[i as usize] as i64
+                &IQ2S_GRID[i as usize]
             };
             (
-                _mm256_set_epi64x(grid(3), grid(2), grid(1), grid(0)),
+                set4(grid(0), grid(1), grid(2), grid(3)),
                 sign_bits(signs),
                 half_factors(*f, g),
             )
@@ -339,12 +372,11 @@ impl Iq for Iq3S {
             let qh = *blk.add(66 + g) as u64;
             let grid = |k: u32| {
                 let i = ((v >> (8 * k)) & 255) | (((qh >> k) & 1) << 8);
-                IQ3S_GRID[i as usize] as u64
+                &IQ3S_GRID[i as usize]
             };
-            let pair = |i: u32| (grid(2 * i) | (grid(2 * i + 1) << 32)) as i64;
             let signs = blk.add(74 + 4 * g).cast::<u32>().read_unaligned();
             (
-                _mm256_set_epi64x(pair(3), pair(2), pair(1), pair(0)),
+                set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
                 sign_bits(signs),
                 _mm256_set1_epi16(1),
             )
@@ -388,11 +420,11 @@ impl Iq for Iq1S {
             let qh = u16_at(blk.add(34 + 2 * g)) as u32;
             let grid = |l: u32| {
                 let i = ((qs >> (8 * l)) & 255) | (((qh >> (3 * l)) & 7) << 8);
-                IQ1S_GRID[i as usize] as i64
+                &IQ1S_GRID[i as usize]
             };
             (
                 _mm256_set1_epi8(1),
-                _mm256_set_epi64x(grid(3), grid(2), grid(1), grid(0)),
+                set4(grid(0), grid(1), grid(2), grid(3)),
                 _mm256_set1_epi16(8),
             )
         }
@@ -457,9 +489,9 @@ impl Iq for Iq1M {
             let qh = u16_at(blk.add(32 + 2 * g)) as u32;
             let grid = |l: u32| {
                 let i = ((qs >> (8 * l)) & 255) | (((qh >> (4 * l)) & 7) << 8);
-                IQ1S_GRID[i as usize] as i64
+                &IQ1S_GRID[i as usize]
             };
-            let grid = _mm256_set_epi64x(grid(3), grid(2), grid(1), grid(0));
+            let grid = set4(grid(0), grid(1), grid(2), grid(3));
             // Delta sign of run l: bit 4l + 3 of qh → byte ±1 for its 8 values.
             let spread = _mm256_shuffle_epi8(
                 _mm256_set1_epi16(qh as i16),
