@@ -1,5 +1,5 @@
-//! AVX2 + FMA + F16C versions of the i-quant kernels, in exactly the order of
-//! [`super::iquants`]'s module docs.
+//! AVX2 + FMA + F16C (+ BMI1 `bextr` for bit fields, detected at run time by the caller)
+//! versions of the i-quant kernels, in exactly the order of [`super::iquants`]'s module docs.
 //!
 //! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
 //! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors.
@@ -74,6 +74,14 @@ fn set8(v: [&u32; 8]) -> __m256i {
     }
 }
 
+/// Bits `start .. start + len` of `v` (one BMI1 `bextr`: field extraction is the scalar
+/// bottleneck of these kernels).
+#[inline(always)]
+fn bx(v: u64, start: u32, len: u32) -> usize {
+    // SAFETY: BMI1 (the callers' target features).
+    unsafe { _bextr_u64(v, start, len) as usize }
+}
+
 /// One unpacked group: magnitudes (u8), sign sources (non-zero i8), i16 factors.
 type Group = (__m256i, __m256i, __m256i);
 
@@ -105,7 +113,7 @@ trait Iq {
 }
 
 #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
 fn f16_to_f32(bits: u16) -> f32 {
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
 }
@@ -128,7 +136,7 @@ unsafe fn u64_at(p: *const u8) -> u64 {
 
 /// `(2s + 1)` per i32 lane for the 4-bit scales s in the top nibbles of `aux`.
 #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
 fn odd_top4(aux: __m256i) -> __m256i {
     _mm256_or_si256(
         _mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1),
@@ -144,7 +152,7 @@ impl Iq for Iq2Xxs {
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: 66 bytes at blk: 2 + 64 loaded.
         unsafe {
@@ -161,12 +169,12 @@ impl Iq for Iq2Xxs {
         }
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
         let grid = |i: u32| &IQ2XXS_GRID[((v >> (8 * i)) & 255) as usize];
-        let sign = |l: u32| &SIGNS64[((v >> (32 + 7 * l)) & 127) as usize];
+        let sign = |l: u32| &SIGNS64[bx(v, 32 + 7 * l, 7) & 127];
         (
             set4(grid(0), grid(1), grid(2), grid(3)),
             set4(sign(0), sign(1), sign(2), sign(3)),
@@ -174,7 +182,7 @@ impl Iq for Iq2Xxs {
         )
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn finish(t: __m256i, sc: &__m256i, _: *const i32) -> __m256i {
         _mm256_mullo_epi32(t, *sc)
     }
@@ -188,7 +196,7 @@ impl Iq for Iq3Xxs {
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: 98 bytes at blk: the 8 aux words at 66..98.
         unsafe {
@@ -197,7 +205,7 @@ impl Iq for Iq3Xxs {
         }
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
         // SAFETY: 8 bytes at 2 + 8g and 4 at 66 + 4g, inside the 98.
         let (v, aux) = unsafe {
@@ -207,7 +215,7 @@ impl Iq for Iq3Xxs {
             )
         };
         let grid = |i: u32| &IQ3XXS_GRID[((v >> (8 * i)) & 255) as usize];
-        let sign = |l: u32| &SIGNS64[((aux >> (7 * l)) & 127) as usize];
+        let sign = |l: u32| &SIGNS64[bx(aux as u64, 7 * l, 7) & 127];
         (
             set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
             set4(sign(0), sign(1), sign(2), sign(3)),
@@ -215,7 +223,7 @@ impl Iq for Iq3Xxs {
         )
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn finish(t: __m256i, sc: &__m256i, _: *const i32) -> __m256i {
         _mm256_mullo_epi32(t, *sc)
     }
@@ -265,13 +273,13 @@ impl Iq for Iq2Xs {
     /// [`nibble_factors`] of the scales.
     type Ctx = __m256i;
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: scales at 66..74.
         unsafe { (f16_to_f32(u16_at(blk)) * 0.125, nibble_factors(blk.add(66))) }
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
@@ -316,13 +324,13 @@ impl Iq for Iq2S {
     /// [`nibble_factors`] of the scales.
     type Ctx = __m256i;
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: scales at 74..82.
         unsafe { (f16_to_f32(u16_at(blk)) * 0.125, nibble_factors(blk.add(74))) }
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
         // SAFETY: qs at 2 + 4g, signs at 34 + 4g, qh at 66 + g: inside the 82 bytes.
         unsafe {
@@ -351,7 +359,7 @@ impl Iq for Iq3S {
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: scales at 106..110.
         unsafe {
@@ -364,15 +372,14 @@ impl Iq for Iq3S {
         }
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
         // SAFETY: qs at 2 + 8g, qh at 66 + g, signs at 74 + 4g: inside the 110 bytes.
         unsafe {
-            let v = u64_at(blk.add(2 + 8 * g));
             let qh = *blk.add(66 + g) as u64;
             let grid = |k: u32| {
-                let i = ((v >> (8 * k)) & 255) | (((qh >> k) & 1) << 8);
-                &IQ3S_GRID[i as usize]
+                let i = *blk.add(2 + 8 * g + k as usize) as usize | (bx(qh, k, 1) << 8);
+                &IQ3S_GRID[i & 511]
             };
             let signs = blk.add(74 + 4 * g).cast::<u32>().read_unaligned();
             (
@@ -383,7 +390,7 @@ impl Iq for Iq3S {
         }
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn finish(t: __m256i, sc: &__m256i, _: *const i32) -> __m256i {
         _mm256_mullo_epi32(t, *sc)
     }
@@ -400,7 +407,7 @@ impl Iq for Iq1S {
     /// (2s + 1, −1 where the delta is negative else 0) per group.
     type Ctx = (__m256i, __m256i);
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, (__m256i, __m256i)) {
         // SAFETY: qh at 34..50.
         unsafe {
@@ -412,7 +419,7 @@ impl Iq for Iq1S {
         }
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, _: &(__m256i, __m256i)) -> Group {
         // SAFETY: qs at 2 + 4g, qh at 34 + 2g: inside the 50 bytes.
         unsafe {
@@ -430,7 +437,7 @@ impl Iq for Iq1S {
         }
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn finish(t: __m256i, c: &(__m256i, __m256i), sums: *const i32) -> __m256i {
         // SAFETY: 8 sums at `sums`.
         let sums = unsafe { _mm256_loadu_si256(sums.cast()) };
@@ -451,7 +458,7 @@ impl Iq for Iq1M {
     /// The 16 factors 2s + 1 as bytes, in both lanes (as [`nibble_factors`]).
     type Ctx = __m256i;
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: scales at 48..56.
         unsafe {
@@ -481,15 +488,14 @@ impl Iq for Iq1M {
         }
     }
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
         // SAFETY: qs at 4g, qh at 32 + 2g: inside the 56 bytes.
         unsafe {
-            let qs = blk.add(4 * g).cast::<u32>().read_unaligned();
             let qh = u16_at(blk.add(32 + 2 * g)) as u32;
             let grid = |l: u32| {
-                let i = ((qs >> (8 * l)) & 255) | (((qh >> (4 * l)) & 7) << 8);
-                &IQ1S_GRID[i as usize]
+                let i = *blk.add(4 * g + l as usize) as usize | (bx(qh as u64, 4 * l, 3) << 8);
+                &IQ1S_GRID[i & 2047]
             };
             let grid = set4(grid(0), grid(1), grid(2), grid(3));
             // Delta sign of run l: bit 4l + 3 of qh → byte ±1 for its 8 values.
@@ -516,7 +522,7 @@ impl Iq for Iq1M {
 /// # Safety
 /// AVX2, FMA and F16C available; every row of `ws` holds whole super-blocks for the
 /// activation rows' length.
-#[target_feature(enable = "avx2,fma,f16c")]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
 pub(super) unsafe fn dot_row_group(kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     // SAFETY (all calls): the caller's contract.
     unsafe {
@@ -543,7 +549,7 @@ struct X {
 /// # Safety
 /// As [`dot_row_group`].
 #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
 unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     let m = xs.len();
     if m == 0 {
@@ -632,7 +638,7 @@ fn finish8(acc: __m256) -> f32 {
 /// # Safety
 /// AVX2; nsb super-blocks at `w` and in `x`.
 #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
 unsafe fn row_fused<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
     let mut acc = _mm256_setzero_ps();
     for sb in 0..nsb {
@@ -664,7 +670,7 @@ unsafe fn row_fused<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
 /// # Safety
 /// AVX2; nsb super-blocks at `w` and in every row of `xs`; `out.len() == xs.len()`.
 #[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
 unsafe fn row_buffered<U: Iq>(w: *const u8, nsb: usize, xs: &[X], out: &mut [f32]) {
     let mut acc = vec![_mm256_setzero_ps(); xs.len()];
     let zero = _mm256_setzero_si256();
