@@ -759,3 +759,223 @@ fn every_supported_format_meets_the_criterion() {
     println!("covered: {}", covered.join(", "));
     assert!(covered.len() >= 7);
 }
+
+/// Writes `bits` (width `w`) at bit offset `at` of the little-endian byte string `b`.
+fn put_bits(b: &mut [u8], at: usize, w: usize, bits: u32) {
+    for i in 0..w {
+        let (byte, bit) = ((at + i) / 8, (at + i) % 8);
+        b[byte] = (b[byte] & !(1 << bit)) | ((((bits >> i) & 1) as u8) << bit);
+    }
+}
+
+/// A weight of a grid i-quant whose runs sweep every grid index and every sign pattern
+/// (the field positions of the block layouts, docs/gguf-blocks), other bits random;
+/// rows 0..n/2 have random scales, the rest the largest scale codes (the extreme integer
+/// sums of the kernels).
+fn iquant_sweep(format: Format, n: usize, k: usize, rng: &mut Rng) -> Vec<u8> {
+    let bb = format.info().block_bytes as usize;
+    let nsb = n * k / 256;
+    let mut w: Vec<u8> = (0..nsb * bb).map(|_| rng.next() as u8).collect();
+    let mut run = 0u32; // grid points written so far
+    let mut sig = 0u32; // sign fields written so far
+    for (i, b) in w.chunks_exact_mut(bb).enumerate() {
+        let big = i >= nsb / 2;
+        if format == Format::GgufIq1M {
+            b[55] = (b[55] & 0x0F) | 0x30;
+        } else {
+            b[0..2].copy_from_slice(&rng.f16_scale());
+        }
+        for g in 0..8 {
+            match format {
+                Format::GgufIq2Xxs => {
+                    for l in 0..4 {
+                        b[2 + 8 * g + l] = (run % 256) as u8;
+                        run += 1;
+                        put_bits(b, 8 * (6 + 8 * g) + 7 * l, 7, sig % 128);
+                        sig += 1;
+                    }
+                    if big {
+                        put_bits(b, 8 * (6 + 8 * g) + 28, 4, 15);
+                    }
+                }
+                Format::GgufIq2Xs => {
+                    for l in 0..4 {
+                        let v = (run % 512) | ((sig % 128) << 9);
+                        b[2 + 8 * g + 2 * l..4 + 8 * g + 2 * l]
+                            .copy_from_slice(&(v as u16).to_le_bytes());
+                        run += 1;
+                        sig += 1;
+                    }
+                    if big {
+                        b[66 + g] = 0xFF;
+                    }
+                }
+                Format::GgufIq2S => {
+                    for l in 0..4 {
+                        let idx = run % 1024;
+                        b[2 + 4 * g + l] = idx as u8;
+                        put_bits(b, 8 * (66 + g) + 2 * l, 2, idx >> 8);
+                        b[34 + 4 * g + l] = (sig % 256) as u8;
+                        run += 1;
+                        sig += 1;
+                    }
+                    if big {
+                        b[74 + g] = 0xFF;
+                    }
+                }
+                Format::GgufIq3Xxs => {
+                    for j in 0..8 {
+                        b[2 + 8 * g + j] = (run % 256) as u8;
+                        run += 1;
+                    }
+                    for l in 0..4 {
+                        put_bits(b, 8 * (66 + 4 * g) + 7 * l, 7, sig % 128);
+                        sig += 1;
+                    }
+                    if big {
+                        put_bits(b, 8 * (66 + 4 * g) + 28, 4, 15);
+                    }
+                }
+                Format::GgufIq3S => {
+                    for j in 0..8 {
+                        let idx = run % 512;
+                        b[2 + 8 * g + j] = idx as u8;
+                        put_bits(b, 8 * (66 + g) + j, 1, idx >> 8);
+                        run += 1;
+                    }
+                    for l in 0..4 {
+                        b[74 + 4 * g + l] = (sig % 256) as u8;
+                        sig += 1;
+                    }
+                    if big {
+                        put_bits(b, 8 * 106 + 4 * g, 4, 15);
+                    }
+                }
+                Format::GgufIq1S => {
+                    for l in 0..4 {
+                        let idx = run % 2048;
+                        b[2 + 4 * g + l] = idx as u8;
+                        put_bits(b, 8 * (34 + 2 * g) + 3 * l, 3, idx >> 8);
+                        run += 1;
+                    }
+                    put_bits(b, 8 * (34 + 2 * g) + 15, 1, sig % 2);
+                    sig += 1;
+                    if big {
+                        put_bits(b, 8 * (34 + 2 * g) + 12, 3, 7);
+                    }
+                }
+                Format::GgufIq1M => {
+                    for l in 0..4 {
+                        let idx = run % 2048;
+                        b[4 * g + l] = idx as u8;
+                        put_bits(b, 8 * (32 + 2 * g) + 4 * l, 3, idx >> 8);
+                        put_bits(b, 8 * (32 + 2 * g) + 4 * l + 3, 1, sig % 2);
+                        run += 1;
+                        sig += 1;
+                    }
+                    if big {
+                        put_bits(b, 8 * 48 + 16 * (g / 2) + 6 * (g % 2), 6, 63);
+                    }
+                }
+                _ => unreachable!(),
+            }
+        }
+    }
+    w
+}
+
+/// The grid i-quants with every grid index and sign pattern (sweep above, counts printed),
+/// several super-blocks per row (K = 2048), 1..4-row weight groups (N = 13), extreme
+/// scale codes against activations at ±127 codes: the criterion against the decoded
+/// weights × x̂, AVX2 = scalar bit for bit, a row alone = the same row in a batch.
+#[test]
+fn iquant_kernels_cover_every_grid_point_and_sign() {
+    let mut rng = Rng(77);
+    for (format, grid, signs) in [
+        (Format::GgufIq2Xxs, 256, 128),
+        (Format::GgufIq3Xxs, 256, 128),
+        (Format::GgufIq2Xs, 512, 128),
+        (Format::GgufIq3S, 512, 256),
+        (Format::GgufIq2S, 1024, 256),
+        (Format::GgufIq1S, 2048, 2),
+        (Format::GgufIq1M, 2048, 2),
+    ] {
+        // Enough super-blocks that every grid index appears (runs of 8 values; IQ3 grids
+        // code 4 values per index).
+        let per_index: usize = if matches!(format, Format::GgufIq3Xxs | Format::GgufIq3S) {
+            4
+        } else {
+            8
+        };
+        let (n, k) = (13, 2048);
+        let reps = (grid * per_index).div_ceil(n * k) + 1;
+        let n = n * reps;
+        assert!(n * k / per_index >= grid && n * k / per_index / 8 >= signs);
+        let wb = iquant_sweep(format, n, k, &mut rng);
+        let view = WeightView::single(format, n, k, &wb).unwrap();
+        let mut wdec = vec![0f32; n * k];
+        for r in 0..n {
+            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+        }
+        let m = 5;
+        // Row 0: every value at ±amax (codes ±127); the others random.
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| {
+                if i < k {
+                    if rng.next() % 2 == 0 { 1.0 } else { -1.0 }
+                } else {
+                    rng.unit()
+                }
+            })
+            .collect();
+        let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
+        let (mut yref, mut sabs) = (vec![0f64; m * n], vec![0f64; m * n]);
+        for mi in 0..m {
+            for r in 0..n {
+                for j in 0..k {
+                    let p = wdec[r * k + j] as f64 * xv[mi * k + j];
+                    yref[mi * n + r] += p;
+                    sabs[mi * n + r] += p.abs();
+                }
+            }
+        }
+        let mut c = Checked {
+            count: 0,
+            worst: 0.0,
+        };
+        let mut first: Option<Vec<u32>> = None;
+        for isa in isas() {
+            let mut w = PreparedWeight::new(view).unwrap();
+            w.set_isa(isa).unwrap();
+            w.set_threads(1).unwrap();
+            let y = forward(&w, &x, m, None);
+            check(
+                &format!("{format} {isa:?}"),
+                &y,
+                &yref,
+                &sabs,
+                None,
+                n,
+                k,
+                false,
+                &mut c,
+            );
+            for r in 0..m {
+                let y1 = forward(&w, &x[r * k..(r + 1) * k], 1, None);
+                assert_eq!(
+                    bits(&y1),
+                    bits(&y[r * n..(r + 1) * n]),
+                    "{format} {isa:?} row {r}"
+                );
+            }
+            match &first {
+                None => first = Some(bits(&y)),
+                Some(f) => assert_eq!(f, &bits(&y), "{format}: {isa:?} differs from scalar"),
+            }
+        }
+        println!(
+            "{format}: N={n} K={k}: all {grid} grid points and {signs} sign patterns, {} outputs within linear_f32acc_v1 (worst |err|/tol = {:.2e}); AVX2 = scalar",
+            c.count, c.worst
+        );
+    }
+}

@@ -27,8 +27,9 @@
 //!   `decode_row`).
 //! - gguf_*: x is quantized per row to ggml's q8_1 blocks ([`q8_1`]) and the product of
 //!   the exact weight values with the q8_1 values x̂ is accumulated in f32 (dedicated
-//!   vec_dot kernels for Q8_0, Q4_0, Q5_0 and the k-quants Q2_K..Q6_K; any other
-//!   decodable GGUF type runs through its decoded f32 row, still against x̂).
+//!   vec_dot kernels for Q8_0, Q4_0, Q5_0, the k-quants Q2_K..Q6_K and the grid i-quants
+//!   IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S; any other decodable GGUF type
+//!   runs through its decoded f32 row, still against x̂).
 //! - Every output is computed by one thread in an order fixed per kernel family, so any
 //!   thread count and any M give the same bits for the same row of x, and the AVX2 path
 //!   gives the bits of the scalar path.

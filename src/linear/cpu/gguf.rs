@@ -29,6 +29,8 @@ pub(crate) enum Kind {
     Q5_0,
     /// The k-quant super-blocks ([`super::kquants`]).
     KQuant(Kq),
+    /// The grid-coded i-quants ([`super::iquants`]).
+    Iq(super::iquants::IqKind),
 }
 
 impl Kind {
@@ -38,7 +40,11 @@ impl Kind {
             Format::GgufQ8_0 => Kind::Q8_0,
             Format::GgufQ4_0 => Kind::Q4_0,
             Format::GgufQ5_0 => Kind::Q5_0,
-            _ => return Kq::of(format).map(Kind::KQuant),
+            f => {
+                return Kq::of(f)
+                    .map(Kind::KQuant)
+                    .or_else(|| super::iquants::IqKind::of(f).map(Kind::Iq));
+            }
         })
     }
 }
@@ -105,6 +111,7 @@ fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
         Kind::Q4_0 => unpack_q4_0(row, b),
         Kind::Q5_0 => unpack_q5_0(row, b),
         Kind::KQuant(_) => unreachable!("k-quants run in kquants"),
+        Kind::Iq(_) => unreachable!("i-quants run in iquants"),
     }
 }
 
@@ -114,8 +121,10 @@ fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
 /// not depend on how many rows share the pass.
 pub(crate) fn dot_row_group(isa: Isa, kind: Kind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
-    if let Kind::KQuant(kq) = kind {
-        return super::kquants::dot_row_group(isa, kq, ws, xs, out);
+    match kind {
+        Kind::KQuant(kq) => return super::kquants::dot_row_group(isa, kq, ws, xs, out),
+        Kind::Iq(k) => return super::iquants::dot_row_group(isa, k, ws, xs, out),
+        _ => {}
     }
     for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len())) {
         dot_rows(isa, kind, w, xs, o);

@@ -162,6 +162,7 @@ pub(super) unsafe fn dot_rows(kind: Kind, w: &[u8], xs: &[Row<'_>], out: &mut [f
             Kind::Q4_0 => rows_by_4::<Q4_0>(w, xs, out),
             Kind::Q5_0 => rows_by_4::<Q5_0>(w, xs, out),
             Kind::KQuant(_) => unreachable!("k-quants run in kquants_avx2"),
+            Kind::Iq(_) => unreachable!("i-quants run in iquants_avx2"),
         }
     }
 }

@@ -6,6 +6,7 @@
 //!   against f32 activations.
 //! - [`gguf`]: gguf_* blocks against q8_1 activations, one unpack function per block type.
 //! - [`kquants`]: the 256-value k-quant super-blocks (Q2_K..Q6_K) against q8_1 activations.
+//! - [`iquants`]: the grid-coded i-quants (IQ1/IQ2/IQ3) against q8_1 activations.
 
 pub(crate) mod float;
 pub(crate) mod gguf;
@@ -14,6 +15,9 @@ mod gguf_avx2;
 pub(crate) mod kquants;
 #[cfg(target_arch = "x86_64")]
 mod kquants_avx2;
+pub(crate) mod iquants;
+#[cfg(target_arch = "x86_64")]
+mod iquants_avx2;
 
 /// The instruction set a prepared weight runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,0 +1,289 @@
+//! vec_dot of the grid-coded GGUF i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+//! IQ1_M) against q8_1 activations: the scalar reference order (AVX2 in `iquants_avx2`,
+//! identical bits).
+//!
+//! Every type is a 256-value super-block with one binary16 scale `d`, split in eight 32-value
+//! groups g that line up with the q8_1 blocks b = 8·sb + g of the activation row. Each
+//! weight value is an exact integer `w` times a per-super-block float `d·c` (c a power of
+//! two):
+//!
+//! | type | w (per value) | c |
+//! |---|---|---|
+//! | IQ2_XXS, IQ2_XS, IQ2_S | (2s+1) · grid · ±1 | 1/8 |
+//! | IQ3_XXS | (2s+1) · grid · ±1 | 1/4 |
+//! | IQ3_S | (2s+1) · grid · ±1 | 1 |
+//! | IQ1_S, IQ1_M | (2s+1) · (8·grid ± 1) | 1/8 |
+//!
+//! (s the 4-bit or 3-bit scale of the value's group or 16-value half). These are the
+//! decoders' values exactly: `d·(0.5+s)·0.25·grid` = `d/8·(2s+1)·grid` with every step exact in
+//! binary32, and IQ1's `d·(2s+1)·(grid ± 1/8)` = `d/8·(2s+1)·(8·grid ± 1)`: the ±1/8 delta
+//! becomes the odd integer 8·grid ± 1 by scaling the codes by 8 (the 1/8 moves into c).
+//!
+//! With the activation block's codes x and scale dx, per super-block sb and group g:
+//!
+//! - `T_g = Σ_{e<32} w_e·x_e`, an exact integer (|T_g| ≤ 32·127·31·62 < 2²⁴);
+//! - `acc[g] ← fma((d·c)·dx_b, T_g, acc[g])` (`(d·c)·dx_b` is exact: a product of two
+//!   binary16 and a power of two);
+//! - result: `tree8(acc)`.
+//!
+//! So each output rounds once per 256 values in each of the 8 lanes plus the 3-level tree.
+
+use super::{Isa, tree8};
+use crate::formats::gguf::grids::{
+    IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KMASK_IQ2XS,
+    KSIGNS_IQ2XS,
+};
+use crate::formats::gguf::{f16_at, u16_at, u32_at};
+use crate::linear::q8_1::Row;
+use crate::registry::Format;
+
+/// The i-quant types with a dedicated vec_dot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IqKind {
+    Iq2Xxs,
+    Iq2Xs,
+    Iq2S,
+    Iq3Xxs,
+    Iq3S,
+    Iq1S,
+    Iq1M,
+}
+
+impl IqKind {
+    /// The dedicated kernel for `format`, if it is one of these i-quants.
+    pub(crate) fn of(format: Format) -> Option<IqKind> {
+        Some(match format {
+            Format::GgufIq2Xxs => IqKind::Iq2Xxs,
+            Format::GgufIq2Xs => IqKind::Iq2Xs,
+            Format::GgufIq2S => IqKind::Iq2S,
+            Format::GgufIq3Xxs => IqKind::Iq3Xxs,
+            Format::GgufIq3S => IqKind::Iq3S,
+            Format::GgufIq1S => IqKind::Iq1S,
+            Format::GgufIq1M => IqKind::Iq1M,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per 256-value super-block.
+    pub(crate) fn block_bytes(self) -> usize {
+        match self {
+            IqKind::Iq2Xxs => 66,
+            IqKind::Iq2Xs => 74,
+            IqKind::Iq2S => 82,
+            IqKind::Iq3Xxs => 98,
+            IqKind::Iq3S => 110,
+            IqKind::Iq1S => 50,
+            IqKind::Iq1M => 56,
+        }
+    }
+}
+
+/// The binary16 bits of IQ1_M's super-scale: nibble i is the top nibble of the u16 scales
+/// word i (bytes 48 + 2i).
+#[inline(always)]
+pub(super) fn iq1_m_d_bits(blk: &[u8]) -> u16 {
+    let w = |i: usize| u16_at(blk, 48 + 2 * i) >> 12;
+    w(0) | (w(1) << 4) | (w(2) << 8) | (w(3) << 12)
+}
+
+/// `d·c` of the super-block `blk` (module docs' table).
+fn scale(kind: IqKind, blk: &[u8]) -> f32 {
+    match kind {
+        IqKind::Iq2Xxs | IqKind::Iq2Xs | IqKind::Iq2S | IqKind::Iq1S => f16_at(blk, 0) * 0.125,
+        IqKind::Iq3Xxs => f16_at(blk, 0) * 0.25,
+        IqKind::Iq3S => f16_at(blk, 0),
+        IqKind::Iq1M => half::f16::from_bits(iq1_m_d_bits(blk)).to_f32() * 0.125,
+    }
+}
+
+/// Writes `w[j] = sc · grid[j] · ±1` (sign bit j of `signs` set → negative).
+fn put8(w: &mut [i32], sc: i32, grid: u64, signs: u8) {
+    for (j, (o, g)) in w.iter_mut().zip(grid.to_le_bytes()).enumerate() {
+        let s = if signs & KMASK_IQ2XS[j] != 0 { -1 } else { 1 };
+        *o = sc * g as i32 * s;
+    }
+}
+
+/// Writes `w[j] = sc · (8·grid[j] + delta)` for an IQ1 grid point (i8 values −1, 0, 1).
+fn put8_iq1(w: &mut [i32], sc: i32, grid: u64, delta: i32) {
+    for (o, g) in w.iter_mut().zip(grid.to_le_bytes()) {
+        *o = sc * (8 * g as i8 as i32 + delta);
+    }
+}
+
+/// The 32 integer weights of group g of super-block `blk` (the block layouts are those of
+/// `formats::gguf::iquants`).
+fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
+    let mut w = [0i32; 32];
+    match kind {
+        IqKind::Iq2Xxs => {
+            // qs[8g..8g+4]: grid indices; u32 at 8g+4: scale (top 4 bits), 4 × 7-bit signs.
+            let q = &blk[2 + 8 * g..10 + 8 * g];
+            let aux = u32_at(q, 4);
+            let sc = 2 * (aux >> 28) as i32 + 1;
+            for l in 0..4 {
+                let signs = KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize];
+                put8(&mut w[8 * l..], sc, IQ2XXS_GRID[q[l] as usize], signs);
+            }
+        }
+        IqKind::Iq2Xs => {
+            // u16 per run: 9-bit grid index, 7-bit sign index; scales[g]: a nibble per half.
+            let s = blk[66 + g];
+            for l in 0..4 {
+                let q = u16_at(blk, 2 + 8 * g + 2 * l);
+                let sc = 2 * ((s >> (4 * (l / 2))) & 15) as i32 + 1;
+                let signs = KSIGNS_IQ2XS[(q >> 9) as usize];
+                put8(&mut w[8 * l..], sc, IQ2XS_GRID[(q & 511) as usize], signs);
+            }
+        }
+        IqKind::Iq2S => {
+            let (qs, signs, qh, scales) = (&blk[2..34], &blk[34..66], &blk[66..74], &blk[74..82]);
+            for l in 0..4 {
+                let r = 4 * g + l;
+                let idx = qs[r] as usize | ((((qh[g] >> (2 * l)) & 3) as usize) << 8);
+                let sc = 2 * ((scales[g] >> (4 * (l / 2))) & 15) as i32 + 1;
+                put8(&mut w[8 * l..], sc, IQ2S_GRID[idx], signs[r]);
+            }
+        }
+        IqKind::Iq3Xxs => {
+            let aux = u32_at(blk, 66 + 4 * g);
+            let sc = 2 * (aux >> 28) as i32 + 1;
+            for l in 0..4 {
+                let signs = KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize];
+                let g1 = IQ3XXS_GRID[blk[2 + 8 * g + 2 * l] as usize] as u64;
+                let g2 = IQ3XXS_GRID[blk[3 + 8 * g + 2 * l] as usize] as u64;
+                put8(&mut w[8 * l..], sc, g1 | (g2 << 32), signs);
+            }
+        }
+        IqKind::Iq3S => {
+            let (qs, qh, signs, scales) =
+                (&blk[2..66], &blk[66..74], &blk[74..106], &blk[106..110]);
+            let sc = 2 * ((scales[g / 2] >> (4 * (g % 2))) & 15) as i32 + 1;
+            for l in 0..4 {
+                let r = 4 * g + l;
+                let i1 = qs[2 * r] as usize | ((((qh[g] >> (2 * l)) & 1) as usize) << 8);
+                let i2 = qs[2 * r + 1] as usize | ((((qh[g] >> (2 * l + 1)) & 1) as usize) << 8);
+                let grid = IQ3S_GRID[i1] as u64 | ((IQ3S_GRID[i2] as u64) << 32);
+                put8(&mut w[8 * l..], sc, grid, signs[r]);
+            }
+        }
+        IqKind::Iq1S => {
+            // qh[g]: 3 high index bits per run, the 3-bit scale at 12, the delta's sign at 15.
+            let qh = u16_at(blk, 34 + 2 * g);
+            let sc = 2 * ((qh >> 12) & 7) as i32 + 1;
+            let delta = if qh & 0x8000 != 0 { -1 } else { 1 };
+            for l in 0..4 {
+                let idx = blk[2 + 4 * g + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8);
+                put8_iq1(&mut w[8 * l..], sc, IQ1S_GRID[idx], delta);
+            }
+        }
+        IqKind::Iq1M => {
+            // Run l: nibble l%2 of qh[2g + l/2] (3 high index bits, delta sign at bit 3);
+            // 3-bit scales of the two halves at 6(g%2) and 6(g%2)+3 of scales word g/2.
+            let sw = u16_at(blk, 48 + 2 * (g / 2));
+            for l in 0..4 {
+                let nib = blk[32 + 2 * g + l / 2] >> (4 * (l % 2));
+                let idx = blk[4 * g + l] as usize | (((nib & 7) as usize) << 8);
+                let delta = if nib & 8 != 0 { -1 } else { 1 };
+                let sc = 2 * ((sw >> (6 * (g % 2) + 3 * (l / 2))) & 7) as i32 + 1;
+                put8_iq1(&mut w[8 * l..], sc, IQ1S_GRID[idx], delta);
+            }
+        }
+    }
+    w
+}
+
+/// Up to [`ROW_GROUP`](crate::linear) consecutive weight rows `ws` against every q8_1 row
+/// `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major). Each output
+/// has the bits of the module docs' order whatever the instruction set and grouping.
+pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert_eq!(ws.len() * xs.len(), out.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection of
+        // AVX2, FMA and F16C; BMI1 is checked here (else the reference runs: same bits).
+        Isa::Avx2 if std::is_x86_feature_detected!("bmi1") => unsafe {
+            super::iquants_avx2::dot_row_group(kind, ws, xs, out)
+        },
+        _ => {
+            for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
+                for (o, x) in o.iter_mut().zip(xs) {
+                    *o = dot_one(kind, w, x);
+                }
+            }
+        }
+    }
+}
+
+/// The reference order of the module docs.
+pub(super) fn dot_one(kind: IqKind, w: &[u8], x: &Row<'_>) -> f32 {
+    let bb = kind.block_bytes();
+    let mut acc = [0f32; 8];
+    for (sb, blk) in w.chunks_exact(bb).take(x.d.len() / 8).enumerate() {
+        let dc = scale(kind, blk);
+        for (g, a) in acc.iter_mut().enumerate() {
+            let b = 8 * sb + g;
+            let wq = group(kind, blk, g);
+            let t: i32 = wq
+                .iter()
+                .zip(&x.qs[32 * b..32 * b + 32])
+                .map(|(&w, &x)| w * x as i32)
+                .sum();
+            *a = (dc * x.d[b]).mul_add(t as f32, *a);
+        }
+    }
+    tree8(acc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The integer weights times d·c are the decoder's values, bit for bit, on random
+    /// super-blocks of every type.
+    #[test]
+    fn integer_weights_times_scale_are_the_decoded_values() {
+        let mut s = 0x2545F4914F6CDD1Du64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for (format, kind) in [
+            (Format::GgufIq2Xxs, IqKind::Iq2Xxs),
+            (Format::GgufIq2Xs, IqKind::Iq2Xs),
+            (Format::GgufIq2S, IqKind::Iq2S),
+            (Format::GgufIq3Xxs, IqKind::Iq3Xxs),
+            (Format::GgufIq3S, IqKind::Iq3S),
+            (Format::GgufIq1S, IqKind::Iq1S),
+            (Format::GgufIq1M, IqKind::Iq1M),
+        ] {
+            assert_eq!(IqKind::of(format), Some(kind));
+            let bb = kind.block_bytes();
+            assert_eq!(bb, format.info().block_bytes as usize);
+            for _ in 0..200 {
+                let mut blk: Vec<u8> = (0..bb).map(|_| next() as u8).collect();
+                if kind == IqKind::Iq1M {
+                    blk[55] = (blk[55] & 0x0F) | 0x30;
+                } else {
+                    blk[0..2].copy_from_slice(&half::f16::from_f32(0.01).to_bits().to_le_bytes());
+                }
+                let mut want = vec![0f32; 256];
+                crate::formats::gguf::dequantize(format, &blk, &mut want).unwrap();
+                let dc = scale(kind, &blk);
+                for g in 0..8 {
+                    let wq = group(kind, &blk, g);
+                    for e in 0..32 {
+                        let got = dc * wq[e] as f32;
+                        assert_eq!(
+                            got.to_bits(),
+                            want[32 * g + e].to_bits(),
+                            "{format} g{g} e{e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

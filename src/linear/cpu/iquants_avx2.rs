@@ -1,0 +1,699 @@
+//! AVX2 + FMA + F16C (+ BMI1 `bextr` for bit fields, detected at run time by the caller)
+//! versions of the i-quant kernels, in exactly the order of [`super::iquants`]'s module docs.
+//!
+//! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
+//! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors.
+//! Against activation codes x: `vpmaddubsw(a, sign(x, s))` (pair sums ≤ 2·62·127 < 2¹⁵:
+//! magnitudes ≤ 62, |x| ≤ 127 since q8_1 never writes −128), then `vpmaddwd` with `m` gives
+//! 8 exact i32 partial sums; a `vphaddd` tree turns the eight groups' partials into one
+//! vector whose lane g is `T_g` (scaled per group by [`Iq::finish`] where the scale was not
+//! in `m`), then one `cvt` + one `fma` per super-block with the eight `(d·c)·dx_b`.
+//!
+//! M = 1 unpacks each group and uses it at once; with more activation rows each super-block
+//! is unpacked once into a small buffer and then read by every row (same integers, same
+//! bits).
+
+use super::iquants::IqKind;
+use crate::formats::gguf::grids::{
+    IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS,
+};
+use crate::linear::q8_1::Row;
+use std::arch::x86_64::*;
+
+/// `KSIGNS_IQ2XS` spread to bytes: byte j of entry i is −1 (0xFF) where bit j of the sign
+/// byte is set, else +1, ready for `vpsignb`.
+static SIGNS64: [u64; 128] = {
+    let mut t = [0u64; 128];
+    let mut i = 0;
+    while i < 128 {
+        let s = KSIGNS_IQ2XS[i];
+        let mut v = 0u64;
+        let mut j = 0;
+        while j < 8 {
+            let byte: u64 = if s & (1 << j) != 0 { 0xFF } else { 0x01 };
+            v |= byte << (8 * j);
+            j += 1;
+        }
+        t[i] = v;
+        i += 1;
+    }
+    t
+};
+
+/// The four u64 `v0..v3` as one vector (lane i = vi), by broadcast loads and blends: they
+/// avoid the two shuffle pipes that `vpinsrq`/`vinserti128` compete for.
+#[inline(always)]
+fn set4(v0: &u64, v1: &u64, v2: &u64, v3: &u64) -> __m256i {
+    // SAFETY: AVX2 (the callers' target features); each reference is 8 readable bytes.
+    unsafe {
+        let b =
+            |v: &u64| _mm256_castpd_si256(_mm256_broadcast_sd(&*(v as *const u64).cast::<f64>()));
+        let x = _mm256_blend_epi32(b(v0), b(v1), 0x0C);
+        let y = _mm256_blend_epi32(b(v2), b(v3), 0xC0);
+        _mm256_blend_epi32(x, y, 0xF0)
+    }
+}
+
+/// The eight u32 at `v[i]` as one vector, by broadcast loads and blends.
+#[inline(always)]
+fn set8(v: [&u32; 8]) -> __m256i {
+    // SAFETY: AVX2 (the callers' target features); each reference is 4 readable bytes.
+    unsafe {
+        let b = |i: usize| {
+            _mm256_castps_si256(_mm256_broadcast_ss(&*(v[i] as *const u32).cast::<f32>()))
+        };
+        let x01 = _mm256_blend_epi32(b(0), b(1), 0x02);
+        let x23 = _mm256_blend_epi32(b(2), b(3), 0x08);
+        let x45 = _mm256_blend_epi32(b(4), b(5), 0x20);
+        let x67 = _mm256_blend_epi32(b(6), b(7), 0x80);
+        _mm256_blend_epi32(
+            _mm256_blend_epi32(x01, x23, 0x0C),
+            _mm256_blend_epi32(x45, x67, 0xC0),
+            0xF0,
+        )
+    }
+}
+
+/// Bits `start .. start + len` of `v` (one BMI1 `bextr`: field extraction is the scalar
+/// bottleneck of these kernels).
+#[inline(always)]
+fn bx(v: u64, start: u32, len: u32) -> usize {
+    // SAFETY: BMI1 (the callers' target features).
+    unsafe { _bextr_u64(v, start, len) as usize }
+}
+
+/// One unpacked group: magnitudes (u8), sign sources (non-zero i8), i16 factors.
+type Group = (__m256i, __m256i, __m256i);
+
+/// A type's super-block unpacker (monomorphized per type).
+trait Iq {
+    /// Bytes per super-block.
+    const BB: usize;
+    /// What a super-block's groups share.
+    type Ctx: Copy;
+    /// The super-block at `blk`: its `d·c` and context.
+    ///
+    /// # Safety
+    /// AVX2 available; `blk` points at a whole super-block.
+    unsafe fn context(blk: *const u8) -> (f32, Self::Ctx);
+    /// Group g of the super-block at `blk`.
+    ///
+    /// # Safety
+    /// As [`Iq::context`]; g < 8.
+    unsafe fn group(blk: *const u8, g: usize, ctx: &Self::Ctx) -> Group;
+    /// The per-group terms not applied through `m`: lane g of `t` → `T_g`, with `sums`
+    /// the activation row's exact code sums of the super-block's 8 blocks.
+    ///
+    /// # Safety
+    /// AVX2 available; 8 readable i32 at `sums`.
+    #[inline(always)]
+    unsafe fn finish(t: __m256i, _ctx: &Self::Ctx, _sums: *const i32) -> __m256i {
+        t
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
+fn f16_to_f32(bits: u16) -> f32 {
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
+
+/// # Safety
+/// 2 readable bytes at `p`.
+#[inline(always)]
+unsafe fn u16_at(p: *const u8) -> u16 {
+    // SAFETY: the caller's contract.
+    unsafe { p.cast::<u16>().read_unaligned() }
+}
+
+/// # Safety
+/// 8 readable bytes at `p`.
+#[inline(always)]
+unsafe fn u64_at(p: *const u8) -> u64 {
+    // SAFETY: the caller's contract.
+    unsafe { p.cast::<u64>().read_unaligned() }
+}
+
+/// `(2s + 1)` per i32 lane for the 4-bit scales s in the top nibbles of `aux`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
+fn odd_top4(aux: __m256i) -> __m256i {
+    _mm256_or_si256(
+        _mm256_slli_epi32(_mm256_srli_epi32(aux, 28), 1),
+        _mm256_set1_epi32(1),
+    )
+}
+
+/// `block_iq2_xxs { f16 d; u16 qs[32]; }`: group g is 8 bytes at 2 + 8g, four grid indices
+/// and a u32 with four 7-bit sign indices and the scale in its top 4 bits.
+struct Iq2Xxs;
+impl Iq for Iq2Xxs {
+    const BB: usize = 66;
+    /// The eight groups' 2s + 1.
+    type Ctx = __m256i;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn context(blk: *const u8) -> (f32, __m256i) {
+        // SAFETY: 66 bytes at blk: 2 + 64 loaded.
+        unsafe {
+            let lo = _mm256_loadu_si256(blk.add(2).cast());
+            let hi = _mm256_loadu_si256(blk.add(34).cast());
+            // The u32 words 1, 3, 5, 7 of each half are the groups' aux words.
+            let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+            let aux = _mm256_blend_epi32(
+                _mm256_permutevar8x32_epi32(lo, odd),
+                _mm256_permutevar8x32_epi32(hi, odd),
+                0xF0,
+            );
+            (f16_to_f32(u16_at(blk)) * 0.125, odd_top4(aux))
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
+        // SAFETY: 8 bytes at 2 + 8g < 66.
+        let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
+        let grid = |i: u32| &IQ2XXS_GRID[((v >> (8 * i)) & 255) as usize];
+        let sign = |l: u32| &SIGNS64[bx(v, 32 + 7 * l, 7) & 127];
+        (
+            set4(grid(0), grid(1), grid(2), grid(3)),
+            set4(sign(0), sign(1), sign(2), sign(3)),
+            _mm256_set1_epi16(1),
+        )
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn finish(t: __m256i, sc: &__m256i, _: *const i32) -> __m256i {
+        _mm256_mullo_epi32(t, *sc)
+    }
+}
+
+/// `block_iq3_xxs { f16 d; u8 qs[96]; }`: group g has 8 grid indices (4 magnitudes each)
+/// at 2 + 8g and a u32 at 66 + 4g with four 7-bit sign indices and the scale on top.
+struct Iq3Xxs;
+impl Iq for Iq3Xxs {
+    const BB: usize = 98;
+    /// The eight groups' 2s + 1.
+    type Ctx = __m256i;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn context(blk: *const u8) -> (f32, __m256i) {
+        // SAFETY: 98 bytes at blk: the 8 aux words at 66..98.
+        unsafe {
+            let aux = _mm256_loadu_si256(blk.add(66).cast());
+            (f16_to_f32(u16_at(blk)) * 0.25, odd_top4(aux))
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
+        // SAFETY: 8 bytes at 2 + 8g and 4 at 66 + 4g, inside the 98.
+        let (v, aux) = unsafe {
+            (
+                u64_at(blk.add(2 + 8 * g)),
+                blk.add(66 + 4 * g).cast::<u32>().read_unaligned(),
+            )
+        };
+        let grid = |i: u32| &IQ3XXS_GRID[((v >> (8 * i)) & 255) as usize];
+        let sign = |l: u32| &SIGNS64[bx(aux as u64, 7 * l, 7) & 127];
+        (
+            set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
+            set4(sign(0), sign(1), sign(2), sign(3)),
+            _mm256_set1_epi16(1),
+        )
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn finish(t: __m256i, sc: &__m256i, _: *const i32) -> __m256i {
+        _mm256_mullo_epi32(t, *sc)
+    }
+}
+
+/// The 16 factors 2s + 1 of 16 4-bit scales (byte i of the 8 bytes at `p`: nibble 0 is
+/// scale 2i, nibble 1 scale 2i + 1), as bytes, in both 128-bit lanes.
+///
+/// # Safety
+/// AVX2; 8 readable bytes at `p`.
+#[inline(always)]
+unsafe fn nibble_factors(p: *const u8) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let v = _mm_loadl_epi64(p.cast());
+        let m = _mm_set1_epi8(0x0F);
+        let s = _mm_unpacklo_epi8(_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m));
+        let f = _mm_or_si128(_mm_add_epi8(s, s), _mm_set1_epi8(1));
+        _mm256_broadcastsi128_si256(f)
+    }
+}
+
+/// Group g's i16 factors from [`nibble_factors`]: factor 2g for values 0..16, 2g + 1 for
+/// 16..32.
+///
+/// # Safety
+/// AVX2.
+#[inline(always)]
+unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
+    let (lo, hi) = (2 * g as i64, 2 * g as i64 + 1);
+    // Bytes (2g, zero) repeated in the low lane, (2g + 1, zero) in the high lane.
+    let ctrl = |i: i64| {
+        i | (i << 16)
+            | (i << 32)
+            | (i << 48)
+            | (0x8080_8080_8080_8080u64 as i64 & !0x00FF_00FF_00FF_00FFi64)
+    };
+    // SAFETY: AVX2 (the callers' target features).
+    unsafe { _mm256_shuffle_epi8(f, _mm256_set_epi64x(ctrl(hi), ctrl(hi), ctrl(lo), ctrl(lo))) }
+}
+
+/// `block_iq2_xs { f16 d; u16 qs[32]; u8 scales[8]; }`: u16 per 8 values, a 9-bit grid
+/// index and a 7-bit sign index; a 4-bit scale per 16 values.
+struct Iq2Xs;
+impl Iq for Iq2Xs {
+    const BB: usize = 74;
+    /// [`nibble_factors`] of the scales.
+    type Ctx = __m256i;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn context(blk: *const u8) -> (f32, __m256i) {
+        // SAFETY: scales at 66..74.
+        unsafe { (f16_to_f32(u16_at(blk)) * 0.125, nibble_factors(blk.add(66))) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
+        // SAFETY: 8 bytes at 2 + 8g < 66.
+        let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
+        let grid = |l: u32| &IQ2XS_GRID[((v >> (16 * l)) & 511) as usize];
+        let sign = |l: u32| &SIGNS64[((v >> (16 * l + 9)) & 127) as usize];
+        (
+            set4(grid(0), grid(1), grid(2), grid(3)),
+            set4(sign(0), sign(1), sign(2), sign(3)),
+            // SAFETY: AVX2.
+            unsafe { half_factors(*f, g) },
+        )
+    }
+}
+
+/// Bit e of `bits` → byte e = −1 if set, else +1 (e = 0..32), for `vpsignb`.
+#[inline(always)]
+unsafe fn sign_bits(bits: u32) -> __m256i {
+    // SAFETY: AVX2 (the callers' target features).
+    unsafe {
+        let v = _mm256_set1_epi32(bits as i32);
+        // Byte e takes source byte e/8, then tests bit e%8.
+        let spread = _mm256_shuffle_epi8(
+            v,
+            _mm256_set_epi64x(
+                0x0303030303030303,
+                0x0202020202020202,
+                0x0101010101010101,
+                0x0000000000000000,
+            ),
+        );
+        let sel = _mm256_set1_epi64x(0x8040201008040201u64 as i64);
+        let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
+        _mm256_or_si256(set, _mm256_set1_epi8(1))
+    }
+}
+
+/// `block_iq2_s { f16 d; u8 qs[64]; u8 qh[8]; u8 scales[8]; }`: run r = 4g + l has grid
+/// index qs[r] | 2 bits of qh[g] << 8 and explicit sign byte qs[32 + r].
+struct Iq2S;
+impl Iq for Iq2S {
+    const BB: usize = 82;
+    /// [`nibble_factors`] of the scales.
+    type Ctx = __m256i;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn context(blk: *const u8) -> (f32, __m256i) {
+        // SAFETY: scales at 74..82.
+        unsafe { (f16_to_f32(u16_at(blk)) * 0.125, nibble_factors(blk.add(74))) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
+        // SAFETY: qs at 2 + 4g, signs at 34 + 4g, qh at 66 + g: inside the 82 bytes.
+        unsafe {
+            let qs = blk.add(2 + 4 * g).cast::<u32>().read_unaligned();
+            let signs = blk.add(34 + 4 * g).cast::<u32>().read_unaligned();
+            let qh = *blk.add(66 + g) as u32;
+            let grid = |l: u32| {
+                let i = ((qs >> (8 * l)) & 255) | (((qh >> (2 * l)) & 3) << 8);
+                &IQ2S_GRID[i as usize]
+            };
+            (
+                set4(grid(0), grid(1), grid(2), grid(3)),
+                sign_bits(signs),
+                half_factors(*f, g),
+            )
+        }
+    }
+}
+
+/// `block_iq3_s { f16 d; u8 qs[64]; u8 qh[8]; u8 signs[32]; u8 scales[4]; }`: value pair
+/// k of group g (4 magnitudes) has grid index qs[8g + k] | bit k of qh[g] << 8; explicit
+/// sign bytes; a 4-bit scale per group.
+struct Iq3S;
+impl Iq for Iq3S {
+    const BB: usize = 110;
+    /// The eight groups' 2s + 1.
+    type Ctx = __m256i;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn context(blk: *const u8) -> (f32, __m256i) {
+        // SAFETY: scales at 106..110.
+        unsafe {
+            let v = _mm_cvtsi32_si128(blk.add(106).cast::<i32>().read_unaligned());
+            let m = _mm_set1_epi8(0x0F);
+            let s = _mm_unpacklo_epi8(_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m));
+            let s = _mm256_cvtepu8_epi32(s);
+            let f = _mm256_or_si256(_mm256_add_epi32(s, s), _mm256_set1_epi32(1));
+            (f16_to_f32(u16_at(blk)), f)
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
+        // SAFETY: qs at 2 + 8g, qh at 66 + g, signs at 74 + 4g: inside the 110 bytes.
+        unsafe {
+            let qh = *blk.add(66 + g) as u64;
+            let grid = |k: u32| {
+                let i = *blk.add(2 + 8 * g + k as usize) as usize | (bx(qh, k, 1) << 8);
+                &IQ3S_GRID[i & 511]
+            };
+            let signs = blk.add(74 + 4 * g).cast::<u32>().read_unaligned();
+            (
+                set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
+                sign_bits(signs),
+                _mm256_set1_epi16(1),
+            )
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn finish(t: __m256i, sc: &__m256i, _: *const i32) -> __m256i {
+        _mm256_mullo_epi32(t, *sc)
+    }
+}
+
+/// `block_iq1_s { f16 d; u8 qs[32]; u16 qh[8]; }`: run l of group g has grid index
+/// qs[4g + l] | 3 bits of qh[g] << 8 (grid values −1, 0, 1); qh[g] also holds the 3-bit
+/// scale (bit 12) and the delta's sign (bit 15). Here `T_g = (2s+1)·(8·Σ grid·x ± Σx)`:
+/// the groups compute 8·Σ grid·x (`vpsignb` by the grid, `vpmaddubsw` by ones), and
+/// [`Iq::finish`] adds the delta through the exact block sum Σx and applies 2s + 1.
+struct Iq1S;
+impl Iq for Iq1S {
+    const BB: usize = 50;
+    /// (2s + 1, −1 where the delta is negative else 0) per group.
+    type Ctx = (__m256i, __m256i);
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn context(blk: *const u8) -> (f32, (__m256i, __m256i)) {
+        // SAFETY: qh at 34..50.
+        unsafe {
+            let qh = _mm256_cvtepu16_epi32(_mm_loadu_si128(blk.add(34).cast()));
+            let s = _mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7));
+            let f = _mm256_or_si256(_mm256_add_epi32(s, s), _mm256_set1_epi32(1));
+            let neg = _mm256_srai_epi32(_mm256_slli_epi32(qh, 16), 31);
+            (f16_to_f32(u16_at(blk)) * 0.125, (f, neg))
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, _: &(__m256i, __m256i)) -> Group {
+        // SAFETY: qs at 2 + 4g, qh at 34 + 2g: inside the 50 bytes.
+        unsafe {
+            let qs = blk.add(2 + 4 * g).cast::<u32>().read_unaligned();
+            let qh = u16_at(blk.add(34 + 2 * g)) as u32;
+            let grid = |l: u32| {
+                let i = ((qs >> (8 * l)) & 255) | (((qh >> (3 * l)) & 7) << 8);
+                &IQ1S_GRID[i as usize]
+            };
+            (
+                _mm256_set1_epi8(1),
+                set4(grid(0), grid(1), grid(2), grid(3)),
+                _mm256_set1_epi16(8),
+            )
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn finish(t: __m256i, c: &(__m256i, __m256i), sums: *const i32) -> __m256i {
+        // SAFETY: 8 sums at `sums`.
+        let sums = unsafe { _mm256_loadu_si256(sums.cast()) };
+        // ±Σx: (sums ^ neg) − neg.
+        let delta = _mm256_sub_epi32(_mm256_xor_si256(sums, c.1), c.1);
+        _mm256_mullo_epi32(_mm256_add_epi32(t, delta), c.0)
+    }
+}
+
+/// `block_iq1_m { u8 qs[32]; u8 qh[16]; u8 scales[8]; }` (binary16 d in the top nibbles of
+/// the four scales words): run l of group g has grid index qs[4g + l] | (nibble l%2 of
+/// qh[2g + l/2] & 7) << 8 and delta sign bit 3 of that nibble; 3-bit scale i (i = 2g + h,
+/// h the 16-value half) at bits 3(i%4) of scales word i/4. The groups carry the integer
+/// codes 8·grid ± 1 (|·| ≤ 9).
+struct Iq1M;
+impl Iq for Iq1M {
+    const BB: usize = 56;
+    /// The 16 factors 2s + 1 as bytes, in both lanes (as [`nibble_factors`]).
+    type Ctx = __m256i;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn context(blk: *const u8) -> (f32, __m256i) {
+        // SAFETY: scales at 48..56.
+        unsafe {
+            let words = u64_at(blk.add(48));
+            let d = ((words >> 12) & 0xF)
+                | ((words >> 24) & 0xF0)
+                | ((words >> 36) & 0xF00)
+                | ((words >> 48) & 0xF000);
+            // i16 lane i = word i/4, then the field at 3(i%4) moved to the top 3 bits by
+            // a multiplication (a left shift) and brought down.
+            let v = _mm256_set1_epi64x(words as i64);
+            let spread = _mm256_shuffle_epi8(
+                v,
+                _mm256_setr_epi8(
+                    0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7,
+                    6, 7, 6, 7, 6, 7,
+                ),
+            );
+            let shl = _mm256_setr_epi16(
+                8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16, 8192, 1024, 128, 16,
+            );
+            let s = _mm256_srli_epi16(_mm256_mullo_epi16(spread, shl), 13);
+            let f = _mm256_or_si256(_mm256_add_epi16(s, s), _mm256_set1_epi16(1));
+            // As bytes: the 16 factors of both lanes, then in both lanes.
+            let b = _mm_packus_epi16(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1));
+            (f16_to_f32(d as u16) * 0.125, _mm256_broadcastsi128_si256(b))
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
+        // SAFETY: qs at 4g, qh at 32 + 2g: inside the 56 bytes.
+        unsafe {
+            let qh = u16_at(blk.add(32 + 2 * g)) as u32;
+            let grid = |l: u32| {
+                let i = *blk.add(4 * g + l as usize) as usize | (bx(qh as u64, 4 * l, 3) << 8);
+                &IQ1S_GRID[i & 2047]
+            };
+            let grid = set4(grid(0), grid(1), grid(2), grid(3));
+            // Delta sign of run l: bit 4l + 3 of qh → byte ±1 for its 8 values.
+            let spread = _mm256_shuffle_epi8(
+                _mm256_set1_epi16(qh as i16),
+                _mm256_set_epi64x(0x0101010101010101, 0x0101010101010101, 0, 0),
+            );
+            let sel = _mm256_set_epi64x(
+                0x8080808080808080u64 as i64,
+                0x0808080808080808,
+                0x8080808080808080u64 as i64,
+                0x0808080808080808,
+            );
+            let delta = _mm256_or_si256(
+                _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel),
+                _mm256_set1_epi8(1),
+            );
+            let q = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), grid), delta);
+            (_mm256_abs_epi8(q), q, half_factors(*f, g))
+        }
+    }
+}
+
+/// # Safety
+/// AVX2, FMA and F16C available; every row of `ws` holds whole super-blocks for the
+/// activation rows' length.
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
+pub(super) unsafe fn dot_row_group(kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        match kind {
+            IqKind::Iq2Xxs => rows::<Iq2Xxs>(ws, xs, out),
+            IqKind::Iq3Xxs => rows::<Iq3Xxs>(ws, xs, out),
+            IqKind::Iq2Xs => rows::<Iq2Xs>(ws, xs, out),
+            IqKind::Iq3S => rows::<Iq3S>(ws, xs, out),
+            IqKind::Iq2S => rows::<Iq2S>(ws, xs, out),
+            IqKind::Iq1S => rows::<Iq1S>(ws, xs, out),
+            IqKind::Iq1M => rows::<Iq1M>(ws, xs, out),
+        }
+    }
+}
+
+/// One activation row's planes as raw pointers.
+#[derive(Clone, Copy)]
+struct X {
+    qs: *const i8,
+    d: *const f32,
+    sum: *const i32,
+}
+
+/// # Safety
+/// As [`dot_row_group`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
+unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    if m == 0 {
+        return;
+    }
+    let nb = xs[0].d.len();
+    let nsb = nb / 8;
+    let mut px = Vec::with_capacity(m);
+    for x in xs {
+        // Every row holds nsb whole super-blocks: the pointer reads below stay in bounds.
+        assert!(nb % 8 == 0 && x.qs.len() >= 32 * nb && x.d.len() >= nb && x.sum.len() >= nb);
+        px.push(X {
+            qs: x.qs.as_ptr(),
+            d: x.d.as_ptr(),
+            sum: x.sum.as_ptr(),
+        });
+    }
+    for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+        assert!(w.len() >= nsb * U::BB);
+        // SAFETY: nsb super-blocks in w and in every activation row.
+        unsafe {
+            if m == 1 {
+                o[0] = row_fused::<U>(w.as_ptr(), nsb, px[0]);
+            } else {
+                row_buffered::<U>(w.as_ptr(), nsb, &px, o);
+            }
+        }
+    }
+}
+
+/// Group g of an activation row's super-block sb against an unpacked group: 8 i32 lanes.
+///
+/// # Safety
+/// AVX2; block 8·sb + g lies in the row.
+#[inline(always)]
+unsafe fn group_dot(x: X, b: usize, (a, s, m): Group) -> __m256i {
+    // SAFETY: 32 codes of block b.
+    unsafe {
+        let xv = _mm256_loadu_si256(x.qs.add(32 * b).cast());
+        _mm256_madd_epi16(_mm256_maddubs_epi16(a, _mm256_sign_epi8(xv, s)), m)
+    }
+}
+
+/// Lane g of the result = the sum of the 8 lanes of v[g] (exact integers).
+#[inline(always)]
+unsafe fn reduce8(v: [__m256i; 8]) -> __m256i {
+    // SAFETY: AVX2 (the callers' target features).
+    unsafe {
+        let h01 = _mm256_hadd_epi32(v[0], v[1]);
+        let h23 = _mm256_hadd_epi32(v[2], v[3]);
+        let h45 = _mm256_hadd_epi32(v[4], v[5]);
+        let h67 = _mm256_hadd_epi32(v[6], v[7]);
+        // q0 = [v0..v3 low-half sums | v0..v3 high-half sums], q1 likewise for v4..v7.
+        let q0 = _mm256_hadd_epi32(h01, h23);
+        let q1 = _mm256_hadd_epi32(h45, h67);
+        _mm256_add_epi32(
+            _mm256_permute2x128_si256(q0, q1, 0x20),
+            _mm256_permute2x128_si256(q0, q1, 0x31),
+        )
+    }
+}
+
+/// `acc ← fma((d·c)·dx[8sb..8sb+8], T, acc)`.
+///
+/// # Safety
+/// AVX2/FMA; 8 scales of super-block sb in the row.
+#[inline(always)]
+unsafe fn accumulate(acc: __m256, dc: f32, x: X, sb: usize, t: __m256i) -> __m256 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let ds = _mm256_mul_ps(_mm256_set1_ps(dc), _mm256_loadu_ps(x.d.add(8 * sb)));
+        _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(t), acc)
+    }
+}
+
+#[inline(always)]
+fn finish8(acc: __m256) -> f32 {
+    let mut a = [0f32; 8];
+    // SAFETY: 8 writable floats.
+    unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };
+    super::tree8(a)
+}
+
+/// One weight row against one activation row, each group unpacked and used at once.
+///
+/// # Safety
+/// AVX2; nsb super-blocks at `w` and in `x`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
+unsafe fn row_fused<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
+    let mut acc = _mm256_setzero_ps();
+    for sb in 0..nsb {
+        // SAFETY: super-block sb lies in w and x.
+        unsafe {
+            let blk = w.add(sb * U::BB);
+            let (dc, ctx) = U::context(blk);
+            let b = 8 * sb;
+            // Written out so that the eight groups stay in registers.
+            let v = [
+                group_dot(x, b, U::group(blk, 0, &ctx)),
+                group_dot(x, b + 1, U::group(blk, 1, &ctx)),
+                group_dot(x, b + 2, U::group(blk, 2, &ctx)),
+                group_dot(x, b + 3, U::group(blk, 3, &ctx)),
+                group_dot(x, b + 4, U::group(blk, 4, &ctx)),
+                group_dot(x, b + 5, U::group(blk, 5, &ctx)),
+                group_dot(x, b + 6, U::group(blk, 6, &ctx)),
+                group_dot(x, b + 7, U::group(blk, 7, &ctx)),
+            ];
+            let t = U::finish(reduce8(v), &ctx, x.sum.add(b));
+            acc = accumulate(acc, dc, x, sb, t);
+        }
+    }
+    finish8(acc)
+}
+
+/// One weight row against every activation row: each super-block unpacked once.
+///
+/// # Safety
+/// AVX2; nsb super-blocks at `w` and in every row of `xs`; `out.len() == xs.len()`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,bmi1")]
+unsafe fn row_buffered<U: Iq>(w: *const u8, nsb: usize, xs: &[X], out: &mut [f32]) {
+    let mut acc = vec![_mm256_setzero_ps(); xs.len()];
+    let zero = _mm256_setzero_si256();
+    let mut buf: [Group; 8] = [(zero, zero, zero); 8];
+    for sb in 0..nsb {
+        // SAFETY: super-block sb lies in w and every row.
+        unsafe {
+            let blk = w.add(sb * U::BB);
+            let (dc, ctx) = U::context(blk);
+            for (g, b) in buf.iter_mut().enumerate() {
+                *b = U::group(blk, g, &ctx);
+            }
+            for (a, &x) in acc.iter_mut().zip(xs) {
+                let mut v = [zero; 8];
+                for (g, vg) in v.iter_mut().enumerate() {
+                    *vg = group_dot(x, 8 * sb + g, buf[g]);
+                }
+                let t = U::finish(reduce8(v), &ctx, x.sum.add(8 * sb));
+                *a = accumulate(*a, dc, x, sb, t);
+            }
+        }
+    }
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = finish8(a);
+    }
+}
