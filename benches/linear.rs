@@ -235,9 +235,14 @@ fn main() {
         Format::GgufQ6_K,
         Format::GgufQ3_K,
         Format::GgufIq4Xs,
+        Format::Q2_G64Fp16,
+        Format::T2_G128Fp16,
         Format::Q4_G64Fp16,
+        Format::Q5_G64Fp16,
+        Format::Q6_G64Fp16,
         Format::Q8_G32Fp16,
         Format::Fp8E4m3fnRowBf16,
+        Format::Fp8E4m3fnRowFp16,
         Format::Nvfp4,
     ];
     let bw = if nobw {

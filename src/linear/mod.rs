@@ -51,7 +51,7 @@ use crate::error::{Error, Result, mul};
 use crate::layouts;
 use crate::registry::{Category, Format, Layout, check_compatible};
 use crate::view::WeightView;
-use cpu::float::WRow;
+use cpu::float::{Grouped, WRow};
 use cpu::gguf::Kind;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -84,10 +84,9 @@ enum Path {
     Bf16,
     /// fp32 words, f32 activations.
     Fp32,
-    /// q4_g64_fp16 / q8_g32_fp16 codes and scales read in place, f32 activations (the
-    /// decoded path's arithmetic without its validation pass).
-    RowSplitQ4,
-    RowSplitQ8,
+    /// q2/q4/q5/q6/q8/t2 codes and scales read in place (row_split_k128_v1), f32
+    /// activations (the decoded path's values and order without its validation pass).
+    RowSplit(Grouped),
     /// fp8_e4m3fn_row_* codes read in place, f32 activations (same reasoning).
     Fp8Row,
     /// nvfp4 codes read in place (block scales gathered per row), f32 activations.
@@ -106,8 +105,9 @@ fn path_for(view: &WeightView<'_>) -> Result<Path> {
     let path = match format {
         Format::Bf16 => Path::Bf16,
         Format::Fp32 => Path::Fp32,
-        Format::Q4_G64Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ4,
-        Format::Q8_G32Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ8,
+        f if view.layout() == Layout::RowSplitK128_V1 && grouped_kind(f).is_some() => {
+            Path::RowSplit(grouped_kind(f).expect("checked"))
+        }
         Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => Path::Fp8Row,
         Format::Nvfp4 if view.layout() == Layout::BlockScaleK16_M128x4_V1 => Path::Nvfp4,
         f if f.info().category == Category::GgufBlock => match Kind::of(f) {
@@ -119,6 +119,19 @@ fn path_for(view: &WeightView<'_>) -> Result<Path> {
         _ => return Err(unsupported(format, view.layout())),
     };
     Ok(path)
+}
+
+/// The in-place code reader of a grouped format.
+fn grouped_kind(format: Format) -> Option<Grouped> {
+    Some(match format {
+        Format::Q2_G64Fp16 => Grouped::Q2,
+        Format::T2_G128Fp16 => Grouped::T2,
+        Format::Q4_G64Fp16 => Grouped::Q4,
+        Format::Q5_G64Fp16 => Grouped::Q5,
+        Format::Q6_G64Fp16 => Grouped::Q6,
+        Format::Q8_G32Fp16 => Grouped::Q8,
+        _ => return None,
+    })
 }
 
 fn unsupported(format: Format, layout: Layout) -> Error {
@@ -472,20 +485,43 @@ impl<'a> PreparedWeight<'a> {
         let count = out.len() / m;
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
-            Path::Bf16 | Path::Fp32 | Path::RowSplitQ4 | Path::RowSplitQ8 | Path::Fp8Row => {
+            Path::Bf16 | Path::Fp32 | Path::Fp8Row => {
                 let mut ws = [WRow::F32(&[]); ROW_GROUP];
                 for (i, wr) in ws.iter_mut().enumerate().take(count) {
-                    let (codes, scales, k) = (bytes(i), v.row_bytes(2, r0 + i), v.cols());
                     *wr = match self.path {
-                        Path::Bf16 => WRow::Bf16Le(codes),
-                        Path::Fp32 => WRow::F32Le(codes),
-                        Path::RowSplitQ4 => WRow::Q4 { codes, scales, k },
-                        Path::Fp8Row => {
+                        Path::Bf16 => WRow::Bf16Le(bytes(i)),
+                        Path::Fp32 => WRow::F32Le(bytes(i)),
+                        _ => {
                             let (word, codes) = layouts::fp8_row::row_parts(v, r0 + i);
                             let scale = crate::formats::fp8_row::scale_value(v.format(), word);
-                            WRow::Fp8 { codes, scale }
+                            WRow::Fp8 {
+                                codes: &codes[..v.cols()],
+                                scale,
+                            }
                         }
-                        _ => WRow::Q8 { codes, scales, k },
+                    };
+                }
+                self.float_rows(&ws[..count], x, m, out, values)
+            }
+            Path::RowSplit(kind) => {
+                // The logical groups' binary16 scales as f32 (exact), once per row.
+                let k = v.cols();
+                let ng = k.div_ceil(kind.group());
+                scratch.resize(count * ng, 0.0);
+                for (i, sf) in scratch.chunks_exact_mut(ng).enumerate() {
+                    let words = v.row_bytes(2, r0 + i);
+                    for (s, w) in sf.iter_mut().zip(words.chunks_exact(2)) {
+                        *s = half::f16::from_bits(u16::from_le_bytes([w[0], w[1]])).to_f32();
+                    }
+                }
+                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(ng)).enumerate() {
+                    *wr = WRow::Grouped {
+                        kind,
+                        lo: bytes(i),
+                        hi: v.row_bytes(1, r0 + i),
+                        sf,
+                        k,
                     };
                 }
                 self.float_rows(&ws[..count], x, m, out, values)
@@ -725,7 +761,7 @@ mod tests {
                 .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
                 .collect();
             let mut w = PreparedWeight::new(view).unwrap();
-            assert!(matches!(w.path, Path::RowSplitQ4 | Path::RowSplitQ8));
+            assert!(matches!(w.path, Path::RowSplit(_)));
             let run = |w: &PreparedWeight<'_>| {
                 let mut y = vec![0f32; m * n];
                 w.forward_f32(&x, m, None, &mut y).unwrap();
