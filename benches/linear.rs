@@ -7,7 +7,8 @@
 //! in the same run: `ggml GMAC/s` and `ratio` = ninfer / ggml (speed only, never an oracle).
 //!
 //! `cargo bench --bench linear [-- FILTER...]` (FILTER: substrings of format names, e.g.
-//! `q4_k bf16`; `quick` = 4096 × 4096 only). Best of several runs; the machine is shared,
+//! `q4_k bf16`; `quick` = 4096 × 4096 only; `m1` / `m32` = that M only; `t1` = one thread;
+//! `nobw` = skip the bandwidth measurement). Best of several runs; the machine is shared,
 //! so compare ratios within one run.
 
 #[path = "peer/ggml.rs"]
@@ -220,9 +221,22 @@ fn main() {
         .collect();
     let quick = args.iter().any(|a| a == "quick");
     let nobw = args.iter().any(|a| a == "nobw");
+    // `m1` / `m32`: only that activation count; `t1`: one thread only.
+    let ms: &[usize] = if args.iter().any(|a| a == "m1") {
+        &[1]
+    } else if args.iter().any(|a| a == "m32") {
+        &[32]
+    } else {
+        &[1, 32]
+    };
+    let ts: &[usize] = if args.iter().any(|a| a == "t1") {
+        &[1]
+    } else {
+        &[1, 2]
+    };
     let filters: Vec<&String> = args
         .iter()
-        .filter(|a| *a != "quick" && *a != "nobw")
+        .filter(|a| !["quick", "nobw", "m1", "m32", "t1", "l2"].contains(&a.as_str()))
         .collect();
     // The dedicated kernels, then examples of the decoded path.
     let formats = [
@@ -269,7 +283,10 @@ fn main() {
         "{:<19} {:>11} {:>3} {:>2} {:>9} {:>7} {:>7} {:>6} {:>8} {:>8} {:>6}",
         "format", "N x K", "M", "t", "ms", "GMAC/s", "W GB/s", "of BW", "cpu GMAC", "ggml", "ratio"
     );
-    let shapes: &[(usize, usize)] = if quick {
+    // `l2`: a weight that stays in L2 (the kernels' compute speed, no memory stream).
+    let shapes: &[(usize, usize)] = if args.iter().any(|a| a == "l2") {
+        &[(128, 2048)]
+    } else if quick {
         &[(4096, 4096)]
     } else {
         &[(4096, 4096), (16384, 4096)]
@@ -284,12 +301,12 @@ fn main() {
             let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
             let wbytes: usize = p.iter().map(Vec::len).sum();
             let mut w = PreparedWeight::new(view).unwrap();
-            for m in [1usize, 32] {
+            for &m in ms {
                 let x: Vec<f32> = (0..m * k)
                     .map(|i| ((i % 97) as f32 - 48.0) / 48.0)
                     .collect();
                 let mut y = vec![0f32; m * n];
-                for threads in [1usize, 2] {
+                for &threads in ts {
                     w.set_threads(threads).unwrap();
                     let (t, cpu) = best2(Duration::from_millis(700), || {
                         w.forward_f32(&x, m, None, &mut y).unwrap();

@@ -174,6 +174,23 @@ pub(crate) fn materialize(isa: Isa, w: &WRow<'_>, out: &mut [f32]) {
     }
 }
 
+/// `out[g]` = the binary16 word at `words[2g..2g + 2]` (little-endian) as f32, exact
+/// (`words.len() >= 2·out.len()`).
+pub(crate) fn f16_words_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
+    assert!(words.len() >= 2 * out.len());
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
+        // lengths are checked above.
+        done = unsafe { super::float_avx2::f16_words_to_f32(words, out) };
+    }
+    let _ = isa;
+    for (o, w) in out.iter_mut().zip(words.chunks_exact(2)).skip(done) {
+        *o = half::f16::from_bits(u16::from_le_bytes([w[0], w[1]])).to_f32();
+    }
+}
+
 /// The reference order, one element at a time from `start` (accumulator given).
 #[inline]
 pub(crate) fn accumulate_scalar(w: &WRow<'_>, x: &[f32], start: usize, acc: &mut [f32; 8]) {

@@ -343,7 +343,10 @@ impl Load for Nvfp4 {
                 // SAFETY: 4 code bytes of elements k+8v.. (caller).
                 let w = unsafe { bcast32(c.add((k + 8 * v) / 2)) };
                 let idx = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-                let sign = _mm256_and_si256(_mm256_sllv_epi32(w, nibble_top()), _mm256_set1_epi32(i32::MIN));
+                let sign = _mm256_and_si256(
+                    _mm256_sllv_epi32(w, nibble_top()),
+                    _mm256_set1_epi32(i32::MIN),
+                );
                 o[v] = _mm256_xor_ps(
                     _mm256_permutevar8x32_ps(table, idx),
                     _mm256_castsi256_ps(sign),
@@ -419,6 +422,24 @@ pub(super) unsafe fn materialize(w: &WRow<'_>, out: &mut [f32]) {
             _ => values::<F32>(w, out),
         }
     }
+}
+
+/// Converts the first multiple of 8 of `out.len()` binary16 words (F16C, exact) and
+/// returns how many.
+///
+/// # Safety
+/// AVX2, FMA and F16C available; `words.len() >= 2·out.len()`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn f16_words_to_f32(words: &[u8], out: &mut [f32]) -> usize {
+    let n = out.len() / 8 * 8;
+    for g in (0..n).step_by(8) {
+        // SAFETY: 16 bytes at 2g and 8 floats at g are in bounds (g + 8 <= n).
+        unsafe {
+            let h = _mm_loadu_si128(words.as_ptr().add(2 * g).cast());
+            _mm256_storeu_ps(out.as_mut_ptr().add(g), _mm256_cvtph_ps(h));
+        }
+    }
+    n
 }
 
 /// # Safety
