@@ -22,6 +22,9 @@
 //! lane `k mod 8` sees its elements in increasing k as in the scalar reference; up to 4
 //! weight rows run side by side, sharing each activation load.
 
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
 use super::float::{WRow, accumulate_scalar};
 use crate::linear::cpu::tree8;
 use std::arch::x86_64::*;
