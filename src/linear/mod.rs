@@ -524,15 +524,22 @@ impl<'a> PreparedWeight<'a> {
                 self.float_rows(&ws[..count], x, m, out, values)
             }
             Path::Nvfp4 => {
-                use crate::layouts::block_scale::{BLOCK, DIVISORS_PLANE, offset};
+                use crate::layouts::block_scale::{
+                    BLOCK, DIVISORS_PLANE, TILE_BLOCKS, TILE_BYTES, offset,
+                };
                 let k = v.cols();
                 let nkb = k / BLOCK;
                 let per = crate::formats::nvfp4::rows_per_source(v);
                 let (scales, divisors) = (v.plane(1), v.plane(DIVISORS_PLANE));
                 scratch.resize(count * nkb, 0.0);
                 for (i, sf) in scratch.chunks_exact_mut(nkb).enumerate() {
-                    for (kb, s) in sf.iter_mut().enumerate() {
-                        *s = crate::words::e4m3fn::decode(scales[offset(r0 + i, kb, nkb)]);
+                    // A row's scales: 4 contiguous bytes per tile, tiles TILE_BYTES apart.
+                    let base = offset(r0 + i, 0, nkb);
+                    for (t, s4) in sf.chunks_mut(TILE_BLOCKS).enumerate() {
+                        let (at, len) = (base + t * TILE_BYTES, s4.len());
+                        for (s, &b) in s4.iter_mut().zip(&scales[at..at + len]) {
+                            *s = crate::words::e4m3fn::decode(b);
+                        }
                     }
                 }
                 let mut ws = [WRow::F32(&[]); ROW_GROUP];

@@ -10,11 +10,14 @@
 //! - q2 / t2: the group's four values `scale·code` form an 8-entry table (one multiply per
 //!   step); each lane shifts the broadcast 16-bit word of 8 codes right by 2i and
 //!   `vpermps` picks its value by the low 3 bits (table period 4).
-//! - nvfp4: per 16-value block an 8-entry table `binary32(|e2m1|·sf) / d` (one multiply and
-//!   one divide per block, not per value); lane i picks by nibble i's low 3 bits and gets
-//!   bit 3 as its sign.
+//! - nvfp4: per 16-value block an 8-entry table of the magnitudes `binary32(|e2m1|·sf) / d`;
+//!   lane i picks by nibble i's low 3 bits and gets bit 3 as its sign. The tables of two
+//!   blocks come from one divide (`0.5·sf/d` and `1.5·sf/d`, times powers of two: exact
+//!   unless a quotient is subnormal, which a per-row bound on d excludes; otherwise one
+//!   divide per block).
 //! - E4M3FN: the word's bits placed into binary16 (value / 256) and converted by F16C, times
-//!   256·s.
+//!   256·s; one byte compare per 32 words selects the short form (no NaN word, as in any
+//!   valid payload: sign-extend, shift, clear bit 14) or the general one.
 //! - bf16 / fp32: loads (8 values per step, tiles of up to 4 weight rows × 2 activation
 //!   rows).
 //!
@@ -304,11 +307,24 @@ impl Load for Fp8 {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load((c, s1, s2): Self::P, k: usize) -> [__m256; 4] {
+        // SAFETY: the 32 code bytes of elements k..k+32 (caller).
+        let c32 = unsafe { _mm256_loadu_si256(c.add(k).cast()) };
+        let m7 = _mm256_set1_epi8(0x7F);
+        let nan = _mm256_cmpeq_epi8(_mm256_and_si256(c32, m7), m7);
         let mut o = NONE;
         for (v, ov) in o.iter_mut().enumerate() {
             // SAFETY: the 8 code bytes of elements k+8v.. (caller).
-            let c16 = _mm_cvtepu8_epi16(unsafe { _mm_loadl_epi64(c.add(k + 8 * v).cast()) });
-            let w = _mm256_mul_ps(e4m3fn8_div256(c16), _mm256_set1_ps(s1));
+            let c8 = unsafe { _mm_loadl_epi64(c.add(k + 8 * v).cast()) };
+            let h = if _mm256_movemask_epi8(nan) == 0 {
+                // No NaN word in these 32 (the rule for a valid payload): the sign-extended
+                // word shifted left by 7 is the binary16 of value / 256 once the copy of the
+                // sign at bit 14 is cleared.
+                let x = _mm_slli_epi16::<7>(_mm_cvtepi8_epi16(c8));
+                _mm256_cvtph_ps(_mm_and_si128(x, _mm_set1_epi16(0xBFFFu16 as i16)))
+            } else {
+                e4m3fn8_div256(_mm_cvtepu8_epi16(c8))
+            };
+            let w = _mm256_mul_ps(h, _mm256_set1_ps(s1));
             *ov = if s2 == 1.0 {
                 w
             } else {
@@ -320,41 +336,71 @@ impl Load for Fp8 {
 }
 
 impl Load for Nvfp4 {
-    type P = (*const u8, *const f32, f32);
+    /// Codes, block scales, the divisor, and whether the two-divide tables are exact for
+    /// this row (see `load`).
+    type P = (*const u8, *const f32, f32, bool);
     const V: usize = 4;
     fn ptr(w: &WRow<'_>) -> Self::P {
         match w {
-            WRow::Nvfp4 { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
+            // Every nonzero |sf| is at least 2⁻⁹, so with 0 < d ≤ 2¹¹⁶ no quotient
+            // 0.5·sf/d is subnormal.
+            WRow::Nvfp4 { codes, sf, d } => (
+                codes.as_ptr(),
+                sf.as_ptr(),
+                *d,
+                *d > 0.0 && *d <= 2f32.powi(116),
+            ),
             _ => unreachable!("the nvfp4 loader on another row kind"),
         }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load((c, sf, d): Self::P, k: usize) -> [__m256; 4] {
-        let m = &crate::words::e2m1::MAGNITUDES;
-        let mags = _mm256_setr_ps(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
-        let d = _mm256_set1_ps(d);
-        let mut o = NONE;
-        for b in 0..2 {
-            // The block's 8 magnitudes: binary32(binary32(|e2m1|·sf) / d), as the scalar
-            // reference (one divide per 16 values).
-            // SAFETY: block (k/16 + b) has a scale (caller).
-            let s = unsafe { _mm256_broadcast_ss(&*sf.add(k / 16 + b)) };
-            let table = _mm256_div_ps(_mm256_mul_ps(mags, s), d);
-            for h in 0..2 {
-                let v = 2 * b + h;
-                // SAFETY: 4 code bytes of elements k+8v.. (caller).
-                let w = unsafe { bcast32(c.add((k + 8 * v) / 2)) };
-                let idx = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-                let sign = _mm256_and_si256(
-                    _mm256_sllv_epi32(w, nibble_top()),
-                    _mm256_set1_epi32(i32::MIN),
-                );
-                o[v] = _mm256_xor_ps(
-                    _mm256_permutevar8x32_ps(table, idx),
-                    _mm256_castsi256_ps(sign),
-                );
+    unsafe fn load((c, sf, d, pow2): Self::P, k: usize) -> [__m256; 4] {
+        let dv = _mm256_set1_ps(d);
+        let mut tables = [_mm256_setzero_ps(); 2];
+        if pow2 {
+            // The magnitudes 0.5, 1, 2, 4 are powers of two times 0.5, and 3, 6 times 1.5:
+            // binary32(m·sf / d) = 2ʲ·binary32(0.5·sf / d) (or 1.5·sf) exactly while no
+            // quotient is subnormal (checked per row in `ptr`; an overflow rounds to Inf
+            // both ways, 0·q gives the direct path's signed zero or NaN). So one divide
+            // gives both blocks' a = 0.5·sf/d and b = 1.5·sf/d.
+            // SAFETY: blocks k/16 and k/16 + 1 have scales (caller).
+            let s2 = unsafe { _mm_castpd_ps(_mm_load_sd(sf.add(k / 16).cast())) };
+            let sv = _mm256_permutevar8x32_ps(
+                _mm256_castps128_ps256(s2),
+                _mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1),
+            );
+            let half = _mm256_setr_ps(0.5, 1.5, 0.5, 1.5, 0.5, 1.5, 0.5, 1.5);
+            let ab = _mm256_div_ps(_mm256_mul_ps(sv, half), dv);
+            // Table lanes 0..7 = magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 = 0a, a, 2a, b, 4a, 2b, 8a, 4b.
+            let pow = _mm256_setr_ps(0.0, 1.0, 2.0, 1.0, 4.0, 2.0, 8.0, 4.0);
+            for (b, t) in tables.iter_mut().enumerate() {
+                let (ia, ib) = (2 * b as i32, 2 * b as i32 + 1);
+                let pick = _mm256_setr_epi32(ia, ia, ia, ib, ia, ib, ia, ib);
+                *t = _mm256_mul_ps(_mm256_permutevar8x32_ps(ab, pick), pow);
             }
+        } else {
+            let m = &crate::words::e2m1::MAGNITUDES;
+            let mags = _mm256_setr_ps(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
+            for (b, t) in tables.iter_mut().enumerate() {
+                // The block's 8 magnitudes binary32(binary32(|e2m1|·sf) / d), as the scalar
+                // reference.
+                // SAFETY: block k/16 + b has a scale (caller).
+                let s = unsafe { _mm256_broadcast_ss(&*sf.add(k / 16 + b)) };
+                *t = _mm256_div_ps(_mm256_mul_ps(mags, s), dv);
+            }
+        }
+        let mut o = NONE;
+        for (v, ov) in o.iter_mut().enumerate() {
+            // SAFETY: 4 code bytes of elements k+8v.. (caller).
+            let w = unsafe { bcast32(c.add((k + 8 * v) / 2)) };
+            let idx = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+            // Bit 3 of lane i's nibble is its sign.
+            let sign = _mm256_and_si256(_mm256_slli_epi32::<28>(idx), _mm256_set1_epi32(i32::MIN));
+            *ov = _mm256_xor_ps(
+                _mm256_permutevar8x32_ps(tables[v / 2], idx),
+                _mm256_castsi256_ps(sign),
+            );
         }
         o
     }
