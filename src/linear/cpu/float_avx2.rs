@@ -8,7 +8,7 @@
 //!   sign-extended code; `vcvtdq2ps`, times the group's f32 scale (one broadcast per step).
 //! - q8: `vpmovsxbd` of 8 code bytes, `vcvtdq2ps`, times the scale.
 //! - q2 / t2: the group's four values `scale·code` form an 8-entry table (one multiply per
-//!   step); each lane shifts the broadcast 16-bit word of 8 codes right by 2i and
+//!   step); each lane shifts the broadcast 32-bit word of 16 codes right by 2i and
 //!   `vpermps` picks its value by the low 3 bits (table period 4).
 //! - nvfp4: per 16-value block an 8-entry table of the magnitudes `binary32(|e2m1|·sf) / d`;
 //!   lane i picks by nibble i's low 3 bits and gets bit 3 as its sign. The tables of two
@@ -121,17 +121,6 @@ unsafe fn bcast32(p: *const u8) -> __m256i {
     _mm256_set1_epi32(unsafe { std::ptr::read_unaligned(p.cast::<i32>()) })
 }
 
-/// The 2-byte word at `p`, zero-extended into every i32 lane.
-///
-/// # Safety
-/// 2 readable bytes at `p`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn bcast16(p: *const u8) -> __m256i {
-    // SAFETY: 2 bytes (caller).
-    _mm256_set1_epi32(unsafe { std::ptr::read_unaligned(p.cast::<u16>()) } as i32)
-}
-
 /// Lane i: shift left by 28 − 4i (nibble i of a 32-bit word to bits 28..31).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -139,32 +128,50 @@ fn nibble_top() -> __m256i {
     _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0)
 }
 
-/// The 8 codes of elements `k .. k + 8` of q4 / q5 / q6 (`HI` = high-bit width 0, 1, 2),
-/// sign-extended in i32 lanes: nibble i moved to bits 28..31, then down by `HI`, the high
-/// field of element i moved just above it, one arithmetic shift right by 28 − HI.
-///
-/// # Safety
-/// The code bytes of elements k..k+8 (and their high bits) are readable; k a multiple of 8.
+/// `[base − step·i]` for lanes i = 0..7 (per-lane shift counts).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn nibble_codes<const HI: i32>(lo: *const u8, hi: *const u8, k: usize) -> __m256i {
-    // SAFETY: 4 code bytes at k/2 (caller).
-    let t = _mm256_sllv_epi32(unsafe { bcast32(lo.add(k / 2)) }, nibble_top());
+fn counts(base: i32, step: i32) -> __m256i {
+    _mm256_setr_epi32(
+        base,
+        base - step,
+        base - 2 * step,
+        base - 3 * step,
+        base - 4 * step,
+        base - 5 * step,
+        base - 6 * step,
+        base - 7 * step,
+    )
+}
+
+/// The 8 codes of elements `k + 8v .. k + 8v + 8` of q4 / q5 / q6 (`HI` = high-bit width
+/// 0, 1, 2; k a multiple of 32, v < 4), sign-extended in i32 lanes: nibble i moved to bits
+/// 28..31, then down by `HI`, the high field of element i moved just above it (from the
+/// chunk's plane-1 word, broadcast), one arithmetic shift right by 28 − HI.
+///
+/// # Safety
+/// The code bytes of elements k..k+32 and their high bits are readable.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn nibble_codes<const HI: i32>(lo: *const u8, hi: *const u8, k: usize, v: usize) -> __m256i {
+    // SAFETY: 4 code bytes at (k + 8v)/2 (caller).
+    let t = _mm256_sllv_epi32(unsafe { bcast32(lo.add((k + 8 * v) / 2)) }, nibble_top());
+    let j = 8 * v as i32; // element index of lane 0 inside the chunk
     match HI {
         0 => _mm256_srai_epi32::<28>(t),
         1 => {
-            // Bit i of the plane-1 byte to bit 31 of lane i.
-            // SAFETY: 1 high byte at k/8 (caller).
-            let h = _mm256_set1_epi32(unsafe { *hi.add(k / 8) } as i32);
-            let h = _mm256_sllv_epi32(h, _mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24));
+            // The chunk's 32 high bits: bit j + i of the word to bit 31 of lane i.
+            // SAFETY: 4 high bytes at k/8 (caller).
+            let h = _mm256_sllv_epi32(unsafe { bcast32(hi.add(k / 8)) }, counts(31 - j, 1));
             let h = _mm256_and_si256(h, _mm256_set1_epi32(i32::MIN));
             _mm256_srai_epi32::<27>(_mm256_or_si256(_mm256_srli_epi32::<1>(t), h))
         }
         _ => {
-            // Bits 2i..2i+1 of the plane-1 word to bits 30..31 of lane i.
-            // SAFETY: 2 high bytes at k/4 (caller).
-            let h = unsafe { bcast16(hi.add(k / 4)) };
-            let h = _mm256_sllv_epi32(h, _mm256_setr_epi32(30, 28, 26, 24, 22, 20, 18, 16));
+            // The chunk's 64 high bits as two words: bits 2(j + i) mod 32 .. +1 of word
+            // (j / 16) to bits 30..31 of lane i.
+            // SAFETY: 8 high bytes at k/4 (caller).
+            let w = unsafe { bcast32(hi.add(k / 4 + 4 * (v / 2))) };
+            let h = _mm256_sllv_epi32(w, counts(30 - 2 * (j % 16), 2));
             let h = _mm256_and_si256(h, _mm256_set1_epi32(0xC000_0000u32 as i32));
             _mm256_srai_epi32::<26>(_mm256_or_si256(_mm256_srli_epi32::<2>(t), h))
         }
@@ -183,7 +190,7 @@ unsafe fn nibble_values<const HI: i32>((lo, hi, sf): GroupedP, k: usize) -> [__m
         let s = _mm256_broadcast_ss(&*sf.add(k / 64));
         let mut o = NONE;
         for (v, ov) in o.iter_mut().enumerate() {
-            let q = nibble_codes::<HI>(lo, hi, k + 8 * v);
+            let q = nibble_codes::<HI>(lo, hi, k, v);
             *ov = _mm256_mul_ps(s, _mm256_cvtepi32_ps(q));
         }
         o
@@ -241,11 +248,13 @@ impl Load for Q8 {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn two_bit_values(lo: *const u8, table: __m256, k: usize) -> [__m256; 4] {
-    let shift = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
     let mut o = NONE;
     for (v, ov) in o.iter_mut().enumerate() {
-        // SAFETY: 2 code bytes at (k + 8v)/4 (caller).
-        let idx = _mm256_srlv_epi32(unsafe { bcast16(lo.add((k + 8 * v) / 4)) }, shift);
+        // The 32-bit word of 16 codes holding vector v, shifted right by 2i (+16 for the
+        // word's second half) in lane i.
+        // SAFETY: 4 code bytes at (k + 16·(v/2))/4 (caller).
+        let w = unsafe { bcast32(lo.add((k + 16 * (v / 2)) / 4)) };
+        let idx = _mm256_srlv_epi32(w, counts(16 * (v as i32 % 2), -2));
         *ov = _mm256_permutevar8x32_ps(table, idx);
     }
     o
