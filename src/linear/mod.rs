@@ -444,12 +444,18 @@ impl<'a> PreparedWeight<'a> {
         let rows_per_chunk = n
             .div_ceil(per_thread * 8)
             .clamp(1, 64)
-            .next_multiple_of(ROW_GROUP);
+            .next_multiple_of(FLOAT_GROUP);
+        // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
+        // M = 1 (eight independent accumulator chains), the GGUF ones 4.
+        let group = match self.path {
+            Path::Gguf(_) => ROW_GROUP,
+            _ => FLOAT_GROUP,
+        };
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
             let mut scratch = [Vec::new(), Vec::new()];
             let first = ci * rows_per_chunk;
-            for (g, o) in out.chunks_mut(ROW_GROUP * m).enumerate() {
-                self.row_group(first + g * ROW_GROUP, xf, m, &qrows, o, &mut scratch)?;
+            for (g, o) in out.chunks_mut(group * m).enumerate() {
+                self.row_group(first + g * group, xf, m, &qrows, o, &mut scratch)?;
             }
             Ok(())
         };
@@ -486,7 +492,7 @@ impl<'a> PreparedWeight<'a> {
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
             Path::Bf16 | Path::Fp32 | Path::Fp8Row => {
-                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (i, wr) in ws.iter_mut().enumerate().take(count) {
                     *wr = match self.path {
                         Path::Bf16 => WRow::Bf16Le(bytes(i)),
@@ -511,7 +517,7 @@ impl<'a> PreparedWeight<'a> {
                 for (i, sf) in scratch.chunks_exact_mut(ng).enumerate() {
                     cpu::float::f16_words_to_f32(self.isa, v.row_bytes(2, r0 + i), sf);
                 }
-                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(ng)).enumerate() {
                     *wr = WRow::Grouped {
                         kind,
@@ -542,7 +548,7 @@ impl<'a> PreparedWeight<'a> {
                         }
                     }
                 }
-                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(nkb)).enumerate() {
                     let src = (r0 + i) / per;
                     let d = &divisors[4 * src..4 * src + 4];
@@ -568,7 +574,7 @@ impl<'a> PreparedWeight<'a> {
                 for (i, d) in scratch.chunks_exact_mut(k).enumerate() {
                     decode::decode_row(v, (r0 + i) as u64, d)?;
                 }
-                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (wr, d) in ws.iter_mut().zip(scratch.chunks_exact(k)) {
                     *wr = WRow::F32(d);
                 }
@@ -602,7 +608,7 @@ impl<'a> PreparedWeight<'a> {
         for (w, vals) in ws.iter().zip(values.chunks_exact_mut(k)) {
             cpu::float::materialize(self.isa, w, vals);
         }
-        let mut fs = [WRow::F32(&[]); ROW_GROUP];
+        let mut fs = [WRow::F32(&[]); FLOAT_GROUP];
         for (f, vals) in fs.iter_mut().zip(values.chunks_exact(k)) {
             *f = WRow::F32(vals);
         }
@@ -612,6 +618,9 @@ impl<'a> PreparedWeight<'a> {
 
 /// Weight rows computed together (the float kernels' tile height).
 const ROW_GROUP: usize = 4;
+
+/// Weight rows per call of the f32-activation kernels (a multiple of [`ROW_GROUP`]).
+const FLOAT_GROUP: usize = 8;
 
 /// From this many activation rows on, in-place rows are materialized once per row group.
 const MATERIALIZE_M: usize = 4;

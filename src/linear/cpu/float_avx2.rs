@@ -524,8 +524,8 @@ unsafe fn values<L: Load>(w: &WRow<'_>, out: &mut [f32]) {
     }
 }
 
-/// Tiles of up to 4 weight rows × 2 activation rows (× 1 for the coded rows, whose four
-/// vectors per step already fill the registers).
+/// Tiles of up to 8 weight rows × 1 activation row or 4 × 2 for bf16 / f32 words; 4 × 1
+/// for the coded rows (four vectors per step).
 ///
 /// # Safety
 /// As [`dot_rows`].
@@ -533,21 +533,28 @@ unsafe fn values<L: Load>(w: &WRow<'_>, out: &mut [f32]) {
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
     let max_rx = if L::V == 1 { 2 } else { 1 };
+    // bf16 / f32 words at M = 1: 8 rows side by side (8 accumulator chains hide the fma
+    // latency); otherwise 4 (the coded rows' decoding fills the registers).
+    let max_rw = if L::V == 1 && m == 1 { 8 } else { 4 };
     let mut i = 0;
     while i < w.len() {
-        let rw = (w.len() - i).min(4);
+        let rw = (w.len() - i).min(max_rw);
         let mut r = 0;
         while r < m {
             let rx = (m - r).min(max_rx);
             // SAFETY: the caller's contract.
             unsafe {
                 match (rw, rx) {
+                    (8, _) => tile::<L, 8, 1>(&w[i..], x, r, m, out, i),
+                    (7, _) => tile::<L, 7, 1>(&w[i..], x, r, m, out, i),
+                    (6, _) => tile::<L, 6, 1>(&w[i..], x, r, m, out, i),
+                    (5, _) => tile::<L, 5, 1>(&w[i..], x, r, m, out, i),
                     (4, 2) => tile::<L, 4, 2>(&w[i..], x, r, m, out, i),
-                    (4, 1) => tile::<L, 4, 1>(&w[i..], x, r, m, out, i),
+                    (4, _) => tile::<L, 4, 1>(&w[i..], x, r, m, out, i),
                     (3, 2) => tile::<L, 3, 2>(&w[i..], x, r, m, out, i),
-                    (3, 1) => tile::<L, 3, 1>(&w[i..], x, r, m, out, i),
+                    (3, _) => tile::<L, 3, 1>(&w[i..], x, r, m, out, i),
                     (2, 2) => tile::<L, 2, 2>(&w[i..], x, r, m, out, i),
-                    (2, 1) => tile::<L, 2, 1>(&w[i..], x, r, m, out, i),
+                    (2, _) => tile::<L, 2, 1>(&w[i..], x, r, m, out, i),
                     (1, 2) => tile::<L, 1, 2>(&w[i..], x, r, m, out, i),
                     _ => tile::<L, 1, 1>(&w[i..], x, r, m, out, i),
                 }
