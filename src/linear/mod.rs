@@ -887,6 +887,21 @@ mod tests {
                 .collect();
             let mut w = PreparedWeight::new(view).unwrap();
             let results = grouped_runs(&mut w, &x, m);
+            // Where several NaNs meet (a NaN word, Inf − Inf), which one an fma passes on
+            // depends on its operand order, an instruction-selection detail: NaN outputs
+            // are compared as NaN, every other output bit for bit.
+            let canon = |r: &Vec<u32>| -> Vec<u32> {
+                r.iter()
+                    .map(|&b| {
+                        if f32::from_bits(b).is_nan() {
+                            0x7FC0_0000
+                        } else {
+                            b
+                        }
+                    })
+                    .collect()
+            };
+            let results: Vec<Vec<u32>> = results.iter().map(canon).collect();
             assert!(results.windows(2).all(|r| r[0] == r[1]), "{format}");
             // Rows whose groups are all finite give finite outputs; a NaN or Inf scale
             // gives NaN (codes of both signs meet x of both signs) or ±Inf.
@@ -964,37 +979,132 @@ mod tests {
     /// (two divisors) and rows beyond one swizzle tile.
     #[test]
     fn nvfp4_kernel_matches_the_decoded_path_bitwise() {
-        let (n, k, m) = (130, 80, 3);
+        let (n, k, m) = (130, 80, 5);
         let layout = Layout::BlockScaleK16_M128x4_V1;
-        let sizes = layouts::plane_sizes(Format::Nvfp4, layout, n, k).unwrap();
-        let mut p: Vec<Vec<u8>> = sizes
-            .iter()
-            .map(|&l| (0..l).map(|i| ((i * 7919 + 5) % 253) as u8).collect())
-            .collect();
-        p[1].iter_mut().for_each(|s| *s &= 0x7E);
-        p[2] = [0.75f32, 1.625f32]
-            .iter()
-            .flat_map(|d| d.to_le_bytes())
-            .collect();
-        let view = WeightView::new(Format::Nvfp4, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
-        let x: Vec<f32> = (0..m * k)
-            .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
-            .collect();
-        let mut w = PreparedWeight::new(view).unwrap();
-        assert_eq!(w.path, Path::Nvfp4);
-        let run = |w: &PreparedWeight<'_>| {
-            let mut y = vec![0f32; m * n];
-            w.forward_f32(&x, m, None, &mut y).unwrap();
-            y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        };
-        let mut results = Vec::new();
-        for isa in [Isa::Scalar, Isa::detect()] {
-            w.set_isa(isa).unwrap();
-            w.path = Path::Nvfp4;
-            results.push(run(&w));
+        // Divisor pairs (two stacked sources): moderate; the bound of the two-divide tables
+        // (2¹¹⁶) and just past it; tiny (quotients overflow to Inf); huge with 2⁻¹²⁶
+        // (subnormal quotients, one-divide-per-block tables).
+        for ds in [
+            [0.75f32, 1.625],
+            [2f32.powi(116), 2f32.powi(117)],
+            [2f32.powi(-140), 1e-30],
+            [3e38, 2f32.powi(-126)],
+        ] {
+            let sizes = layouts::plane_sizes(Format::Nvfp4, layout, n, k).unwrap();
+            let mut p: Vec<Vec<u8>> = sizes
+                .iter()
+                .map(|&l| (0..l).map(|i| ((i * 7919 + 5) % 253) as u8).collect())
+                .collect();
+            // Valid scales (sign clear, no NaN word), subnormal E4M3FN ones included.
+            p[1].iter_mut().for_each(|s| *s &= 0x7E);
+            p[2] = ds.iter().flat_map(|d| d.to_le_bytes()).collect();
+            let view = WeightView::new(Format::Nvfp4, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+                .collect();
+            let mut w = PreparedWeight::new(view).unwrap();
+            assert_eq!(w.path, Path::Nvfp4);
+            let mut results = grouped_runs(&mut w, &x, m);
             w.path = Path::Decoded;
-            results.push(run(&w));
+            results.extend(grouped_runs(&mut w, &x, m));
+            assert!(results.windows(2).all(|r| r[0] == r[1]), "divisors {ds:?}");
         }
-        assert!(results.windows(2).all(|r| r[0] == r[1]));
+    }
+
+    /// The in-place fp8 kernel on E4M3FN NaN words (invalid, computed as NaN) and extreme
+    /// row scales: the same bits on every path; valid rows also match the decoded path.
+    #[test]
+    fn fp8_row_kernel_agrees_on_nan_words_and_extreme_scales() {
+        for format in [Format::Fp8E4m3fnRowBf16, Format::Fp8E4m3fnRowFp16] {
+            let (n, k, m) = (6, 100, 5);
+            let layout = format.info().layout;
+            let sizes = layouts::plane_sizes(format, layout, n, k).unwrap();
+            let mut p: Vec<Vec<u8>> = sizes.iter().map(|&l| vec![0u8; l]).collect();
+            // Scales: the largest finite, the smallest subnormal, 1, 0.01 (bf16 / binary16).
+            let scales: [u16; 6] = if format == Format::Fp8E4m3fnRowBf16 {
+                [0x7F7F, 0x0001, 0x3F80, 0x3C24, 0x7F7F, 0x3F80]
+            } else {
+                [0x7BFF, 0x0001, 0x3C00, 0x211F, 0x7BFF, 0x3C00]
+            };
+            // Rows 4 and 5 hold a NaN word (one in the short-form chunk test, one in the tail).
+            let code = |r: usize, j: usize| -> u8 {
+                match (r, j) {
+                    (4, 40) => 0x7F,
+                    (5, 97) => 0xFF,
+                    _ => {
+                        let c = ((r * k + j) * 7919 % 256) as u8;
+                        if c & 0x7F == 0x7F { c ^ 1 } else { c }
+                    }
+                }
+            };
+            if layout == Layout::RowScaleV1 {
+                for r in 0..n {
+                    for j in 0..k {
+                        p[0][r * k + j] = code(r, j);
+                    }
+                    p[1][2 * r..2 * r + 2].copy_from_slice(&scales[r].to_le_bytes());
+                }
+            } else {
+                let stride = p[0].len() / n;
+                for (r, rec) in p[0].chunks_exact_mut(stride).enumerate() {
+                    rec[..2].copy_from_slice(&scales[r].to_le_bytes());
+                    for j in 0..k {
+                        rec[2 + j] = code(r, j);
+                    }
+                }
+            }
+            let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+                .collect();
+            let mut w = PreparedWeight::new(view).unwrap();
+            assert_eq!(w.path, Path::Fp8Row);
+            let results = grouped_runs(&mut w, &x, m);
+            // Where several NaNs meet (a NaN word, Inf − Inf), which one an fma passes on
+            // depends on its operand order, an instruction-selection detail: NaN outputs
+            // are compared as NaN, every other output bit for bit.
+            let canon = |r: &Vec<u32>| -> Vec<u32> {
+                r.iter()
+                    .map(|&b| {
+                        if f32::from_bits(b).is_nan() {
+                            0x7FC0_0000
+                        } else {
+                            b
+                        }
+                    })
+                    .collect()
+            };
+            let results: Vec<Vec<u32>> = results.iter().map(canon).collect();
+            assert!(results.windows(2).all(|r| r[0] == r[1]), "{format}");
+            // Rows 4 and 5 hold a NaN word; rows 1..3 have small scales (finite outputs).
+            for r in 1..n {
+                for i in 0..m {
+                    let y = f32::from_bits(results[0][i * n + r]);
+                    assert_eq!(y.is_nan(), r >= 4, "{format} row {r}: {y}");
+                    assert_eq!(y.is_finite(), r < 4, "{format} row {r}: {y}");
+                }
+            }
+            // The first 4 rows (valid) against the decoded path.
+            let valid = WeightView::new(
+                format,
+                layout,
+                4,
+                k,
+                [
+                    &p[0][..p[0].len() / n * 4],
+                    &p[1][..p[1].len() / n * 4],
+                    &p[2],
+                ],
+            )
+            .unwrap();
+            let mut w = PreparedWeight::new(valid).unwrap();
+            let mut results = grouped_runs(&mut w, &x, m);
+            w.path = Path::Decoded;
+            results.extend(grouped_runs(&mut w, &x, m));
+            assert!(
+                results.windows(2).all(|r| r[0] == r[1]),
+                "{format} valid rows"
+            );
+        }
     }
 }

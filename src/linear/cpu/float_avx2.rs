@@ -371,21 +371,23 @@ impl Load for Nvfp4 {
             // The magnitudes 0.5, 1, 2, 4 are powers of two times 0.5, and 3, 6 times 1.5:
             // binary32(m·sf / d) = 2ʲ·binary32(0.5·sf / d) (or 1.5·sf) exactly while no
             // quotient is subnormal (checked per row in `ptr`; an overflow rounds to Inf
-            // both ways, 0·q gives the direct path's signed zero or NaN). So one divide
-            // gives both blocks' a = 0.5·sf/d and b = 1.5·sf/d.
+            // both ways). So one divide gives both blocks' a = 0.5·sf/d, b = 1.5·sf/d and
+            // the zero entry.
             // SAFETY: blocks k/16 and k/16 + 1 have scales (caller).
             let s2 = unsafe { _mm_castpd_ps(_mm_load_sd(sf.add(k / 16).cast())) };
             let sv = _mm256_permutevar8x32_ps(
                 _mm256_castps128_ps256(s2),
-                _mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1),
+                _mm256_setr_epi32(0, 0, 1, 1, 0, 1, 0, 1),
             );
-            let half = _mm256_setr_ps(0.5, 1.5, 0.5, 1.5, 0.5, 1.5, 0.5, 1.5);
+            // Lanes: a₀ b₀ a₁ b₁ z₀ z₁ (z = binary32(0·sf)/d, the direct zero entry: 0,
+            // or NaN when sf is NaN or d is 0).
+            let half = _mm256_setr_ps(0.5, 1.5, 0.5, 1.5, 0.0, 0.0, 0.0, 0.0);
             let ab = _mm256_div_ps(_mm256_mul_ps(sv, half), dv);
-            // Table lanes 0..7 = magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 = 0a, a, 2a, b, 4a, 2b, 8a, 4b.
-            let pow = _mm256_setr_ps(0.0, 1.0, 2.0, 1.0, 4.0, 2.0, 8.0, 4.0);
+            // Table lanes 0..7 = magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 = z, a, 2a, b, 4a, 2b, 8a, 4b.
+            let pow = _mm256_setr_ps(1.0, 1.0, 2.0, 1.0, 4.0, 2.0, 8.0, 4.0);
             for (b, t) in tables.iter_mut().enumerate() {
-                let (ia, ib) = (2 * b as i32, 2 * b as i32 + 1);
-                let pick = _mm256_setr_epi32(ia, ia, ia, ib, ia, ib, ia, ib);
+                let (ia, ib, iz) = (2 * b as i32, 2 * b as i32 + 1, 4 + b as i32);
+                let pick = _mm256_setr_epi32(iz, ia, ia, ib, ia, ib, ia, ib);
                 *t = _mm256_mul_ps(_mm256_permutevar8x32_ps(ab, pick), pow);
             }
         } else {
