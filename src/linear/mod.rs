@@ -22,9 +22,9 @@
 //!
 //! **Compute profile** (docs/linear.md):
 //! - bf16 / fp32 and every other non-GGUF decodable format: the weight values decoded
-//!   exactly, times x as f32, accumulated in f32 (bf16, fp32, q4_g64_fp16, q8_g32_fp16,
-//!   fp8_e4m3fn_row_* and nvfp4 read their words in place; the others go through
-//!   `decode_row`).
+//!   exactly, times x as f32, accumulated in f32 (bf16, fp32, the six grouped formats
+//!   q2/t2/q4/q5/q6/q8, fp8_e4m3fn_row_* and nvfp4 read their words in place; any other
+//!   decodable format goes through `decode_row`).
 //! - gguf_*: x is quantized per row to ggml's q8_1 blocks ([`q8_1`]) and the product of
 //!   the exact weight values with the q8_1 values x̂ is accumulated in f32 (dedicated
 //!   vec_dot kernels for Q8_0, Q4_0, Q5_0, Q4_K, Q6_K; any other decodable GGUF type runs
