@@ -538,15 +538,22 @@ impl<'a> PreparedWeight<'a> {
                 let per = crate::formats::nvfp4::rows_per_source(v);
                 let (scales, divisors) = (v.plane(1), v.plane(DIVISORS_PLANE));
                 scratch.resize(count * nkb, 0.0);
+                let mut words = vec![0u8; nkb];
                 for (i, sf) in scratch.chunks_exact_mut(nkb).enumerate() {
                     // A row's scales: 4 contiguous bytes per tile, tiles TILE_BYTES apart.
                     let base = offset(r0 + i, 0, nkb);
-                    for (t, s4) in sf.chunks_mut(TILE_BLOCKS).enumerate() {
-                        let (at, len) = (base + t * TILE_BYTES, s4.len());
-                        for (s, &b) in s4.iter_mut().zip(&scales[at..at + len]) {
-                            *s = crate::words::e4m3fn::decode(b);
+                    for (t, w4) in words.chunks_mut(TILE_BLOCKS).enumerate() {
+                        let at = base + t * TILE_BYTES;
+                        match <&mut [u8; TILE_BLOCKS]>::try_from(&mut *w4) {
+                            Ok(full) => *full = scales[at..at + TILE_BLOCKS].try_into().expect("4"),
+                            Err(_) => {
+                                for (j, w) in w4.iter_mut().enumerate() {
+                                    *w = scales[at + j];
+                                }
+                            }
                         }
                     }
+                    cpu::float::e4m3fn_to_f32(self.isa, &words, sf);
                 }
                 let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(nkb)).enumerate() {

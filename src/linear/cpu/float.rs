@@ -191,6 +191,23 @@ pub(crate) fn f16_words_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
     }
 }
 
+/// `out[i]` = the E4M3FN word `words[i]` as f32, exact (`words.len() >= out.len()`; NaN
+/// words give `words::e4m3fn::TABLE`'s NaN bits on every path).
+pub(crate) fn e4m3fn_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
+    assert!(words.len() >= out.len());
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
+        // lengths are checked above.
+        done = unsafe { super::float_avx2::e4m3fn_to_f32(words, out) };
+    }
+    let _ = isa;
+    for (o, &w) in out.iter_mut().zip(words).skip(done) {
+        *o = crate::words::e4m3fn::decode(w);
+    }
+}
+
 /// The reference order, one element at a time from `start` (accumulator given).
 #[inline]
 pub(crate) fn accumulate_scalar(w: &WRow<'_>, x: &[f32], start: usize, acc: &mut [f32; 8]) {

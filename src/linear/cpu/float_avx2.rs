@@ -502,6 +502,25 @@ pub(super) unsafe fn f16_words_to_f32(words: &[u8], out: &mut [f32]) -> usize {
     n
 }
 
+/// Converts the first multiple of 8 of `out.len()` E4M3FN words (exact, as
+/// [`e4m3fn8_div256`] times 256) and returns how many.
+///
+/// # Safety
+/// AVX2, FMA and F16C available; `words.len() >= out.len()`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn e4m3fn_to_f32(words: &[u8], out: &mut [f32]) -> usize {
+    let n = out.len() / 8 * 8;
+    for i in (0..n).step_by(8) {
+        // SAFETY: 8 bytes at i and 8 floats at i are in bounds (i + 8 <= n).
+        unsafe {
+            let c16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(words.as_ptr().add(i).cast()));
+            let v = _mm256_mul_ps(e4m3fn8_div256(c16), _mm256_set1_ps(256.0));
+            _mm256_storeu_ps(out.as_mut_ptr().add(i), v);
+        }
+    }
+    n
+}
+
 /// # Safety
 /// As [`materialize`].
 #[inline]
