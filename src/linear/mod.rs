@@ -986,6 +986,7 @@ mod tests {
     /// (two divisors) and rows beyond one swizzle tile.
     #[test]
     fn nvfp4_kernel_matches_the_decoded_path_bitwise() {
+        let pow2 = |e: i32| f32::from_bits(((e + 127) as u32) << 23);
         let (n, k, m) = (130, 80, 5);
         let layout = Layout::BlockScaleK16_M128x4_V1;
         // Divisor pairs (two stacked sources): moderate; the bound of the two-divide tables
@@ -993,9 +994,9 @@ mod tests {
         // (subnormal quotients, one-divide-per-block tables).
         for ds in [
             [0.75f32, 1.625],
-            [2f32.powi(116), 2f32.powi(117)],
-            [2f32.powi(-140), 1e-30],
-            [3e38, 2f32.powi(-126)],
+            [pow2(116), pow2(117)],
+            [f32::from_bits(1 << 9), 1e-30], // 2⁻¹⁴⁰ (subnormal)
+            [3e38, pow2(-126)],
         ] {
             let sizes = layouts::plane_sizes(Format::Nvfp4, layout, n, k).unwrap();
             let mut p: Vec<Vec<u8>> = sizes

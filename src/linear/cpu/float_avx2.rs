@@ -357,7 +357,7 @@ impl Load for Nvfp4 {
                 codes.as_ptr(),
                 sf.as_ptr(),
                 *d,
-                *d > 0.0 && *d <= 2f32.powi(116),
+                *d > 0.0 && *d <= f32::from_bits((116 + 127) << 23),
             ),
             _ => unreachable!("the nvfp4 loader on another row kind"),
         }
