@@ -7,7 +7,7 @@
 //! in the same run: `ggml GMAC/s` and `ratio` = ninfer / ggml (speed only, never an oracle).
 //!
 //! `cargo bench --bench linear [-- FILTER...]` (FILTER: substrings of format names, e.g.
-//! `q4_k bf16`; `quick` = 4096 × 4096 only; `m1` / `m32` = that M only; `t1` = one thread;
+//! `q4_k bf16`; `quick` = 4096 × 4096 only; `mN` (e.g. `m1`, `m2`) = those M only; `t1` = one thread;
 //! `nobw` = skip the bandwidth measurement). Best of several runs; the machine is shared,
 //! so compare ratios within one run.
 
@@ -221,14 +221,12 @@ fn main() {
         .collect();
     let quick = args.iter().any(|a| a == "quick");
     let nobw = args.iter().any(|a| a == "nobw");
-    // `m1` / `m32`: only that activation count; `t1`: one thread only.
-    let ms: &[usize] = if args.iter().any(|a| a == "m1") {
-        &[1]
-    } else if args.iter().any(|a| a == "m32") {
-        &[32]
-    } else {
-        &[1, 32]
-    };
+    // `mN`: only these activation counts; `t1`: one thread only.
+    let picked: Vec<usize> = args
+        .iter()
+        .filter_map(|a| a.strip_prefix('m').and_then(|d| d.parse().ok()))
+        .collect();
+    let ms: &[usize] = if picked.is_empty() { &[1, 32] } else { &picked };
     let ts: &[usize] = if args.iter().any(|a| a == "t1") {
         &[1]
     } else {
@@ -236,7 +234,10 @@ fn main() {
     };
     let filters: Vec<&String> = args
         .iter()
-        .filter(|a| !["quick", "nobw", "m1", "m32", "t1", "l2"].contains(&a.as_str()))
+        .filter(|a| {
+            !["quick", "nobw", "t1", "l2"].contains(&a.as_str())
+                && !a.strip_prefix('m').is_some_and(|d| d.parse::<usize>().is_ok())
+        })
         .collect();
     // The dedicated kernels, then examples of the decoded path.
     let formats = [

@@ -630,7 +630,7 @@ const ROW_GROUP: usize = 4;
 const FLOAT_GROUP: usize = 8;
 
 /// From this many activation rows on, in-place rows are materialized once per row group.
-const MATERIALIZE_M: usize = 4;
+const MATERIALIZE_M: usize = 2;
 
 /// y[mi, ni] from the N × M products, plus the bias (one f32 addition).
 #[inline]
