@@ -236,9 +236,8 @@ fn main() {
         .iter()
         .filter(|a| {
             !["quick", "nobw", "t1", "l2"].contains(&a.as_str())
-                && !a
-                    .strip_prefix('m')
-                    .is_some_and(|d| d.parse::<usize>().is_ok())
+                && a.strip_prefix('m')
+                    .is_none_or(|d| d.parse::<usize>().is_err())
         })
         .collect();
     // The dedicated kernels, then examples of the decoded path.
