@@ -22,9 +22,9 @@
 //!
 //! **Compute profile** (docs/linear.md):
 //! - bf16 / fp32 and every other non-GGUF decodable format: the weight values decoded
-//!   exactly, times x as f32, accumulated in f32 (bf16, fp32, q4_g64_fp16, q8_g32_fp16,
-//!   fp8_e4m3fn_row_* and nvfp4 read their words in place; the others go through
-//!   `decode_row`).
+//!   exactly, times x as f32, accumulated in f32 (bf16, fp32, the six grouped formats
+//!   q2/t2/q4/q5/q6/q8, fp8_e4m3fn_row_* and nvfp4 read their words in place; any other
+//!   decodable format goes through `decode_row`).
 //! - gguf_*: x is quantized per row to ggml's q8_1 blocks ([`q8_1`]) and the product of
 //!   the exact weight values with the q8_1 values x̂ is accumulated in f32 (dedicated
 //!   vec_dot kernels for Q8_0, Q4_0, Q5_0, the k-quants Q2_K..Q6_K and the grid i-quants
@@ -52,7 +52,7 @@ use crate::error::{Error, Result, mul};
 use crate::layouts;
 use crate::registry::{Category, Format, Layout, check_compatible};
 use crate::view::WeightView;
-use cpu::float::WRow;
+use cpu::float::{Grouped, WRow};
 use cpu::gguf::Kind;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -85,10 +85,9 @@ enum Path {
     Bf16,
     /// fp32 words, f32 activations.
     Fp32,
-    /// q4_g64_fp16 / q8_g32_fp16 codes and scales read in place, f32 activations (the
-    /// decoded path's arithmetic without its validation pass).
-    RowSplitQ4,
-    RowSplitQ8,
+    /// q2/q4/q5/q6/q8/t2 codes and scales read in place (row_split_k128_v1), f32
+    /// activations (the decoded path's values and order without its validation pass).
+    RowSplit(Grouped),
     /// fp8_e4m3fn_row_* codes read in place, f32 activations (same reasoning).
     Fp8Row,
     /// nvfp4 codes read in place (block scales gathered per row), f32 activations.
@@ -107,8 +106,9 @@ fn path_for(view: &WeightView<'_>) -> Result<Path> {
     let path = match format {
         Format::Bf16 => Path::Bf16,
         Format::Fp32 => Path::Fp32,
-        Format::Q4_G64Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ4,
-        Format::Q8_G32Fp16 if view.layout() == Layout::RowSplitK128_V1 => Path::RowSplitQ8,
+        f if view.layout() == Layout::RowSplitK128_V1 && grouped_kind(f).is_some() => {
+            Path::RowSplit(grouped_kind(f).expect("checked"))
+        }
         Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => Path::Fp8Row,
         Format::Nvfp4 if view.layout() == Layout::BlockScaleK16_M128x4_V1 => Path::Nvfp4,
         f if f.info().category == Category::GgufBlock => match Kind::of(f) {
@@ -120,6 +120,19 @@ fn path_for(view: &WeightView<'_>) -> Result<Path> {
         _ => return Err(unsupported(format, view.layout())),
     };
     Ok(path)
+}
+
+/// The in-place code reader of a grouped format.
+fn grouped_kind(format: Format) -> Option<Grouped> {
+    Some(match format {
+        Format::Q2_G64Fp16 => Grouped::Q2,
+        Format::T2_G128Fp16 => Grouped::T2,
+        Format::Q4_G64Fp16 => Grouped::Q4,
+        Format::Q5_G64Fp16 => Grouped::Q5,
+        Format::Q6_G64Fp16 => Grouped::Q6,
+        Format::Q8_G32Fp16 => Grouped::Q8,
+        _ => return None,
+    })
 }
 
 fn unsupported(format: Format, layout: Layout) -> Error {
@@ -432,12 +445,18 @@ impl<'a> PreparedWeight<'a> {
         let rows_per_chunk = n
             .div_ceil(per_thread * 8)
             .clamp(1, 64)
-            .next_multiple_of(ROW_GROUP);
+            .next_multiple_of(FLOAT_GROUP);
+        // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
+        // M = 1 (eight independent accumulator chains), the GGUF ones 4.
+        let group = match self.path {
+            Path::Gguf(_) => ROW_GROUP,
+            _ => FLOAT_GROUP,
+        };
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
             let mut scratch = [Vec::new(), Vec::new()];
             let first = ci * rows_per_chunk;
-            for (g, o) in out.chunks_mut(ROW_GROUP * m).enumerate() {
-                self.row_group(first + g * ROW_GROUP, xf, m, &qrows, o, &mut scratch)?;
+            for (g, o) in out.chunks_mut(group * m).enumerate() {
+                self.row_group(first + g * group, xf, m, &qrows, o, &mut scratch)?;
             }
             Ok(())
         };
@@ -473,37 +492,71 @@ impl<'a> PreparedWeight<'a> {
         let count = out.len() / m;
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
-            Path::Bf16 | Path::Fp32 | Path::RowSplitQ4 | Path::RowSplitQ8 | Path::Fp8Row => {
-                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+            Path::Bf16 | Path::Fp32 | Path::Fp8Row => {
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (i, wr) in ws.iter_mut().enumerate().take(count) {
-                    let (codes, scales, k) = (bytes(i), v.row_bytes(2, r0 + i), v.cols());
                     *wr = match self.path {
-                        Path::Bf16 => WRow::Bf16Le(codes),
-                        Path::Fp32 => WRow::F32Le(codes),
-                        Path::RowSplitQ4 => WRow::Q4 { codes, scales, k },
-                        Path::Fp8Row => {
+                        Path::Bf16 => WRow::Bf16Le(bytes(i)),
+                        Path::Fp32 => WRow::F32Le(bytes(i)),
+                        _ => {
                             let (word, codes) = layouts::fp8_row::row_parts(v, r0 + i);
                             let scale = crate::formats::fp8_row::scale_value(v.format(), word);
-                            WRow::Fp8 { codes, scale }
+                            WRow::Fp8 {
+                                codes: &codes[..v.cols()],
+                                scale,
+                            }
                         }
-                        _ => WRow::Q8 { codes, scales, k },
+                    };
+                }
+                self.float_rows(&ws[..count], x, m, out, values)
+            }
+            Path::RowSplit(kind) => {
+                // The logical groups' binary16 scales as f32 (exact), once per row.
+                let k = v.cols();
+                let ng = k.div_ceil(kind.group());
+                scratch.resize(count * ng, 0.0);
+                for (i, sf) in scratch.chunks_exact_mut(ng).enumerate() {
+                    cpu::float::f16_words_to_f32(self.isa, v.row_bytes(2, r0 + i), sf);
+                }
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
+                for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(ng)).enumerate() {
+                    *wr = WRow::Grouped {
+                        kind,
+                        lo: bytes(i),
+                        hi: v.row_bytes(1, r0 + i),
+                        sf,
+                        k,
                     };
                 }
                 self.float_rows(&ws[..count], x, m, out, values)
             }
             Path::Nvfp4 => {
-                use crate::layouts::block_scale::{BLOCK, DIVISORS_PLANE, offset};
+                use crate::layouts::block_scale::{
+                    BLOCK, DIVISORS_PLANE, TILE_BLOCKS, TILE_BYTES, offset,
+                };
                 let k = v.cols();
                 let nkb = k / BLOCK;
                 let per = crate::formats::nvfp4::rows_per_source(v);
                 let (scales, divisors) = (v.plane(1), v.plane(DIVISORS_PLANE));
                 scratch.resize(count * nkb, 0.0);
+                let mut words = vec![0u8; nkb];
                 for (i, sf) in scratch.chunks_exact_mut(nkb).enumerate() {
-                    for (kb, s) in sf.iter_mut().enumerate() {
-                        *s = crate::words::e4m3fn::decode(scales[offset(r0 + i, kb, nkb)]);
+                    // A row's scales: 4 contiguous bytes per tile, tiles TILE_BYTES apart.
+                    let base = offset(r0 + i, 0, nkb);
+                    for (t, w4) in words.chunks_mut(TILE_BLOCKS).enumerate() {
+                        let at = base + t * TILE_BYTES;
+                        match <&mut [u8; TILE_BLOCKS]>::try_from(&mut *w4) {
+                            Ok(full) => *full = scales[at..at + TILE_BLOCKS].try_into().expect("4"),
+                            Err(_) => {
+                                for (j, w) in w4.iter_mut().enumerate() {
+                                    *w = scales[at + j];
+                                }
+                            }
+                        }
                     }
+                    cpu::float::e4m3fn_to_f32(self.isa, &words, sf);
                 }
-                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(nkb)).enumerate() {
                     let src = (r0 + i) / per;
                     let d = &divisors[4 * src..4 * src + 4];
@@ -529,7 +582,7 @@ impl<'a> PreparedWeight<'a> {
                 for (i, d) in scratch.chunks_exact_mut(k).enumerate() {
                     decode::decode_row(v, (r0 + i) as u64, d)?;
                 }
-                let mut ws = [WRow::F32(&[]); ROW_GROUP];
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (wr, d) in ws.iter_mut().zip(scratch.chunks_exact(k)) {
                     *wr = WRow::F32(d);
                 }
@@ -563,7 +616,7 @@ impl<'a> PreparedWeight<'a> {
         for (w, vals) in ws.iter().zip(values.chunks_exact_mut(k)) {
             cpu::float::materialize(self.isa, w, vals);
         }
-        let mut fs = [WRow::F32(&[]); ROW_GROUP];
+        let mut fs = [WRow::F32(&[]); FLOAT_GROUP];
         for (f, vals) in fs.iter_mut().zip(values.chunks_exact(k)) {
             *f = WRow::F32(vals);
         }
@@ -574,8 +627,11 @@ impl<'a> PreparedWeight<'a> {
 /// Weight rows computed together (the float kernels' tile height).
 const ROW_GROUP: usize = 4;
 
+/// Weight rows per call of the f32-activation kernels (a multiple of [`ROW_GROUP`]).
+const FLOAT_GROUP: usize = 8;
+
 /// From this many activation rows on, in-place rows are materialized once per row group.
-const MATERIALIZE_M: usize = 4;
+const MATERIALIZE_M: usize = 2;
 
 /// y[mi, ni] from the N × M products, plus the bias (one f32 addition).
 #[inline]
@@ -688,37 +744,149 @@ mod tests {
         }
     }
 
-    /// The in-place q4 / q8 row-split kernels give the decoded path's bits on valid payloads
-    /// (same values, same order), including a partial last group and K % 8 ≠ 0.
-    #[test]
-    fn row_split_kernels_match_the_decoded_path_bitwise() {
-        for (format, k) in [
-            (Format::Q4_G64Fp16, 200),
-            (Format::Q8_G32Fp16, 200),
-            (Format::Q4_G64Fp16, 1029),
-            (Format::Q8_G32Fp16, 8),
-        ] {
-            let (n, m) = (6, 3);
-            let info = format.info();
-            let span = (info.code_max - info.code_min + 1) as usize;
-            let codes: Vec<i8> = (0..n * k)
-                .map(|i| (info.code_min + ((i * 7919 + 13) % span) as i64) as i8)
-                .collect();
-            let g = info.block_values as usize;
-            let scales: Vec<u16> = (0..n * k.div_ceil(g))
-                .map(|i| {
-                    half::f16::from_f32(
-                        0.003 * (1 + i % 11) as f32 * if i % 3 == 0 { -1.0 } else { 1.0 },
-                    )
-                    .to_bits()
-                })
-                .collect();
-            let sizes = layouts::plane_sizes(format, Layout::RowSplitK128_V1, n, k).unwrap();
-            let mut p: Vec<Vec<u8>> = sizes.iter().map(|&l| vec![0u8; l]).collect();
+    /// Planes of a row_split_k128_v1 weight from logical codes (N × K) and scale words
+    /// (N × ceil(K/G)), packed by the layout codec without validation (so invalid words can
+    /// be tested too).
+    fn row_split_planes(
+        format: Format,
+        n: usize,
+        k: usize,
+        codes: &[i8],
+        scales: &[u16],
+    ) -> Vec<Vec<u8>> {
+        let s = crate::formats::grouped::Scheme::of(format).unwrap();
+        let per = layouts::row_split::row_plane_bytes(format, k).unwrap();
+        let kp = layouts::row_split::padded_k(k).unwrap();
+        let ng = k.div_ceil(s.group);
+        let mut p: Vec<Vec<u8>> = per.iter().map(|&l| vec![0u8; l * n]).collect();
+        let mut padded = vec![0i8; kp];
+        for r in 0..n {
             let [a, b, c] = &mut p[..] else {
                 unreachable!()
             };
-            layouts::row_split::pack(format, n, k, &codes, &scales, [a, b, c]).unwrap();
+            layouts::row_split::pack_row(
+                &s,
+                &codes[r * k..(r + 1) * k],
+                &scales[r * ng..(r + 1) * ng],
+                &mut padded,
+                [
+                    &mut a[r * per[0]..(r + 1) * per[0]],
+                    &mut b[r * per[1]..(r + 1) * per[1]],
+                    &mut c[r * per[2]..(r + 1) * per[2]],
+                ],
+            );
+        }
+        p
+    }
+
+    const GROUPED: [Format; 6] = [
+        Format::Q2_G64Fp16,
+        Format::T2_G128Fp16,
+        Format::Q4_G64Fp16,
+        Format::Q5_G64Fp16,
+        Format::Q6_G64Fp16,
+        Format::Q8_G32Fp16,
+    ];
+
+    /// Outputs (bits) of `w` for x on both instruction sets, M = `m` and each row alone.
+    fn grouped_runs(w: &mut PreparedWeight<'_>, x: &[f32], m: usize) -> Vec<Vec<u32>> {
+        let (n, k) = (w.rows(), w.cols());
+        let mut results = Vec::new();
+        for isa in [Isa::Scalar, Isa::detect()] {
+            w.set_isa(isa).unwrap();
+            let mut y = vec![0f32; m * n];
+            w.forward_f32(x, m, None, &mut y).unwrap();
+            results.push(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+            // Each activation row alone (the M = 1 kernel, no materialization).
+            let mut single = Vec::new();
+            for r in 0..m {
+                let mut y1 = vec![0f32; n];
+                w.forward_f32(&x[r * k..(r + 1) * k], 1, None, &mut y1)
+                    .unwrap();
+                single.extend(y1.iter().map(|v| v.to_bits()));
+            }
+            results.push(single);
+        }
+        results
+    }
+
+    /// The in-place grouped kernels (q2, t2, q4, q5, q6, q8) give the decoded path's bits on
+    /// valid payloads (same values, same order): every code word, K with a partial last
+    /// group, K % 32 ≠ 0 (scalar tail after the 32-value steps), several groups, N not a
+    /// multiple of 4; extreme scales (±65504, the subnormal 2⁻²⁴, negative, q2's −0).
+    #[test]
+    fn row_split_kernels_match_the_decoded_path_bitwise() {
+        for format in GROUPED {
+            for k in [8, 40, 200, 256, 1029] {
+                let (n, m) = (7, 5);
+                let info = format.info();
+                let span = (info.code_max - info.code_min + 1) as usize;
+                let codes: Vec<i8> = (0..n * k)
+                    .map(|i| (info.code_min + ((i * 7919 + 13) % span) as i64) as i8)
+                    .collect();
+                let g = info.block_values as usize;
+                let specials = [0x7BFFu16, 0xFBFF, 0x0001, 0x8001, 0x03FF, 0x0400];
+                let scales: Vec<u16> = (0..n * k.div_ceil(g))
+                    .map(|i| match i % 5 {
+                        0 => specials[(i / 5) % specials.len()],
+                        1 if format == Format::Q2_G64Fp16 => 0x8000,
+                        _ => half::f16::from_f32(
+                            0.003 * (1 + i % 11) as f32 * if i % 3 == 0 { -1.0 } else { 1.0 },
+                        )
+                        .to_bits(),
+                    })
+                    .collect();
+                let p = row_split_planes(format, n, k, &codes, &scales);
+                let view =
+                    WeightView::new(format, Layout::RowSplitK128_V1, n, k, [&p[0], &p[1], &p[2]])
+                        .unwrap();
+                let x: Vec<f32> = (0..m * k)
+                    .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+                    .collect();
+                let mut w = PreparedWeight::new(view).unwrap();
+                assert!(matches!(w.path, Path::RowSplit(_)));
+                let mut results = grouped_runs(&mut w, &x, m);
+                w.path = Path::Decoded;
+                results.extend(grouped_runs(&mut w, &x, m));
+                assert!(results.windows(2).all(|r| r[0] == r[1]), "{format} K={k}");
+            }
+        }
+    }
+
+    /// Words outside the valid language (Inf / NaN scales, q8's −128, t2's −2, non-zero
+    /// padding codes) are computed with their arithmetic meaning, identically on every path
+    /// (scalar, AVX2, batched, single row); padding never reaches the result.
+    #[test]
+    fn row_split_kernels_agree_on_invalid_words() {
+        for format in GROUPED {
+            let (n, k, m) = (6, 200, 4);
+            let info = format.info();
+            let g = info.block_values as usize;
+            let span = 1usize << info.code_bits;
+            let scheme = crate::formats::grouped::Scheme::of(format).unwrap();
+            let codes: Vec<i8> = (0..n * k)
+                .map(|i| scheme.code_from_word(((i * 37 + 3) % span) as u8))
+                .collect();
+            let scales: Vec<u16> = (0..n * k.div_ceil(g))
+                .map(|i| match i % 7 {
+                    0 if i / 7 % 3 == 1 => 0x7C00,
+                    0 if i / 7 % 3 == 2 => 0xFE01,
+                    _ => half::f16::from_f32(0.01 * (i % 5) as f32 - 0.02).to_bits(),
+                })
+                .collect();
+            let mut p = row_split_planes(format, n, k, &codes, &scales);
+            // Non-zero padding codes and scales: outside the logical tensor, never read as
+            // values (x has no element there).
+            let per = layouts::row_split::row_plane_bytes(format, k).unwrap();
+            for r in 0..n {
+                let last = &mut p[0][r * per[0]..(r + 1) * per[0]];
+                *last.last_mut().unwrap() = 0xFF;
+                let sc = &mut p[2][r * per[2]..(r + 1) * per[2]];
+                let at = sc.len() - 2;
+                if at >= 2 * k.div_ceil(g) {
+                    sc[at..].copy_from_slice(&0x7E00u16.to_le_bytes());
+                }
+            }
             let view =
                 WeightView::new(format, Layout::RowSplitK128_V1, n, k, [&p[0], &p[1], &p[2]])
                     .unwrap();
@@ -726,21 +894,35 @@ mod tests {
                 .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
                 .collect();
             let mut w = PreparedWeight::new(view).unwrap();
-            assert!(matches!(w.path, Path::RowSplitQ4 | Path::RowSplitQ8));
-            let run = |w: &PreparedWeight<'_>| {
-                let mut y = vec![0f32; m * n];
-                w.forward_f32(&x, m, None, &mut y).unwrap();
-                y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            let results = grouped_runs(&mut w, &x, m);
+            // Where several NaNs meet (a NaN word, Inf − Inf), which one an fma passes on
+            // depends on its operand order, an instruction-selection detail: NaN outputs
+            // are compared as NaN, every other output bit for bit.
+            let canon = |r: &Vec<u32>| -> Vec<u32> {
+                r.iter()
+                    .map(|&b| {
+                        if f32::from_bits(b).is_nan() {
+                            0x7FC0_0000
+                        } else {
+                            b
+                        }
+                    })
+                    .collect()
             };
-            let mut results = Vec::new();
-            for isa in [Isa::Scalar, Isa::detect()] {
-                w.set_isa(isa).unwrap();
-                w.path = path_for(&view).unwrap();
-                results.push(run(&w));
-                w.path = Path::Decoded;
-                results.push(run(&w));
+            let results: Vec<Vec<u32>> = results.iter().map(canon).collect();
+            assert!(results.windows(2).all(|r| r[0] == r[1]), "{format}");
+            // Rows whose groups are all finite give finite outputs; a NaN or Inf scale
+            // gives NaN (codes of both signs meet x of both signs) or ±Inf.
+            let ng = k.div_ceil(g);
+            for r in 0..n {
+                let finite = scales[r * ng..(r + 1) * ng]
+                    .iter()
+                    .all(|s| s & 0x7C00 != 0x7C00);
+                for i in 0..m {
+                    let y = f32::from_bits(results[0][i * n + r]);
+                    assert_eq!(y.is_finite(), finite, "{format} row {r}: {y}");
+                }
             }
-            assert!(results.windows(2).all(|r| r[0] == r[1]), "{format} K={k}");
         }
     }
 
@@ -805,37 +987,133 @@ mod tests {
     /// (two divisors) and rows beyond one swizzle tile.
     #[test]
     fn nvfp4_kernel_matches_the_decoded_path_bitwise() {
-        let (n, k, m) = (130, 80, 3);
+        let pow2 = |e: i32| f32::from_bits(((e + 127) as u32) << 23);
+        let (n, k, m) = (130, 80, 5);
         let layout = Layout::BlockScaleK16_M128x4_V1;
-        let sizes = layouts::plane_sizes(Format::Nvfp4, layout, n, k).unwrap();
-        let mut p: Vec<Vec<u8>> = sizes
-            .iter()
-            .map(|&l| (0..l).map(|i| ((i * 7919 + 5) % 253) as u8).collect())
-            .collect();
-        p[1].iter_mut().for_each(|s| *s &= 0x7E);
-        p[2] = [0.75f32, 1.625f32]
-            .iter()
-            .flat_map(|d| d.to_le_bytes())
-            .collect();
-        let view = WeightView::new(Format::Nvfp4, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
-        let x: Vec<f32> = (0..m * k)
-            .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
-            .collect();
-        let mut w = PreparedWeight::new(view).unwrap();
-        assert_eq!(w.path, Path::Nvfp4);
-        let run = |w: &PreparedWeight<'_>| {
-            let mut y = vec![0f32; m * n];
-            w.forward_f32(&x, m, None, &mut y).unwrap();
-            y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        };
-        let mut results = Vec::new();
-        for isa in [Isa::Scalar, Isa::detect()] {
-            w.set_isa(isa).unwrap();
-            w.path = Path::Nvfp4;
-            results.push(run(&w));
+        // Divisor pairs (two stacked sources): moderate; the bound of the two-divide tables
+        // (2¹¹⁶) and just past it; tiny (quotients overflow to Inf); huge with 2⁻¹²⁶
+        // (subnormal quotients, one-divide-per-block tables).
+        for ds in [
+            [0.75f32, 1.625],
+            [pow2(116), pow2(117)],
+            [f32::from_bits(1 << 9), 1e-30], // 2⁻¹⁴⁰ (subnormal)
+            [3e38, pow2(-126)],
+        ] {
+            let sizes = layouts::plane_sizes(Format::Nvfp4, layout, n, k).unwrap();
+            let mut p: Vec<Vec<u8>> = sizes
+                .iter()
+                .map(|&l| (0..l).map(|i| ((i * 7919 + 5) % 253) as u8).collect())
+                .collect();
+            // Valid scales (sign clear, no NaN word), subnormal E4M3FN ones included.
+            p[1].iter_mut().for_each(|s| *s &= 0x7E);
+            p[2] = ds.iter().flat_map(|d| d.to_le_bytes()).collect();
+            let view = WeightView::new(Format::Nvfp4, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+                .collect();
+            let mut w = PreparedWeight::new(view).unwrap();
+            assert_eq!(w.path, Path::Nvfp4);
+            let mut results = grouped_runs(&mut w, &x, m);
             w.path = Path::Decoded;
-            results.push(run(&w));
+            results.extend(grouped_runs(&mut w, &x, m));
+            assert!(results.windows(2).all(|r| r[0] == r[1]), "divisors {ds:?}");
         }
-        assert!(results.windows(2).all(|r| r[0] == r[1]));
+    }
+
+    /// The in-place fp8 kernel on E4M3FN NaN words (invalid, computed as NaN) and extreme
+    /// row scales: the same bits on every path; valid rows also match the decoded path.
+    #[test]
+    fn fp8_row_kernel_agrees_on_nan_words_and_extreme_scales() {
+        for format in [Format::Fp8E4m3fnRowBf16, Format::Fp8E4m3fnRowFp16] {
+            let (n, k, m) = (6, 100, 5);
+            let layout = format.info().layout;
+            let sizes = layouts::plane_sizes(format, layout, n, k).unwrap();
+            let mut p: Vec<Vec<u8>> = sizes.iter().map(|&l| vec![0u8; l]).collect();
+            // Scales: the largest finite, the smallest subnormal, 1, 0.01 (bf16 / binary16).
+            let scales: [u16; 6] = if format == Format::Fp8E4m3fnRowBf16 {
+                [0x7F7F, 0x0001, 0x3F80, 0x3C24, 0x7F7F, 0x3F80]
+            } else {
+                [0x7BFF, 0x0001, 0x3C00, 0x211F, 0x7BFF, 0x3C00]
+            };
+            // Rows 4 and 5 hold a NaN word (one in the short-form chunk test, one in the tail).
+            let code = |r: usize, j: usize| -> u8 {
+                match (r, j) {
+                    (4, 40) => 0x7F,
+                    (5, 97) => 0xFF,
+                    _ => {
+                        let c = ((r * k + j) * 7919 % 256) as u8;
+                        if c & 0x7F == 0x7F { c ^ 1 } else { c }
+                    }
+                }
+            };
+            if layout == Layout::RowScaleV1 {
+                for r in 0..n {
+                    for j in 0..k {
+                        p[0][r * k + j] = code(r, j);
+                    }
+                    p[1][2 * r..2 * r + 2].copy_from_slice(&scales[r].to_le_bytes());
+                }
+            } else {
+                let stride = p[0].len() / n;
+                for (r, rec) in p[0].chunks_exact_mut(stride).enumerate() {
+                    rec[..2].copy_from_slice(&scales[r].to_le_bytes());
+                    for j in 0..k {
+                        rec[2 + j] = code(r, j);
+                    }
+                }
+            }
+            let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 31 % 97) as f32 - 48.0) / 17.0)
+                .collect();
+            let mut w = PreparedWeight::new(view).unwrap();
+            assert_eq!(w.path, Path::Fp8Row);
+            let results = grouped_runs(&mut w, &x, m);
+            // Where several NaNs meet (a NaN word, Inf − Inf), which one an fma passes on
+            // depends on its operand order, an instruction-selection detail: NaN outputs
+            // are compared as NaN, every other output bit for bit.
+            let canon = |r: &Vec<u32>| -> Vec<u32> {
+                r.iter()
+                    .map(|&b| {
+                        if f32::from_bits(b).is_nan() {
+                            0x7FC0_0000
+                        } else {
+                            b
+                        }
+                    })
+                    .collect()
+            };
+            let results: Vec<Vec<u32>> = results.iter().map(canon).collect();
+            assert!(results.windows(2).all(|r| r[0] == r[1]), "{format}");
+            // Rows 4 and 5 hold a NaN word; rows 1..3 have small scales (finite outputs).
+            for r in 1..n {
+                for i in 0..m {
+                    let y = f32::from_bits(results[0][i * n + r]);
+                    assert_eq!(y.is_nan(), r >= 4, "{format} row {r}: {y}");
+                    assert_eq!(y.is_finite(), r < 4, "{format} row {r}: {y}");
+                }
+            }
+            // The first 4 rows (valid) against the decoded path.
+            let valid = WeightView::new(
+                format,
+                layout,
+                4,
+                k,
+                [
+                    &p[0][..p[0].len() / n * 4],
+                    &p[1][..p[1].len() / n * 4],
+                    &p[2],
+                ],
+            )
+            .unwrap();
+            let mut w = PreparedWeight::new(valid).unwrap();
+            let mut results = grouped_runs(&mut w, &x, m);
+            w.path = Path::Decoded;
+            results.extend(grouped_runs(&mut w, &x, m));
+            assert!(
+                results.windows(2).all(|r| r[0] == r[1]),
+                "{format} valid rows"
+            );
+        }
     }
 }

@@ -1,18 +1,71 @@
-//! f32 dot products of weight rows with activation rows: bf16 / fp32 weight words, or rows
-//! already decoded to f32 (every other decodable format).
+//! f32 dot products of weight rows with f32 activation rows: bf16 / fp32 words, grouped
+//! signed-integer codes (q2/t2/q4/q5/q6/q8, row_split_k128_v1), E4M3FN row-scaled codes,
+//! nvfp4 codes — all read in place — or rows already decoded to f32 (every other decodable
+//! format).
 //!
-//! Evaluation order (the same bits on every path): element k of the row accumulates into
-//! lane `k mod 8` of one eight-lane accumulator by a fused multiply-add,
+//! **Values.** Every path multiplies the weight's exact decoded value (the format's
+//! decoding equation in binary32: `f32(scale)·code`, `e4m3fn(c)·s32`,
+//! `(e2m1(c)·sf)/d_w`) by x as f32; activations are never quantized.
+//!
+//! **Evaluation order** (the same bits on every path): element k of the row accumulates
+//! into lane `k mod 8` of one eight-lane accumulator by a fused multiply-add,
 //! `acc[k mod 8] ← fma(w_k, x_k, acc[k mod 8])`, in increasing k; the eight lanes are then
-//! summed by [`super::tree8`]. Independent outputs (a tile of up to 4 weight rows × 2
-//! activation rows) run side by side, which gives the AVX2 path its parallelism and reuses
-//! each loaded weight vector across activation rows and each activation vector across
-//! weight rows.
+//! summed by [`super::tree8`]. The AVX2 path ([`super::float_avx2`]) turns 32 codes at a
+//! time into values (one group scale or one nvfp4 block table per chunk) and runs up to 4
+//! weight rows side by side sharing each activation load; since every lane still sees its
+//! elements in increasing k, it returns the scalar path's bits.
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
 
 use super::{Isa, tree8};
+
+/// The code layout of a grouped format in row_split_k128_v1 (spec §4–§6, docs/layouts.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Grouped {
+    /// q2_g64_fp16: 2-bit words u in plane 0 (4 per byte), code `u − 1`.
+    Q2,
+    /// t2_g128_fp16: 2-bit two's-complement words in plane 0.
+    T2,
+    /// q4_g64_fp16: 4-bit two's-complement words in plane 0 (2 per byte).
+    Q4,
+    /// q5_g64_fp16: low 4 bits in plane 0, bit 4 in plane 1 (8 per byte).
+    Q5,
+    /// q6_g64_fp16: low 4 bits in plane 0, bits 5..4 in plane 1 (4 per byte).
+    Q6,
+    /// q8_g32_fp16: one i8 per byte in plane 0.
+    Q8,
+}
+
+impl Grouped {
+    /// Values per scale.
+    pub(crate) const fn group(self) -> usize {
+        match self {
+            Grouped::Q8 => 32,
+            Grouped::T2 => 128,
+            _ => 64,
+        }
+    }
+
+    /// The signed code of element k (any word is read with its arithmetic meaning: a q8
+    /// 0x80 is −128, a t2 0b10 is −2).
+    #[inline(always)]
+    pub(crate) fn code(self, lo: &[u8], hi: &[u8], k: usize) -> i32 {
+        let nib = || ((lo[k / 2] >> (4 * (k % 2))) & 0x0F) as i32;
+        let two = |b: &[u8]| ((b[k / 4] >> (2 * (k % 4))) & 3) as i32;
+        match self {
+            Grouped::Q2 => two(lo) - 1,
+            Grouped::T2 => (two(lo) << 30) >> 30,
+            Grouped::Q4 => (nib() << 28) >> 28,
+            Grouped::Q5 => {
+                let w = nib() | ((((hi[k / 8] >> (k % 8)) & 1) as i32) << 4);
+                (w << 27) >> 27
+            }
+            Grouped::Q6 => ((nib() | (two(hi) << 4)) << 26) >> 26,
+            Grouped::Q8 => lo[k] as i8 as i32,
+        }
+    }
+}
 
 /// One weight row as the kernel reads it.
 #[derive(Clone, Copy)]
@@ -23,19 +76,14 @@ pub(crate) enum WRow<'a> {
     F32Le(&'a [u8]),
     /// Decoded values.
     F32(&'a [f32]),
-    /// q4_g64_fp16 in row_split_k128_v1: `codes` = the row's plane-0 bytes (element k is
-    /// nibble k mod 2 of byte k/2, low nibble first, 4-bit two's complement), `scales` =
-    /// its binary16 scales (one per 64 values); `k` = K. Value: `f32(scale) · code` (§6.2,
-    /// exact).
-    Q4 {
-        codes: &'a [u8],
-        scales: &'a [u8],
-        k: usize,
-    },
-    /// q8_g32_fp16 in row_split_k128_v1: byte k is the code (i8), one binary16 scale per 32.
-    Q8 {
-        codes: &'a [u8],
-        scales: &'a [u8],
+    /// A grouped format in row_split_k128_v1: `lo` / `hi` = the row's plane-0 / plane-1
+    /// bytes (Kpad values), `sf` = its first ceil(K/G) binary16 scales as f32 (exact);
+    /// `k` = K. Value: `sf[k / G] · code` (§6.2, exact, one binary32 rounding).
+    Grouped {
+        kind: Grouped,
+        lo: &'a [u8],
+        hi: &'a [u8],
+        sf: &'a [f32],
         k: usize,
     },
     /// fp8_e4m3fn_row_bf16 / _fp16: the row's K E4M3FN code bytes and its multiplier's
@@ -43,7 +91,9 @@ pub(crate) enum WRow<'a> {
     Fp8 { codes: &'a [u8], scale: f32 },
     /// nvfp4: the row's E2M1 code bytes (element k is nibble k mod 2 of byte k/2, low
     /// first), its K/16 block scales already decoded from E4M3FN (`sf`), and its source's
-    /// FP32 divisor `d`. Value: `binary32(binary32(e2m1(c) · sf) / d)` (§3.3).
+    /// FP32 divisor `d`. Value: `±binary32(binary32(|e2m1(c)|·sf) / d)`, the sign of the
+    /// code applied last — for a valid payload exactly `binary32(binary32(e2m1(c)·sf) / d)`
+    /// (§3.3), since negation commutes with rounding.
     Nvfp4 {
         codes: &'a [u8],
         sf: &'a [f32],
@@ -51,26 +101,21 @@ pub(crate) enum WRow<'a> {
     },
 }
 
-/// The binary16 word at `b[2i..2i + 2]` as f32 (exact).
-#[inline(always)]
-fn f16_word(b: &[u8], i: usize) -> f32 {
-    half::f16::from_bits(u16::from_le_bytes([b[2 * i], b[2 * i + 1]])).to_f32()
-}
-
 impl WRow<'_> {
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             WRow::Bf16Le(b) => b.len() / 2,
             WRow::F32Le(b) => b.len() / 4,
             WRow::F32(v) => v.len(),
-            WRow::Q4 { k, .. } | WRow::Q8 { k, .. } => *k,
+            WRow::Grouped { k, .. } => *k,
             WRow::Fp8 { codes, .. } => codes.len(),
             WRow::Nvfp4 { codes, .. } => 2 * codes.len(),
         }
     }
 
+    /// The value of element k (the scalar reference of every AVX2 decoder).
     #[inline(always)]
-    fn get(&self, k: usize) -> f32 {
+    pub(crate) fn get(&self, k: usize) -> f32 {
         match self {
             WRow::Bf16Le(b) => {
                 f32::from_bits((u16::from_le_bytes([b[2 * k], b[2 * k + 1]]) as u32) << 16)
@@ -79,14 +124,14 @@ impl WRow<'_> {
                 f32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]])
             }
             WRow::F32(v) => v[k],
-            WRow::Q4 { codes, scales, .. } => {
-                let nib = (codes[k / 2] >> (4 * (k % 2))) & 0x0F;
-                f16_word(scales, k / 64) * ((nib ^ 8) as i32 - 8) as f32
-            }
-            WRow::Q8 { codes, scales, .. } => f16_word(scales, k / 32) * (codes[k] as i8) as f32,
+            WRow::Grouped {
+                kind, lo, hi, sf, ..
+            } => sf[k / kind.group()] * kind.code(lo, hi, k) as f32,
             WRow::Fp8 { codes, scale } => crate::words::e4m3fn::decode(codes[k]) * scale,
             WRow::Nvfp4 { codes, sf, d } => {
-                crate::words::e2m1::decode(codes[k / 2] >> (4 * (k % 2))) * sf[k / 16] / d
+                let c = codes[k / 2] >> (4 * (k % 2));
+                let mag = crate::words::e2m1::MAGNITUDES[(c & 7) as usize] * sf[k / 16] / d;
+                f32::from_bits(mag.to_bits() ^ (((c & 8) as u32) << 28))
             }
         }
     }
@@ -99,7 +144,7 @@ pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut 
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
-        Isa::Avx2 => unsafe { avx2::dot_rows(w, x, m, out) },
+        Isa::Avx2 => unsafe { super::float_avx2::dot_rows(w, x, m, out) },
         _ => {
             let k = w.first().map_or(0, |r| r.len());
             for (i, wr) in w.iter().enumerate() {
@@ -120,7 +165,7 @@ pub(crate) fn materialize(isa: Isa, w: &WRow<'_>, out: &mut [f32]) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
-        Isa::Avx2 => unsafe { avx2::materialize(w, out) },
+        Isa::Avx2 => unsafe { super::float_avx2::materialize(w, out) },
         _ => {
             for (k, o) in out.iter_mut().enumerate() {
                 *o = w.get(k);
@@ -129,379 +174,79 @@ pub(crate) fn materialize(isa: Isa, w: &WRow<'_>, out: &mut [f32]) {
     }
 }
 
+/// `out[g]` = the binary16 word at `words[2g..2g + 2]` (little-endian) as f32, exact
+/// (`words.len() >= 2·out.len()`).
+pub(crate) fn f16_words_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
+    assert!(words.len() >= 2 * out.len());
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
+        // lengths are checked above.
+        done = unsafe { super::float_avx2::f16_words_to_f32(words, out) };
+    }
+    let _ = isa;
+    for (o, w) in out.iter_mut().zip(words.chunks_exact(2)).skip(done) {
+        *o = half::f16::from_bits(u16::from_le_bytes([w[0], w[1]])).to_f32();
+    }
+}
+
+/// `out[i]` = the E4M3FN word `words[i]` as f32, exact (`words.len() >= out.len()`; NaN
+/// words give `words::e4m3fn::TABLE`'s NaN bits on every path).
+pub(crate) fn e4m3fn_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
+    assert!(words.len() >= out.len());
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx2 {
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
+        // lengths are checked above.
+        done = unsafe { super::float_avx2::e4m3fn_to_f32(words, out) };
+    }
+    let _ = isa;
+    for (o, &w) in out.iter_mut().zip(words).skip(done) {
+        *o = crate::words::e4m3fn::decode(w);
+    }
+}
+
 /// The reference order, one element at a time from `start` (accumulator given).
 #[inline]
-fn accumulate_scalar(w: &WRow<'_>, x: &[f32], start: usize, acc: &mut [f32; 8]) {
+pub(crate) fn accumulate_scalar(w: &WRow<'_>, x: &[f32], start: usize, acc: &mut [f32; 8]) {
     for (k, &xk) in x.iter().enumerate().skip(start) {
         acc[k % 8] = w.get(k).mul_add(xk, acc[k % 8]);
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{WRow, accumulate_scalar};
-    use crate::linear::cpu::tree8;
-    use std::arch::x86_64::*;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::grouped::Scheme;
+    use crate::registry::Format;
 
-    /// A weight row's 8-value loads, monomorphized per word type. `P` is what a row needs
-    /// (its plane pointers), taken once per tile.
-    trait Load {
-        type P: Copy;
-        fn ptr(w: &WRow<'_>) -> Self::P;
-        /// # Safety
-        /// `k + 8 <= K`, k a multiple of 8; AVX2 available.
-        unsafe fn load8(p: Self::P, k: usize) -> __m256;
-    }
-    struct Bf16;
-    struct F32;
-    struct Q4;
-    struct Q8;
-    struct Fp8;
-    struct Nvfp4;
-    fn bytes_ptr(w: &WRow<'_>) -> *const u8 {
-        match w {
-            WRow::Bf16Le(b) | WRow::F32Le(b) => b.as_ptr(),
-            WRow::F32(v) => v.as_ptr().cast(),
-            WRow::Q4 { codes, .. }
-            | WRow::Q8 { codes, .. }
-            | WRow::Fp8 { codes, .. }
-            | WRow::Nvfp4 { codes, .. } => codes.as_ptr(),
-        }
-    }
-    fn planes_ptr(w: &WRow<'_>) -> (*const u8, *const u8) {
-        match w {
-            WRow::Q4 { codes, scales, .. } | WRow::Q8 { codes, scales, .. } => {
-                (codes.as_ptr(), scales.as_ptr())
-            }
-            other => (bytes_ptr(other), std::ptr::null()),
-        }
-    }
-    impl Load for Bf16 {
-        type P = *const u8;
-        fn ptr(w: &WRow<'_>) -> *const u8 {
-            bytes_ptr(w)
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load8(p: *const u8, k: usize) -> __m256 {
-            // SAFETY: 16 bytes in bounds (caller).
-            let h = unsafe { _mm_loadu_si128(p.add(2 * k).cast()) };
-            _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
-        }
-    }
-    impl Load for F32 {
-        type P = *const u8;
-        fn ptr(w: &WRow<'_>) -> *const u8 {
-            bytes_ptr(w)
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load8(p: *const u8, k: usize) -> __m256 {
-            // SAFETY: 32 bytes in bounds (caller).
-            unsafe { _mm256_loadu_ps(p.add(4 * k).cast()) }
-        }
-    }
-    /// The binary16 scale word `i` of a scales plane, broadcast (exact).
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn scale8(s: *const u8, i: usize) -> __m256 {
-        // SAFETY: word i is in the row's scales (caller).
-        let w = unsafe { std::ptr::read_unaligned(s.add(2 * i).cast::<u16>()) };
-        _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(u16::from_le(w) as i32)))
-    }
-    impl Load for Q4 {
-        type P = (*const u8, *const u8);
-        fn ptr(w: &WRow<'_>) -> Self::P {
-            planes_ptr(w)
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load8((c, s): Self::P, k: usize) -> __m256 {
-            // SAFETY: the 4 code bytes of elements k..k+8 and their scale (caller).
-            unsafe {
-                let v = _mm_cvtsi32_si128(std::ptr::read_unaligned(c.add(k / 2).cast::<i32>()));
-                let m = _mm_set1_epi8(0x0F);
-                let lo = _mm_and_si128(v, m);
-                let hi = _mm_and_si128(_mm_srli_epi16(v, 4), m);
-                // Element order: low nibble of byte 0, high nibble of byte 0, ...
-                let q = _mm_unpacklo_epi8(lo, hi);
-                let e8 = _mm_set1_epi8(8);
-                let q = _mm_sub_epi8(_mm_xor_si128(q, e8), e8);
-                let f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-                _mm256_mul_ps(scale8(s, k / 64), f)
-            }
-        }
-    }
-    impl Load for Q8 {
-        type P = (*const u8, *const u8);
-        fn ptr(w: &WRow<'_>) -> Self::P {
-            planes_ptr(w)
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load8((c, s): Self::P, k: usize) -> __m256 {
-            // SAFETY: the 8 code bytes of elements k..k+8 and their scale (caller).
-            unsafe {
-                let q = _mm_loadl_epi64(c.add(k).cast());
-                let f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-                _mm256_mul_ps(scale8(s, k / 32), f)
-            }
-        }
-    }
-
-    /// # Safety
-    /// AVX2, FMA and F16C available; every row of `w` has the same kind and length K and
-    /// `x.len() == m · K`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
-        // SAFETY (all calls): the caller's contract.
-        unsafe {
-            match w.first() {
-                Some(WRow::Bf16Le(_)) => tiles::<Bf16>(w, x, m, out),
-                Some(WRow::Q4 { .. }) => tiles::<Q4>(w, x, m, out),
-                Some(WRow::Q8 { .. }) => tiles::<Q8>(w, x, m, out),
-                Some(WRow::Fp8 { .. }) => tiles::<Fp8>(w, x, m, out),
-                Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
-                Some(_) => tiles::<F32>(w, x, m, out),
-                None => {}
-            }
-        }
-    }
-
-    impl Load for Fp8 {
-        /// Codes, then the two f32 factors whose product with value/256 gives w: (256·s, 1)
-        /// when 256·s is finite (one rounding, as `e4m3fn(c)·s`), else (256, s).
-        type P = (*const u8, f32, f32);
-        fn ptr(w: &WRow<'_>) -> Self::P {
-            match w {
-                WRow::Fp8 { codes, scale } if (256.0 * scale).is_finite() => {
-                    (codes.as_ptr(), 256.0 * scale, 1.0)
-                }
-                WRow::Fp8 { codes, scale } => (codes.as_ptr(), 256.0, *scale),
-                other => (bytes_ptr(other), 1.0, 1.0),
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load8((c, s1, s2): Self::P, k: usize) -> __m256 {
-            // SAFETY: the 8 code bytes of elements k..k+8 (caller).
-            let c16 = _mm_cvtepu8_epi16(unsafe { _mm_loadl_epi64(c.add(k).cast()) });
-            let v = _mm256_mul_ps(e4m3fn8_div256(c16), _mm256_set1_ps(s1));
-            if s2 == 1.0 {
-                v
-            } else {
-                _mm256_mul_ps(v, _mm256_set1_ps(s2))
-            }
-        }
-    }
-
-    /// Eight 4-bit codes from 4 bytes at `c` (element j = nibble j mod 2 of byte j/2, low
-    /// first), one per i32 lane.
-    ///
-    /// # Safety
-    /// 4 readable bytes at `c`.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn nibbles8(c: *const u8) -> __m256i {
-        // SAFETY: 4 bytes (caller).
-        let v = _mm_cvtsi32_si128(unsafe { std::ptr::read_unaligned(c.cast::<i32>()) });
-        let m = _mm_set1_epi8(0x0F);
-        let lo = _mm_and_si128(v, m);
-        let hi = _mm_and_si128(_mm_srli_epi16(v, 4), m);
-        _mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi))
-    }
-
-    impl Load for Nvfp4 {
-        type P = (*const u8, *const f32, f32);
-        fn ptr(w: &WRow<'_>) -> Self::P {
-            match w {
-                WRow::Nvfp4 { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
-                other => (bytes_ptr(other), std::ptr::null(), 1.0),
-            }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn load8((c, sf, d): Self::P, k: usize) -> __m256 {
-            // SAFETY: the 4 code bytes of elements k..k+8 and their block's scale (caller).
-            let (n, s) = unsafe { (nibbles8(c.add(k / 2)), *sf.add(k / 16)) };
-            // E2M1 magnitudes by the low 3 bits, sign from bit 3 (exact: ±table value).
-            let table = _mm256_setr_ps(0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0);
-            let mag = _mm256_permutevar8x32_ps(table, n);
-            let sign = _mm256_slli_epi32(_mm256_and_si256(n, _mm256_set1_epi32(8)), 28);
-            let v = _mm256_xor_ps(mag, _mm256_castsi256_ps(sign));
-            _mm256_div_ps(_mm256_mul_ps(v, _mm256_set1_ps(s)), _mm256_set1_ps(d))
-        }
-    }
-
-    /// Eight E4M3FN words (one per u16 lane) as `2⁻⁸ ×` their exact f32 values: the
-    /// word's 7 magnitude bits placed at binary16 bit 7 form the binary16 of value / 256
-    /// (normal and subnormal alike, since both biases differ by 8), converted by F16C
-    /// without any subnormal assist. NaN words give the binary16 quiet NaN of their sign,
-    /// i.e. `words::e4m3fn::TABLE`'s f32 NaN bits; the caller multiplies by 256 (folded
-    /// into the row multiplier when that is exact).
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) fn e4m3fn8_div256(c16: __m128i) -> __m256 {
-        let mag = _mm_and_si128(c16, _mm_set1_epi16(0x7F));
-        let sign = _mm_slli_epi16(_mm_and_si128(c16, _mm_set1_epi16(0x80)), 8);
-        let nan = _mm_cmpeq_epi16(mag, _mm_set1_epi16(0x7F));
-        let h = _mm_andnot_si128(nan, _mm_slli_epi16(mag, 7));
-        let h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x7E00)));
-        _mm256_cvtph_ps(_mm_or_si128(h, sign))
-    }
-
-    #[cfg(test)]
+    /// The code reader gives the layout codec's codes for every word of every grouped
+    /// format (the codec is the oracle: it is tested against the spec's packing).
     #[test]
-    fn e4m3fn8_matches_the_word_table_for_all_256_words() {
-        if !crate::linear::Isa::Avx2.available() {
-            return;
-        }
-        for base in (0..256).step_by(8) {
-            let mut out = [0f32; 8];
-            // SAFETY: AVX2 checked above; 8 writable floats.
-            unsafe {
-                let ci = _mm256_setr_epi32(
-                    base,
-                    base + 1,
-                    base + 2,
-                    base + 3,
-                    base + 4,
-                    base + 5,
-                    base + 6,
-                    base + 7,
-                );
-                let c16 = _mm256_castsi256_si128(_mm256_packus_epi32(ci, ci));
-                let c16 = _mm_unpacklo_epi64(
-                    c16,
-                    _mm256_extracti128_si256::<1>(_mm256_packus_epi32(ci, ci)),
-                );
-                let v = _mm256_mul_ps(e4m3fn8_div256(c16), _mm256_set1_ps(256.0));
-                _mm256_storeu_ps(out.as_mut_ptr(), v);
-            }
-            for (i, o) in out.iter().enumerate() {
-                let want = crate::words::e4m3fn::decode((base as usize + i) as u8);
-                assert_eq!(
-                    o.to_bits(),
-                    want.to_bits(),
-                    "word {:#04x}",
-                    base as usize + i
-                );
-            }
-        }
-    }
-
-    /// # Safety
-    /// AVX2, FMA and F16C available; `out.len()` = K of `w`.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn materialize(w: &WRow<'_>, out: &mut [f32]) {
-        // SAFETY (all calls): the caller's contract.
-        unsafe {
-            match w {
-                WRow::Bf16Le(_) => values::<Bf16>(w, out),
-                WRow::Q4 { .. } => values::<Q4>(w, out),
-                WRow::Q8 { .. } => values::<Q8>(w, out),
-                WRow::Fp8 { .. } => values::<Fp8>(w, out),
-                WRow::Nvfp4 { .. } => values::<Nvfp4>(w, out),
-                _ => values::<F32>(w, out),
-            }
-        }
-    }
-
-    /// # Safety
-    /// As [`materialize`].
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn values<L: Load>(w: &WRow<'_>, out: &mut [f32]) {
-        let k = out.len();
-        let p = L::ptr(w);
-        let mut kk = 0;
-        while kk + 8 <= k {
-            // SAFETY: kk + 8 <= K values in the row and in out.
-            unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(kk), L::load8(p, kk)) };
-            kk += 8;
-        }
-        for (j, o) in out.iter_mut().enumerate().skip(kk) {
-            *o = w.get(j);
-        }
-    }
-
-    /// Tiles of up to 4 weight rows × 2 activation rows.
-    ///
-    /// # Safety
-    /// As [`dot_rows`].
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
-        let mut i = 0;
-        while i < w.len() {
-            let rw = (w.len() - i).min(4);
-            let mut r = 0;
-            while r < m {
-                let rx = (m - r).min(2);
-                // SAFETY: the caller's contract.
-                unsafe {
-                    match (rw, rx) {
-                        (4, 2) => tile::<L, 4, 2>(&w[i..], x, r, m, out, i),
-                        (4, 1) => tile::<L, 4, 1>(&w[i..], x, r, m, out, i),
-                        (3, 2) => tile::<L, 3, 2>(&w[i..], x, r, m, out, i),
-                        (3, 1) => tile::<L, 3, 1>(&w[i..], x, r, m, out, i),
-                        (2, 2) => tile::<L, 2, 2>(&w[i..], x, r, m, out, i),
-                        (2, 1) => tile::<L, 2, 1>(&w[i..], x, r, m, out, i),
-                        (1, 2) => tile::<L, 1, 2>(&w[i..], x, r, m, out, i),
-                        _ => tile::<L, 1, 1>(&w[i..], x, r, m, out, i),
-                    }
-                }
-                r += rx;
-            }
-            i += rw;
-        }
-    }
-
-    /// Weight rows `w[0..RW]` × activation rows `r0..r0+RX` into `out[(i0+i)·m + r]`.
-    ///
-    /// # Safety
-    /// As [`dot_rows`]; RW rows in `w`, RX rows from r0 in x.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
-        w: &[WRow<'_>],
-        x: &[f32],
-        r0: usize,
-        m: usize,
-        out: &mut [f32],
-        i0: usize,
-    ) {
-        let k = w[0].len();
-        let wp: [L::P; RW] = std::array::from_fn(|i| L::ptr(&w[i]));
-        let mut xp = [std::ptr::null::<f32>(); RX];
-        for r in 0..RX {
-            xp[r] = x[(r0 + r) * k..].as_ptr();
-        }
-        let mut acc = [[_mm256_setzero_ps(); RX]; RW];
-        let mut kk = 0;
-        while kk + 8 <= k {
-            let mut xv = [_mm256_setzero_ps(); RX];
-            for r in 0..RX {
-                // SAFETY: kk + 8 <= K values in each activation row.
-                xv[r] = unsafe { _mm256_loadu_ps(xp[r].add(kk)) };
-            }
-            for i in 0..RW {
-                // SAFETY: kk + 8 <= K values in each weight row.
-                let wv = unsafe { L::load8(wp[i], kk) };
-                for r in 0..RX {
-                    acc[i][r] = _mm256_fmadd_ps(wv, xv[r], acc[i][r]);
-                }
-            }
-            kk += 8;
-        }
-        for i in 0..RW {
-            for r in 0..RX {
-                let mut a = [0f32; 8];
-                // SAFETY: 8 writable floats.
-                unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]) };
-                let xr = &x[(r0 + r) * k..(r0 + r + 1) * k];
-                accumulate_scalar(&w[i], xr, kk, &mut a);
-                out[(i0 + i) * m + r0 + r] = tree8(a);
+    fn grouped_codes_match_the_layout_codec() {
+        for (kind, format) in [
+            (Grouped::Q2, Format::Q2_G64Fp16),
+            (Grouped::T2, Format::T2_G128Fp16),
+            (Grouped::Q4, Format::Q4_G64Fp16),
+            (Grouped::Q5, Format::Q5_G64Fp16),
+            (Grouped::Q6, Format::Q6_G64Fp16),
+            (Grouped::Q8, Format::Q8_G32Fp16),
+        ] {
+            let s = Scheme::of(format).unwrap();
+            assert_eq!(s.group, kind.group());
+            let kp = 256;
+            let span = 1i32 << s.bits;
+            // Every word of the width (t2's −2 and q8's −128 included).
+            let codes: Vec<i8> = (0..kp)
+                .map(|i| s.code_from_word(((i * 37 + 5) as i32 % span) as u8))
+                .collect();
+            let sizes = crate::layouts::row_split::row_plane_bytes(format, kp).unwrap();
+            let (mut lo, mut hi) = (vec![0u8; sizes[0]], vec![0u8; sizes[1]]);
+            crate::layouts::row_split::pack_codes(&s, &codes, &mut lo, &mut hi);
+            for (k, &q) in codes.iter().enumerate() {
+                assert_eq!(kind.code(&lo, &hi, k), q as i32, "{format} k={k}");
             }
         }
     }

@@ -2,13 +2,16 @@
 //! and an AVX2+FMA+F16C path that returns the same bits (the evaluation order is fixed per
 //! family and written down next to each kernel; docs/linear.md).
 //!
-//! - [`float`]: bf16 / fp32 weights (and any decodable format, through a decoded f32 row)
-//!   against f32 activations.
+//! - [`float`] (AVX2: `float_avx2`): bf16 / fp32 words, grouped codes, E4M3FN and nvfp4
+//!   codes read in place (and any decodable format, through a decoded f32 row) against f32
+//!   activations.
 //! - [`gguf`]: gguf_* blocks against q8_1 activations, one unpack function per block type.
 //! - [`kquants`]: the 256-value k-quant super-blocks (Q2_K..Q6_K) against q8_1 activations.
 //! - [`iquants`]: the grid-coded i-quants (IQ1/IQ2/IQ3) against q8_1 activations.
 
 pub(crate) mod float;
+#[cfg(target_arch = "x86_64")]
+mod float_avx2;
 pub(crate) mod gguf;
 #[cfg(target_arch = "x86_64")]
 mod gguf_avx2;
