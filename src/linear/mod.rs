@@ -171,7 +171,9 @@ pub fn supported(
 /// The named tolerance criterion `linear_f32acc_v1` (docs/linear.md) for one output:
 /// the largest `|y − y_ref|` allowed when `y_ref` is the f64 product of the exact weight
 /// values with the activation values (for GGUF, the q8_1 values x̂), plus the bias, and
-/// `sum_abs = Σ_k |w_k · x_k| + |bias|` (in f64).
+/// `sum_abs = Σ_k |w_k · x_k| + |bias|` (in f64; for gguf_q2_k, gguf_q4_k and gguf_q5_k,
+/// whose weights are `d·sc·q − dmin·m`, the sum of both terms' magnitudes
+/// `Σ_k (|d·sc·q_k·x_k| + |dmin·m·x_k|) + |bias|`, docs/linear.md).
 ///
 /// `tol = (K + 8)·2⁻²³·sum_abs + (K + 8)·2⁻¹⁴⁹`, and for bf16 outputs additionally
 /// `2⁻⁸·(|y_ref| + tol_f32)` (one rounding to 8 significant bits).

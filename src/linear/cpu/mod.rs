@@ -15,12 +15,12 @@ mod float_avx2;
 pub(crate) mod gguf;
 #[cfg(target_arch = "x86_64")]
 mod gguf_avx2;
-pub(crate) mod kquants;
-#[cfg(target_arch = "x86_64")]
-mod kquants_avx2;
 pub(crate) mod iquants;
 #[cfg(target_arch = "x86_64")]
 mod iquants_avx2;
+pub(crate) mod kquants;
+#[cfg(target_arch = "x86_64")]
+mod kquants_avx2;
 
 /// The instruction set a prepared weight runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
