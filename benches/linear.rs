@@ -235,6 +235,8 @@ fn main() {
         Format::GgufQ6_K,
         Format::GgufQ3_K,
         Format::GgufIq4Xs,
+        Format::GgufIq4Nl,
+        Format::GgufQ2_0,
         Format::Q4_G64Fp16,
         Format::Q8_G32Fp16,
         Format::Fp8E4m3fnRowBf16,

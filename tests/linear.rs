@@ -325,9 +325,12 @@ fn random_weights_meet_the_criterion_and_paths_agree_bitwise() {
     let cases: &[(Format, &[usize])] = &[
         (Format::Fp32, &[1, 7, 33, 100, 300]),
         (Format::Bf16, &[1, 7, 33, 100, 300]),
-        (Format::GgufQ8_0, &[32, 96, 416]),
-        (Format::GgufQ4_0, &[32, 96, 416]),
-        (Format::GgufQ5_0, &[32, 96, 416]),
+        (Format::GgufQ8_0, &[32, 96, 416, 1024]),
+        (Format::GgufQ4_0, &[32, 96, 416, 1024]),
+        (Format::GgufQ5_0, &[32, 96, 416, 1024]),
+        (Format::GgufQ2_0, &[64, 192, 576, 1024]),
+        (Format::GgufIq4Nl, &[32, 96, 416, 1024]),
+        (Format::GgufIq4Xs, &[256, 768, 2048]),
         (Format::GgufQ4_K, &[256, 768]),
         (Format::GgufQ6_K, &[256, 768]),
     ];

@@ -17,6 +17,7 @@
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
 
+use super::legacy::Legacy;
 use super::{Isa, tree8};
 use crate::formats::gguf::{f16_at, scale_min_k4};
 use crate::linear::q8_1::Row;
@@ -25,9 +26,8 @@ use crate::registry::Format;
 /// The block types with a dedicated vec_dot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
-    Q8_0,
-    Q4_0,
-    Q5_0,
+    /// The legacy-block family (Q8_0, Q4_0, Q5_0, Q2_0, IQ4_NL, IQ4_XS): [`super::legacy`].
+    Legacy(Legacy),
     Q4K,
     Q6K,
 }
@@ -35,10 +35,10 @@ pub(crate) enum Kind {
 impl Kind {
     /// The dedicated kernel for `format`, if there is one.
     pub(crate) fn of(format: Format) -> Option<Kind> {
+        if let Some(l) = Legacy::of(format) {
+            return Some(Kind::Legacy(l));
+        }
         Some(match format {
-            Format::GgufQ8_0 => Kind::Q8_0,
-            Format::GgufQ4_0 => Kind::Q4_0,
-            Format::GgufQ5_0 => Kind::Q5_0,
             Format::GgufQ4_K => Kind::Q4K,
             Format::GgufQ6_K => Kind::Q6K,
             _ => return None,
@@ -51,55 +51,6 @@ pub(super) struct Unpacked {
     pub q: [i8; 32],
     pub sc: [i32; 2],
     pub d: f32,
-}
-
-/// `block_q8_0 { f16 d; i8 qs[32]; }`.
-fn unpack_q8_0(row: &[u8], b: usize) -> Unpacked {
-    let blk = &row[34 * b..34 * b + 34];
-    let mut q = [0i8; 32];
-    for (o, &c) in q.iter_mut().zip(&blk[2..]) {
-        *o = c as i8;
-    }
-    Unpacked {
-        q,
-        sc: [1, 1],
-        d: f16_at(blk, 0),
-    }
-}
-
-/// `block_q4_0 { f16 d; u8 qs[16]; }`: value e < 16 is the low nibble of qs[e], value e ≥ 16
-/// the high nibble of qs[e−16]; code − 8.
-fn unpack_q4_0(row: &[u8], b: usize) -> Unpacked {
-    let blk = &row[18 * b..18 * b + 18];
-    let mut q = [0i8; 32];
-    for e in 0..16 {
-        q[e] = (blk[2 + e] & 0x0F) as i8 - 8;
-        q[e + 16] = (blk[2 + e] >> 4) as i8 - 8;
-    }
-    Unpacked {
-        q,
-        sc: [1, 1],
-        d: f16_at(blk, 0),
-    }
-}
-
-/// `block_q5_0 { f16 d; u32 qh; u8 qs[16]; }`: nibbles as Q4_0, bit e of qh is bit 4 of
-/// value e; code − 16.
-fn unpack_q5_0(row: &[u8], b: usize) -> Unpacked {
-    let blk = &row[22 * b..22 * b + 22];
-    let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
-    let mut q = [0i8; 32];
-    for e in 0..16 {
-        let lo = (blk[6 + e] & 0x0F) | ((((qh >> e) & 1) as u8) << 4);
-        let hi = (blk[6 + e] >> 4) | ((((qh >> (e + 16)) & 1) as u8) << 4);
-        q[e] = lo as i8 - 16;
-        q[e + 16] = hi as i8 - 16;
-    }
-    Unpacked {
-        q,
-        sc: [1, 1],
-        d: f16_at(blk, 0),
-    }
 }
 
 /// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`: sub-block j uses
@@ -158,9 +109,7 @@ fn unpack_q6_k(row: &[u8], b: usize) -> Unpacked {
 
 fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
     match kind {
-        Kind::Q8_0 => unpack_q8_0(row, b),
-        Kind::Q4_0 => unpack_q4_0(row, b),
-        Kind::Q5_0 => unpack_q5_0(row, b),
+        Kind::Legacy(_) => unreachable!("legacy kinds run in linear::cpu::legacy"),
         Kind::Q4K => unpack_q4_k(row, b),
         Kind::Q6K => unpack_q6_k(row, b),
     }
@@ -172,6 +121,9 @@ fn unpack(kind: Kind, row: &[u8], b: usize) -> Unpacked {
 /// not depend on how many rows share the pass.
 pub(crate) fn dot_row_group(isa: Isa, kind: Kind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
+    if let Kind::Legacy(l) = kind {
+        return super::legacy::dot_row_group(isa, l, ws, xs, out);
+    }
     for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len())) {
         dot_rows(isa, kind, w, xs, o);
     }

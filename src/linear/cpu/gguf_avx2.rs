@@ -24,20 +24,12 @@ fn f16_at(b: &[u8], at: usize) -> f32 {
 /// One block's codes (32 × i8), 16-bit scale factors (16 × i16) and float scale.
 type Block = (__m256i, __m256i, f32);
 
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn ones() -> __m256i {
-    _mm256_set1_epi16(1)
-}
-
 /// A block type's unpacker, as a type so that each kernel is monomorphized.
 trait Unpack {
     /// Codes are non-negative (no sign transfer needed before `vpmaddubsw`).
     const UNSIGNED: bool = false;
     /// Blocks sharing one context: 1 (legacy) or 8 (a k-quant super-block).
     const GROUP: usize;
-    /// Legacy blocks: bytes per block (the binary16 d is at offset 0); 0 otherwise.
-    const BB: usize = 0;
     /// What a super-block's blocks share (scales decoded once).
     type Ctx: Copy;
     /// The context of the group starting at block `b`.
@@ -61,94 +53,6 @@ trait Unpack {
         _sb: usize,
         _accm: &mut [__m256; R],
     ) {
-    }
-}
-
-/// `block_q8_0 { f16 d; i8 qs[32]; }`.
-struct Q8_0;
-impl Unpack for Q8_0 {
-    const GROUP: usize = 1;
-    const BB: usize = 34;
-    type Ctx = ();
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn context(_: &[u8], _: usize) {}
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn unpack(row: &[u8], b: usize, _: &()) -> Block {
-        let blk = &row[34 * b..34 * b + 34];
-        // SAFETY: 32 bytes from blk[2].
-        let q = unsafe { _mm256_loadu_si256(blk.as_ptr().add(2).cast()) };
-        (q, ones(), f16_at(blk, 0))
-    }
-}
-
-/// `block_q4_0 { f16 d; u8 qs[16]; }`: low nibbles are values 0..16, high 16..32; − 8.
-struct Q4_0;
-impl Unpack for Q4_0 {
-    const GROUP: usize = 1;
-    const BB: usize = 18;
-    type Ctx = ();
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn context(_: &[u8], _: usize) {}
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn unpack(row: &[u8], b: usize, _: &()) -> Block {
-        let blk = &row[18 * b..18 * b + 18];
-        // SAFETY: 16 bytes from blk[2].
-        let qs = unsafe { _mm_loadu_si128(blk.as_ptr().add(2).cast()) };
-        let m = _mm_set1_epi8(0x0F);
-        let lo = _mm_and_si128(qs, m);
-        let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m);
-        let q = _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
-        (q, ones(), f16_at(blk, 0))
-    }
-}
-
-/// Bit e of `bits` as 0x10 in byte e (e = 0..32).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn bits_to_0x10(bits: u32) -> __m256i {
-    let v = _mm256_set1_epi32(bits as i32);
-    // Byte e takes source byte e/8, then tests bit e%8.
-    let spread = _mm256_shuffle_epi8(
-        v,
-        _mm256_set_epi64x(
-            0x0303030303030303,
-            0x0202020202020202,
-            0x0101010101010101,
-            0x0000000000000000,
-        ),
-    );
-    let sel = _mm256_set1_epi64x(0x8040201008040201u64 as i64);
-    let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
-    _mm256_and_si256(set, _mm256_set1_epi8(0x10))
-}
-
-/// `block_q5_0 { f16 d; u32 qh; u8 qs[16]; }`: nibbles as Q4_0 plus bit e of qh as bit 4;
-/// − 16.
-struct Q5_0;
-impl Unpack for Q5_0 {
-    const GROUP: usize = 1;
-    const BB: usize = 22;
-    type Ctx = ();
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn context(_: &[u8], _: usize) {}
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn unpack(row: &[u8], b: usize, _: &()) -> Block {
-        let blk = &row[22 * b..22 * b + 22];
-        let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
-        // SAFETY: 16 bytes from blk[6].
-        let qs = unsafe { _mm_loadu_si128(blk.as_ptr().add(6).cast()) };
-        let m = _mm_set1_epi8(0x0F);
-        let lo = _mm_and_si128(qs, m);
-        let hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m);
-        let q = _mm256_or_si256(_mm256_set_m128i(hi, lo), bits_to_0x10(qh));
-        let q = _mm256_sub_epi8(q, _mm256_set1_epi8(16));
-        (q, ones(), f16_at(blk, 0))
     }
 }
 
@@ -268,9 +172,7 @@ pub(super) unsafe fn dot_rows(kind: Kind, w: &[u8], xs: &[Row<'_>], out: &mut [f
     // SAFETY (all calls): the caller's contract.
     unsafe {
         match kind {
-            Kind::Q8_0 => rows_by_4::<Q8_0>(w, xs, out),
-            Kind::Q4_0 => rows_by_4::<Q4_0>(w, xs, out),
-            Kind::Q5_0 => rows_by_4::<Q5_0>(w, xs, out),
+            Kind::Legacy(_) => unreachable!("legacy kinds run in linear::cpu::legacy_avx2"),
             Kind::Q4K => rows_by_4::<Q4K>(w, xs, out),
             Kind::Q6K => rows_by_4::<Q6K>(w, xs, out),
         }
@@ -330,28 +232,6 @@ unsafe fn dot_r<const R: usize, U: Unpack>(w: &[u8], xs: &[Row<'_>], out: &mut [
     let mut acc1 = [_mm256_setzero_ps(); R];
     let mut accm = [_mm256_setzero_ps(); R];
     let mut b = 0;
-    if R == 1 && U::BB > 0 {
-        // GEMV over legacy blocks: the scale products d·dx of 8 blocks at once (the same
-        // exact products), then each block takes its lane.
-        let (pq, pd) = (p.qs[0], p.d[0]);
-        while b + 8 <= nb {
-            let mut h = [0u16; 8];
-            for (j, hj) in h.iter_mut().enumerate() {
-                let o = U::BB * (b + j);
-                *hj = u16::from_le_bytes([w[o], w[o + 1]]);
-            }
-            // SAFETY (all): 8 scales of row 0 from block b; blocks b..b+8 lie in w and x.
-            unsafe {
-                let dw = _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr().cast()));
-                let ds = _mm256_mul_ps(dw, _mm256_loadu_ps(pd.add(b)));
-                for jj in 0..4 {
-                    gemv_block::<U>(w, pq, b + 2 * jj, ds, 2 * jj, &mut acc0[0]);
-                    gemv_block::<U>(w, pq, b + 2 * jj + 1, ds, 2 * jj + 1, &mut acc1[0]);
-                }
-            }
-            b += 8;
-        }
-    }
     // Blocks in pairs so that acc[b mod 2] is a register, not an indexed array.
     while b < nb {
         // SAFETY (all): every block used lies in w and in every row (whole groups).
@@ -422,31 +302,4 @@ unsafe fn block<const R: usize, U: Unpack>(
         let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(aq, xs), sc));
         acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), s, acc[r]);
     }
-}
-
-/// One legacy block of a GEMV: like [`block`] with R = 1, its scale product taken from lane
-/// `j` of `ds`.
-///
-/// # Safety
-/// As [`dot_rows`]; block b lies in `w` and in the activation row at `pq`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemv_block<U: Unpack>(
-    w: &[u8],
-    pq: *const i8,
-    b: usize,
-    ds: __m256,
-    j: usize,
-    acc: &mut __m256,
-) {
-    // SAFETY: block b lies in w and in the activation row (the caller's contract).
-    let (q, sc, xv) = unsafe {
-        let (q, sc, _) = U::unpack(w, b, &U::context(w, b));
-        (q, sc, _mm256_loadu_si256(pq.add(32 * b).cast()))
-    };
-    let aq = _mm256_sign_epi8(q, q);
-    let s = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(xv, q));
-    let s = _mm256_cvtepi32_ps(_mm256_madd_epi16(s, sc));
-    let dsj = _mm256_permutevar8x32_ps(ds, _mm256_set1_epi32(j as i32));
-    *acc = _mm256_fmadd_ps(dsj, s, *acc);
 }

@@ -5,11 +5,15 @@
 //! - [`float`]: bf16 / fp32 weights (and any decodable format, through a decoded f32 row)
 //!   against f32 activations.
 //! - [`gguf`]: gguf_* blocks against q8_1 activations, one unpack function per block type.
+//! - [`legacy`]: the legacy-block family (Q8_0, Q4_0, Q5_0, Q2_0, IQ4_NL, IQ4_XS).
 
 pub(crate) mod float;
 pub(crate) mod gguf;
 #[cfg(target_arch = "x86_64")]
 mod gguf_avx2;
+pub(crate) mod legacy;
+#[cfg(target_arch = "x86_64")]
+mod legacy_avx2;
 
 /// The instruction set a prepared weight runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

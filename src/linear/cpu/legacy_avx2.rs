@@ -1,0 +1,520 @@
+//! AVX2 + FMA + F16C kernels of the legacy family, in exactly the order of
+//! [`super::legacy`]'s module docs.
+//!
+//! A pass takes up to four weight rows against one activation row, eight 32-value blocks
+//! at a time (a chunk). Blocks come in pairs (b, b+1): the pair's activation codes are
+//! loaded once for all weight rows, and each weight row's pair gives one vector of eight
+//! i32 partial sums, lanes 0..4 for block b and 4..8 for block b+1. Three `vphaddd` turn
+//! a chunk's four pair vectors into the eight exact block sums, in lane order
+//! [`P`] = blocks (0, 2, 4, 6, 1, 3, 5, 7) of the chunk; the scales, activation sums and
+//! activation scales are loaded in that order, one `vcvtdq2ps` and one fma serve eight
+//! blocks, and the accumulator is put back in block order (b mod 8) at the end. Blocks past
+//! the last whole chunk run the scalar reference step.
+//!
+//! `vpmaddubsw` pair sums (i16) never saturate: unsigned codes (Q4_0 ≤ 15, Q5_0 ≤ 31,
+//! Q2_0 ≤ 3) times q8_1 codes (|x| ≤ 127, never −128) give pairs ≤ 2·31·127 = 7874, and two
+//! such vectors are added (≤ 15748) before `vpmaddwd`; signed codes go through the sign
+//! transfer (|q| as u8 ≤ 128 — Q8_0's −128 reads as 128 — times ±x): pairs ≤ 2·128·127 =
+//! 32512 < 32767, each widened by its own `vpmaddwd` before any addition.
+
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::legacy::{Legacy, blocks_scalar};
+use super::tree8;
+use crate::formats::gguf::grids::KVALUES_IQ4NL;
+use crate::linear::q8_1::Row;
+use std::arch::x86_64::*;
+
+/// Lane i of a chunk's vectors holds block P[i] of the chunk (what the hadd tree leaves).
+const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
+/// The inverse of [`P`]: block c of the chunk is lane PINV[c].
+const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
+
+/// One block type's unpacking, as a type so that each kernel is monomorphized.
+trait Kernel {
+    /// The block's code offset: T = Σ u·x − OFFSET·Σx with u the unsigned stored code.
+    const OFFSET: i32;
+    /// Activation codes of a block pair, arranged as this type's `pair` needs them.
+    type X: Copy;
+    /// The activation codes of blocks b, b+1 (b even).
+    ///
+    /// # Safety
+    /// AVX2 available; blocks b, b+1 lie in the row at `xq`.
+    unsafe fn load_x(xq: *const i8, b: usize) -> Self::X;
+    /// The pair's partial sums: lanes 0..4 add up to block b's raw sum, lanes 4..8 to
+    /// block b+1's (before the offset and integer scale).
+    ///
+    /// # Safety
+    /// AVX2 available; blocks b, b+1 lie in the weight row at `w`.
+    unsafe fn pair(w: *const u8, b: usize, x: &Self::X) -> __m256i;
+    /// The weight scales d_w of the chunk's blocks b + P[i] (b a multiple of 8).
+    ///
+    /// # Safety
+    /// AVX2 available; the chunk lies in the weight row at `w`.
+    unsafe fn scales(w: *const u8, b: usize) -> __m256;
+    /// T from the raw sums (lane order P) and `osum` = OFFSET·Σx.
+    ///
+    /// # Safety
+    /// AVX2 available; the chunk lies in the weight row at `w`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn totals(_w: *const u8, _b: usize, raw: __m256i, osum: __m256i) -> __m256i {
+        if Self::OFFSET == 0 {
+            raw
+        } else {
+            _mm256_sub_epi32(raw, osum)
+        }
+    }
+}
+
+/// Eight binary16 words at `w + bb·(b + P[i])`, as f32.
+///
+/// # Safety
+/// F16C available; the eight words lie in the row.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn f16x8(w: *const u8, bb: usize, b: usize) -> __m256 {
+    // SAFETY: the caller's contract; unaligned 2-byte reads.
+    unsafe {
+        let h = |i: usize| w.add(bb * (b + i)).cast::<i16>().read_unaligned();
+        _mm256_cvtph_ps(_mm_setr_epi16(
+            h(0),
+            h(2),
+            h(4),
+            h(6),
+            h(1),
+            h(3),
+            h(5),
+            h(7),
+        ))
+    }
+}
+
+/// 16 bytes at `lo` in the low lane, 16 at `hi` in the high lane.
+///
+/// # Safety
+/// AVX2 available; both 16-byte ranges readable.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn load2(hi: *const u8, lo: *const u8) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe { _mm256_loadu2_m128i(hi.cast(), lo.cast()) }
+}
+
+/// Activation halves of a pair: `lo` = [x_b[0..16] | x_b+1[0..16]], `hi` = the values
+/// 16..32 (the nibble types' and Q8_0's arrangement).
+#[derive(Clone, Copy)]
+struct Halves {
+    lo: __m256i,
+    hi: __m256i,
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn halves(xq: *const i8, b: usize) -> Halves {
+    let p = xq.cast::<u8>();
+    // SAFETY: blocks b, b+1 (64 bytes from 32b) lie in the row (caller).
+    unsafe {
+        Halves {
+            lo: load2(p.add(32 * b + 32), p.add(32 * b)),
+            hi: load2(p.add(32 * b + 48), p.add(32 * b + 16)),
+        }
+    }
+}
+
+/// Σ over a signed-code half: `vpmaddwd(vpmaddubsw(|q|, x·sign q), 1)`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn signed_half(q: __m256i, x: __m256i) -> __m256i {
+    let p = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q));
+    _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+}
+
+/// Σ over two unsigned-code halves (pair sums ≤ 7874 each, so their i16 sum fits).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn unsigned_halves(lo: __m256i, hi: __m256i, x: &Halves) -> __m256i {
+    let p = _mm256_add_epi16(
+        _mm256_maddubs_epi16(lo, x.lo),
+        _mm256_maddubs_epi16(hi, x.hi),
+    );
+    _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+}
+
+/// `block_q8_0 { f16 d; i8 qs[32]; }`.
+struct Q8_0;
+impl Kernel for Q8_0 {
+    const OFFSET: i32 = 0;
+    type X = Halves;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+        // SAFETY: the caller's contract.
+        unsafe { halves(xq, b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+        // SAFETY: 32 code bytes from offset 2 of blocks b and b+1.
+        let (lo, hi) = unsafe {
+            let (a, c) = (w.add(34 * b + 2), w.add(34 * b + 36));
+            (load2(c, a), load2(c.add(16), a.add(16)))
+        };
+        _mm256_add_epi32(signed_half(lo, x.lo), signed_half(hi, x.hi))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scales(w: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { f16x8(w, 34, b) }
+    }
+}
+
+/// The low and high nibbles of 32 bytes (16 of each block of a pair).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn nibbles(v: __m256i) -> (__m256i, __m256i) {
+    let m = _mm256_set1_epi8(0x0F);
+    (
+        _mm256_and_si256(v, m),
+        _mm256_and_si256(_mm256_srli_epi16(v, 4), m),
+    )
+}
+
+/// `block_q4_0 { f16 d; u8 qs[16]; }`: low nibbles are values 0..16, high 16..32; − 8.
+struct Q4_0;
+impl Kernel for Q4_0 {
+    const OFFSET: i32 = 8;
+    type X = Halves;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+        // SAFETY: the caller's contract.
+        unsafe { halves(xq, b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+        // SAFETY: 16 code bytes from offset 2 of blocks b and b+1; AVX2 (caller).
+        unsafe {
+            let (lo, hi) = nibbles(load2(w.add(18 * b + 20), w.add(18 * b + 2)));
+            unsigned_halves(lo, hi, x)
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scales(w: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { f16x8(w, 18, b) }
+    }
+}
+
+/// `block_q5_0 { f16 d; u32 qh; u8 qs[16]; }`: nibbles as Q4_0 plus bit e of qh as bit 4
+/// of value e; − 16.
+struct Q5_0;
+impl Kernel for Q5_0 {
+    const OFFSET: i32 = 16;
+    type X = Halves;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+        // SAFETY: the caller's contract.
+        unsafe { halves(xq, b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+        // SAFETY: qh (4 bytes at 2) and qs (16 bytes at 6) of blocks b and b+1; AVX2.
+        unsafe {
+            let (a, c) = (w.add(22 * b), w.add(22 * b + 22));
+            let (lo, hi) = nibbles(load2(c.add(6), a.add(6)));
+            let qa = a.add(2).cast::<i32>().read_unaligned();
+            let qc = c.add(2).cast::<i32>().read_unaligned();
+            // qh words in byte 0..4 of each lane; byte e of `lo` (value e) tests bit e,
+            // byte e of `hi` (value 16 + e) bit 16 + e.
+            let qh = _mm256_setr_epi32(qa, 0, 0, 0, qc, 0, 0, 0);
+            let sel = _mm256_set1_epi64x(0x8040201008040201u64 as i64);
+            let bit4 = |ctl: __m256i| {
+                let s = _mm256_and_si256(_mm256_shuffle_epi8(qh, ctl), sel);
+                _mm256_and_si256(_mm256_cmpeq_epi8(s, sel), _mm256_set1_epi8(0x10))
+            };
+            let ctl_lo = _mm256_set1_epi64x(0);
+            let ctl_lo = _mm256_unpacklo_epi64(ctl_lo, _mm256_set1_epi8(1));
+            let ctl_hi = _mm256_unpacklo_epi64(_mm256_set1_epi8(2), _mm256_set1_epi8(3));
+            let lo = _mm256_or_si256(lo, bit4(ctl_lo));
+            let hi = _mm256_or_si256(hi, bit4(ctl_hi));
+            unsigned_halves(lo, hi, x)
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scales(w: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { f16x8(w, 22, b) }
+    }
+}
+
+/// `kvalues_iq4nl` in both lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn kvalues() -> __m256i {
+    // SAFETY: KVALUES_IQ4NL is 16 bytes.
+    unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(KVALUES_IQ4NL.as_ptr().cast())) }
+}
+
+/// 32 IQ4 code bytes (16 per block of a pair) against the pair's halves.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn iq4_pair(v: __m256i, x: &Halves) -> __m256i {
+    let (lo, hi) = nibbles(v);
+    let t = kvalues();
+    let (lo, hi) = (_mm256_shuffle_epi8(t, lo), _mm256_shuffle_epi8(t, hi));
+    _mm256_add_epi32(signed_half(lo, x.lo), signed_half(hi, x.hi))
+}
+
+/// `block_iq4_nl { f16 d; u8 qs[16]; }`: nibbles as Q4_0, each an index into kvalues.
+struct Iq4Nl;
+impl Kernel for Iq4Nl {
+    const OFFSET: i32 = 0;
+    type X = Halves;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+        // SAFETY: the caller's contract.
+        unsafe { halves(xq, b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+        // SAFETY: 16 code bytes from offset 2 of blocks b and b+1.
+        unsafe { iq4_pair(load2(w.add(18 * b + 20), w.add(18 * b + 2)), x) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scales(w: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { f16x8(w, 18, b) }
+    }
+}
+
+/// `block_iq4_xs { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]; }`: sub-blocks j, j+1
+/// are 32 consecutive code bytes; integer factors ls − 32 applied to the block sums.
+struct Iq4Xs;
+impl Kernel for Iq4Xs {
+    const OFFSET: i32 = 0;
+    type X = Halves;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+        // SAFETY: the caller's contract.
+        unsafe { halves(xq, b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+        // SAFETY: qs[16j .. 16j + 32] of the super-block (j = b % 8 even, ≤ 6).
+        unsafe {
+            let v = _mm256_loadu_si256(w.add(136 * (b / 8) + 8 + 16 * (b % 8)).cast());
+            iq4_pair(v, x)
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scales(w: *const u8, b: usize) -> __m256 {
+        // SAFETY: the super-block's d (caller).
+        unsafe {
+            let h = w.add(136 * (b / 8)).cast::<i16>().read_unaligned();
+            _mm256_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32))))
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn totals(w: *const u8, b: usize, raw: __m256i, _: __m256i) -> __m256i {
+        // SAFETY: scales_h (2 bytes at 2) and scales_l (4 bytes at 4) of the super-block.
+        unsafe {
+            let blk = w.add(136 * (b / 8));
+            let sh = blk.add(2).cast::<u16>().read_unaligned() as i32;
+            let sl = blk.add(4).cast::<i32>().read_unaligned();
+            // Lane i is sub-block j = P[i]: nibble j of scales_l, bits 2j.. of scales_h.
+            let j = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+            let lo = _mm256_srlv_epi32(_mm256_set1_epi32(sl), _mm256_slli_epi32(j, 2));
+            let hi = _mm256_srlv_epi32(_mm256_set1_epi32(sh), _mm256_slli_epi32(j, 1));
+            let ls = _mm256_or_si256(
+                _mm256_and_si256(lo, _mm256_set1_epi32(0x0F)),
+                _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4),
+            );
+            // |raw| ≤ 32·127·127 and |ls − 32| ≤ 32: the product fits i32 (and f32).
+            _mm256_mullo_epi32(raw, _mm256_sub_epi32(ls, _mm256_set1_epi32(32)))
+        }
+    }
+}
+
+/// Activation codes of a Q2_0 block pair, value 4i + k of block A at byte i of `Xk_A`:
+/// `lo` = [X0_A X0_B | X2_A X2_B], `hi` = [X1_A X1_B | X3_A X3_B] (8 bytes each), the
+/// order of the 2-bit fields in the weight bytes.
+#[derive(Clone, Copy)]
+struct Q2X {
+    lo: __m256i,
+    hi: __m256i,
+}
+
+/// `block_q2_0 { f16 d; u8 qs[16]; }` over 64 values (blocks b, b+1): value j is bits
+/// 2(j%4).. of qs[j/4]; − 1.
+struct Q2_0;
+impl Kernel for Q2_0 {
+    const OFFSET: i32 = 1;
+    type X = Q2X;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load_x(xq: *const i8, b: usize) -> Q2X {
+        // SAFETY: 64 bytes from 32b (caller); AVX2.
+        unsafe {
+            // Per lane: bytes k, k+4, k+8, k+12 for k = 0..4 (dword k of the lane).
+            let ctl = _mm256_broadcastsi128_si256(_mm_setr_epi8(
+                0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+            ));
+            // Dwords → [X0 X1 | X2 X3] of one block.
+            let spread = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+            let one = |p: *const i8| {
+                let v = _mm256_shuffle_epi8(_mm256_loadu_si256(p.cast()), ctl);
+                _mm256_permutevar8x32_epi32(v, spread)
+            };
+            let (a, c) = (one(xq.add(32 * b)), one(xq.add(32 * b + 32)));
+            Q2X {
+                lo: _mm256_unpacklo_epi64(a, c),
+                hi: _mm256_unpackhi_epi64(a, c),
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn pair(w: *const u8, b: usize, x: &Q2X) -> __m256i {
+        // SAFETY: the 16 code bytes of Q2_0 block b/2; AVX2.
+        unsafe {
+            let v = _mm_loadu_si128(w.add(9 * b + 2).cast());
+            let m = _mm256_set1_epi8(3);
+            // Fields k = 0, 2 and k = 1, 3 (bytes 0..8 of each are block b, 8..16 block b+1).
+            let lo = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+            let hi = _mm256_set_m128i(_mm_srli_epi16(v, 6), _mm_srli_epi16(v, 2));
+            let p = _mm256_add_epi16(
+                _mm256_maddubs_epi16(_mm256_and_si256(lo, m), x.lo),
+                _mm256_maddubs_epi16(_mm256_and_si256(hi, m), x.hi),
+            );
+            // i32 lanes [b b b+1 b+1 | b b b+1 b+1] → [b ×4 | b+1 ×4].
+            let s = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+            _mm256_permute4x64_epi64(s, 0b11_01_10_00)
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scales(w: *const u8, b: usize) -> __m256 {
+        // SAFETY: the d of Q2_0 blocks b/2 .. b/2 + 4 (caller).
+        unsafe {
+            let h = |i: usize| w.add(18 * (b / 2 + i)).cast::<i16>().read_unaligned();
+            // Lanes P = (0, 2, 4, 6, 1, 3, 5, 7) are Q2_0 blocks (0, 1, 2, 3, 0, 1, 2, 3).
+            let f = _mm_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), 0, 0, 0, 0));
+            _mm256_set_m128(f, f)
+        }
+    }
+}
+
+/// # Safety
+/// AVX2, FMA and F16C available.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_row_group(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    // SAFETY (all): the caller's contract.
+    unsafe {
+        match kind {
+            Legacy::Q8_0 => group::<Q8_0>(kind, ws, xs, out),
+            Legacy::Q4_0 => group::<Q4_0>(kind, ws, xs, out),
+            Legacy::Q5_0 => group::<Q5_0>(kind, ws, xs, out),
+            Legacy::Q2_0 => group::<Q2_0>(kind, ws, xs, out),
+            Legacy::Iq4Nl => group::<Iq4Nl>(kind, ws, xs, out),
+            Legacy::Iq4Xs => group::<Iq4Xs>(kind, ws, xs, out),
+        }
+    }
+}
+
+/// # Safety
+/// As [`dot_row_group`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn group<K: Kernel>(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    assert!(ws.len() <= 4 && out.len() == ws.len() * m);
+    for (r, x) in xs.iter().enumerate() {
+        // The one bounds check per row: every pointer read below stays inside these.
+        let nb = x.d.len();
+        assert!(x.qs.len() >= 32 * nb && x.sum.len() >= nb);
+        assert!(ws.iter().all(|w| w.len() >= kind.row_bytes(nb)));
+        let mut res = [0f32; 4];
+        // SAFETY: AVX2 (caller); bounds just checked.
+        unsafe {
+            match ws.len() {
+                4 => rows::<4, K>(kind, ws, x, &mut res),
+                3 => rows::<3, K>(kind, ws, x, &mut res),
+                2 => rows::<2, K>(kind, ws, x, &mut res),
+                1 => rows::<1, K>(kind, ws, x, &mut res),
+                _ => {}
+            }
+        }
+        for (i, v) in res.iter().take(ws.len()).enumerate() {
+            out[i * m + r] = *v;
+        }
+    }
+}
+
+/// R weight rows against one activation row, into `res[..R]`.
+///
+/// # Safety
+/// AVX2, FMA and F16C available; every `ws[i]` holds the whole blocks of `x`'s length, `x`
+/// holds 32 codes, a scale and a sum per block.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn rows<const R: usize, K: Kernel>(
+    kind: Legacy,
+    ws: &[&[u8]],
+    x: &Row<'_>,
+    res: &mut [f32; 4],
+) {
+    let nb = x.d.len();
+    let whole = nb / 8 * 8;
+    let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].as_ptr());
+    let (xq, pd, ps) = (x.qs.as_ptr(), x.d.as_ptr(), x.sum.as_ptr());
+    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
+    unsafe {
+        let perm = _mm256_loadu_si256(P.as_ptr().cast());
+        let mut acc = [_mm256_setzero_ps(); R];
+        let mut b = 0;
+        while b < whole {
+            let dx = _mm256_permutevar8x32_ps(_mm256_loadu_ps(pd.add(b)), perm);
+            let osum = if K::OFFSET == 0 {
+                _mm256_setzero_si256()
+            } else {
+                let s = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(ps.add(b).cast()), perm);
+                _mm256_mullo_epi32(s, _mm256_set1_epi32(K::OFFSET))
+            };
+            let x0 = K::load_x(xq, b);
+            let x1 = K::load_x(xq, b + 2);
+            let x2 = K::load_x(xq, b + 4);
+            let x3 = K::load_x(xq, b + 6);
+            for i in 0..R {
+                let w = wp[i];
+                let h0 = _mm256_hadd_epi32(K::pair(w, b, &x0), K::pair(w, b + 2, &x1));
+                let h1 = _mm256_hadd_epi32(K::pair(w, b + 4, &x2), K::pair(w, b + 6, &x3));
+                let t = K::totals(w, b, _mm256_hadd_epi32(h0, h1), osum);
+                let d = _mm256_mul_ps(K::scales(w, b), dx);
+                acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
+            }
+            b += 8;
+        }
+        let pinv = _mm256_loadu_si256(PINV.as_ptr().cast());
+        for i in 0..R {
+            let mut a = [0f32; 8];
+            _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc[i], pinv));
+            blocks_scalar(kind, ws[i], x, whole, nb, &mut a);
+            res[i] = tree8(a);
+        }
+    }
+}
