@@ -116,6 +116,11 @@ pub(crate) struct Rows {
     pub d: Vec<f32>,
     /// M × K/32 exact block sums Σq.
     pub sum: Vec<i32>,
+    /// Empty, or the codes with every whole block pair of a row rearranged for a kernel
+    /// ([`Rows::arrange_pairs`]).
+    pub pairs: Vec<i8>,
+    /// Empty, or |`pairs`|.
+    pub pairs_abs: Vec<i8>,
 }
 
 /// One row of [`Rows`].
@@ -124,6 +129,10 @@ pub(crate) struct Row<'a> {
     pub qs: &'a [i8],
     pub d: &'a [f32],
     pub sum: &'a [i32],
+    /// This row's part of [`Rows::pairs`] (empty when not arranged).
+    pub pairs: &'a [i8],
+    /// This row's part of [`Rows::pairs_abs`] (empty when not arranged).
+    pub pairs_abs: &'a [i8],
 }
 
 impl Rows {
@@ -137,6 +146,8 @@ impl Rows {
             qs: vec![0; m * k],
             d: vec![0.0; nb],
             sum: vec![0; nb],
+            pairs: Vec::new(),
+            pairs_abs: Vec::new(),
         };
         for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
             let b = quantize_block(xb);
@@ -154,6 +165,31 @@ impl Rows {
             qs: &self.qs[i * self.k..(i + 1) * self.k],
             d: &self.d[i * nb..(i + 1) * nb],
             sum: &self.sum[i * nb..(i + 1) * nb],
+            pairs: self.pairs.get(i * self.k..(i + 1) * self.k).unwrap_or(&[]),
+            pairs_abs: self
+                .pairs_abs
+                .get(i * self.k..(i + 1) * self.k)
+                .unwrap_or(&[]),
+        }
+    }
+
+    /// Fills [`Rows::pairs`] with `pairs[64p + j] = qs[64p + perm[j]]` for every whole pair
+    /// p of 32-value blocks of each row (an odd last block is copied as is), and with
+    /// `abs` also [`Rows::pairs_abs`] = |pairs|. Computed once per forward for kernels
+    /// that read a block pair's codes in the order of their weight bytes.
+    pub fn arrange_pairs(&mut self, perm: &[u8; 64], abs: bool) {
+        self.pairs = self.qs.clone();
+        for row in self.pairs.chunks_exact_mut(self.k) {
+            for pair in row.chunks_exact_mut(64) {
+                let src: [i8; 64] = pair.try_into().expect("64 codes");
+                for (o, &j) in pair.iter_mut().zip(perm) {
+                    *o = src[j as usize];
+                }
+            }
+        }
+        if abs {
+            // Codes are in [−127, 127]: |q| fits i8.
+            self.pairs_abs = self.pairs.iter().map(|q| q.abs()).collect();
         }
     }
 

@@ -20,7 +20,7 @@
 use super::legacy::Legacy;
 use super::{Isa, tree8};
 use crate::formats::gguf::{f16_at, scale_min_k4};
-use crate::linear::q8_1::Row;
+use crate::linear::q8_1::{Row, Rows};
 use crate::registry::Format;
 
 /// The block types with a dedicated vec_dot.
@@ -43,6 +43,15 @@ impl Kind {
             Format::GgufQ6_K => Kind::Q6K,
             _ => return None,
         })
+    }
+}
+
+/// Activation rows as `kind`'s kernel on `isa` reads them (some kernels read a rearranged
+/// copy of the codes, made once per forward).
+pub(crate) fn prepare(isa: Isa, kind: Kind, rows: Rows) -> Rows {
+    match kind {
+        Kind::Legacy(l) => super::legacy::prepare(isa, l, rows),
+        _ => rows,
     }
 }
 

@@ -27,7 +27,7 @@
 use super::{Isa, tree8};
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
 use crate::formats::gguf::{f16_at, u16_at, u32_at};
-use crate::linear::q8_1::Row;
+use crate::linear::q8_1::{Row, Rows};
 use crate::registry::Format;
 
 /// The legacy block types with a dedicated kernel.
@@ -78,6 +78,16 @@ impl Legacy {
     /// [`Legacy::sub_blocks`] for a valid view).
     pub(crate) const fn row_bytes(self, nb: usize) -> usize {
         nb / self.sub_blocks() * self.block_bytes()
+    }
+}
+
+/// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
+/// pair's codes rearranged in the order of their weight bytes).
+pub(crate) fn prepare(isa: Isa, kind: Legacy, rows: Rows) -> Rows {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => super::legacy_avx2::arrange(kind, rows),
+        _ => rows,
     }
 }
 

@@ -23,13 +23,57 @@
 use super::legacy::{Legacy, blocks_scalar};
 use super::tree8;
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
-use crate::linear::q8_1::Row;
+use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
 
 /// Lane i of a chunk's vectors holds block P[i] of the chunk (what the hadd tree leaves).
 const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
 /// The inverse of [`P`]: block c of the chunk is lane PINV[c].
 const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
+
+/// The pair arrangement of the nibble types and Q8_0: [A 0..16, B 0..16, A 16..32,
+/// B 16..32] for blocks A, B of a pair, so that `lo`/`hi` are two plain loads.
+const HALVES: [u8; 64] = {
+    let mut p = [0u8; 64];
+    let mut j = 0;
+    while j < 64 {
+        p[j] = [0, 32, 16, 48][j / 16] + (j % 16) as u8;
+        j += 1;
+    }
+    p
+};
+
+/// Q2_0's pair arrangement: eight 8-byte segments X0_A X0_B X2_A X2_B | X1_A X1_B X3_A
+/// X3_B, byte i of Xk_A being value 4i + k of block A (the order of the 2-bit fields).
+const Q2_FIELDS: [u8; 64] = {
+    let mut p = [0u8; 64];
+    let mut j = 0;
+    while j < 64 {
+        let (k, blk) = [
+            (0, 0),
+            (0, 1),
+            (2, 0),
+            (2, 1),
+            (1, 0),
+            (1, 1),
+            (3, 0),
+            (3, 1),
+        ][j / 8];
+        p[j] = 32 * blk + 4 * (j % 8) as u8 + k;
+        j += 1;
+    }
+    p
+};
+
+/// The activation rows as these kernels read them ([`Rows::arrange_pairs`]).
+pub(super) fn arrange(kind: Legacy, mut rows: Rows) -> Rows {
+    match kind {
+        Legacy::Q2_0 => rows.arrange_pairs(&Q2_FIELDS, false),
+        Legacy::Iq4Nl | Legacy::Iq4Xs => rows.arrange_pairs(&HALVES, true),
+        _ => rows.arrange_pairs(&HALVES, false),
+    }
+    rows
+}
 
 /// How far ahead of the current chunk the weight rows are prefetched.
 const PF_BYTES: usize = 1024;
@@ -43,8 +87,8 @@ trait Kernel {
     /// The activation codes of blocks b, b+1 (b even).
     ///
     /// # Safety
-    /// AVX2 available; blocks b, b+1 lie in the row at `xq`.
-    unsafe fn load_x(xq: *const i8, b: usize) -> Self::X;
+    /// AVX2 available; blocks b, b+1 lie in the arranged rows of `x`.
+    unsafe fn load_x(x: &XPtr, b: usize) -> Self::X;
     /// The pair's partial sums: lanes 0..4 add up to block b's raw sum, lanes 4..8 to
     /// block b+1's (before the offset and integer scale).
     ///
@@ -100,25 +144,39 @@ unsafe fn load2(hi: *const u8, lo: *const u8) -> __m256i {
     unsafe { _mm256_loadu2_m128i(hi.cast(), lo.cast()) }
 }
 
-/// Activation halves of a pair: `lo` = [x_b[0..16] | x_b+1[0..16]], `hi` = the values
-/// 16..32 (the nibble types' and Q8_0's arrangement).
+/// The arranged activation codes of one row ([`arrange`]).
+struct XPtr {
+    pairs: *const i8,
+    abs: *const i8,
+}
+
+/// Activation codes of a pair as two vectors in the arranged order: for [`HALVES`],
+/// `lo` = [x_b[0..16] | x_b+1[0..16]] and `hi` = the values 16..32.
 #[derive(Clone, Copy)]
 struct Halves {
     lo: __m256i,
     hi: __m256i,
 }
 
+/// # Safety
+/// AVX2 available; blocks b, b+1 (64 bytes from 32b) lie in the arranged row at `p`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn halves(xq: *const i8, b: usize) -> Halves {
-    let p = xq.cast::<u8>();
-    // SAFETY: blocks b, b+1 (64 bytes from 32b) lie in the row (caller).
+unsafe fn halves(p: *const i8, b: usize) -> Halves {
+    // SAFETY: the caller's contract.
     unsafe {
         Halves {
-            lo: load2(p.add(32 * b + 32), p.add(32 * b)),
-            hi: load2(p.add(32 * b + 48), p.add(32 * b + 16)),
+            lo: _mm256_loadu_si256(p.add(32 * b).cast()),
+            hi: _mm256_loadu_si256(p.add(32 * b + 32).cast()),
         }
     }
+}
+
+/// [`Halves`] of the codes and of their magnitudes (the IQ4 types).
+#[derive(Clone, Copy)]
+struct AbsHalves {
+    x: Halves,
+    a: Halves,
 }
 
 /// Σ over a signed-code half: `vpmaddwd(vpmaddubsw(|q|, x·sign q), 1)`.
@@ -147,9 +205,9 @@ impl Kernel for Q8_0 {
     type X = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+    unsafe fn load_x(x: &XPtr, b: usize) -> Halves {
         // SAFETY: the caller's contract.
-        unsafe { halves(xq, b) }
+        unsafe { halves(x.pairs, b) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -187,9 +245,9 @@ impl Kernel for Q4_0 {
     type X = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+    unsafe fn load_x(x: &XPtr, b: usize) -> Halves {
         // SAFETY: the caller's contract.
-        unsafe { halves(xq, b) }
+        unsafe { halves(x.pairs, b) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -216,9 +274,9 @@ impl Kernel for Q5_0 {
     type X = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+    unsafe fn load_x(x: &XPtr, b: usize) -> Halves {
         // SAFETY: the caller's contract.
-        unsafe { halves(xq, b) }
+        unsafe { halves(x.pairs, b) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -261,30 +319,53 @@ fn kvalues() -> __m256i {
     unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(KVALUES_IQ4NL.as_ptr().cast())) }
 }
 
+/// Σ over a half of IQ4 values `q` (in [−127, 113], never −128): the sign moves onto the
+/// code, `vpmaddwd(vpmaddubsw(|x|, q·sign x), 1)`; pairs ≤ 2·127·127 = 32258.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn iq4_half(q: __m256i, x: __m256i, ax: __m256i) -> __m256i {
+    let p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(q, x));
+    _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+}
+
 /// 32 IQ4 code bytes (16 per block of a pair) against the pair's halves.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn iq4_pair(v: __m256i, x: &Halves) -> __m256i {
+fn iq4_pair(v: __m256i, x: &AbsHalves) -> __m256i {
     let (lo, hi) = nibbles(v);
     let t = kvalues();
     let (lo, hi) = (_mm256_shuffle_epi8(t, lo), _mm256_shuffle_epi8(t, hi));
-    _mm256_add_epi32(signed_half(lo, x.lo), signed_half(hi, x.hi))
+    _mm256_add_epi32(iq4_half(lo, x.x.lo, x.a.lo), iq4_half(hi, x.x.hi, x.a.hi))
+}
+
+/// # Safety
+/// As [`halves`], for the codes and their magnitudes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn abs_halves(x: &XPtr, b: usize) -> AbsHalves {
+    // SAFETY: the caller's contract.
+    unsafe {
+        AbsHalves {
+            x: halves(x.pairs, b),
+            a: halves(x.abs, b),
+        }
+    }
 }
 
 /// `block_iq4_nl { f16 d; u8 qs[16]; }`: nibbles as Q4_0, each an index into kvalues.
 struct Iq4Nl;
 impl Kernel for Iq4Nl {
     const OFFSET: i32 = 0;
-    type X = Halves;
+    type X = AbsHalves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+    unsafe fn load_x(x: &XPtr, b: usize) -> AbsHalves {
         // SAFETY: the caller's contract.
-        unsafe { halves(xq, b) }
+        unsafe { abs_halves(x, b) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+    unsafe fn pair(w: *const u8, b: usize, x: &AbsHalves) -> __m256i {
         // SAFETY: 16 code bytes from offset 2 of blocks b and b+1.
         unsafe { iq4_pair(load2(w.add(18 * b + 20), w.add(18 * b + 2)), x) }
     }
@@ -301,16 +382,16 @@ impl Kernel for Iq4Nl {
 struct Iq4Xs;
 impl Kernel for Iq4Xs {
     const OFFSET: i32 = 0;
-    type X = Halves;
+    type X = AbsHalves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load_x(xq: *const i8, b: usize) -> Halves {
+    unsafe fn load_x(x: &XPtr, b: usize) -> AbsHalves {
         // SAFETY: the caller's contract.
-        unsafe { halves(xq, b) }
+        unsafe { abs_halves(x, b) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+    unsafe fn pair(w: *const u8, b: usize, x: &AbsHalves) -> __m256i {
         // SAFETY: qs[16j .. 16j + 32] of the super-block (j = b % 8 even, ≤ 6).
         unsafe {
             let v = _mm256_loadu_si256(w.add(136 * (b / 8) + 8 + 16 * (b % 8)).cast());
@@ -348,46 +429,21 @@ impl Kernel for Iq4Xs {
     }
 }
 
-/// Activation codes of a Q2_0 block pair, value 4i + k of block A at byte i of `Xk_A`:
-/// `lo` = [X0_A X0_B | X2_A X2_B], `hi` = [X1_A X1_B | X3_A X3_B] (8 bytes each), the
-/// order of the 2-bit fields in the weight bytes.
-#[derive(Clone, Copy)]
-struct Q2X {
-    lo: __m256i,
-    hi: __m256i,
-}
-
 /// `block_q2_0 { f16 d; u8 qs[16]; }` over 64 values (blocks b, b+1): value j is bits
 /// 2(j%4).. of qs[j/4]; − 1.
 struct Q2_0;
 impl Kernel for Q2_0 {
     const OFFSET: i32 = 1;
-    type X = Q2X;
+    type X = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load_x(xq: *const i8, b: usize) -> Q2X {
-        // SAFETY: 64 bytes from 32b (caller); AVX2.
-        unsafe {
-            // Per lane: bytes k, k+4, k+8, k+12 for k = 0..4 (dword k of the lane).
-            let ctl = _mm256_broadcastsi128_si256(_mm_setr_epi8(
-                0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-            ));
-            // Dwords → [X0 X1 | X2 X3] of one block.
-            let spread = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-            let one = |p: *const i8| {
-                let v = _mm256_shuffle_epi8(_mm256_loadu_si256(p.cast()), ctl);
-                _mm256_permutevar8x32_epi32(v, spread)
-            };
-            let (a, c) = (one(xq.add(32 * b)), one(xq.add(32 * b + 32)));
-            Q2X {
-                lo: _mm256_unpacklo_epi64(a, c),
-                hi: _mm256_unpackhi_epi64(a, c),
-            }
-        }
+    unsafe fn load_x(x: &XPtr, b: usize) -> Halves {
+        // SAFETY: the caller's contract ([`Q2_FIELDS`]: `lo` = fields 0 and 2, `hi` = 1 and 3).
+        unsafe { halves(x.pairs, b) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair(w: *const u8, b: usize, x: &Q2X) -> __m256i {
+    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
         // SAFETY: the 16 code bytes of Q2_0 block b/2; AVX2.
         unsafe {
             let v = _mm_loadu_si128(w.add(9 * b + 2).cast());
@@ -445,6 +501,9 @@ unsafe fn group<K: Kernel>(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], out: &mut
         // The one bounds check per row: every pointer read below stays inside these.
         let nb = x.d.len();
         assert!(x.qs.len() >= 32 * nb && x.sum.len() >= nb);
+        let whole = nb / 8 * 8;
+        let abs = matches!(kind, Legacy::Iq4Nl | Legacy::Iq4Xs);
+        assert!(x.pairs.len() >= 32 * whole && (!abs || x.pairs_abs.len() >= 32 * whole));
         assert!(ws.iter().all(|w| w.len() >= kind.row_bytes(nb)));
         let mut res = [0f32; 4];
         // SAFETY: AVX2 (caller); bounds just checked.
@@ -479,7 +538,11 @@ unsafe fn rows<const R: usize, K: Kernel>(
     let nb = x.d.len();
     let whole = nb / 8 * 8;
     let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].as_ptr());
-    let (xq, pd, ps) = (x.qs.as_ptr(), x.d.as_ptr(), x.sum.as_ptr());
+    let (pd, ps) = (x.d.as_ptr(), x.sum.as_ptr());
+    let xq = XPtr {
+        pairs: x.pairs.as_ptr(),
+        abs: x.pairs_abs.as_ptr(),
+    };
     // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
     unsafe {
         let perm = _mm256_loadu_si256(P.as_ptr().cast());
@@ -493,10 +556,10 @@ unsafe fn rows<const R: usize, K: Kernel>(
                 let s = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(ps.add(b).cast()), perm);
                 _mm256_mullo_epi32(s, _mm256_set1_epi32(K::OFFSET))
             };
-            let x0 = K::load_x(xq, b);
-            let x1 = K::load_x(xq, b + 2);
-            let x2 = K::load_x(xq, b + 4);
-            let x3 = K::load_x(xq, b + 6);
+            let x0 = K::load_x(&xq, b);
+            let x1 = K::load_x(&xq, b + 2);
+            let x2 = K::load_x(&xq, b + 4);
+            let x3 = K::load_x(&xq, b + 6);
             for i in 0..R {
                 let w = wp[i];
                 // Weights stream from L3 or memory: ask for them PF_BYTES ahead.
