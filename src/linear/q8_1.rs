@@ -53,14 +53,22 @@ pub(crate) fn quantize_block(x: &[f32]) -> Block {
             sum: 0,
         };
     }
-    let amax = x.iter().fold(0f32, |a, v| a.max(v.abs()));
+    // Values are finite here: a plain comparison (no fmaxf call) gives the same maximum.
+    let amax = x
+        .iter()
+        .fold(0f32, |a, v| if v.abs() > a { v.abs() } else { a });
     let d = amax / 127.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     let mut sum = 0i32;
     if id.is_finite() {
         for (q, &v) in qs.iter_mut().zip(x) {
-            // |v·id| <= 127 + a few ulps, so the saturating cast never saturates.
-            *q = (v * id).round() as i8;
+            // roundf (half away from zero) without a libm call: truncate, then step away
+            // from zero when the dropped fraction is ≥ 1/2. |v·id| ≤ 127 + a few ulps, so
+            // the cast is exact and `s − t` is exact (Sterbenz).
+            let s = v * id;
+            let t = s as i32;
+            let f = s - t as f32;
+            *q = (t + (f >= 0.5) as i32 - (f <= -0.5) as i32) as i8;
             sum += *q as i32;
         }
     }
