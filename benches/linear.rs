@@ -281,12 +281,26 @@ fn main() {
             let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
             let wbytes: usize = p.iter().map(Vec::len).sum();
             let mut w = PreparedWeight::new(view).unwrap();
-            for m in [1usize, 32] {
+            for m in std::env::var("LM")
+                .map(|v| {
+                    v.split(',')
+                        .map(|t| t.parse().unwrap())
+                        .collect::<Vec<usize>>()
+                })
+                .unwrap_or(vec![1, 32])
+            {
                 let x: Vec<f32> = (0..m * k)
                     .map(|i| ((i % 97) as f32 - 48.0) / 48.0)
                     .collect();
                 let mut y = vec![0f32; m * n];
-                for threads in [1usize, 2] {
+                for threads in std::env::var("LT")
+                    .map(|v| {
+                        v.split(',')
+                            .map(|t| t.parse().unwrap())
+                            .collect::<Vec<usize>>()
+                    })
+                    .unwrap_or(vec![1, 2])
+                {
                     w.set_threads(threads).unwrap();
                     let (t, cpu) = best2(Duration::from_millis(700), || {
                         w.forward_f32(&x, m, None, &mut y).unwrap();

@@ -527,7 +527,7 @@ unsafe fn group<K: Kernel>(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], out: &mut
 /// # Safety
 /// AVX2, FMA and F16C available; every `ws[i]` holds the whole blocks of `x`'s length, `x`
 /// holds 32 codes, a scale and a sum per block.
-#[inline]
+#[inline(never)]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows<const R: usize, K: Kernel>(
     kind: Legacy,
