@@ -89,12 +89,17 @@ trait Kernel {
     /// # Safety
     /// AVX2 available; blocks b, b+1 lie in the arranged rows of `x`.
     unsafe fn load_x(x: &XPtr, b: usize) -> Self::X;
+    /// The weight codes of blocks b, b+1 (b even), arranged as the activation pairs.
+    ///
+    /// # Safety
+    /// AVX2 available; blocks b, b+1 lie in the weight row at `w`.
+    unsafe fn unpack(w: *const u8, b: usize) -> Halves;
     /// The pair's partial sums: lanes 0..4 add up to block b's raw sum, lanes 4..8 to
     /// block b+1's (before the offset and integer scale).
     ///
     /// # Safety
-    /// AVX2 available; blocks b, b+1 lie in the weight row at `w`.
-    unsafe fn pair(w: *const u8, b: usize, x: &Self::X) -> __m256i;
+    /// AVX2 available.
+    unsafe fn dot(q: &Halves, x: &Self::X) -> __m256i;
     /// The weight scales d_w of the chunk's blocks b + P[i] (b a multiple of 8).
     ///
     /// # Safety
@@ -211,13 +216,20 @@ impl Kernel for Q8_0 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+    unsafe fn unpack(w: *const u8, b: usize) -> Halves {
         // SAFETY: 32 code bytes from offset 2 of blocks b and b+1.
-        let (lo, hi) = unsafe {
+        unsafe {
             let (a, c) = (w.add(34 * b + 2), w.add(34 * b + 36));
-            (load2(c, a), load2(c.add(16), a.add(16)))
-        };
-        _mm256_add_epi32(signed_half(lo, x.lo), signed_half(hi, x.hi))
+            Halves {
+                lo: load2(c, a),
+                hi: load2(c.add(16), a.add(16)),
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
+        _mm256_add_epi32(signed_half(q.lo, x.lo), signed_half(q.hi, x.hi))
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -251,12 +263,15 @@ impl Kernel for Q4_0 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+    unsafe fn unpack(w: *const u8, b: usize) -> Halves {
         // SAFETY: 16 code bytes from offset 2 of blocks b and b+1; AVX2 (caller).
-        unsafe {
-            let (lo, hi) = nibbles(load2(w.add(18 * b + 20), w.add(18 * b + 2)));
-            unsigned_halves(lo, hi, x)
-        }
+        let (lo, hi) = nibbles(unsafe { load2(w.add(18 * b + 20), w.add(18 * b + 2)) });
+        Halves { lo, hi }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
+        unsigned_halves(q.lo, q.hi, x)
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -280,7 +295,7 @@ impl Kernel for Q5_0 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+    unsafe fn unpack(w: *const u8, b: usize) -> Halves {
         // SAFETY: qh (4 bytes at 2) and qs (16 bytes at 6) of blocks b and b+1; AVX2.
         unsafe {
             let (a, c) = (w.add(22 * b), w.add(22 * b + 22));
@@ -298,10 +313,16 @@ impl Kernel for Q5_0 {
             let ctl_lo = _mm256_set1_epi64x(0);
             let ctl_lo = _mm256_unpacklo_epi64(ctl_lo, _mm256_set1_epi8(1));
             let ctl_hi = _mm256_unpacklo_epi64(_mm256_set1_epi8(2), _mm256_set1_epi8(3));
-            let lo = _mm256_or_si256(lo, bit4(ctl_lo));
-            let hi = _mm256_or_si256(hi, bit4(ctl_hi));
-            unsigned_halves(lo, hi, x)
+            Halves {
+                lo: _mm256_or_si256(lo, bit4(ctl_lo)),
+                hi: _mm256_or_si256(hi, bit4(ctl_hi)),
+            }
         }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
+        unsigned_halves(q.lo, q.hi, x)
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -328,14 +349,26 @@ fn iq4_half(q: __m256i, x: __m256i, ax: __m256i) -> __m256i {
     _mm256_madd_epi16(p, _mm256_set1_epi16(1))
 }
 
-/// 32 IQ4 code bytes (16 per block of a pair) against the pair's halves.
+/// 32 IQ4 code bytes (16 per block of a pair) → their kvalues, in halves.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn iq4_pair(v: __m256i, x: &AbsHalves) -> __m256i {
+fn iq4_unpack(v: __m256i) -> Halves {
     let (lo, hi) = nibbles(v);
     let t = kvalues();
-    let (lo, hi) = (_mm256_shuffle_epi8(t, lo), _mm256_shuffle_epi8(t, hi));
-    _mm256_add_epi32(iq4_half(lo, x.x.lo, x.a.lo), iq4_half(hi, x.x.hi, x.a.hi))
+    Halves {
+        lo: _mm256_shuffle_epi8(t, lo),
+        hi: _mm256_shuffle_epi8(t, hi),
+    }
+}
+
+/// An IQ4 pair against the activation halves and their magnitudes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn iq4_dot(q: &Halves, x: &AbsHalves) -> __m256i {
+    _mm256_add_epi32(
+        iq4_half(q.lo, x.x.lo, x.a.lo),
+        iq4_half(q.hi, x.x.hi, x.a.hi),
+    )
 }
 
 /// # Safety
@@ -365,9 +398,14 @@ impl Kernel for Iq4Nl {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair(w: *const u8, b: usize, x: &AbsHalves) -> __m256i {
+    unsafe fn unpack(w: *const u8, b: usize) -> Halves {
         // SAFETY: 16 code bytes from offset 2 of blocks b and b+1.
-        unsafe { iq4_pair(load2(w.add(18 * b + 20), w.add(18 * b + 2)), x) }
+        iq4_unpack(unsafe { load2(w.add(18 * b + 20), w.add(18 * b + 2)) })
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(q: &Halves, x: &AbsHalves) -> __m256i {
+        iq4_dot(q, x)
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -391,12 +429,14 @@ impl Kernel for Iq4Xs {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair(w: *const u8, b: usize, x: &AbsHalves) -> __m256i {
+    unsafe fn unpack(w: *const u8, b: usize) -> Halves {
         // SAFETY: qs[16j .. 16j + 32] of the super-block (j = b % 8 even, ≤ 6).
-        unsafe {
-            let v = _mm256_loadu_si256(w.add(136 * (b / 8) + 8 + 16 * (b % 8)).cast());
-            iq4_pair(v, x)
-        }
+        iq4_unpack(unsafe { _mm256_loadu_si256(w.add(136 * (b / 8) + 8 + 16 * (b % 8)).cast()) })
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(q: &Halves, x: &AbsHalves) -> __m256i {
+        iq4_dot(q, x)
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -443,22 +483,23 @@ impl Kernel for Q2_0 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair(w: *const u8, b: usize, x: &Halves) -> __m256i {
+    unsafe fn unpack(w: *const u8, b: usize) -> Halves {
         // SAFETY: the 16 code bytes of Q2_0 block b/2; AVX2.
-        unsafe {
-            let v = _mm_loadu_si128(w.add(9 * b + 2).cast());
-            let m = _mm256_set1_epi8(3);
-            // Fields k = 0, 2 and k = 1, 3 (bytes 0..8 of each are block b, 8..16 block b+1).
-            let lo = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
-            let hi = _mm256_set_m128i(_mm_srli_epi16(v, 6), _mm_srli_epi16(v, 2));
-            let p = _mm256_add_epi16(
-                _mm256_maddubs_epi16(_mm256_and_si256(lo, m), x.lo),
-                _mm256_maddubs_epi16(_mm256_and_si256(hi, m), x.hi),
-            );
-            // i32 lanes [b b b+1 b+1 | b b b+1 b+1] → [b ×4 | b+1 ×4].
-            let s = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-            _mm256_permute4x64_epi64(s, 0b11_01_10_00)
+        let v = unsafe { _mm_loadu_si128(w.add(9 * b + 2).cast()) };
+        let m = _mm256_set1_epi8(3);
+        // Fields k = 0, 2 and k = 1, 3 (bytes 0..8 of each are block b, 8..16 block b+1).
+        let lo = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+        let hi = _mm256_set_m128i(_mm_srli_epi16(v, 6), _mm_srli_epi16(v, 2));
+        Halves {
+            lo: _mm256_and_si256(lo, m),
+            hi: _mm256_and_si256(hi, m),
         }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
+        // i32 lanes [b b b+1 b+1 | b b b+1 b+1] → [b ×4 | b+1 ×4].
+        _mm256_permute4x64_epi64(unsigned_halves(q.lo, q.hi, x), 0b11_01_10_00)
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -497,27 +538,116 @@ pub(super) unsafe fn dot_row_group(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], o
 unsafe fn group<K: Kernel>(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     let m = xs.len();
     assert!(ws.len() <= 4 && out.len() == ws.len() * m);
-    for (r, x) in xs.iter().enumerate() {
-        // The one bounds check per row: every pointer read below stays inside these.
-        let nb = x.d.len();
-        assert!(x.qs.len() >= 32 * nb && x.sum.len() >= nb);
-        let whole = nb / 8 * 8;
-        let abs = matches!(kind, Legacy::Iq4Nl | Legacy::Iq4Xs);
+    let Some(first) = xs.first() else {
+        return;
+    };
+    // The bounds checks: every pointer read below stays inside these.
+    let nb = first.d.len();
+    let whole = nb / 8 * 8;
+    let abs = matches!(kind, Legacy::Iq4Nl | Legacy::Iq4Xs);
+    for x in xs {
+        assert!(x.d.len() == nb && x.qs.len() >= 32 * nb && x.sum.len() >= nb);
         assert!(x.pairs.len() >= 32 * whole && (!abs || x.pairs_abs.len() >= 32 * whole));
-        assert!(ws.iter().all(|w| w.len() >= kind.row_bytes(nb)));
-        let mut res = [0f32; 4];
+    }
+    assert!(ws.iter().all(|w| w.len() >= kind.row_bytes(nb)));
+    let mut res = [0f32; 4];
+    if m == 1 {
+        // GEMV: the weight rows share each activation pair.
         // SAFETY: AVX2 (caller); bounds just checked.
         unsafe {
             match ws.len() {
-                4 => rows::<4, K>(kind, ws, x, &mut res),
-                3 => rows::<3, K>(kind, ws, x, &mut res),
-                2 => rows::<2, K>(kind, ws, x, &mut res),
-                1 => rows::<1, K>(kind, ws, x, &mut res),
+                4 => rows::<4, K>(kind, ws, first, &mut res),
+                3 => rows::<3, K>(kind, ws, first, &mut res),
+                2 => rows::<2, K>(kind, ws, first, &mut res),
+                1 => rows::<1, K>(kind, ws, first, &mut res),
                 _ => {}
             }
         }
-        for (i, v) in res.iter().take(ws.len()).enumerate() {
-            out[i * m + r] = *v;
+        out.copy_from_slice(&res[..ws.len()]);
+        return;
+    }
+    // Several activation rows: each weight pair is unpacked once for up to four of them.
+    for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+        for (x, o) in xs.chunks(4).zip(o.chunks_mut(4)) {
+            // SAFETY: AVX2 (caller); bounds just checked.
+            unsafe {
+                match x.len() {
+                    4 => tile::<4, K>(kind, w, x, &mut res),
+                    3 => tile::<3, K>(kind, w, x, &mut res),
+                    2 => tile::<2, K>(kind, w, x, &mut res),
+                    _ => tile::<1, K>(kind, w, x, &mut res),
+                }
+            }
+            o.copy_from_slice(&res[..o.len()]);
+        }
+    }
+}
+
+/// One weight row against C activation rows, into `res[..C]` (the same order as
+/// [`rows`]: only which values share registers differs).
+///
+/// # Safety
+/// As [`rows`], for every row of `xs`.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile<const C: usize, K: Kernel>(
+    kind: Legacy,
+    w: &[u8],
+    xs: &[Row<'_>],
+    res: &mut [f32; 4],
+) {
+    let nb = xs[0].d.len();
+    let whole = nb / 8 * 8;
+    let wp = w.as_ptr();
+    let xp: [XPtr; C] = std::array::from_fn(|c| XPtr {
+        pairs: xs[c].pairs.as_ptr(),
+        abs: xs[c].pairs_abs.as_ptr(),
+    });
+    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in the weight row and every
+    // activation row (the caller's checks).
+    unsafe {
+        let perm = _mm256_loadu_si256(P.as_ptr().cast());
+        let mut acc = [_mm256_setzero_ps(); C];
+        let mut b = 0;
+        while b < whole {
+            let ahead = kind.row_bytes(b) + PF_BYTES;
+            let mut o = 0;
+            while o < kind.row_bytes(8) {
+                _mm_prefetch::<_MM_HINT_T0>(wp.wrapping_add(ahead + o).cast());
+                o += 64;
+            }
+            let q = [
+                K::unpack(wp, b),
+                K::unpack(wp, b + 2),
+                K::unpack(wp, b + 4),
+                K::unpack(wp, b + 6),
+            ];
+            let dw = K::scales(wp, b);
+            for c in 0..C {
+                let x = &xp[c];
+                let pair = |j: usize| K::dot(&q[j], &K::load_x(x, b + 2 * j));
+                let h0 = _mm256_hadd_epi32(pair(0), pair(1));
+                let h1 = _mm256_hadd_epi32(pair(2), pair(3));
+                let dx = _mm256_loadu_ps(xs[c].d.as_ptr().add(b));
+                let dx = _mm256_permutevar8x32_ps(dx, perm);
+                let osum = if K::OFFSET == 0 {
+                    _mm256_setzero_si256()
+                } else {
+                    let s = _mm256_loadu_si256(xs[c].sum.as_ptr().add(b).cast());
+                    let s = _mm256_permutevar8x32_epi32(s, perm);
+                    _mm256_mullo_epi32(s, _mm256_set1_epi32(K::OFFSET))
+                };
+                let t = K::totals(wp, b, _mm256_hadd_epi32(h0, h1), osum);
+                acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(t), acc[c]);
+            }
+            b += 8;
+        }
+        let pinv = _mm256_loadu_si256(PINV.as_ptr().cast());
+        for c in 0..C {
+            let mut a = [0f32; 8];
+            _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc[c], pinv));
+            blocks_scalar(kind, w, &xs[c], whole, nb, &mut a);
+            res[c] = tree8(a);
         }
     }
 }
@@ -569,8 +699,9 @@ unsafe fn rows<const R: usize, K: Kernel>(
                     _mm_prefetch::<_MM_HINT_T0>(w.wrapping_add(ahead + o).cast());
                     o += 64;
                 }
-                let h0 = _mm256_hadd_epi32(K::pair(w, b, &x0), K::pair(w, b + 2, &x1));
-                let h1 = _mm256_hadd_epi32(K::pair(w, b + 4, &x2), K::pair(w, b + 6, &x3));
+                let pair = |b, x: &K::X| K::dot(&K::unpack(w, b), x);
+                let h0 = _mm256_hadd_epi32(pair(b, &x0), pair(b + 2, &x1));
+                let h1 = _mm256_hadd_epi32(pair(b + 4, &x2), pair(b + 6, &x3));
                 let t = K::totals(w, b, _mm256_hadd_epi32(h0, h1), osum);
                 let d = _mm256_mul_ps(K::scales(w, b), dx);
                 acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
