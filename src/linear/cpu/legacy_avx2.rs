@@ -75,9 +75,6 @@ pub(super) fn arrange(kind: Legacy, mut rows: Rows) -> Rows {
     rows
 }
 
-/// How far ahead of the current chunk the weight rows are prefetched.
-const PF_BYTES: usize = 1024;
-
 /// One block type's unpacking, as a type so that each kernel is monomorphized.
 trait Kernel {
     /// The block's code offset: T = Σ u·x − OFFSET·Σx with u the unsigned stored code.
@@ -610,10 +607,11 @@ unsafe fn tile<const C: usize, K: Kernel>(
         let mut acc = [_mm256_setzero_ps(); C];
         let mut b = 0;
         while b < whole {
-            let ahead = kind.row_bytes(b) + PF_BYTES;
+            // The next weight row, as in `rows`.
+            let ahead = kind.row_bytes(b) + kind.row_bytes(nb);
             let mut o = 0;
             while o < kind.row_bytes(8) {
-                _mm_prefetch::<_MM_HINT_T0>(wp.wrapping_add(ahead + o).cast());
+                _mm_prefetch::<_MM_HINT_T1>(wp.wrapping_add(ahead + o).cast());
                 o += 64;
             }
             let q = [
@@ -669,6 +667,7 @@ unsafe fn rows<const R: usize, K: Kernel>(
     let whole = nb / 8 * 8;
     let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].as_ptr());
     let (pd, ps) = (x.d.as_ptr(), x.sum.as_ptr());
+    let pf_dist = R * kind.row_bytes(nb);
     let xq = XPtr {
         pairs: x.pairs.as_ptr(),
         abs: x.pairs_abs.as_ptr(),
@@ -692,11 +691,13 @@ unsafe fn rows<const R: usize, K: Kernel>(
             let x3 = K::load_x(&xq, b + 6);
             for i in 0..R {
                 let w = wp[i];
-                // Weights stream from L3 or memory: ask for them PF_BYTES ahead.
-                let ahead = kind.row_bytes(b) + PF_BYTES;
+                // The same part of the next group's row i (rows are consecutive in the
+                // plane): each row is only a few KiB, too short for the hardware
+                // prefetcher to follow four of them from their first line.
+                let ahead = kind.row_bytes(b) + pf_dist;
                 let mut o = 0;
                 while o < kind.row_bytes(8) {
-                    _mm_prefetch::<_MM_HINT_T0>(w.wrapping_add(ahead + o).cast());
+                    _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(ahead + o).cast());
                     o += 64;
                 }
                 let pair = |b, x: &K::X| K::dot(&K::unpack(w, b), x);
