@@ -102,13 +102,22 @@ trait Kernel {
     /// # Safety
     /// AVX2 available; the chunk lies in the weight row at `w`.
     unsafe fn scales(w: *const u8, b: usize) -> __m256;
-    /// T from the raw sums (lane order P) and `osum` = OFFSET·Σx.
+    /// The chunk's integer block factors (lane order P), if the type has them.
     ///
     /// # Safety
     /// AVX2 available; the chunk lies in the weight row at `w`.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn totals(_w: *const u8, _b: usize, raw: __m256i, osum: __m256i) -> __m256i {
+    unsafe fn factors(_w: *const u8, _b: usize) -> __m256i {
+        _mm256_setzero_si256()
+    }
+    /// T from the raw sums (lane order P), `osum` = OFFSET·Σx and the chunk's `factors`.
+    ///
+    /// # Safety
+    /// AVX2 available.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn totals(raw: __m256i, osum: __m256i, _factors: __m256i) -> __m256i {
         if Self::OFFSET == 0 {
             raw
         } else {
@@ -297,11 +306,9 @@ impl Kernel for Q5_0 {
         unsafe {
             let (a, c) = (w.add(22 * b), w.add(22 * b + 22));
             let (lo, hi) = nibbles(load2(c.add(6), a.add(6)));
-            let qa = a.add(2).cast::<i32>().read_unaligned();
-            let qc = c.add(2).cast::<i32>().read_unaligned();
-            // qh words in byte 0..4 of each lane; byte e of `lo` (value e) tests bit e,
-            // byte e of `hi` (value 16 + e) bit 16 + e.
-            let qh = _mm256_setr_epi32(qa, 0, 0, 0, qc, 0, 0, 0);
+            // qh words in bytes 0..4 of each lane (bytes 4..16 are qs, never selected);
+            // byte e of `lo` (value e) tests bit e, byte e of `hi` (value 16 + e) bit 16 + e.
+            let qh = load2(c.add(2), a.add(2));
             let sel = _mm256_set1_epi64x(0x8040201008040201u64 as i64);
             let bit4 = |ctl: __m256i| {
                 let s = _mm256_and_si256(_mm256_shuffle_epi8(qh, ctl), sel);
@@ -446,7 +453,7 @@ impl Kernel for Iq4Xs {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn totals(w: *const u8, b: usize, raw: __m256i, _: __m256i) -> __m256i {
+    unsafe fn factors(w: *const u8, b: usize) -> __m256i {
         // SAFETY: scales_h (2 bytes at 2) and scales_l (4 bytes at 4) of the super-block.
         unsafe {
             let blk = w.add(136 * (b / 8));
@@ -460,9 +467,14 @@ impl Kernel for Iq4Xs {
                 _mm256_and_si256(lo, _mm256_set1_epi32(0x0F)),
                 _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4),
             );
-            // |raw| ≤ 32·127·127 and |ls − 32| ≤ 32: the product fits i32 (and f32).
-            _mm256_mullo_epi32(raw, _mm256_sub_epi32(ls, _mm256_set1_epi32(32)))
+            _mm256_sub_epi32(ls, _mm256_set1_epi32(32))
         }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn totals(raw: __m256i, _: __m256i, factors: __m256i) -> __m256i {
+        // |raw| ≤ 32·127·127 and |ls − 32| ≤ 32: the product fits i32 (and f32).
+        _mm256_mullo_epi32(raw, factors)
     }
 }
 
@@ -621,6 +633,7 @@ unsafe fn tile<const C: usize, K: Kernel>(
                 K::unpack(wp, b + 6),
             ];
             let dw = K::scales(wp, b);
+            let f = K::factors(wp, b);
             for c in 0..C {
                 let x = &xp[c];
                 let pair = |j: usize| K::dot(&q[j], &K::load_x(x, b + 2 * j));
@@ -635,7 +648,7 @@ unsafe fn tile<const C: usize, K: Kernel>(
                     let s = _mm256_permutevar8x32_epi32(s, perm);
                     _mm256_mullo_epi32(s, _mm256_set1_epi32(K::OFFSET))
                 };
-                let t = K::totals(wp, b, _mm256_hadd_epi32(h0, h1), osum);
+                let t = K::totals(_mm256_hadd_epi32(h0, h1), osum, f);
                 acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(t), acc[c]);
             }
             b += 8;
@@ -703,7 +716,7 @@ unsafe fn rows<const R: usize, K: Kernel>(
                 let pair = |b, x: &K::X| K::dot(&K::unpack(w, b), x);
                 let h0 = _mm256_hadd_epi32(pair(b, &x0), pair(b + 2, &x1));
                 let h1 = _mm256_hadd_epi32(pair(b + 4, &x2), pair(b + 6, &x3));
-                let t = K::totals(w, b, _mm256_hadd_epi32(h0, h1), osum);
+                let t = K::totals(_mm256_hadd_epi32(h0, h1), osum, K::factors(w, b));
                 let d = _mm256_mul_ps(K::scales(w, b), dx);
                 acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
             }
