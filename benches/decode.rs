@@ -13,7 +13,7 @@ use ninfer::formats::gguf::{Kernel, best_kernel, dequantize_with};
 use ninfer::{Category, Format, WeightView};
 use std::time::Instant;
 
-#[path = "peer/ggml.rs"]
+#[path = "../cli/src/cmd/bench/ggml.rs"]
 mod ggml;
 
 /// xorshift64*: deterministic bytes without a dependency.
@@ -68,7 +68,7 @@ fn main() {
         .unwrap_or(4096);
     let k = n;
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let peer = ggml::Ggml::load();
+    let peer = ggml::Ggml::load(&ggml::default_dir()).ok();
     match &peer {
         Some(g) => println!("peer: ggml to_float from {}", g.dir.display()),
         None => println!("peer: ggml not built (scripts/build-ggml.sh); ninfer alone"),

@@ -14,7 +14,7 @@ use ninfer::layouts::plane_sizes;
 use ninfer::{Format, Layout, WeightView};
 use std::time::Instant;
 
-#[path = "peer/ggml.rs"]
+#[path = "../cli/src/cmd/bench/ggml.rs"]
 mod ggml;
 
 fn best_of<F: FnMut()>(runs: usize, mut f: F) -> f64 {
@@ -94,7 +94,7 @@ fn main() {
             values / t_dec / 1e9
         );
     }
-    match ggml::Ggml::load() {
+    match ggml::Ggml::load(&ggml::default_dir()).ok() {
         Some(g) => match g.quantize_ref(2) {
             Some(q4_0_ref) => {
                 let mut dst = vec![0u8; rows * cols / 32 * 18];

@@ -2,7 +2,8 @@
 # Builds the benchmark peer, ggml 0.25.3 as vendored in PyPI llama-cpp-python 0.3.36, into
 # .cache/ggml (shared libraries libggml-base.so and libggml-cpu.so; ggml-cpu with
 # -march=native, ggml-base without, as upstream does). About 4 minutes on 2 cores.
-# The benchmarks load it at run time (NINFER_GGML_DIR overrides the location); without it
+# `ninfer bench linear` and the benchmarks load it at run time from .cache/ggml/lib under
+# the current directory (--ggml DIR or NINFER_GGML_DIR override the location); without it
 # they print ninfer's figures alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."

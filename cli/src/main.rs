@@ -1,5 +1,5 @@
 //! `ninfer`: inspect, decode, verify, quantize and import model files with the ninfer
-//! library.
+//! library, and benchmark its kernels.
 //!
 //! This binary is a workspace member of its own (`ninfer-cli`): its dependencies (argument
 //! parsing, progress bars, .npy writing, file mapping) are never linked into libninfer.so.
@@ -102,6 +102,11 @@ enum Command {
         #[arg(long, value_enum, default_value = "auto")]
         fp8_format: cmd::import::Fp8Target,
     },
+    /// Measure the library's kernels on this machine (speed only; see docs/linear.md).
+    Bench {
+        #[command(subcommand)]
+        what: Bench,
+    },
     /// Stream decoded tensors to stdout for test harnesses: per tensor a header line
     /// `name\tggml_type\tSTATUS\tn_values\tmessage`, then n_values f32 LE words if OK.
     #[command(hide = true)]
@@ -112,6 +117,17 @@ enum Command {
         #[arg(long)]
         tensor: Vec<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// Throughput of y = x · Wᵀ per format, threads, M and shape, against ggml's vec_dot.
+    ///
+    /// Per format: ms, GMAC/s, weight GB/s, the fraction of this machine's read bandwidth
+    /// and ggml's own vec_dot (when its build is found), all measured in the same run,
+    /// with a verdict line per format and shape for issue 6's targets and a summary.
+    /// Progress on stderr, results on stdout.
+    Linear(cmd::bench::LinearArgs),
 }
 
 fn open(file: &Option<PathBuf>) -> Result<(GgufFile, String)> {
@@ -174,6 +190,9 @@ fn run(cli: Cli) -> Result<bool> {
             out,
             fp8_format,
         } => cmd::import::run(&input, &out, fp8_format),
+        Command::Bench {
+            what: Bench::Linear(args),
+        } => cmd::bench::linear(&args),
         Command::Dump { file, tensor } => {
             let f = GgufFile::open(&file)?;
             cmd::decode::dump(&f, &tensor)?;

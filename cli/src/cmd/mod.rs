@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod decode;
 pub mod formats;
 pub mod import;

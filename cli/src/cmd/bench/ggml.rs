@@ -1,11 +1,13 @@
 //! The benchmark peer: ggml's own dequantizers (`to_float`) and dot products (`vec_dot`),
-//! loaded at run time from a build made by `scripts/build-ggml.sh` (default
-//! `.cache/ggml/lib`, or `$NINFER_GGML_DIR`). Benchmarks only: nothing here is an oracle.
+//! loaded at run time from a build made by `scripts/build-ggml.sh` ([`default_dir`]:
+//! `$NINFER_GGML_DIR`, else `.cache/ggml/lib` under the current directory). Benchmarks
+//! only: nothing here is an oracle. Used by `ninfer bench linear` and, through `#[path]`,
+//! by the library's decode and grouped benchmarks; never linked into libninfer.
 
 #![allow(dead_code)]
 
 use std::ffi::{CStr, CString, c_void};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 type ToFloat = unsafe extern "C" fn(x: *const c_void, y: *mut f32, k: i64);
 type FromFloat = unsafe extern "C" fn(x: *const f32, y: *mut c_void, k: i64);
@@ -58,35 +60,63 @@ pub struct Dot {
     pub act_block_bytes: usize,
 }
 
-unsafe fn open(path: &std::path::Path) -> Option<*mut c_void> {
-    let c = CString::new(path.to_str()?).ok()?;
-    // SAFETY: dlopen with a valid C string; RTLD_GLOBAL so ggml-cpu resolves ggml-base.
-    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-    (!h.is_null()).then_some(h)
+/// The last `dlerror()` message, or `what` if there is none.
+fn dl_error(what: &str) -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the next dl call.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        what.to_owned()
+    } else {
+        // SAFETY: non-NULL, NUL-terminated (above).
+        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+    }
 }
 
-unsafe fn sym(h: *mut c_void, name: &CStr) -> Option<*mut c_void> {
+fn open(path: &Path) -> Result<*mut c_void, String> {
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{}: NUL in path", path.display()))?;
+    // SAFETY: dlopen with a valid C string; RTLD_GLOBAL so ggml-cpu resolves ggml-base.
+    // Loading runs the library's constructors; ggml's are benign.
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    if h.is_null() {
+        Err(dl_error(&path.display().to_string()))
+    } else {
+        Ok(h)
+    }
+}
+
+fn sym(h: *mut c_void, name: &CStr) -> Result<*mut c_void, String> {
     // SAFETY: h is a live handle from dlopen, name is NUL-terminated.
     let p = unsafe { libc::dlsym(h, name.as_ptr()) };
-    (!p.is_null()).then_some(p)
+    if p.is_null() {
+        Err(dl_error(&name.to_string_lossy()))
+    } else {
+        Ok(p)
+    }
+}
+
+/// Where the peer is looked for by default: `$NINFER_GGML_DIR`, else `.cache/ggml/lib`
+/// under the current directory (where `scripts/build-ggml.sh` puts it).
+pub fn default_dir() -> PathBuf {
+    std::env::var_os("NINFER_GGML_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(".cache/ggml/lib"))
 }
 
 impl Ggml {
-    /// Loads ggml if a build is present, else `None` (benchmarks then print ninfer alone).
-    pub fn load() -> Option<Ggml> {
-        let dir = std::env::var_os("NINFER_GGML_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".cache/ggml/lib"));
-        // SAFETY: loading a shared library runs its constructors; ggml's are benign. The
-        // symbol types are the declarations of ggml.h / ggml-cpu.h 0.25.3.
+    /// Loads `libggml-base.so` and `libggml-cpu.so` from `dir`, or says why it cannot.
+    pub fn load(dir: &Path) -> Result<Ggml, String> {
+        let base = open(&dir.join("libggml-base.so"))?;
+        let cpu = open(&dir.join("libggml-cpu.so"))?;
+        let traits = sym(base, c"ggml_get_type_traits")?;
+        let traits_cpu = sym(cpu, c"ggml_get_type_traits_cpu")?;
+        let init = sym(cpu, c"ggml_cpu_init")?;
+        // SAFETY: the symbol types are the declarations of ggml.h / ggml-cpu.h 0.25.3;
+        // ggml_cpu_init takes no argument and may be called more than once.
         unsafe {
-            let base = open(&dir.join("libggml-base.so"))?;
-            let cpu = open(&dir.join("libggml-cpu.so"))?;
-            let traits = sym(base, c"ggml_get_type_traits")?;
-            let traits_cpu = sym(cpu, c"ggml_get_type_traits_cpu")?;
-            let init: unsafe extern "C" fn() = std::mem::transmute(sym(cpu, c"ggml_cpu_init")?);
+            let init: unsafe extern "C" fn() = std::mem::transmute(init);
             init();
-            Some(Ggml {
+            Ok(Ggml {
                 traits: std::mem::transmute::<
                     *mut c_void,
                     unsafe extern "C" fn(u32) -> *const TypeTraits,
@@ -95,7 +125,7 @@ impl Ggml {
                     *mut c_void,
                     unsafe extern "C" fn(u32) -> *const TypeTraitsCpu,
                 >(traits_cpu),
-                dir,
+                dir: dir.to_path_buf(),
             })
         }
     }

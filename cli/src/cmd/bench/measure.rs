@@ -1,0 +1,204 @@
+//! Timing: best of several runs (wall clock and the calling thread's CPU time), this
+//! machine's read bandwidth, its L3 size, and ggml's product on the same weights.
+
+use super::ggml::Dot;
+use rayon::prelude::*;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// CPU time of the calling thread in seconds (immune to other processes' load).
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Best (smallest) seconds of several runs of one measurement.
+#[derive(Clone, Copy, Debug)]
+pub struct Best {
+    /// Wall clock.
+    pub wall: f64,
+    /// The calling thread's CPU time (the whole work when it runs on this thread).
+    pub cpu: f64,
+}
+
+/// Runs `f` at least 3 times and then until `budget` has passed (at most 50 runs); the
+/// minimum is the figure least disturbed by other processes.
+pub fn best(budget: Duration, mut f: impl FnMut()) -> Best {
+    let start = Instant::now();
+    let mut b = Best {
+        wall: f64::INFINITY,
+        cpu: f64::INFINITY,
+    };
+    let mut runs = 0;
+    while runs < 3 || (start.elapsed() < budget && runs < 50) {
+        let (t, c) = (Instant::now(), thread_cpu());
+        f();
+        b.wall = b.wall.min(t.elapsed().as_secs_f64());
+        b.cpu = b.cpu.min(thread_cpu() - c);
+        runs += 1;
+    }
+    b
+}
+
+/// A rayon pool of `threads` threads.
+pub fn pool(threads: usize) -> anyhow::Result<rayon::ThreadPool> {
+    Ok(rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?)
+}
+
+/// The wrapping sum of `c`'s words with 16 independent sums, so loads, not adds, bound
+/// the loop.
+fn sum_words(c: &[u64]) -> u64 {
+    let mut a = [0u64; 16];
+    for w in c.chunks_exact(16) {
+        for i in 0..16 {
+            a[i] = a[i].wrapping_add(w[i]);
+        }
+    }
+    a.iter().fold(0u64, |x, y| x.wrapping_add(*y))
+}
+
+/// [`sum_words`] compiled for AVX2 (32-byte loads, like the library's kernels).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn sum_words_avx2(c: &[u64]) -> u64 {
+    sum_words(c)
+}
+
+fn sum_best(c: &[u64]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available on this CPU (checked just above).
+        return unsafe { sum_words_avx2(c) };
+    }
+    sum_words(c)
+}
+
+/// Read bandwidth in GB/s: `threads` threads summing the u64 words of `buf` (one share of
+/// each chunk per thread). Chunks of `chunk` bytes are timed one by one and the best rate
+/// is kept: a chunk at least twice L3 is cold when its turn comes, and short samples, like
+/// the products' own runs, can fall between other processes' time slices on a shared
+/// machine (one long sample rarely does).
+pub fn read_bandwidth(
+    buf: &[u64],
+    threads: usize,
+    chunk: usize,
+    budget: Duration,
+) -> anyhow::Result<f64> {
+    let pool = pool(threads)?;
+    let words = (chunk / 8).clamp(16, buf.len().max(16));
+    let start = Instant::now();
+    let mut best = f64::INFINITY; // seconds per byte
+    let mut passes = 0;
+    while passes < 3 || start.elapsed() < budget {
+        for c in buf.chunks(words) {
+            let share = c.len().div_ceil(threads).max(16);
+            let t = Instant::now();
+            let s: u64 = if threads == 1 {
+                sum_best(c)
+            } else {
+                pool.install(|| {
+                    c.par_chunks(share)
+                        .map(sum_best)
+                        .reduce(|| 0, u64::wrapping_add)
+                })
+            };
+            black_box(s);
+            best = best.min(t.elapsed().as_secs_f64() / (c.len() * 8) as f64);
+        }
+        passes += 1;
+    }
+    Ok(1.0 / best / 1e9)
+}
+
+/// The L3 (last-level) cache size in bytes from sysfs, if the kernel reports one.
+pub fn l3_bytes() -> Option<usize> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size").ok()?;
+    let s = s.trim();
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let v: usize = num.parse().ok()?;
+    Some(match unit {
+        "K" => v << 10,
+        "M" => v << 20,
+        "G" => v << 30,
+        _ => v,
+    })
+}
+
+/// ggml's product on the same weights, timed like ninfer's: each activation row quantized
+/// by ggml's `from_float` to its `vec_dot_type`, then one `vec_dot` per (row of W, row of
+/// x); rows of W split over `pool`'s threads (`None`: the calling thread). `w` holds N
+/// rows of ggml blocks for K values each.
+#[allow(clippy::too_many_arguments)]
+pub fn ggml(
+    dot: &Dot,
+    w: &[u8],
+    n: usize,
+    k: usize,
+    x: &[f32],
+    m: usize,
+    pool: Option<&rayon::ThreadPool>,
+    budget: Duration,
+) -> Best {
+    let row_bytes = w.len() / n;
+    let act_row = k / dot.act_block_values * dot.act_block_bytes;
+    let mut xq = vec![0u8; m * act_row];
+    let mut y = vec![0f32; m * n];
+    let threads = pool.map_or(1, rayon::ThreadPool::current_num_threads);
+    best(budget, || {
+        for (xr, qr) in x.chunks(k).zip(xq.chunks_mut(act_row)) {
+            // SAFETY: from_float reads k floats and writes k / block values blocks, the
+            // length of qr.
+            unsafe { (dot.from_float)(xr.as_ptr(), qr.as_mut_ptr().cast(), k as i64) };
+        }
+        let xq = &xq;
+        // y is row-of-W major here (m outputs per row of W): only the timing matters.
+        // Chunks of `rows` rows of W (the last may be shorter).
+        let rows = (n / (threads * 8)).max(1);
+        let work = |(i, yc): (usize, &mut [f32])| {
+            for (j, yr) in yc.chunks_mut(m).enumerate() {
+                let r = i * rows + j;
+                let wr = &w[r * row_bytes..(r + 1) * row_bytes];
+                for (mi, o) in yr.iter_mut().enumerate() {
+                    // SAFETY: vec_dot reads one row of K weights (row_bytes) and one
+                    // quantized activation row (act_row bytes from mi · act_row).
+                    unsafe {
+                        (dot.vec_dot)(
+                            k as i32,
+                            o,
+                            0,
+                            wr.as_ptr().cast(),
+                            0,
+                            xq[mi * act_row..].as_ptr().cast(),
+                            0,
+                            1,
+                        )
+                    };
+                }
+            }
+        };
+        let chunk = rows * m;
+        match pool {
+            None => y.chunks_mut(chunk).enumerate().for_each(work),
+            Some(p) => p.install(|| y.par_chunks_mut(chunk).enumerate().for_each(work)),
+        }
+        black_box(&y);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn best_runs_at_least_three_times() {
+        let mut runs = 0;
+        let b = super::best(std::time::Duration::ZERO, || runs += 1);
+        assert_eq!(runs, 3);
+        assert!(b.wall >= 0.0 && b.cpu >= 0.0);
+    }
+}
