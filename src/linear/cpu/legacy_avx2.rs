@@ -454,18 +454,18 @@ impl Kernel for Iq4Xs {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn factors(w: *const u8, b: usize) -> __m256i {
-        // SAFETY: scales_h (2 bytes at 2) and scales_l (4 bytes at 4) of the super-block.
+        // SAFETY: the words at 0 (d | scales_h << 16) and 4 (scales_l) of the super-block.
         unsafe {
             let blk = w.add(136 * (b / 8));
-            let sh = blk.add(2).cast::<u16>().read_unaligned() as i32;
-            let sl = blk.add(4).cast::<i32>().read_unaligned();
-            // Lane i is sub-block j = P[i]: nibble j of scales_l, bits 2j.. of scales_h.
-            let j = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-            let lo = _mm256_srlv_epi32(_mm256_set1_epi32(sl), _mm256_slli_epi32(j, 2));
-            let hi = _mm256_srlv_epi32(_mm256_set1_epi32(sh), _mm256_slli_epi32(j, 1));
+            let w0 = _mm256_set1_epi32(blk.cast::<i32>().read_unaligned());
+            let sl = _mm256_set1_epi32(blk.add(4).cast::<i32>().read_unaligned());
+            // Lane i is sub-block j = P[i]: nibble j of scales_l; bits 2j, 2j+1 of
+            // scales_h (bits 16 + 2j.. of w0) moved to bits 4, 5.
+            let lo = _mm256_srlv_epi32(sl, _mm256_setr_epi32(0, 8, 16, 24, 4, 12, 20, 28));
+            let hi = _mm256_srlv_epi32(w0, _mm256_setr_epi32(12, 16, 20, 24, 14, 18, 22, 26));
             let ls = _mm256_or_si256(
                 _mm256_and_si256(lo, _mm256_set1_epi32(0x0F)),
-                _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4),
+                _mm256_and_si256(hi, _mm256_set1_epi32(0x30)),
             );
             _mm256_sub_epi32(ls, _mm256_set1_epi32(32))
         }
