@@ -79,8 +79,10 @@ pub(super) fn arrange(kind: Legacy, mut rows: Rows) -> Rows {
 trait Kernel {
     /// The block's code offset: T = Σ u·x − OFFSET·Σx with u the unsigned stored code.
     const OFFSET: i32;
-    /// Activation codes of a block pair, arranged as this type's `pair` needs them.
+    /// Activation codes of a block pair, arranged as this type's `dot` needs them.
     type X: Copy;
+    /// Unpacked weight codes of a block pair.
+    type W: Copy;
     /// The activation codes of blocks b, b+1 (b even).
     ///
     /// # Safety
@@ -90,13 +92,13 @@ trait Kernel {
     ///
     /// # Safety
     /// AVX2 available; blocks b, b+1 lie in the weight row at `w`.
-    unsafe fn unpack(w: *const u8, b: usize) -> Halves;
+    unsafe fn unpack(w: *const u8, b: usize) -> Self::W;
     /// The pair's partial sums: lanes 0..4 add up to block b's raw sum, lanes 4..8 to
     /// block b+1's (before the offset and integer scale).
     ///
     /// # Safety
     /// AVX2 available.
-    unsafe fn dot(q: &Halves, x: &Self::X) -> __m256i;
+    unsafe fn dot(q: &Self::W, x: &Self::X) -> __m256i;
     /// The weight scales d_w of the chunk's blocks b + P[i] (b a multiple of 8).
     ///
     /// # Safety
@@ -183,6 +185,13 @@ unsafe fn halves(p: *const i8, b: usize) -> Halves {
     }
 }
 
+/// Q8_0's unpacked pair: the codes and their magnitudes (shared by a tile's rows).
+#[derive(Clone, Copy)]
+struct Q8W {
+    q: Halves,
+    a: Halves,
+}
+
 /// [`Halves`] of the codes and of their magnitudes (the IQ4 types).
 #[derive(Clone, Copy)]
 struct AbsHalves {
@@ -190,11 +199,11 @@ struct AbsHalves {
     a: Halves,
 }
 
-/// Σ over a signed-code half: `vpmaddwd(vpmaddubsw(|q|, x·sign q), 1)`.
+/// Σ over a signed-code half: `vpmaddwd(vpmaddubsw(|q|, x·sign q), 1)` (`aq` = |q|).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn signed_half(q: __m256i, x: __m256i) -> __m256i {
-    let p = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q));
+fn signed_half(q: __m256i, aq: __m256i, x: __m256i) -> __m256i {
+    let p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(x, q));
     _mm256_madd_epi16(p, _mm256_set1_epi16(1))
 }
 
@@ -214,6 +223,7 @@ struct Q8_0;
 impl Kernel for Q8_0 {
     const OFFSET: i32 = 0;
     type X = Halves;
+    type W = Q8W;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_x(x: &XPtr, b: usize) -> Halves {
@@ -222,20 +232,29 @@ impl Kernel for Q8_0 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn unpack(w: *const u8, b: usize) -> Halves {
+    unsafe fn unpack(w: *const u8, b: usize) -> Q8W {
         // SAFETY: 32 code bytes from offset 2 of blocks b and b+1.
-        unsafe {
+        let q = unsafe {
             let (a, c) = (w.add(34 * b + 2), w.add(34 * b + 36));
             Halves {
                 lo: load2(c, a),
                 hi: load2(c.add(16), a.add(16)),
             }
-        }
+        };
+        // |q| as u8: −128 reads as 128.
+        let a = Halves {
+            lo: _mm256_sign_epi8(q.lo, q.lo),
+            hi: _mm256_sign_epi8(q.hi, q.hi),
+        };
+        Q8W { q, a }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
-        _mm256_add_epi32(signed_half(q.lo, x.lo), signed_half(q.hi, x.hi))
+    unsafe fn dot(w: &Q8W, x: &Halves) -> __m256i {
+        _mm256_add_epi32(
+            signed_half(w.q.lo, w.a.lo, x.lo),
+            signed_half(w.q.hi, w.a.hi, x.hi),
+        )
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -261,6 +280,7 @@ struct Q4_0;
 impl Kernel for Q4_0 {
     const OFFSET: i32 = 8;
     type X = Halves;
+    type W = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_x(x: &XPtr, b: usize) -> Halves {
@@ -293,6 +313,7 @@ struct Q5_0;
 impl Kernel for Q5_0 {
     const OFFSET: i32 = 16;
     type X = Halves;
+    type W = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_x(x: &XPtr, b: usize) -> Halves {
@@ -394,6 +415,7 @@ struct Iq4Nl;
 impl Kernel for Iq4Nl {
     const OFFSET: i32 = 0;
     type X = AbsHalves;
+    type W = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_x(x: &XPtr, b: usize) -> AbsHalves {
@@ -425,6 +447,7 @@ struct Iq4Xs;
 impl Kernel for Iq4Xs {
     const OFFSET: i32 = 0;
     type X = AbsHalves;
+    type W = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_x(x: &XPtr, b: usize) -> AbsHalves {
@@ -484,6 +507,7 @@ struct Q2_0;
 impl Kernel for Q2_0 {
     const OFFSET: i32 = 1;
     type X = Halves;
+    type W = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn load_x(x: &XPtr, b: usize) -> Halves {
