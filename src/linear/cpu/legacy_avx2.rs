@@ -1,9 +1,12 @@
 //! AVX2 + FMA + F16C kernels of the legacy family, in exactly the order of
 //! [`super::legacy`]'s module docs.
 //!
-//! A pass takes up to four weight rows against one activation row, eight 32-value blocks
-//! at a time (a chunk). Blocks come in pairs (b, b+1): the pair's activation codes are
-//! loaded once for all weight rows, and each weight row's pair gives one vector of eight
+//! With one activation row (GEMV), a pass takes up to four weight rows, eight 32-value
+//! blocks at a time (a chunk); with several, a pass takes one weight row against up to four
+//! activation rows, each weight pair unpacked once ([`tile`]). Blocks come in pairs
+//! (b, b+1); the activation codes are rearranged once per forward in the order of the
+//! weight bytes ([`arrange`]), so a pair's activation halves are plain loads. Each
+//! (weight row, activation row) pair of blocks gives one vector of eight
 //! i32 partial sums, lanes 0..4 for block b and 4..8 for block b+1. Three `vphaddd` turn
 //! a chunk's four pair vectors into the eight exact block sums, in lane order
 //! [`P`] = blocks (0, 2, 4, 6, 1, 3, 5, 7) of the chunk; the scales, activation sums and
@@ -13,9 +16,10 @@
 //!
 //! `vpmaddubsw` pair sums (i16) never saturate: unsigned codes (Q4_0 ≤ 15, Q5_0 ≤ 31,
 //! Q2_0 ≤ 3) times q8_1 codes (|x| ≤ 127, never −128) give pairs ≤ 2·31·127 = 7874, and two
-//! such vectors are added (≤ 15748) before `vpmaddwd`; signed codes go through the sign
-//! transfer (|q| as u8 ≤ 128 — Q8_0's −128 reads as 128 — times ±x): pairs ≤ 2·128·127 =
-//! 32512 < 32767, each widened by its own `vpmaddwd` before any addition.
+//! such vectors are added (≤ 15748) before `vpmaddwd`; signed codes go through a sign
+//! transfer, Q8_0 as |q| (u8 ≤ 128: −128 reads as 128) times ±x, IQ4 as |x| times ±kvalue
+//! (|kvalue| ≤ 127): pairs ≤ 2·128·127 = 32512 < 32767, each widened by its own
+//! `vpmaddwd` before any addition.
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
