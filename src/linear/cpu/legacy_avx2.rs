@@ -30,9 +30,9 @@ use crate::formats::gguf::grids::KVALUES_IQ4NL;
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
 
-/// Lane i of a chunk's vectors holds block P[i] of the chunk (what the hadd tree leaves).
+/// Lane i of a chunk's vectors holds block `P[i]` of the chunk (what the hadd tree leaves).
 const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
-/// The inverse of [`P`]: block c of the chunk is lane PINV[c].
+/// The inverse of [`P`]: block c of the chunk is lane `PINV[c]`.
 const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
 /// The pair arrangement of the nibble types and Q8_0: [A 0..16, B 0..16, A 16..32,
@@ -103,7 +103,7 @@ trait Kernel {
     /// # Safety
     /// AVX2 available.
     unsafe fn dot(q: &Self::W, x: &Self::X) -> __m256i;
-    /// The weight scales d_w of the chunk's blocks b + P[i] (b a multiple of 8).
+    /// The weight scales d_w of the chunk's blocks `b + P[i]` (b a multiple of 8).
     ///
     /// # Safety
     /// AVX2 available; the chunk lies in the weight row at `w`.
