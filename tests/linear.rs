@@ -329,9 +329,12 @@ fn random_weights_meet_the_criterion_and_paths_agree_bitwise() {
     let cases: &[(Format, &[usize])] = &[
         (Format::Fp32, &[1, 7, 33, 100, 300]),
         (Format::Bf16, &[1, 7, 33, 100, 300]),
-        (Format::GgufQ8_0, &[32, 96, 416]),
-        (Format::GgufQ4_0, &[32, 96, 416]),
-        (Format::GgufQ5_0, &[32, 96, 416]),
+        (Format::GgufQ8_0, &[32, 96, 416, 1024]),
+        (Format::GgufQ4_0, &[32, 96, 416, 1024]),
+        (Format::GgufQ5_0, &[32, 96, 416, 1024]),
+        (Format::GgufQ2_0, &[64, 192, 576, 1024]),
+        (Format::GgufIq4Nl, &[32, 96, 416, 1024]),
+        (Format::GgufIq4Xs, &[256, 768, 2048]),
         (Format::GgufQ2_K, &[256, 768, 1280]),
         (Format::GgufQ3_K, &[256, 768, 1280]),
         (Format::GgufQ4_K, &[256, 768, 1280]),
@@ -1103,6 +1106,151 @@ fn min_types_meet_the_criterion_with_their_two_terms() {
         println!(
             "{format}: {} outputs within the two-term criterion (worst {:.3} of the bound); \
              {over_plain} would exceed a bound on Σ|w·x̂| alone",
+            c.count, c.worst
+        );
+    }
+}
+
+/// Extreme weight blocks (every code of a block at one end of its range) for the legacy
+/// family: d = 1, so that with activations whose q8_1 scale is exactly 1 every partial sum is
+/// an integer and the product is EXACT whenever Σ|w·x| < 2²⁴.
+fn extreme_legacy_weight(format: Format, n: usize, k: usize, rng: &mut Rng) -> Vec<u8> {
+    let info = format.info();
+    let (bb, bv) = (info.block_bytes as usize, info.block_values as usize);
+    let mut w = vec![0u8; n * k / bv * bb];
+    let one = half::f16::from_f32(1.0).to_bits().to_le_bytes();
+    let per_row = k / bv;
+    for (bi, blk) in w.chunks_exact_mut(bb).enumerate() {
+        let low = rng.next() % 2 == 0;
+        // IQ4_XS: odd rows keep factors in {−1, 0, 1} (products small enough to be exact).
+        let row_extreme = (bi / per_row) % 2 == 0;
+        blk[0..2].copy_from_slice(&one);
+        match format {
+            // −128 (never made by ggml's quantizer, valid bytes) or 127.
+            Format::GgufQ8_0 => blk[2..].fill(if low { 0x80 } else { 0x7F }),
+            // Codes 0 / 15 (values −8 / 7), 0 / 31 (−16 / 15), 0 / 3 (−1 / 2),
+            // kvalues −127 / 113.
+            Format::GgufQ4_0 | Format::GgufIq4Nl | Format::GgufQ2_0 => {
+                blk[2..].fill(if low { 0x00 } else { 0xFF })
+            }
+            Format::GgufQ5_0 => blk[2..].fill(if low { 0x00 } else { 0xFF }),
+            Format::GgufIq4Xs => {
+                // ls per sub-block from {0, 31, 32, 33, 63} (factors −32, −1, 0, 1, 31).
+                let mut sh = 0u16;
+                let mut sl = 0u32;
+                for j in 0..8 {
+                    let ls = if row_extreme {
+                        [0u32, 31, 32, 33, 63][(rng.next() % 5) as usize]
+                    } else {
+                        [31u32, 32, 33][(rng.next() % 3) as usize]
+                    };
+                    sl |= (ls & 0x0F) << (4 * j);
+                    sh |= ((ls >> 4) as u16) << (2 * j);
+                }
+                blk[2..4].copy_from_slice(&sh.to_le_bytes());
+                blk[4..8].copy_from_slice(&sl.to_le_bytes());
+                for qs in blk[8..].chunks_exact_mut(16) {
+                    qs.fill(if rng.next() % 2 == 0 { 0x00 } else { 0xFF });
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+    w
+}
+
+#[test]
+fn legacy_kernels_extreme_blocks_and_row_groups() {
+    let mut rng = Rng(7);
+    // K: two whole 8-block chunks plus a tail (IQ4_XS: three super-blocks, no tail).
+    let cases = [
+        (Format::GgufQ8_0, 608),
+        (Format::GgufQ4_0, 608),
+        (Format::GgufQ5_0, 608),
+        (Format::GgufQ2_0, 640),
+        (Format::GgufIq4Nl, 608),
+        (Format::GgufIq4Xs, 768),
+    ];
+    for (format, k) in cases {
+        let (mut c, mut exact) = (
+            Checked {
+                count: 0,
+                worst: 0.0,
+            },
+            0,
+        );
+        for n in [1, 2, 3, 5, 6, 7] {
+            let wb = extreme_legacy_weight(format, n, k, &mut rng);
+            let view = WeightView::single(format, n, k, &wb).unwrap();
+            let mut wdec = vec![0f32; n * k];
+            for r in 0..n {
+                decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+            }
+            // Activations: per block all +127, all −127 or random integers with one ±127,
+            // so the q8_1 scale is exactly 1 and the codes are the values.
+            let mmax = 5;
+            let mut x = vec![0f32; mmax * k];
+            for blk in x.chunks_exact_mut(32) {
+                match rng.next() % 3 {
+                    0 => blk.fill(127.0),
+                    1 => blk.fill(-127.0),
+                    _ => {
+                        for v in blk.iter_mut() {
+                            *v = (rng.next() % 255) as f32 - 127.0;
+                        }
+                        blk[(rng.next() % 32) as usize] = 127.0;
+                    }
+                }
+            }
+            let mut yref = vec![0f64; mmax * n];
+            let mut sabs = vec![0f64; mmax * n];
+            for m in 0..mmax {
+                for r in 0..n {
+                    for j in 0..k {
+                        let p = wdec[r * k + j] as f64 * x[m * k + j] as f64;
+                        yref[m * n + r] += p;
+                        sabs[m * n + r] += p.abs();
+                    }
+                }
+            }
+            let mut first: Option<Vec<u32>> = None;
+            for isa in isas() {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_isa(isa).unwrap();
+                w.set_threads(1).unwrap();
+                let full = forward(&w, &x, mmax, None);
+                for m in [1, 2, mmax] {
+                    let y = forward(&w, &x[..m * k], m, None);
+                    let what = format!("{format} N={n} K={k} {isa:?} m{m}");
+                    check(
+                        &what,
+                        &y,
+                        &yref[..m * n],
+                        &sabs[..m * n],
+                        None,
+                        n,
+                        k,
+                        false,
+                        &mut c,
+                    );
+                    for (i, &got) in y.iter().enumerate() {
+                        if sabs[i] < (1u64 << 24) as f64 {
+                            assert_eq!(got as f64, yref[i], "{what}: output {i} not exact");
+                            exact += 1;
+                        }
+                    }
+                    assert_eq!(bits(&y), bits(&full[..m * n]), "{what}: batch rows differ");
+                }
+                match &first {
+                    None => first = Some(bits(&full)),
+                    Some(f) => assert_eq!(f, &bits(&full), "{format} N={n}: AVX2 ≠ scalar"),
+                }
+            }
+        }
+        assert!(exact > 0, "{format}: no exact case");
+        println!(
+            "{format}: extreme blocks, N = 1..7: {} outputs within linear_f32acc_v1 \
+             (worst |err|/tol = {:.2e}), {exact} exact; AVX2 = scalar, batch = single",
             c.count, c.worst
         );
     }

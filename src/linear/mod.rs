@@ -426,7 +426,12 @@ impl<'a> PreparedWeight<'a> {
         let (n, k) = (self.rows(), self.cols());
         let mut yt = vec![0f32; mul(n, m, "N × M")?];
         let q = match self.path {
-            Path::Gguf(_) | Path::GgufDecoded => Some(q8_1::Rows::quantize(x, m, k)),
+            Path::Gguf(kind) => Some(cpu::gguf::prepare(
+                self.isa,
+                kind,
+                q8_1::Rows::quantize(x, m, k),
+            )),
+            Path::GgufDecoded => Some(q8_1::Rows::quantize(x, m, k)),
             _ => None,
         };
         let xhat = match (self.path, &q) {

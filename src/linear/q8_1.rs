@@ -53,14 +53,22 @@ pub(crate) fn quantize_block(x: &[f32]) -> Block {
             sum: 0,
         };
     }
-    let amax = x.iter().fold(0f32, |a, v| a.max(v.abs()));
+    // Values are finite here: a plain comparison (no fmaxf call) gives the same maximum.
+    let amax = x
+        .iter()
+        .fold(0f32, |a, v| if v.abs() > a { v.abs() } else { a });
     let d = amax / 127.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     let mut sum = 0i32;
     if id.is_finite() {
         for (q, &v) in qs.iter_mut().zip(x) {
-            // |v·id| <= 127 + a few ulps, so the saturating cast never saturates.
-            *q = (v * id).round() as i8;
+            // roundf (half away from zero) without a libm call: truncate, then step away
+            // from zero when the dropped fraction is ≥ 1/2. |v·id| ≤ 127 + a few ulps, so
+            // the cast is exact and `s − t` is exact (Sterbenz).
+            let s = v * id;
+            let t = s as i32;
+            let f = s - t as f32;
+            *q = (t + (f >= 0.5) as i32 - (f <= -0.5) as i32) as i8;
             sum += *q as i32;
         }
     }
@@ -119,6 +127,11 @@ pub(crate) struct Rows {
     /// M × K/16 exact half-block sums Σq over 16 codes (|Σ| ≤ 16·127, so i16): the
     /// k-quant kernels' min and offset terms per 16-value sub-block.
     pub sum16: Vec<i16>,
+    /// Empty, or the codes with every whole block pair of a row rearranged for a kernel
+    /// ([`Rows::arrange_pairs`]).
+    pub pairs: Vec<i8>,
+    /// Empty, or |`pairs`|.
+    pub pairs_abs: Vec<i8>,
 }
 
 /// One row of [`Rows`].
@@ -128,6 +141,10 @@ pub(crate) struct Row<'a> {
     pub d: &'a [f32],
     pub sum: &'a [i32],
     pub sum16: &'a [i16],
+    /// This row's part of [`Rows::pairs`] (empty when not arranged).
+    pub pairs: &'a [i8],
+    /// This row's part of [`Rows::pairs_abs`] (empty when not arranged).
+    pub pairs_abs: &'a [i8],
 }
 
 impl Rows {
@@ -142,6 +159,8 @@ impl Rows {
             d: vec![0.0; nb],
             sum: vec![0; nb],
             sum16: vec![0; 2 * nb],
+            pairs: Vec::new(),
+            pairs_abs: Vec::new(),
         };
         for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
             let b = quantize_block(xb);
@@ -163,6 +182,31 @@ impl Rows {
             d: &self.d[i * nb..(i + 1) * nb],
             sum: &self.sum[i * nb..(i + 1) * nb],
             sum16: &self.sum16[2 * i * nb..2 * (i + 1) * nb],
+            pairs: self.pairs.get(i * self.k..(i + 1) * self.k).unwrap_or(&[]),
+            pairs_abs: self
+                .pairs_abs
+                .get(i * self.k..(i + 1) * self.k)
+                .unwrap_or(&[]),
+        }
+    }
+
+    /// Fills [`Rows::pairs`] with `pairs[64p + j] = qs[64p + perm[j]]` for every whole pair
+    /// p of 32-value blocks of each row (an odd last block is copied as is), and with
+    /// `abs` also [`Rows::pairs_abs`] = |pairs|. Computed once per forward for kernels
+    /// that read a block pair's codes in the order of their weight bytes.
+    pub fn arrange_pairs(&mut self, perm: &[u8; 64], abs: bool) {
+        self.pairs = self.qs.clone();
+        for row in self.pairs.chunks_exact_mut(self.k) {
+            for pair in row.chunks_exact_mut(64) {
+                let src: [i8; 64] = pair.try_into().expect("64 codes");
+                for (o, &j) in pair.iter_mut().zip(perm) {
+                    *o = src[j as usize];
+                }
+            }
+        }
+        if abs {
+            // Codes are in [−127, 127]: |q| fits i8.
+            self.pairs_abs = self.pairs.iter().map(|q| q.abs()).collect();
         }
     }
 

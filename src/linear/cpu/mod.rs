@@ -5,22 +5,23 @@
 //! - [`float`] (AVX2: `float_avx2`): bf16 / fp32 words, grouped codes, E4M3FN and nvfp4
 //!   codes read in place (and any decodable format, through a decoded f32 row) against f32
 //!   activations.
-//! - [`gguf`]: gguf_* blocks against q8_1 activations, one unpack function per block type.
-//! - [`kquants`]: the 256-value k-quant super-blocks (Q2_K..Q6_K) against q8_1 activations.
-//! - [`iquants`]: the grid-coded i-quants (IQ1/IQ2/IQ3) against q8_1 activations.
+//! - [`gguf`]: which family kernel a gguf_* block type runs on, all against q8_1
+//!   activations: [`legacy`] (Q8_0, Q4_0, Q5_0, Q2_0, IQ4_NL, IQ4_XS), [`kquants`]
+//!   (Q2_K..Q6_K), [`iquants`] (IQ1/IQ2/IQ3 grid types).
 
 pub(crate) mod float;
 #[cfg(target_arch = "x86_64")]
 mod float_avx2;
 pub(crate) mod gguf;
-#[cfg(target_arch = "x86_64")]
-mod gguf_avx2;
 pub(crate) mod iquants;
 #[cfg(target_arch = "x86_64")]
 mod iquants_avx2;
 pub(crate) mod kquants;
 #[cfg(target_arch = "x86_64")]
 mod kquants_avx2;
+pub(crate) mod legacy;
+#[cfg(target_arch = "x86_64")]
+mod legacy_avx2;
 
 /// The instruction set a prepared weight runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

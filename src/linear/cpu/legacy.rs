@@ -1,0 +1,259 @@
+//! GGUF legacy-block family against q8_1 activations: Q8_0, Q4_0, Q5_0, Q2_0, IQ4_NL and
+//! IQ4_XS (one binary16 scale per block or super-block, integer codes, no separate min).
+//! The scalar reference order lives here; `legacy_avx2` reproduces its bits.
+//!
+//! # Evaluation order (fixed per output)
+//!
+//! The weight row is walked in 32-value blocks b = 0 .. K/32, aligned with the q8_1
+//! activation blocks (Q2_0's 64-value block is blocks 2i and 2i+1, sharing its d; IQ4_XS's
+//! 256-value super-block is eight blocks sharing d, each with its own 6-bit scale). Block b
+//! gives:
+//!
+//! - `T_b` = Σ_e `sc_b·q_e·x_e` over its 32 values, an EXACT integer: `q_e` the signed code
+//!   value (Q8_0 the byte; Q4_0 nibble − 8; Q5_0 5-bit code − 16; Q2_0 2-bit code − 1;
+//!   IQ4_NL / IQ4_XS `kvalues_iq4nl[nibble]`), `sc_b` the integer block factor (IQ4_XS:
+//!   `ls − 32`, else 1), `x_e` the q8_1 codes. |T_b| ≤ 32·32·127·127 < 2²⁴, so `T_b` is
+//!   exact in binary32 too;
+//! - `D_b` = `d_w(b)·dx_b`, the weight's binary16 scale times the activation block's
+//!   binary16 scale (exact in binary32);
+//! - `acc[b mod 8] ← fma(D_b, T_b, acc[b mod 8])`, eight FP32 accumulators from +0.
+//!
+//! The result is `tree8(acc)` (the shared lane tree). How `T_b` is computed does not
+//! matter (it is exact): the AVX2 path uses unsigned codes and subtracts `offset·Σx` with
+//! the activation block's exact code sum, and reduces eight blocks' sums in one vector.
+//! Nothing depends on the thread count, M, the activation row's position or how many
+//! weight rows share a pass.
+
+use super::{Isa, tree8};
+use crate::formats::gguf::grids::KVALUES_IQ4NL;
+use crate::formats::gguf::{f16_at, u16_at, u32_at};
+use crate::linear::q8_1::{Row, Rows};
+use crate::registry::Format;
+
+/// The legacy block types with a dedicated kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Legacy {
+    Q8_0,
+    Q4_0,
+    Q5_0,
+    Q2_0,
+    Iq4Nl,
+    Iq4Xs,
+}
+
+impl Legacy {
+    /// The legacy kernel for `format`, if it is one of the family.
+    pub(crate) fn of(format: Format) -> Option<Legacy> {
+        Some(match format {
+            Format::GgufQ8_0 => Legacy::Q8_0,
+            Format::GgufQ4_0 => Legacy::Q4_0,
+            Format::GgufQ5_0 => Legacy::Q5_0,
+            Format::GgufQ2_0 => Legacy::Q2_0,
+            Format::GgufIq4Nl => Legacy::Iq4Nl,
+            Format::GgufIq4Xs => Legacy::Iq4Xs,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per weight block.
+    pub(crate) const fn block_bytes(self) -> usize {
+        match self {
+            Legacy::Q8_0 => 34,
+            Legacy::Q4_0 | Legacy::Iq4Nl | Legacy::Q2_0 => 18,
+            Legacy::Q5_0 => 22,
+            Legacy::Iq4Xs => 136,
+        }
+    }
+
+    /// 32-value (q8_1) blocks per weight block.
+    pub(crate) const fn sub_blocks(self) -> usize {
+        match self {
+            Legacy::Q2_0 => 2,
+            Legacy::Iq4Xs => 8,
+            _ => 1,
+        }
+    }
+
+    /// Whole weight blocks needed for `nb` 32-value blocks (`nb` is a multiple of
+    /// [`Legacy::sub_blocks`] for a valid view).
+    pub(crate) const fn row_bytes(self, nb: usize) -> usize {
+        nb / self.sub_blocks() * self.block_bytes()
+    }
+}
+
+/// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
+/// pair's codes rearranged in the order of their weight bytes).
+pub(crate) fn prepare(isa: Isa, kind: Legacy, rows: Rows) -> Rows {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => super::legacy_avx2::arrange(kind, rows),
+        _ => rows,
+    }
+}
+
+/// Block b's exact integer sum `T_b` against the activation codes `xq` (32 values), and the
+/// weight scale `d_w(b)` (module docs).
+pub(crate) fn block_total(kind: Legacy, w: &[u8], b: usize, xq: &[i8]) -> (i32, f32) {
+    let mut q = [0i32; 32];
+    let (sc, d) = match kind {
+        Legacy::Q8_0 => {
+            // block_q8_0 { f16 d; i8 qs[32]; }
+            let blk = &w[34 * b..34 * b + 34];
+            for (o, &c) in q.iter_mut().zip(&blk[2..]) {
+                *o = c as i8 as i32;
+            }
+            (1, f16_at(blk, 0))
+        }
+        Legacy::Q4_0 | Legacy::Iq4Nl => {
+            // { f16 d; u8 qs[16]; }: value e < 16 is the low nibble of qs[e], value e ≥ 16
+            // the high nibble of qs[e − 16].
+            let blk = &w[18 * b..18 * b + 18];
+            for e in 0..16 {
+                let (lo, hi) = ((blk[2 + e] & 0x0F) as usize, (blk[2 + e] >> 4) as usize);
+                (q[e], q[e + 16]) = if kind == Legacy::Q4_0 {
+                    (lo as i32 - 8, hi as i32 - 8)
+                } else {
+                    (KVALUES_IQ4NL[lo] as i32, KVALUES_IQ4NL[hi] as i32)
+                };
+            }
+            (1, f16_at(blk, 0))
+        }
+        Legacy::Q5_0 => {
+            // block_q5_0 { f16 d; u32 qh; u8 qs[16]; }: nibbles as Q4_0, bit e of qh is
+            // bit 4 of value e.
+            let blk = &w[22 * b..22 * b + 22];
+            let qh = u32_at(blk, 2);
+            for e in 0..16 {
+                let lo = (blk[6 + e] & 0x0F) as u32 | ((qh >> e) & 1) << 4;
+                let hi = (blk[6 + e] >> 4) as u32 | ((qh >> (e + 16)) & 1) << 4;
+                (q[e], q[e + 16]) = (lo as i32 - 16, hi as i32 - 16);
+            }
+            (1, f16_at(blk, 0))
+        }
+        Legacy::Q2_0 => {
+            // block_q2_0 { f16 d; u8 qs[16]; } over 64 values: value j is bits 2(j%4).. of
+            // qs[j/4]; this block is half b % 2.
+            let blk = &w[18 * (b / 2)..18 * (b / 2) + 18];
+            for (e, o) in q.iter_mut().enumerate() {
+                let j = 32 * (b % 2) + e;
+                *o = ((blk[2 + j / 4] >> (2 * (j % 4))) & 3) as i32 - 1;
+            }
+            (1, f16_at(blk, 0))
+        }
+        Legacy::Iq4Xs => {
+            // block_iq4_xs { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]; }: sub-block
+            // j = b % 8 is IQ4_NL-coded in qs[16j..16j+16]; 6-bit scale = nibble j of the
+            // scales_l word | bits 2j..2j+1 of scales_h << 4, factor ls − 32.
+            let (sb, j) = (b / 8, b % 8);
+            let blk = &w[136 * sb..136 * sb + 136];
+            let ls =
+                (u32_at(blk, 4) >> (4 * j)) & 0x0F | ((u16_at(blk, 2) as u32 >> (2 * j)) & 3) << 4;
+            for e in 0..16 {
+                let c = blk[8 + 16 * j + e];
+                q[e] = KVALUES_IQ4NL[(c & 0x0F) as usize] as i32;
+                q[e + 16] = KVALUES_IQ4NL[(c >> 4) as usize] as i32;
+            }
+            (ls as i32 - 32, f16_at(blk, 0))
+        }
+    };
+    let s: i32 = q.iter().zip(xq).map(|(&q, &x)| q * x as i32).sum();
+    (sc * s, d)
+}
+
+/// `acc[b mod 8] ← fma(d_w·dx, T, acc[b mod 8])` for blocks `from .. to` (the scalar
+/// reference step, also the AVX2 path's tail).
+pub(super) fn blocks_scalar(
+    kind: Legacy,
+    w: &[u8],
+    x: &Row<'_>,
+    from: usize,
+    to: usize,
+    acc: &mut [f32; 8],
+) {
+    for b in from..to {
+        let (t, d) = block_total(kind, w, b, &x.qs[32 * b..32 * b + 32]);
+        let a = &mut acc[b % 8];
+        *a = (d * x.d[b]).mul_add(t as f32, *a);
+    }
+}
+
+/// Up to four consecutive weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]` =
+/// the product of `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
+///
+/// Each `ws[i]` holds at least the whole blocks of one row (K = 32·`xs[r].d.len()`).
+pub(crate) fn dot_row_group(isa: Isa, kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert_eq!(ws.len() * xs.len(), out.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
+        Isa::Avx2 => unsafe { super::legacy_avx2::dot_row_group(kind, ws, xs, out) },
+        _ => {
+            for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
+                for (o, x) in o.iter_mut().zip(xs) {
+                    let mut acc = [0f32; 8];
+                    blocks_scalar(kind, w, x, 0, x.d.len(), &mut acc);
+                    *o = tree8(acc);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f16(v: f32) -> [u8; 2] {
+        half::f16::from_f32(v).to_bits().to_le_bytes()
+    }
+
+    /// Hand-worked block sums (codes written out from the block layouts).
+    #[test]
+    fn hand_worked_block_totals() {
+        let x: Vec<i8> = (0..32).map(|e| e as i8 - 16).collect(); // −16 .. 15
+        let sx: i32 = x.iter().map(|&v| v as i32).sum(); // −16
+        // Q4_0: every byte 0x9A → low nibble 10 (value 2), high 9 (value 1).
+        let mut w = vec![0u8; 18];
+        w[0..2].copy_from_slice(&f16(0.5));
+        w[2..].fill(0x9A);
+        let want = 2 * x[..16].iter().map(|&v| v as i32).sum::<i32>()
+            + x[16..].iter().map(|&v| v as i32).sum::<i32>();
+        assert_eq!(block_total(Legacy::Q4_0, &w, 0, &x), (want, 0.5));
+        // IQ4_NL: the same bytes pick kvalues[10] = 25 and kvalues[9] = 13.
+        let want = 25 * x[..16].iter().map(|&v| v as i32).sum::<i32>()
+            + 13 * x[16..].iter().map(|&v| v as i32).sum::<i32>();
+        assert_eq!(block_total(Legacy::Iq4Nl, &w, 0, &x).0, want);
+        // Q5_0: all nibbles 0 → values −16, except value 0 whose qh bit sets bit 4 → 0.
+        let mut w = vec![0u8; 22];
+        w[2..6].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(
+            block_total(Legacy::Q5_0, &w, 0, &x).0,
+            -16 * sx + 16 * x[0] as i32
+        );
+        // Q2_0: byte 0 = 0b11_10_01_00 → values 0..3 are −1, 0, 1, 2; others code 0 → −1.
+        // Half 1 (block 1) starts at byte 8.
+        let mut w = vec![0u8; 18];
+        w[2] = 0b1110_0100;
+        w[10] = 0b1111_1111; // values 32..35 = 2
+        let want = -sx + (x[1] as i32) + 2 * x[2] as i32 + 3 * x[3] as i32;
+        assert_eq!(block_total(Legacy::Q2_0, &w, 0, &x).0, want);
+        let want = -sx + 3 * x[..4].iter().map(|&v| v as i32).sum::<i32>();
+        assert_eq!(block_total(Legacy::Q2_0, &w, 1, &x).0, want);
+        // IQ4_XS: sub-block 3 has ls = nibble 3 of scales_l (0x5) | bits 6..7 of
+        // scales_h (0b10) << 4 = 37 → factor 5; its codes all 0x88 → kvalues[8] = 1.
+        let mut w = vec![0u8; 136];
+        w[0..2].copy_from_slice(&f16(2.0));
+        w[2..4].copy_from_slice(&(0b10u16 << 6).to_le_bytes());
+        w[4..8].copy_from_slice(&(0x5u32 << 12).to_le_bytes());
+        w[8 + 48..8 + 64].fill(0x88);
+        assert_eq!(block_total(Legacy::Iq4Xs, &w, 3, &x), (5 * sx, 2.0));
+        // Q8_0: codes −128 .. are bytes.
+        let mut w = vec![0u8; 34];
+        w[2] = 0x80; // −128
+        w[3] = 0x7F;
+        assert_eq!(
+            block_total(Legacy::Q8_0, &w, 0, &x).0,
+            -128 * x[0] as i32 + 127 * x[1] as i32
+        );
+    }
+}
