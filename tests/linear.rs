@@ -993,66 +993,30 @@ fn iquant_kernels_cover_every_grid_point_and_sign() {
 /// decoder (the min term is the decoded row with every code byte zeroed).
 #[test]
 fn min_types_meet_the_criterion_with_their_two_terms() {
-    // (format, block bytes, code bytes, d·sc·q = dmin·m block, the byte and value that
-    // breaks the cancellation once). d = 1.0 (0x3C00) throughout.
-    let cases: [(
-        Format,
-        usize,
-        std::ops::Range<usize>,
-        fn(&mut [u8]),
-        usize,
-        u8,
-    ); 3] = [
-        // Q2_K: scales 0xFF (sc = m = 15), codes 3, dmin = 3: 45 − 45 = 0.
-        (
-            Format::GgufQ2_K,
-            84,
-            16..80,
-            |b| {
-                b[..80].fill(0xFF);
-                b[80..84].copy_from_slice(&[0x00, 0x3C, 0x00, 0x42]);
-            },
-            16,
-            0xFE,
-        ),
-        // Q4_K: scales/mins 63, codes 15, dmin = 15: 945 − 945 = 0.
-        (
-            Format::GgufQ4_K,
-            144,
-            16..144,
-            |b| {
-                b.fill(0xFF);
-                b[..4].copy_from_slice(&[0x00, 0x3C, 0x80, 0x4B]);
-            },
-            16,
-            0xFE,
-        ),
-        // Q5_K: scales/mins 63, codes 31, dmin = 31: 1953 − 1953 = 0.
-        (
-            Format::GgufQ5_K,
-            176,
-            16..176,
-            |b| {
-                b.fill(0xFF);
-                b[..4].copy_from_slice(&[0x00, 0x3C, 0xC0, 0x4F]);
-            },
-            48,
-            0xFE,
-        ),
+    // (format, code bytes, offset of d and dmin, dmin, a low-code byte): every byte 0xFF but
+    // d = 1.0 and dmin, so that d·sc·q = dmin·m everywhere; the low-code byte = 0xFE (one
+    // code one lower) breaks the cancellation once. Q2_K: sc = m = 15, codes 3, dmin = 3 (45 − 45); Q4_K: 63, 15,
+    // dmin = 15 (945 − 945); Q5_K: 63, 31, dmin = 31 (1953 − 1953).
+    let cases = [
+        (Format::GgufQ2_K, 16..80, 80, 0x4200u16, 16),
+        (Format::GgufQ4_K, 16..144, 0, 0x4B80, 16),
+        (Format::GgufQ5_K, 16..176, 0, 0x4FC0, 48),
     ];
     let (n, k, m) = (4, 4096, 2);
     let mut rng = Rng(0x5EED_CA9C);
     let x: Vec<f32> = (0..m * k).map(|_| 0.5 + 0.5 * rng.unit().abs()).collect();
     let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
-    for (format, bb, codes, fill, at, byte) in cases {
+    for (format, codes, head, dmin, low) in cases {
+        let bb = format.info().block_bytes as usize;
         let nblk = k / 256;
-        let mut wb = vec![0u8; n * nblk * bb];
+        let mut wb = vec![0xFFu8; n * nblk * bb];
         for blk in wb.chunks_exact_mut(bb) {
-            fill(blk);
+            blk[head..head + 2].copy_from_slice(&0x3C00u16.to_le_bytes());
+            blk[head + 2..head + 4].copy_from_slice(&dmin.to_le_bytes());
         }
         // Row r breaks the cancellation once, in super-block r.
         for r in 0..n {
-            wb[(r * nblk + r) * bb + at] = byte;
+            wb[(r * nblk + r) * bb + low] = 0xFE;
         }
         let mut zeroed = wb.clone();
         for blk in zeroed.chunks_exact_mut(bb) {
