@@ -6,11 +6,14 @@
 //! Q5_K 0..31, Q6_K 0..63 = q + 32) so `vpmaddubsw` needs no sign transfer; the offsets
 //! come back exactly through the activation's half-block sums Σx16 (`q8_1::Row::sum16`):
 //!
-//! - block j: `vpmaddubsw(u, x)` (i16 pairs), `vpmaddwd` with the per-16 scales (Q2_K,
-//!   Q3_K, Q6_K) or with ones (Q4_K, Q5_K) → 8 i32 lanes;
-//! - the 8 blocks' vectors are reduced horizontally (a tree of pairwise merges) to one
-//!   vector whose lane j is block j's sum, so ONE convert + ONE fma per super-block serves
-//!   8 blocks;
+//! - block j: `vpmaddubsw(u, x)` (i16 pairs), then for Q2_K, Q3_K, Q6_K `vpmaddwd` with
+//!   the per-16 scales → 8 i32 lanes, reduced over the 8 blocks by two levels of
+//!   `vphaddd`; for Q4_K, Q5_K the i16 pairs go through two levels of `vphaddw` first (a
+//!   lane then sums 8 products, ≤ 8·31·127 = 31496 < 2¹⁵) and ONE `vpmaddwd` with ones per
+//!   4 blocks — 2 instead of 8 `vpmaddwd` per super-block;
+//! - the two 128-bit halves are added so lane j holds block j's sum (the integer sums are
+//!   exact, so how they are grouped does not change the bits), and ONE convert + ONE fma
+//!   per super-block serves 8 blocks;
 //! - Q4_K/Q5_K multiply lane j by the 6-bit scale (`vpmulld`); Q3_K/Q6_K subtract
 //!   `vpmaddwd(k·sc16, Σx16)` (k = 4, 32); the mins are `vpmaddwd(m16, Σx16)`;
 //! - `acc ← fma(d·dx, S, acc)`, `accm ← fma(dmin·dx, M, accm)` with the 8 activation
@@ -26,6 +29,11 @@
 //! 4 interleaved rows (sharing each activation load) measured equal with the matrix in
 //! L1/L2 but up to 2.5× slower with it in L3 on this Zen 3. With M > 1 one unpacked weight
 //! row meets up to four activation rows.
+//!
+//! Each super-block step prefetches (`prefetcht1`) the same super-block [`PF_ROWS`] weight
+//! rows further on: rows are consecutive in the plane and only a few KiB long, too short
+//! for the hardware prefetcher to pick up each new row stream in time. It pays beyond L3
+//! and is neutral in L3, where the kernel is bound by its instruction count.
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -309,28 +317,10 @@ static SCALE_MASKS: [[u8; 32]; 4] = {
     m
 };
 
-/// Lane 2k = a[2k] + a[2k+1], lane 2k+1 = b[2k] + b[2k+1] (blends and one in-lane
-/// shuffle; LLVM may well emit `vphaddd` + `vpshufd` for it, the sums are the same).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn merge1(a: __m256i, b: __m256i) -> __m256i {
-    let s = _mm256_blend_epi32(a, b, 0xAA);
-    let t = _mm256_blend_epi32(b, a, 0xAA);
-    _mm256_add_epi32(s, _mm256_shuffle_epi32(t, 0xB1))
-}
-
-/// Per 128-bit half: lanes 0,1 = c[0] + c[2], c[1] + c[3]; lanes 2,3 = d[0] + d[2],
-/// d[1] + d[3].
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn merge2(c: __m256i, d: __m256i) -> __m256i {
-    let s = _mm256_blend_epi32(c, d, 0xCC);
-    let t = _mm256_blend_epi32(d, c, 0xCC);
-    _mm256_add_epi32(s, _mm256_shuffle_epi32(t, 0x4E))
-}
-
-/// Blocks J and J1 = J+1 of super-block `sb` for every (weight row, activation row): pairwise
-/// of their two 8-lane i32 vectors (lanes 0,1 / 4,5: block J; 2,3 / 6,7: block J+1).
+/// Blocks J and J1 = J+1 of super-block `sb` for every (weight row, activation row), one
+/// horizontal-add level merged: per 128-bit half, i32 lanes 0,1 are block J's and 2,3
+/// block J+1's (Q2_K, Q3_K, Q6_K, after the per-16 scales); for Q4_K/Q5_K i16 lanes 0..4
+/// are block J's and 4..8 block J+1's (pair sums of `vpmaddubsw`, no scale yet).
 ///
 /// # Safety
 /// As [`pass`]; super-block `sb` lies in every row.
@@ -352,23 +342,38 @@ unsafe fn pair<U: K, const RW: usize, const RX: usize, const J: usize, const J1:
         }
         for i in 0..RW {
             let (u0, u1) = (U::codes::<J>(w[i]), U::codes::<J1>(w[i]));
-            let (s0, s1) = if U::PER32 {
-                (_mm256_set1_epi16(1), _mm256_set1_epi16(1))
+            if U::PER32 {
+                for r in 0..RX {
+                    let v0 = _mm256_maddubs_epi16(u0, x0[r]);
+                    let v1 = _mm256_maddubs_epi16(u1, x1[r]);
+                    out[i][r] = _mm256_hadd_epi16(v0, v1);
+                }
             } else {
                 let half = if J < 4 { h[i].sclo } else { h[i].schi };
-                (
-                    _mm256_shuffle_epi8(half, load(SCALE_MASKS[J % 4].as_ptr())),
-                    _mm256_shuffle_epi8(half, load(SCALE_MASKS[J1 % 4].as_ptr())),
-                )
-            };
-            for r in 0..RX {
-                let v0 = _mm256_madd_epi16(_mm256_maddubs_epi16(u0, x0[r]), s0);
-                let v1 = _mm256_madd_epi16(_mm256_maddubs_epi16(u1, x1[r]), s1);
-                out[i][r] = merge1(v0, v1);
+                let s0 = _mm256_shuffle_epi8(half, load(SCALE_MASKS[J % 4].as_ptr()));
+                let s1 = _mm256_shuffle_epi8(half, load(SCALE_MASKS[J1 % 4].as_ptr()));
+                for r in 0..RX {
+                    let v0 = _mm256_madd_epi16(_mm256_maddubs_epi16(u0, x0[r]), s0);
+                    let v1 = _mm256_madd_epi16(_mm256_maddubs_epi16(u1, x1[r]), s1);
+                    out[i][r] = _mm256_hadd_epi32(v0, v1);
+                }
             }
         }
     }
     out
+}
+
+/// Blocks J..J+4 from two [`pair`] results: per 128-bit half, i32 lane k = block J+k's
+/// half sum.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn quad<U: K>(a: __m256i, b: __m256i) -> __m256i {
+    if U::PER32 {
+        // Each i16 lane is now a sum of 8 products |u·x| ≤ 31·127 (Q5_K): ≤ 31496 < 2¹⁵.
+        _mm256_madd_epi16(_mm256_hadd_epi16(a, b), _mm256_set1_epi16(1))
+    } else {
+        _mm256_hadd_epi32(a, b)
+    }
 }
 
 /// # Safety
@@ -424,6 +429,10 @@ unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     }
 }
 
+/// How many weight rows ahead the kernel prefetches: beyond L3 (16384 × 4096, M = 1) 2
+/// measured best (1: ~5–10% slower, 3 and 4: equal or slower); in L3 it is neutral.
+const PF_ROWS: usize = 2;
+
 /// RW weight rows against RX activation rows: `out[i·stride + r]`.
 ///
 /// # Safety
@@ -438,6 +447,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize>(
 ) {
     let bb = U::KQ.block_bytes();
     let nsb = xs[0].d.len() / 8;
+    let pf = PF_ROWS * nsb * bb;
     // One up-front check per row: the pointer reads below stay in bounds.
     let wp: [*const u8; RW] = std::array::from_fn(|i| {
         assert!(ws[i].len() >= nsb * bb);
@@ -466,6 +476,14 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize>(
             let mut h = [U::header(w[0].add(bb * sb)); RW];
             for i in 0..RW {
                 w[i] = wp[i].add(bb * sb);
+                // The same super-block of a row further on (rows are consecutive in the
+                // plane): a row is only a few KiB, too short for the hardware prefetcher.
+                let ahead = w[i].wrapping_add(pf);
+                let mut o = 0;
+                while o < bb {
+                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast());
+                    o += 64;
+                }
                 h[i] = U::header(w[i]);
             }
             // Lane j of `s[i][r]` = block j's sum (pairwise merge tree, then the two halves).
@@ -474,7 +492,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize>(
             let mut a = p0;
             for i in 0..RW {
                 for r in 0..RX {
-                    a[i][r] = merge2(p0[i][r], p1[i][r]);
+                    a[i][r] = quad::<U>(p0[i][r], p1[i][r]);
                 }
             }
             let p2 = pair::<U, RW, RX, 4, 5>(&w, &x, &h);
@@ -482,7 +500,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize>(
             for i in 0..RW {
                 for r in 0..RX {
                     // a = [blocks 0..4 over lanes 0..4 | over lanes 4..8], b: blocks 4..8.
-                    let b = merge2(p2[i][r], p3[i][r]);
+                    let b = quad::<U>(p2[i][r], p3[i][r]);
                     let s = _mm256_add_epi32(
                         _mm256_blend_epi32(a[i][r], b, 0xF0),
                         _mm256_permute2x128_si256(a[i][r], b, 0x21),
