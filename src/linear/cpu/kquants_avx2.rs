@@ -48,12 +48,12 @@ struct Hdr {
     /// d and dmin broadcast.
     d: __m256,
     dmin: __m256,
-    /// The 16 per-16 scales (i16) of sub-blocks 0..8 in both 128-bit halves, and of
-    /// sub-blocks 8..16 (Q2_K, Q3_K, Q6_K).
-    sclo: __m256i,
-    schi: __m256i,
-    /// The 8 per-32 scales as i32 (Q4_K, Q5_K).
-    sc32: __m256i,
+    /// The scales of blocks 0..4 (`s03`) and 4..8 (`s47`) as [`quad`] applies them: Q2_K,
+    /// Q3_K: i16 lanes 2k, 2k+1 = sc[2(J+k)] in the low 128 bits, sc[2(J+k)+1] in the high;
+    /// Q6_K: i32 lane k = sc[2(J+k)], lane 4+k = sc[2(J+k)+1]; Q4_K, Q5_K: `s03` holds the 8
+    /// per-32 scales as i32, applied after the reduction.
+    s03: __m256i,
+    s47: __m256i,
     /// The 16 per-16 coefficients of Σx16: mins (Q2_K, Q4_K, Q5_K) or k·sc (Q3_K, Q6_K).
     c16: __m256i,
 }
@@ -63,6 +63,9 @@ trait K {
     const KQ: Kq;
     /// Scales per 32 values, applied after the reduction.
     const PER32: bool;
+    /// `vpmaddubsw` pairs too large to add in i16 (Q6_K): reduced in i32, scaled by
+    /// `vpmulld`.
+    const WIDE: bool = false;
     /// # Safety
     /// AVX2/FMA/F16C available; `b` points at a whole super-block.
     unsafe fn header(b: *const u8) -> Hdr;
@@ -110,16 +113,28 @@ fn nibble(v: __m256i, hi: bool) -> __m256i {
     _mm256_and_si256(v, _mm256_set1_epi8(0x0F))
 }
 
-/// Header of Q2_K/Q3_K/Q6_K from 16 scales (i16).
+/// `vpshufb` of the 16 per-16 scale bytes: sc[0], sc[0], sc[2], sc[2], .., sc[6] then
+/// sc[1], sc[1], sc[3], .., sc[7] (blocks 0..4 as [`Hdr::s03`] wants them, after a widening
+/// to i16); +8 for blocks 4..8.
+static PAIRS03: [u8; 16] = [0, 0, 2, 2, 4, 4, 6, 6, 1, 1, 3, 3, 5, 5, 7, 7];
+static PAIRS47: [u8; 16] = [8, 8, 10, 10, 12, 12, 14, 14, 9, 9, 11, 11, 13, 13, 15, 15];
+
+/// Header of Q2_K/Q3_K from the 16 per-16 scales (signed bytes).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn per16(d: __m256, dmin: __m256, sc16: __m256i, c16: __m256i) -> Hdr {
+unsafe fn per16(d: __m256, dmin: __m256, sc: __m128i, c16: __m256i) -> Hdr {
+    // SAFETY: 16 readable bytes each.
+    let (m03, m47) = unsafe {
+        (
+            _mm_loadu_si128(PAIRS03.as_ptr().cast()),
+            _mm_loadu_si128(PAIRS47.as_ptr().cast()),
+        )
+    };
     Hdr {
         d,
         dmin,
-        sclo: _mm256_permute4x64_epi64(sc16, 0x44),
-        schi: _mm256_permute4x64_epi64(sc16, 0xEE),
-        sc32: _mm256_setzero_si256(),
+        s03: _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, m03)),
+        s47: _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc, m47)),
         c16,
     }
 }
@@ -136,9 +151,13 @@ impl K for Q2K {
         unsafe {
             let s = _mm_loadu_si128(b.cast());
             let m = _mm_set1_epi8(0x0F);
-            let sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(s, m));
             let mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m));
-            per16(f16x8(b.add(80)), f16x8(b.add(82)), sc16, mn16)
+            per16(
+                f16x8(b.add(80)),
+                f16x8(b.add(82)),
+                _mm_and_si128(s, m),
+                mn16,
+            )
         }
     }
     #[inline]
@@ -169,10 +188,10 @@ impl K for Q3K {
             let lo = 0x0F0F_0F0F_0F0F_0F0Fu64;
             let s0 = (a & lo) | ((two(0) | two(2) << 32) << 4);
             let s1 = ((a >> 4) & lo) | ((two(4) | two(6) << 32) << 4);
-            let s = _mm_set_epi64x(s1 as i64, s0 as i64);
-            let sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(s), _mm256_set1_epi16(32));
+            let s = _mm_sub_epi8(_mm_set_epi64x(s1 as i64, s0 as i64), _mm_set1_epi8(32));
+            let sc16 = _mm256_cvtepi8_epi16(s);
             let d = f16x8(b.add(108));
-            per16(d, d, sc16, _mm256_slli_epi16(sc16, 2))
+            per16(d, d, s, _mm256_slli_epi16(sc16, 2))
         }
     }
     #[inline]
@@ -212,9 +231,8 @@ unsafe fn header_k4(b: *const u8) -> Hdr {
     Hdr {
         d: _mm256_broadcastss_ps(dd),
         dmin: _mm256_broadcastss_ps(_mm_movehdup_ps(dd)),
-        sclo: _mm256_setzero_si256(),
-        schi: _mm256_setzero_si256(),
-        sc32: _mm256_cvtepu8_epi32(scmn),
+        s03: _mm256_cvtepu8_epi32(scmn),
+        s47: _mm256_setzero_si256(),
         // Each min serves both 16-value halves of its sub-block.
         c16: _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scmn, scmn)),
     }
@@ -266,14 +284,24 @@ struct Q6K;
 impl K for Q6K {
     const KQ: Kq = Kq::Q6K;
     const PER32: bool = false;
+    const WIDE: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: 210 bytes at b.
         unsafe {
-            let sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(b.add(192).cast()));
+            let sc = _mm_loadu_si128(b.add(192).cast());
             let d = f16x8(b.add(208));
-            per16(d, d, sc16, _mm256_slli_epi16(sc16, 5))
+            // sc[0], sc[2], .., sc[6], sc[1], sc[3], .., sc[7], then the same + 8.
+            let m = _mm_set_epi8(15, 13, 11, 9, 14, 12, 10, 8, 7, 5, 3, 1, 6, 4, 2, 0);
+            let v = _mm_shuffle_epi8(sc, m);
+            Hdr {
+                d,
+                dmin: d,
+                s03: _mm256_cvtepi8_epi32(v),
+                s47: _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)),
+                c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 5),
+            }
         }
     }
     #[inline]
@@ -300,27 +328,9 @@ impl K for Q6K {
     }
 }
 
-/// `vpshufb` masks: block j's scale vector takes i16 lane 2·(j%4) of a broadcast half in
-/// its low 128 bits (values 0..16) and lane 2·(j%4)+1 in its high 128 bits (values 16..32).
-static SCALE_MASKS: [[u8; 32]; 4] = {
-    let mut m = [[0u8; 32]; 4];
-    let mut jj = 0;
-    while jj < 4 {
-        let mut e = 0;
-        while e < 32 {
-            let lane = 2 * jj + e / 16;
-            m[jj][e] = (2 * lane + e % 2) as u8;
-            e += 1;
-        }
-        jj += 1;
-    }
-    m
-};
-
 /// Blocks J and J1 = J+1 of super-block `sb` for every (weight row, activation row), one
-/// horizontal-add level merged: per 128-bit half, i32 lanes 0,1 are block J's and 2,3
-/// block J+1's (Q2_K, Q3_K, Q6_K, after the per-16 scales); for Q4_K/Q5_K i16 lanes 0..4
-/// are block J's and 4..8 block J+1's (pair sums of `vpmaddubsw`, no scale yet).
+/// horizontal-add level merged, no scale yet: per 128-bit half, i16 lanes 0..4 are block
+/// J's and 4..8 block J+1's (sums of `vpmaddubsw` pairs); Q6_K: i32 lanes 0,1 and 2,3.
 ///
 /// # Safety
 /// As [`pass`]; super-block `sb` lies in every row.
@@ -329,7 +339,6 @@ static SCALE_MASKS: [[u8; 32]; 4] = {
 unsafe fn pair<U: K, const RW: usize, const RX: usize, const J: usize, const J1: usize>(
     w: &[*const u8; RW],
     x: &[*const i8; RX],
-    h: &[Hdr; RW],
 ) -> [[__m256i; RX]; RW] {
     let mut out = [[_mm256_setzero_si256(); RX]; RW];
     // SAFETY: blocks J, J+1 of the super-block at w[i] and of the activations at x[r].
@@ -342,21 +351,15 @@ unsafe fn pair<U: K, const RW: usize, const RX: usize, const J: usize, const J1:
         }
         for i in 0..RW {
             let (u0, u1) = (U::codes::<J>(w[i]), U::codes::<J1>(w[i]));
-            if U::PER32 {
-                for r in 0..RX {
-                    let v0 = _mm256_maddubs_epi16(u0, x0[r]);
-                    let v1 = _mm256_maddubs_epi16(u1, x1[r]);
-                    out[i][r] = _mm256_hadd_epi16(v0, v1);
-                }
-            } else {
-                let half = if J < 4 { h[i].sclo } else { h[i].schi };
-                let s0 = _mm256_shuffle_epi8(half, load(SCALE_MASKS[J % 4].as_ptr()));
-                let s1 = _mm256_shuffle_epi8(half, load(SCALE_MASKS[J1 % 4].as_ptr()));
-                for r in 0..RX {
-                    let v0 = _mm256_madd_epi16(_mm256_maddubs_epi16(u0, x0[r]), s0);
-                    let v1 = _mm256_madd_epi16(_mm256_maddubs_epi16(u1, x1[r]), s1);
-                    out[i][r] = _mm256_hadd_epi32(v0, v1);
-                }
+            for r in 0..RX {
+                let v0 = _mm256_maddubs_epi16(u0, x0[r]);
+                let v1 = _mm256_maddubs_epi16(u1, x1[r]);
+                out[i][r] = if U::WIDE {
+                    let one = _mm256_set1_epi16(1);
+                    _mm256_hadd_epi32(_mm256_madd_epi16(v0, one), _mm256_madd_epi16(v1, one))
+                } else {
+                    _mm256_hadd_epi16(v0, v1)
+                };
             }
         }
     }
@@ -364,15 +367,17 @@ unsafe fn pair<U: K, const RW: usize, const RX: usize, const J: usize, const J1:
 }
 
 /// Blocks J..J+4 from two [`pair`] results: per 128-bit half, i32 lane k = block J+k's
-/// half sum.
+/// half sum, times its per-16 scale `sc` ([`Hdr::s03`] or [`Hdr::s47`]; not for Q4_K/Q5_K).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn quad<U: K>(a: __m256i, b: __m256i) -> __m256i {
-    if U::PER32 {
-        // Each i16 lane is now a sum of 8 products |u·x| ≤ 31·127 (Q5_K): ≤ 31496 < 2¹⁵.
-        _mm256_madd_epi16(_mm256_hadd_epi16(a, b), _mm256_set1_epi16(1))
+fn quad<U: K>(a: __m256i, b: __m256i, sc: __m256i) -> __m256i {
+    if U::WIDE {
+        _mm256_mullo_epi32(_mm256_hadd_epi32(a, b), sc)
     } else {
-        _mm256_hadd_epi32(a, b)
+        // Each i16 lane is now a sum of 8 products |u·x| ≤ 31·127 (Q5_K): ≤ 31496 < 2¹⁵;
+        // the scaled pair sums stay far below 2³¹.
+        let sc = if U::PER32 { _mm256_set1_epi16(1) } else { sc };
+        _mm256_madd_epi16(_mm256_hadd_epi16(a, b), sc)
     }
 }
 
@@ -487,27 +492,27 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize>(
                 h[i] = U::header(w[i]);
             }
             // Lane j of `s[i][r]` = block j's sum (pairwise merge tree, then the two halves).
-            let p0 = pair::<U, RW, RX, 0, 1>(&w, &x, &h);
-            let p1 = pair::<U, RW, RX, 2, 3>(&w, &x, &h);
+            let p0 = pair::<U, RW, RX, 0, 1>(&w, &x);
+            let p1 = pair::<U, RW, RX, 2, 3>(&w, &x);
             let mut a = p0;
             for i in 0..RW {
                 for r in 0..RX {
-                    a[i][r] = quad::<U>(p0[i][r], p1[i][r]);
+                    a[i][r] = quad::<U>(p0[i][r], p1[i][r], h[i].s03);
                 }
             }
-            let p2 = pair::<U, RW, RX, 4, 5>(&w, &x, &h);
-            let p3 = pair::<U, RW, RX, 6, 7>(&w, &x, &h);
+            let p2 = pair::<U, RW, RX, 4, 5>(&w, &x);
+            let p3 = pair::<U, RW, RX, 6, 7>(&w, &x);
             for i in 0..RW {
                 for r in 0..RX {
                     // a = [blocks 0..4 over lanes 0..4 | over lanes 4..8], b: blocks 4..8.
-                    let b = quad::<U>(p2[i][r], p3[i][r]);
+                    let b = quad::<U>(p2[i][r], p3[i][r], h[i].s47);
                     let s = _mm256_add_epi32(
                         _mm256_blend_epi32(a[i][r], b, 0xF0),
                         _mm256_permute2x128_si256(a[i][r], b, 0x21),
                     );
                     let t = _mm256_madd_epi16(h[i].c16, s16[r]);
                     let s = match U::KQ {
-                        Kq::Q4K | Kq::Q5K => _mm256_mullo_epi32(h[i].sc32, s),
+                        Kq::Q4K | Kq::Q5K => _mm256_mullo_epi32(h[i].s03, s),
                         Kq::Q3K | Kq::Q6K => _mm256_sub_epi32(s, t),
                         Kq::Q2K => s,
                     };
