@@ -6,11 +6,15 @@
 //! Q5_K 0..31, Q6_K 0..63 = q + 32) so `vpmaddubsw` needs no sign transfer; the offsets
 //! come back exactly through the activation's half-block sums Σx16 (`q8_1::Row::sum16`):
 //!
-//! - block j: `vpmaddubsw(u, x)` (i16 pairs), then for Q2_K, Q3_K, Q6_K `vpmaddwd` with
-//!   the per-16 scales → 8 i32 lanes, reduced over the 8 blocks by two levels of
-//!   `vphaddd`; for Q4_K, Q5_K the i16 pairs go through two levels of `vphaddw` first (a
-//!   lane then sums 8 products, ≤ 8·31·127 = 31496 < 2¹⁵) and ONE `vpmaddwd` with ones per
-//!   4 blocks — 2 instead of 8 `vpmaddwd` per super-block;
+//! - block j: `vpmaddubsw(u, x)` (i16 pairs). Each 128-bit half of a block is one
+//!   16-value group (one per-16 scale). Two levels of horizontal adds over the 8 blocks
+//!   leave, per half, lane k = group sum of block J+k (J = 0, 4): for Q2_K..Q5_K in i16
+//!   (`vphaddw`; a lane then sums 8 products, ≤ 8·31·127 = 31496 < 2¹⁵), then ONE
+//!   `vpmaddwd` per 4 blocks, with the per-16 scales (Q2_K, Q3_K; the scale vectors are
+//!   built once per super-block by one `vpshufb` of the scale bytes) or with ones (Q4_K,
+//!   Q5_K); Q6_K's pairs (≤ 16002) cannot be added in i16, so it takes `vpmaddwd` with ones
+//!   per block, `vphaddd` twice and ONE `vpmulld` by the i32 scales per 4 blocks. No
+//!   per-block scale shuffles;
 //! - the two 128-bit halves are added so lane j holds block j's sum (the integer sums are
 //!   exact, so how they are grouped does not change the bits), and ONE convert + ONE fma
 //!   per super-block serves 8 blocks;
@@ -20,14 +24,17 @@
 //!   scales dx of the super-block loaded as one vector (d·dx exact).
 //!
 //! Bounds (no i16 saturation; q8_1 codes are in [−127, 127]): a `vpmaddubsw` pair is at
-//! most 2·63·127 = 16002 < 2¹⁵ (Q6_K; smaller codes for the others); `vpmaddwd` with a
-//! scale |sc| ≤ 128 gives ≤ 2·16002·128 < 2³¹; `k·sc16` fits i16 (|32·sc| ≤ 4096) and
+//! most 2·63·127 = 16002 < 2¹⁵ (Q6_K; smaller codes for the others); the i16 sums of 8
+//! products are ≤ 8·31·127 = 31496 (Q5_K; Q2_K..Q4_K less); `vpmaddwd` of such sums with
+//! a scale |sc| ≤ 32 (Q2_K, Q3_K) or 1 stays far below 2³¹, and Q6_K's group sums times
+//! |sc| ≤ 128 are ≤ 16·63·127·128 < 2²⁴; `k·sc16` fits i16 (|32·sc| ≤ 4096) and
 //! `vpmaddwd(k·sc16, Σx16)` ≤ 2·4096·2032 < 2³¹; every S_j, M_j is < 2²⁴ in magnitude
 //! (module docs of `kquants`), so the converts are exact.
 //!
 //! A pass is RW weight rows × RX activation rows. M = 1 runs one weight row per pass: 2 and
 //! 4 interleaved rows (sharing each activation load) measured equal with the matrix in
-//! L1/L2 but up to 2.5× slower with it in L3 on this Zen 3. With M > 1 one unpacked weight
+//! L1/L2 but up to 2.5× slower with it in L3 on this Zen 3; re-measured with the prefetch
+//! below, 2 rows are still 10–25% slower (in L3 and beyond). With M > 1 one unpacked weight
 //! row meets up to four activation rows.
 //!
 //! Each super-block step prefetches (`prefetcht1`) the same super-block [`PF_ROWS`] weight
