@@ -1219,3 +1219,119 @@ fn legacy_kernels_extreme_blocks_and_row_groups() {
         );
     }
 }
+
+/// Extreme k-quant super-blocks: every 32-byte run of code bytes all 0x00 or all 0xFF
+/// (codes at either end of their range: Q2_K 0/3, Q3_K −4/3, Q4_K 0/15, Q5_K 0/31, Q6_K
+/// −32/31), the largest scale magnitudes (Q2_K 15, Q3_K −32/31, Q4_K/Q5_K 63, Q6_K
+/// −128/127), d = 1 and a small dmin (2⁻¹⁰; min terms far below the main ones, so Σ|w·x̂|
+/// is the right criterion Σ here). Against activations at ±127 these are the largest
+/// intermediate sums the AVX2 kernels form (`vpmaddubsw` pairs, i16 sums of 8 products).
+fn extreme_kquant_weight(format: Format, n: usize, k: usize, rng: &mut Rng) -> Vec<u8> {
+    let bb = format.info().block_bytes as usize;
+    let mut w = vec![0u8; n * k / 256 * bb];
+    let one = half::f16::from_f32(1.0).to_bits().to_le_bytes();
+    let small = half::f16::from_f32(1.0 / 1024.0).to_bits().to_le_bytes();
+    // (scale bytes, d offset, dmin offset) per type.
+    let (scales, d_at, dmin_at): (std::ops::Range<usize>, usize, Option<usize>) = match format {
+        Format::GgufQ2_K => (0..16, 80, Some(82)),
+        Format::GgufQ3_K => (96..108, 108, None),
+        Format::GgufQ4_K | Format::GgufQ5_K => (4..16, 0, Some(2)),
+        Format::GgufQ6_K => (192..208, 208, None),
+        _ => unreachable!(),
+    };
+    for blk in w.chunks_exact_mut(bb) {
+        for run in blk.chunks_mut(32) {
+            run.fill(if rng.next() % 2 == 0 { 0x00 } else { 0xFF });
+        }
+        for s in &mut blk[scales.clone()] {
+            *s = match format {
+                Format::GgufQ2_K | Format::GgufQ4_K | Format::GgufQ5_K => 0xFF,
+                Format::GgufQ3_K => [0x00, 0xFF][(rng.next() % 2) as usize],
+                _ => [0x80, 0x7F][(rng.next() % 2) as usize],
+            };
+        }
+        blk[d_at..d_at + 2].copy_from_slice(&one);
+        if let Some(at) = dmin_at {
+            blk[at..at + 2].copy_from_slice(&small);
+        }
+    }
+    w
+}
+
+/// The k-quant kernels against extreme super-blocks (above) and ±127 activations: several
+/// super-blocks per row, 1..7 weight rows (row groups of 1..4), M = 1, 2, 5: the criterion
+/// against the decoded weights × x̂, AVX2 = scalar bit for bit, batch rows = single rows.
+#[test]
+fn kquant_kernels_extreme_blocks_and_row_groups() {
+    let mut rng = Rng(11);
+    let k = 768;
+    for format in [
+        Format::GgufQ2_K,
+        Format::GgufQ3_K,
+        Format::GgufQ4_K,
+        Format::GgufQ5_K,
+        Format::GgufQ6_K,
+    ] {
+        let mut c = Checked {
+            count: 0,
+            worst: 0.0,
+        };
+        for n in [1, 2, 3, 5, 6, 7] {
+            let wb = extreme_kquant_weight(format, n, k, &mut rng);
+            let view = WeightView::single(format, n, k, &wb).unwrap();
+            let mut wdec = vec![0f32; n * k];
+            for r in 0..n {
+                decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+            }
+            // Per block all +127 or all −127 (q8_1 scale exactly 1, codes = values).
+            let mmax = 5;
+            let mut x = vec![0f32; mmax * k];
+            for blk in x.chunks_exact_mut(32) {
+                blk.fill(if rng.next() % 2 == 0 { 127.0 } else { -127.0 });
+            }
+            let mut yref = vec![0f64; mmax * n];
+            let mut sabs = vec![0f64; mmax * n];
+            for m in 0..mmax {
+                for r in 0..n {
+                    for j in 0..k {
+                        let p = wdec[r * k + j] as f64 * x[m * k + j] as f64;
+                        yref[m * n + r] += p;
+                        sabs[m * n + r] += p.abs();
+                    }
+                }
+            }
+            let mut first: Option<Vec<u32>> = None;
+            for isa in isas() {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_isa(isa).unwrap();
+                w.set_threads(1).unwrap();
+                let full = forward(&w, &x, mmax, None);
+                for m in [1, 2, mmax] {
+                    let y = forward(&w, &x[..m * k], m, None);
+                    let what = format!("{format} N={n} K={k} {isa:?} m{m}");
+                    check(
+                        &what,
+                        &y,
+                        &yref[..m * n],
+                        &sabs[..m * n],
+                        None,
+                        n,
+                        k,
+                        false,
+                        &mut c,
+                    );
+                    assert_eq!(bits(&y), bits(&full[..m * n]), "{what}: batch rows differ");
+                }
+                match &first {
+                    None => first = Some(bits(&full)),
+                    Some(f) => assert_eq!(f, &bits(&full), "{format} N={n}: AVX2 ≠ scalar"),
+                }
+            }
+        }
+        println!(
+            "{format}: extreme super-blocks, N = 1..7, K = {k}: {} outputs within \
+             linear_f32acc_v1 (worst |err|/tol = {:.2e}); AVX2 = scalar, batch = single",
+            c.count, c.worst
+        );
+    }
+}
