@@ -320,7 +320,6 @@ fn fields(r: &Row, native: Option<(f64, Format)>) -> Vec<(&'static str, String, 
     // (name, value, is a string)
     vec![
         ("format", r.format.name().into(), true),
-        ("activation", r.activation.name().into(), true),
         ("n", r.n.to_string(), false),
         ("k", r.k.to_string(), false),
         ("m", r.m.to_string(), false),
@@ -342,6 +341,7 @@ fn fields(r: &Row, native: Option<(f64, Format)>) -> Vec<(&'static str, String, 
             json_bool(native.map(|t| t.0 >= 1.0)).into(),
             false,
         ),
+        ("activation", r.activation.name().into(), true),
     ]
 }
 
