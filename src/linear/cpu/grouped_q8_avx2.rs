@@ -113,11 +113,11 @@ impl Kernel for Q4 {
     unsafe fn dot(w: *const u8, b: usize, x: &Halves) -> __m256i {
         // SAFETY: 32 code bytes of blocks b, b+1 (caller).
         let v = unsafe { _mm256_loadu_si256(w.add(16 * b).cast()) };
+        // Two's-complement nibble n → unsigned n ^ 8 = code + 8 (both nibbles at once).
+        let v = _mm256_xor_si256(v, _mm256_set1_epi8(0x88u8 as i8));
         let m = _mm256_set1_epi8(0x0F);
-        // Two's-complement nibble n → unsigned n ^ 8 = code + 8.
-        let e = _mm256_set1_epi8(0x08);
-        let lo = _mm256_xor_si256(_mm256_and_si256(v, m), e);
-        let hi = _mm256_xor_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m), e);
+        let lo = _mm256_and_si256(v, m);
+        let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
         let p = _mm256_add_epi16(
             _mm256_maddubs_epi16(lo, x.lo),
             _mm256_maddubs_epi16(hi, x.hi),
