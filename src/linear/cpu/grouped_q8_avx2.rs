@@ -67,12 +67,19 @@ pub(super) fn arrange(kind: Grouped, mut rows: Rows) -> Rows {
 trait Kernel {
     /// Code bytes per 32-value block.
     const BLOCK_BYTES: usize;
+    /// Unpacked weight codes of a block pair.
+    type W: Copy;
+    /// The codes of blocks b, b+1 (b even), in the arranged order.
+    ///
+    /// # Safety
+    /// AVX2 available; blocks b, b+1 lie in the code row at `w`.
+    unsafe fn unpack(w: *const u8, b: usize) -> Self::W;
     /// The pair's partial sums against the arranged activations `x` (lanes 0..4 block b,
     /// 4..8 block b+1, before the offset).
     ///
     /// # Safety
-    /// AVX2 available; blocks b, b+1 lie in the code row at `w`.
-    unsafe fn dot(w: *const u8, b: usize, x: &Halves) -> __m256i;
+    /// AVX2 available.
+    unsafe fn dot(q: &Self::W, x: &Halves) -> __m256i;
     /// Whether T = raw − 8·Σx.
     const OFFSET8: bool;
     /// The scales of the chunk's blocks `b + P[i]` (b a multiple of 8).
@@ -108,19 +115,26 @@ struct Q4;
 impl Kernel for Q4 {
     const BLOCK_BYTES: usize = 16;
     const OFFSET8: bool = true;
+    type W = Halves;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn dot(w: *const u8, b: usize, x: &Halves) -> __m256i {
+    unsafe fn unpack(w: *const u8, b: usize) -> Halves {
         // SAFETY: 32 code bytes of blocks b, b+1 (caller).
         let v = unsafe { _mm256_loadu_si256(w.add(16 * b).cast()) };
         // Two's-complement nibble n → unsigned n ^ 8 = code + 8 (both nibbles at once).
         let v = _mm256_xor_si256(v, _mm256_set1_epi8(0x88u8 as i8));
         let m = _mm256_set1_epi8(0x0F);
-        let lo = _mm256_and_si256(v, m);
-        let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+        Halves {
+            lo: _mm256_and_si256(v, m),
+            hi: _mm256_and_si256(_mm256_srli_epi16(v, 4), m),
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
         let p = _mm256_add_epi16(
-            _mm256_maddubs_epi16(lo, x.lo),
-            _mm256_maddubs_epi16(hi, x.hi),
+            _mm256_maddubs_epi16(q.lo, x.lo),
+            _mm256_maddubs_epi16(q.hi, x.hi),
         );
         // Lanes: lo/hi bytes 0..16 are block b (128-bit lane 0), 16..32 block b+1.
         _mm256_madd_epi16(p, _mm256_set1_epi16(1))
@@ -140,23 +154,35 @@ struct Q8;
 impl Kernel for Q8 {
     const BLOCK_BYTES: usize = 32;
     const OFFSET8: bool = false;
+    /// The codes and their magnitudes (|q| as u8: −128 reads as 128).
+    type W = [Halves; 2];
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn dot(w: *const u8, b: usize, x: &Halves) -> __m256i {
+    unsafe fn unpack(w: *const u8, b: usize) -> [Halves; 2] {
         // SAFETY: 64 code bytes of blocks b, b+1 (caller).
-        let (lo, hi) = unsafe {
+        let q = unsafe {
             let (a, c) = (w.add(32 * b), w.add(32 * b + 32));
-            (
-                _mm256_loadu2_m128i(c.cast(), a.cast()),
-                _mm256_loadu2_m128i(c.add(16).cast(), a.add(16).cast()),
-            )
+            Halves {
+                lo: _mm256_loadu2_m128i(c.cast(), a.cast()),
+                hi: _mm256_loadu2_m128i(c.add(16).cast(), a.add(16).cast()),
+            }
         };
-        let half = |q: __m256i, x: __m256i| {
-            // |q| as u8 (−128 reads as 128) times x·sign q.
-            let p = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q));
+        let a = Halves {
+            lo: _mm256_sign_epi8(q.lo, q.lo),
+            hi: _mm256_sign_epi8(q.hi, q.hi),
+        };
+        [q, a]
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(w: &[Halves; 2], x: &Halves) -> __m256i {
+        let [q, a] = w;
+        let half = |q: __m256i, a: __m256i, x: __m256i| {
+            // |q| times x·sign q.
+            let p = _mm256_maddubs_epi16(a, _mm256_sign_epi8(x, q));
             _mm256_madd_epi16(p, _mm256_set1_epi16(1))
         };
-        _mm256_add_epi32(half(lo, x.lo), half(hi, x.hi))
+        _mm256_add_epi32(half(q.lo, a.lo, x.lo), half(q.hi, a.hi, x.hi))
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -240,17 +266,17 @@ unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: 
     }
 }
 
-/// The chunk's eight exact block sums T (lane order [`P`]) of the code row at `w` against
-/// the arranged activation row at `xp` with block sums at `ps`.
+/// The chunk's eight exact block sums T (lane order [`P`]) of the unpacked pairs `q`
+/// (blocks b .. b + 8) against the arranged activation row at `xp` with block sums at `ps`.
 ///
 /// # Safety
-/// AVX2; blocks b .. b + 8 lie in both rows.
+/// AVX2; blocks b .. b + 8 lie in the activation row.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn totals<K: Kernel>(w: *const u8, xp: *const i8, ps: *const i32, b: usize) -> __m256i {
+unsafe fn totals<K: Kernel>(q: &[K::W; 4], xp: *const i8, ps: *const i32, b: usize) -> __m256i {
     // SAFETY: the caller's contract.
     unsafe {
-        let pair = |j: usize| K::dot(w, b + 2 * j, &halves(xp, b + 2 * j));
+        let pair = |j: usize| K::dot(&q[j], &halves(xp, b + 2 * j));
         let h0 = _mm256_hadd_epi32(pair(0), pair(1));
         let h1 = _mm256_hadd_epi32(pair(2), pair(3));
         let raw = _mm256_hadd_epi32(h0, h1);
@@ -287,8 +313,9 @@ unsafe fn tile<const C: usize, K: Kernel>(
         let mut b = 0;
         while b < whole {
             let dw = K::scales(sp, b);
+            let q: [K::W; 4] = std::array::from_fn(|j| K::unpack(wp, b + 2 * j));
             for c in 0..C {
-                let t = totals::<K>(wp, xs[c].pairs.as_ptr(), xs[c].sum.as_ptr(), b);
+                let t = totals::<K>(&q, xs[c].pairs.as_ptr(), xs[c].sum.as_ptr(), b);
                 let dx = _mm256_permutevar8x32_ps(_mm256_loadu_ps(xs[c].d.as_ptr().add(b)), perm);
                 acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(t), acc[c]);
             }
@@ -341,7 +368,8 @@ unsafe fn rows<const R: usize, K: Kernel>(
                     _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(ahead + o).cast());
                     o += 64;
                 }
-                let t = totals::<K>(w, xp, ps, b);
+                let q: [K::W; 4] = std::array::from_fn(|j| K::unpack(w, b + 2 * j));
+                let t = totals::<K>(&q, xp, ps, b);
                 let d = _mm256_mul_ps(K::scales(sp[i], b), dx);
                 acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
             }
