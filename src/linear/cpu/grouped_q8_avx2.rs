@@ -67,6 +67,8 @@ pub(super) fn arrange(kind: Grouped, mut rows: Rows) -> Rows {
 trait Kernel {
     /// Code bytes per 32-value block.
     const BLOCK_BYTES: usize;
+    /// Scale bytes per 32-value block.
+    const SCALE_BYTES: usize;
     /// Unpacked weight codes of a block pair.
     type W: Copy;
     /// The codes of blocks b, b+1 (b even), in the arranged order.
@@ -114,6 +116,7 @@ unsafe fn halves(p: *const i8, b: usize) -> Halves {
 struct Q4;
 impl Kernel for Q4 {
     const BLOCK_BYTES: usize = 16;
+    const SCALE_BYTES: usize = 1;
     const OFFSET8: bool = true;
     type W = Halves;
     #[inline]
@@ -153,6 +156,7 @@ impl Kernel for Q4 {
 struct Q8;
 impl Kernel for Q8 {
     const BLOCK_BYTES: usize = 32;
+    const SCALE_BYTES: usize = 2;
     const OFFSET8: bool = false;
     /// The codes and their magnitudes (|q| as u8: −128 reads as 128).
     type W = [Halves; 2];
@@ -350,6 +354,7 @@ unsafe fn rows<const R: usize, K: Kernel>(
     let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
     // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
     let pf_dist = R * ws[0].codes.len();
+    let pf_scales = R * ws[0].scales.len();
     let (pd, ps, xp) = (x.d.as_ptr(), x.sum.as_ptr(), x.pairs.as_ptr());
     // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
     unsafe {
@@ -368,6 +373,10 @@ unsafe fn rows<const R: usize, K: Kernel>(
                     _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(ahead + o).cast());
                     o += 64;
                 }
+                // And its scales (a separate plane, also one stream per row).
+                _mm_prefetch::<_MM_HINT_T1>(
+                    sp[i].wrapping_add(K::SCALE_BYTES * b + pf_scales).cast(),
+                );
                 let q: [K::W; 4] = std::array::from_fn(|j| K::unpack(w, b + 2 * j));
                 let t = totals::<K>(&q, xp, ps, b);
                 let d = _mm256_mul_ps(K::scales(sp[i], b), dx);
