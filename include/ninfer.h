@@ -26,6 +26,19 @@
 #define NINFER_DEVICE_CUDA 1
 
 /**
+ * `ninfer_linear_set_activation`'s profile: x as given (the weight values times x); the
+ * default of every non-GGUF format, unavailable for GGUF weights.
+ */
+#define NINFER_ACTIVATION_EXACT 0
+
+/**
+ * `ninfer_linear_set_activation`'s profile: each row of x quantized to ggml's q8_1
+ * blocks (32 values, binary16 scale, int8 codes); the weight values times those values x̂.
+ * The only profile of GGUF weights; opt-in for q2/t2/q4/q5/q6/q8 grouped formats.
+ */
+#define NINFER_ACTIVATION_Q8_1 1
+
+/**
  * `grouped_absmax`: the canonical reference encoder of spec §7.2 (bit-exact).
  */
 #define NINFER_QUANTIZE_METHOD_GROUPED_ABSMAX 0
@@ -859,6 +872,23 @@ ninfer_status ninfer_linear_supported(uint32_t format,
                                       uint32_t device);
 
 /**
+ * Whether this build implements `linear` for weights of `format` in `layout` on `device`
+ * with the activation profile `activation` (`NINFER_ACTIVATION_*`, see
+ * `ninfer_linear_set_activation`): GGUF formats only with `Q8_1`, q2_g64_fp16,
+ * t2_g128_fp16, q4_g64_fp16, q5_g64_fp16, q6_g64_fp16 and q8_g32_fp16 in
+ * row_split_k128_v1 with both, every other supported format only with `EXACT`.
+ *
+ * Returns `OK` when it does, `UNSUPPORTED` when every number is valid but the
+ * combination is not implemented, and `UNKNOWN_FORMAT`, `UNKNOWN_LAYOUT`,
+ * `INCOMPATIBLE_LAYOUT` or `INVALID_ARGUMENT` (activation, device) for numbers that name
+ * nothing. (`Q8_1` also needs K to be a multiple of 32, checked when it is set.)
+ */
+ninfer_status ninfer_linear_activation_supported(uint32_t format,
+                                                 uint32_t layout,
+                                                 uint32_t activation,
+                                                 uint32_t device);
+
+/**
  * Prepares the weight described by `view` (N = rows outputs, K = cols inputs) for
  * `device` and stores a new handle in `*out_handle`. Checks the view's structure once
  * (no payload scan, no repacking, spec §8). Free the handle with `ninfer_linear_free`;
@@ -892,6 +922,26 @@ ninfer_status ninfer_linear_prepare(const struct ninfer_weight_view *view,
 ninfer_status ninfer_linear_set_threads(struct ninfer_linear *handle, uint32_t threads);
 
 /**
+ * Chooses the activation profile of `ninfer_linear_forward` on this handle (spec §2: the
+ * consumer chooses activation precision; docs/linear.md "Activation profiles"):
+ * `NINFER_ACTIVATION_EXACT` multiplies the weight values with x as given;
+ * `NINFER_ACTIVATION_Q8_1` first quantizes each row of x to ggml's q8_1 blocks (32
+ * values, binary16 scale d, codes round(x/d) in [−127, 127]) and multiplies the weight
+ * values with x̂ = d·code, with integer block sums (criterion `linear_f32acc_v1` with x̂
+ * for x). Defaults: GGUF formats `Q8_1` (their only profile), every other format `EXACT`.
+ *
+ * Errors (the setting is unchanged on error): `NULL_POINTER`, `INVALID_ARGUMENT` (unknown
+ * activation number), `UNSUPPORTED` (`EXACT` on a GGUF weight; `Q8_1` on a format without
+ * it, see `ninfer_linear_activation_supported`), `BAD_SHAPE` (`Q8_1` with K not a multiple
+ * of 32).
+ *
+ * # Safety
+ * `handle` must come from `ninfer_linear_prepare`, not be freed, and not be in use by
+ * another thread.
+ */
+ninfer_status ninfer_linear_set_activation(struct ninfer_linear *handle, uint32_t activation);
+
+/**
  * The prepared weight's shape: N (outputs) into `*out_rows`, K (inputs) into `*out_cols`.
  *
  * Errors: `NULL_POINTER`.
@@ -908,8 +958,9 @@ ninfer_status ninfer_linear_shape(const struct ninfer_linear *handle,
  * `_BF16` or `_F16`, native-endian, row-major, no alignment required) in `x_bytes` bytes;
  * `y` receives `m × N` outputs of `y_dtype` (`F32` or `BF16`, rounded to nearest even from
  * the f32 result) in `y_bytes` bytes; `bias` is NULL (with `bias_len` 0) or N floats.
- * `k` must equal the weight's K. GGUF weights quantize each row of x to q8_1 blocks and
- * accumulate in f32; other formats multiply the exact weight values with x in f32. The
+ * `k` must equal the weight's K. GGUF weights (and any weight set to
+ * `NINFER_ACTIVATION_Q8_1`) quantize each row of x to q8_1 blocks and accumulate in f32;
+ * other formats multiply the exact weight values with x in f32. The
  * named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
  *
  * Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),

@@ -731,6 +731,16 @@ inline result<bool> try_linear_supported(format f, layout l, dtype x = NINFER_DT
   return detail::call(st, true);
 }
 
+/// True when this build computes the combination with the activation profile
+/// `activation` (NINFER_ACTIVATION_*), false when the numbers are valid but it does not;
+/// an error for numbers that name nothing.
+inline result<bool> try_linear_activation_supported(format f, layout l, std::uint32_t activation,
+                                                    std::uint32_t device = NINFER_DEVICE_CPU) {
+  ::ninfer_status st = ::ninfer_linear_activation_supported(f, l, activation, device);
+  if (st == NINFER_STATUS_UNSUPPORTED) return result<bool>(false);
+  return detail::call(st, true);
+}
+
 /// A weight prepared for y = x · Wᵀ (+ bias) (ninfer_linear). Move-only; frees its handle.
 /// Borrows the planes of the view it was prepared from: they must outlive this object.
 /// forward() may run on several threads at once; set_threads() must not overlap any call.
@@ -767,6 +777,11 @@ class linear {
   result<void> try_set_threads(std::uint32_t threads) {
     return detail::call(::ninfer_linear_set_threads(handle_.get(), threads));
   }
+  /// The activation profile (NINFER_ACTIVATION_EXACT or NINFER_ACTIVATION_Q8_1; see
+  /// ninfer_linear_set_activation). Unchanged on error.
+  result<void> try_set_activation(std::uint32_t activation) {
+    return detail::call(::ninfer_linear_set_activation(handle_.get(), activation));
+  }
   /// Raw form: `x` holds m × K values of `x_type`; `y` receives m × N values of `y_type`.
   result<void> try_forward(const void* x, std::size_t x_bytes, dtype x_type, std::uint64_t m,
                            void* y, std::size_t y_bytes, dtype y_type,
@@ -794,6 +809,7 @@ class linear {
 
 #if NINFER_HPP_EXCEPTIONS
   void set_threads(std::uint32_t threads) { try_set_threads(threads).value(); }
+  void set_activation(std::uint32_t activation) { try_set_activation(activation).value(); }
   void forward(span<const float> x, std::uint64_t m, span<float> y,
                span<const float> bias = span<const float>()) const {
     try_forward(x, m, y, bias).value();

@@ -1335,3 +1335,238 @@ fn kquant_kernels_extreme_blocks_and_row_groups() {
         );
     }
 }
+
+/// The opt-in q8_1 activation profile of the grouped formats (`Activation::Q8_1`):
+/// criterion `linear_f32acc_v1` against the f64 product of the decoded weights with the
+/// q8_1 values x̂ re-derived here ([`q8_1_xhat`]); random and extreme payloads (codes at
+/// both ends of the range in every pattern, scales ±65504 and subnormal, activations whose
+/// codes reach ±127), K = 32·odd, 128 and 4096, N odd (rows groups of 1..4 plus a tail);
+/// scalar = AVX2, 1 = 2 threads, a row alone = the same row in a batch, bit for bit.
+#[test]
+fn q8_1_activation_profile_meets_the_criterion_on_grouped_formats() {
+    use linear::Activation;
+    let mut rng = Rng(77);
+    let grouped = [
+        Format::Q2_G64Fp16,
+        Format::T2_G128Fp16,
+        Format::Q4_G64Fp16,
+        Format::Q5_G64Fp16,
+        Format::Q6_G64Fp16,
+        Format::Q8_G32Fp16,
+    ];
+    let layout = Layout::RowSplitK128_V1;
+    for format in grouped {
+        assert!(linear::supported_activation(
+            format,
+            layout,
+            Activation::Q8_1,
+            Device::Cpu
+        ));
+        let info = format.info();
+        let mut c = Checked {
+            count: 0,
+            worst: 0.0,
+        };
+        for (k, n) in [(96, 13), (160, 7), (128, 9), (4096, 5), (32 * 37, 3)] {
+            for extreme in [false, true] {
+                let planes = if extreme {
+                    // Codes: per 32-block a pattern of the range ends (all max, all min,
+                    // alternating, max/min halves); scales at the binary16 extremes.
+                    let (lo, hi) = (info.code_min as i8, info.code_max as i8);
+                    let codes: Vec<i8> = (0..n * k)
+                        .map(|i| match (i / 32 + i / k) % 4 {
+                            0 => hi,
+                            1 => lo,
+                            2 => [lo, hi][i % 2],
+                            _ => [hi, lo][(i % 32) / 16],
+                        })
+                        .collect();
+                    let g = info.block_values as usize;
+                    let scales: Vec<u16> = (0..n * k.div_ceil(g))
+                        .map(|i| [0x7BFF, 0xFBFF, 0x0001, 0x8400, 0x3C00][i % 5])
+                        .collect();
+                    let sizes = ninfer::layouts::plane_sizes(format, layout, n, k).unwrap();
+                    let mut p: Vec<Vec<u8>> = sizes.iter().map(|&l| vec![0u8; l]).collect();
+                    let [a, b, cc] = &mut p[..] else {
+                        unreachable!()
+                    };
+                    ninfer::layouts::row_split::pack(format, n, k, &codes, &scales, [a, b, cc])
+                        .unwrap();
+                    p
+                } else {
+                    random_planes(format, n, k, &mut rng)
+                };
+                let view =
+                    WeightView::new(format, layout, n, k, [&planes[0], &planes[1], &planes[2]])
+                        .unwrap();
+                let mut wdec = vec![0f32; n * k];
+                for r in 0..n {
+                    decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+                }
+                let mmax = 64;
+                let x: Vec<f32> = (0..mmax * k)
+                    .map(|i| {
+                        if extreme && (i / 32) % 3 == 0 {
+                            // Every code ±127 (one sign per block, or alternating).
+                            if (i / 64) % 2 == 0 {
+                                1.0
+                            } else {
+                                [-1.0, 1.0][i % 2]
+                            }
+                        } else {
+                            rng.unit() * if i % 7 == 0 { 100.0 } else { 1.0 }
+                        }
+                    })
+                    .collect();
+                let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
+                let (mut yref, mut sabs) = (vec![0f64; mmax * n], vec![0f64; mmax * n]);
+                for m in 0..mmax {
+                    for r in 0..n {
+                        for j in 0..k {
+                            let p = wdec[r * k + j] as f64 * xv[m * k + j];
+                            yref[m * n + r] += p;
+                            sabs[m * n + r] += p.abs();
+                        }
+                    }
+                }
+                let mut first: Option<Vec<u32>> = None;
+                for isa in isas() {
+                    for threads in [1, 2] {
+                        let mut w = PreparedWeight::new(view).unwrap();
+                        assert_eq!(w.activation(), Activation::Exact);
+                        w.set_activation(Activation::Q8_1).unwrap();
+                        assert_eq!(w.activation(), Activation::Q8_1);
+                        w.set_isa(isa).unwrap();
+                        w.set_threads(threads).unwrap();
+                        for m in [1, 2, 7, 64] {
+                            let y = forward(&w, &x[..m * k], m, None);
+                            let what = format!(
+                                "{format}+q8_1 K={k} ext={extreme} {isa:?} t{threads} m{m}"
+                            );
+                            check(
+                                &what,
+                                &y,
+                                &yref[..m * n],
+                                &sabs[..m * n],
+                                None,
+                                n,
+                                k,
+                                false,
+                                &mut c,
+                            );
+                            match &first {
+                                None if m == 64 => first = Some(bits(&y)),
+                                Some(f) if m == 64 => {
+                                    assert_eq!(f, &bits(&y), "{what}: bits differ")
+                                }
+                                _ => {}
+                            }
+                            if m == 64 {
+                                for r in [0, 5, 63] {
+                                    let y1 = forward(&w, &x[r * k..(r + 1) * k], 1, None);
+                                    assert_eq!(
+                                        bits(&y1),
+                                        bits(&y[r * n..(r + 1) * n]),
+                                        "{what} row {r}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        println!(
+            "{format}+q8_1: {} outputs within linear_f32acc_v1 (worst |err|/tol = {:.2e})",
+            c.count, c.worst
+        );
+    }
+}
+
+/// The activation profile's refusals: Exact on GGUF, Q8_1 on formats without it, K not a
+/// multiple of 32; the support query agrees with `set_activation`; defaults.
+#[test]
+fn activation_profile_refusals_and_defaults() {
+    use linear::Activation;
+    let mut rng = Rng(5);
+    for i in 0..Format::COUNT as u32 {
+        let format = Format::from_u32(i).unwrap();
+        let layout = format.info().layout;
+        if !linear::supported(format, layout, Dtype::F32, Dtype::F32, Device::Cpu) {
+            for a in [Activation::Exact, Activation::Q8_1] {
+                assert!(!linear::supported_activation(
+                    format,
+                    layout,
+                    a,
+                    Device::Cpu
+                ));
+            }
+            continue;
+        }
+        let k = 256;
+        let planes = random_planes(format, 3, k, &mut rng);
+        let view =
+            WeightView::new(format, layout, 3, k, [&planes[0], &planes[1], &planes[2]]).unwrap();
+        let mut w = PreparedWeight::new(view).unwrap();
+        let gguf = layout == Layout::GgufBlocksV1;
+        assert_eq!(
+            w.activation(),
+            if gguf {
+                Activation::Q8_1
+            } else {
+                Activation::Exact
+            },
+            "{format} default"
+        );
+        for a in [Activation::Exact, Activation::Q8_1] {
+            let want = linear::supported_activation(format, layout, a, Device::Cpu);
+            let before = w.activation();
+            match w.set_activation(a) {
+                Ok(()) => assert!(want, "{format} {a:?}"),
+                Err(Error::Unsupported(msg)) => {
+                    assert!(!want, "{format} {a:?}");
+                    assert_eq!(w.activation(), before);
+                    if gguf {
+                        assert!(msg.contains("q8_1"), "{msg}");
+                    }
+                }
+                Err(e) => panic!("{format} {a:?}: {e}"),
+            }
+        }
+        assert!(!linear::supported_activation(
+            format,
+            layout,
+            Activation::Q8_1,
+            Device::Cuda
+        ));
+    }
+    for f in [Format::Bf16, Format::Fp8E4m3fnRowBf16] {
+        assert!(!linear::supported_activation(
+            f,
+            f.info().layout,
+            Activation::Q8_1,
+            Device::Cpu
+        ));
+    }
+    // K = 200: q4 supports q8_1 but not this K.
+    let (n, k) = (2, 200);
+    let planes = random_planes(Format::Q4_G64Fp16, n, k, &mut rng);
+    let view = WeightView::new(
+        Format::Q4_G64Fp16,
+        Layout::RowSplitK128_V1,
+        n,
+        k,
+        [&planes[0], &planes[1], &planes[2]],
+    )
+    .unwrap();
+    let mut w = PreparedWeight::new(view).unwrap();
+    assert!(matches!(
+        w.set_activation(Activation::Q8_1),
+        Err(Error::BadShape(_))
+    ));
+    assert_eq!(w.activation(), Activation::Exact);
+    assert!(matches!(
+        Activation::from_u32(2),
+        Err(Error::InvalidArgument(_))
+    ));
+}

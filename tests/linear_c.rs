@@ -34,6 +34,13 @@ unsafe extern "C" {
         y_dtype: u32,
     ) -> Status;
     fn ninfer_linear_free(h: *mut Handle);
+    fn ninfer_linear_set_activation(h: *mut Handle, activation: u32) -> Status;
+    fn ninfer_linear_activation_supported(
+        format: u32,
+        layout: u32,
+        activation: u32,
+        device: u32,
+    ) -> Status;
 }
 
 const EMPTY: Bytes = Bytes {
@@ -262,5 +269,157 @@ fn c_exports_refuse_bad_input_and_match_the_rust_api() {
 
         ninfer_linear_free(h);
         ninfer_linear_free(std::ptr::null_mut());
+    }
+}
+
+/// The activation profile through C: the support query, refusals (unknown number, Exact on
+/// GGUF, Q8_1 on bf16, K % 32 ≠ 0, NULL), the setting unchanged on error, and a q8_1
+/// product through C equal bit for bit to the Rust API's.
+#[test]
+fn c_activation_profile() {
+    use ninfer::Layout;
+    use ninfer::linear::Activation;
+    let (q4, rs) = (Format::Q4_G64Fp16 as u32, Layout::RowSplitK128_V1 as u32);
+    let (q8, gl) = (
+        Format::GgufQ8_0 as u32,
+        Format::GgufQ8_0.info().layout as u32,
+    );
+    let (bf, cl) = (Format::Bf16 as u32, Layout::ContiguousLeV1 as u32);
+    unsafe {
+        assert_eq!(ninfer_linear_activation_supported(q4, rs, 1, 0), Status::Ok);
+        assert_eq!(ninfer_linear_activation_supported(q4, rs, 0, 0), Status::Ok);
+        assert_eq!(ninfer_linear_activation_supported(q8, gl, 1, 0), Status::Ok);
+        assert_eq!(
+            ninfer_linear_activation_supported(q8, gl, 0, 0),
+            Status::Unsupported
+        );
+        assert_eq!(
+            ninfer_linear_activation_supported(bf, cl, 1, 0),
+            Status::Unsupported
+        );
+        assert_eq!(
+            ninfer_linear_activation_supported(q4, rs, 1, 1),
+            Status::Unsupported
+        );
+        assert_eq!(
+            ninfer_linear_activation_supported(q4, rs, 2, 0),
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            ninfer_linear_activation_supported(q4, rs, 1, 9),
+            Status::InvalidArgument
+        );
+        assert_eq!(
+            ninfer_linear_activation_supported(999, rs, 1, 0),
+            Status::UnknownFormat
+        );
+        assert_eq!(
+            ninfer_linear_activation_supported(q4, cl, 1, 0),
+            Status::IncompatibleLayout
+        );
+    }
+    // A q4_g64 weight, K = 96 (32·3) and K = 200 (not a multiple of 32).
+    let planes = |n: usize, k: usize| -> Vec<Vec<u8>> {
+        let sizes = ninfer::layouts::plane_sizes(Format::Q4_G64Fp16, Layout::RowSplitK128_V1, n, k)
+            .unwrap();
+        let codes: Vec<i8> = (0..n * k).map(|i| (i * 7 % 15) as i8 - 7).collect();
+        let scales: Vec<u16> = (0..n * k.div_ceil(64))
+            .map(|i| half::f16::from_f32(0.01 * (i % 5 + 1) as f32).to_bits())
+            .collect();
+        let mut p: Vec<Vec<u8>> = sizes.iter().map(|&l| vec![0u8; l]).collect();
+        let [a, b, c] = &mut p[..] else {
+            unreachable!()
+        };
+        ninfer::layouts::row_split::pack(Format::Q4_G64Fp16, n, k, &codes, &scales, [a, b, c])
+            .unwrap();
+        p
+    };
+    let cview = |n: usize, k: usize, p: &[Vec<u8>]| View {
+        format: q4,
+        layout: rs,
+        rows: n as u64,
+        cols: k as u64,
+        planes: [0, 1, 2].map(|i| Bytes {
+            ptr: if p[i].is_empty() {
+                std::ptr::null()
+            } else {
+                p[i].as_ptr()
+            },
+            len: p[i].len(),
+        }),
+    };
+    let (n, k) = (5usize, 96usize);
+    let p = planes(n, k);
+    let v = cview(n, k, &p);
+    let x: Vec<f32> = (0..2 * k).map(|i| (i as f32 * 0.37).sin()).collect();
+    let mut y = vec![0f32; 2 * n];
+    unsafe {
+        let mut h: *mut Handle = std::ptr::null_mut();
+        assert_eq!(ninfer_linear_prepare(&v, 0, &mut h), Status::Ok);
+        assert_eq!(
+            ninfer_linear_set_activation(std::ptr::null_mut(), 1),
+            Status::NullPointer
+        );
+        assert_eq!(ninfer_linear_set_activation(h, 2), Status::InvalidArgument);
+        assert_eq!(ninfer_linear_set_activation(h, 1), Status::Ok);
+        let st = ninfer_linear_forward(
+            h,
+            x.as_ptr().cast(),
+            x.len() * 4,
+            0,
+            2,
+            k as u64,
+            std::ptr::null(),
+            0,
+            y.as_mut_ptr().cast(),
+            y.len() * 4,
+            0,
+        );
+        assert_eq!(st, Status::Ok);
+        ninfer_linear_free(h);
+    }
+    let rv = WeightView::new(
+        Format::Q4_G64Fp16,
+        Layout::RowSplitK128_V1,
+        n,
+        k,
+        [&p[0], &p[1], &p[2]],
+    )
+    .unwrap();
+    let mut w = PreparedWeight::new(rv).unwrap();
+    w.set_activation(Activation::Q8_1).unwrap();
+    let mut want = vec![0f32; 2 * n];
+    w.forward_f32(&x, 2, None, &mut want).unwrap();
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&y), bits(&want));
+    // The exact profile gives other bits (x is not quantized).
+    w.set_activation(Activation::Exact).unwrap();
+    w.forward_f32(&x, 2, None, &mut want).unwrap();
+    assert_ne!(bits(&y), bits(&want));
+
+    // K = 200: BAD_SHAPE; GGUF: Exact refused; both leave the handle usable.
+    let p = planes(3, 200);
+    let v = cview(3, 200, &p);
+    let w8: Vec<u8> = (0..3 * 64 / 32 * 34)
+        .map(|i| {
+            if i % 34 == 1 {
+                0x20
+            } else {
+                (i * 37 % 251) as u8
+            }
+        })
+        .collect();
+    let g = view(Format::GgufQ8_0, 3, 64, &w8);
+    unsafe {
+        let mut h: *mut Handle = std::ptr::null_mut();
+        assert_eq!(ninfer_linear_prepare(&v, 0, &mut h), Status::Ok);
+        assert_eq!(ninfer_linear_set_activation(h, 1), Status::BadShape);
+        assert_eq!(ninfer_linear_set_activation(h, 0), Status::Ok);
+        ninfer_linear_free(h);
+        let mut h: *mut Handle = std::ptr::null_mut();
+        assert_eq!(ninfer_linear_prepare(&g, 0, &mut h), Status::Ok);
+        assert_eq!(ninfer_linear_set_activation(h, 0), Status::Unsupported);
+        assert_eq!(ninfer_linear_set_activation(h, 1), Status::Ok);
+        ninfer_linear_free(h);
     }
 }

@@ -4,7 +4,7 @@ use super::boundary::{bytes, call, in_slice, out_slice, req, write};
 use super::view::{from_c, ninfer_weight_view};
 use crate::dtype::Dtype;
 use crate::error::{Error, Status, to_usize};
-use crate::linear::{self, Device, PreparedWeight};
+use crate::linear::{self, Activation, Device, PreparedWeight};
 use crate::registry::{Format, Layout, check_compatible};
 
 /// `ninfer_linear_prepare`'s device: the host CPU.
@@ -13,6 +13,16 @@ pub const NINFER_DEVICE_CPU: u32 = 0;
 /// `ninfer_linear_prepare`'s device: an NVIDIA GPU through CUDA (not in this build).
 #[allow(dead_code)] // exported to the header; Rust code uses `linear::Device`
 pub const NINFER_DEVICE_CUDA: u32 = 1;
+
+/// `ninfer_linear_set_activation`'s profile: x as given (the weight values times x); the
+/// default of every non-GGUF format, unavailable for GGUF weights.
+#[allow(dead_code)] // exported to the header; Rust code uses `linear::Activation`
+pub const NINFER_ACTIVATION_EXACT: u32 = 0;
+/// `ninfer_linear_set_activation`'s profile: each row of x quantized to ggml's q8_1
+/// blocks (32 values, binary16 scale, int8 codes); the weight values times those values x̂.
+/// The only profile of GGUF weights; opt-in for q2/t2/q4/q5/q6/q8 grouped formats.
+#[allow(dead_code)] // exported to the header; Rust code uses `linear::Activation`
+pub const NINFER_ACTIVATION_Q8_1: u32 = 1;
 
 /// A weight prepared for `ninfer_linear_forward` (opaque).
 ///
@@ -57,6 +67,41 @@ pub extern "C" fn ninfer_linear_supported(
                 "linear: {format} in {layout}, x {}, y {} on {device:?} is not implemented",
                 x.name(),
                 y.name()
+            )))
+        }
+    })
+}
+
+/// Whether this build implements `linear` for weights of `format` in `layout` on `device`
+/// with the activation profile `activation` (`NINFER_ACTIVATION_*`, see
+/// `ninfer_linear_set_activation`): GGUF formats only with `Q8_1`, q2_g64_fp16,
+/// t2_g128_fp16, q4_g64_fp16, q5_g64_fp16, q6_g64_fp16 and q8_g32_fp16 in
+/// row_split_k128_v1 with both, every other supported format only with `EXACT`.
+///
+/// Returns `OK` when it does, `UNSUPPORTED` when every number is valid but the
+/// combination is not implemented, and `UNKNOWN_FORMAT`, `UNKNOWN_LAYOUT`,
+/// `INCOMPATIBLE_LAYOUT` or `INVALID_ARGUMENT` (activation, device) for numbers that name
+/// nothing. (`Q8_1` also needs K to be a multiple of 32, checked when it is set.)
+#[unsafe(no_mangle)]
+pub extern "C" fn ninfer_linear_activation_supported(
+    format: u32,
+    layout: u32,
+    activation: u32,
+    device: u32,
+) -> Status {
+    call(|| {
+        let format = Format::from_u32(format)?;
+        let layout = Layout::from_u32(layout)?;
+        check_compatible(format, layout)?;
+        let activation = Activation::from_u32(activation)?;
+        let device = Device::from_u32(device)?;
+        if linear::supported_activation(format, layout, activation, device) {
+            Ok(())
+        } else {
+            Err(Error::Unsupported(format!(
+                "linear: {format} in {layout} with {} activations on {device:?} is not \
+                 implemented",
+                activation.name()
             )))
         }
     })
@@ -123,6 +168,38 @@ pub unsafe extern "C" fn ninfer_linear_set_threads(
     })
 }
 
+/// Chooses the activation profile of `ninfer_linear_forward` on this handle (spec §2: the
+/// consumer chooses activation precision; docs/linear.md "Activation profiles"):
+/// `NINFER_ACTIVATION_EXACT` multiplies the weight values with x as given;
+/// `NINFER_ACTIVATION_Q8_1` first quantizes each row of x to ggml's q8_1 blocks (32
+/// values, binary16 scale d, codes round(x/d) in [−127, 127]) and multiplies the weight
+/// values with x̂ = d·code, with integer block sums (criterion `linear_f32acc_v1` with x̂
+/// for x). Defaults: GGUF formats `Q8_1` (their only profile), every other format `EXACT`.
+///
+/// Errors (the setting is unchanged on error): `NULL_POINTER`, `INVALID_ARGUMENT` (unknown
+/// activation number), `UNSUPPORTED` (`EXACT` on a GGUF weight; `Q8_1` on a format without
+/// it, see `ninfer_linear_activation_supported`), `BAD_SHAPE` (`Q8_1` with K not a multiple
+/// of 32).
+///
+/// # Safety
+/// `handle` must come from `ninfer_linear_prepare`, not be freed, and not be in use by
+/// another thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_linear_set_activation(
+    handle: *mut ninfer_linear,
+    activation: u32,
+) -> Status {
+    call(|| {
+        if handle.is_null() {
+            return Err(Error::NullPointer("handle"));
+        }
+        let activation = Activation::from_u32(activation)?;
+        // SAFETY: non-NULL, exclusive by the caller's promise.
+        let h = unsafe { &mut *handle };
+        h.weight.set_activation(activation)
+    })
+}
+
 /// The prepared weight's shape: N (outputs) into `*out_rows`, K (inputs) into `*out_cols`.
 ///
 /// Errors: `NULL_POINTER`.
@@ -149,8 +226,9 @@ pub unsafe extern "C" fn ninfer_linear_shape(
 /// `_BF16` or `_F16`, native-endian, row-major, no alignment required) in `x_bytes` bytes;
 /// `y` receives `m × N` outputs of `y_dtype` (`F32` or `BF16`, rounded to nearest even from
 /// the f32 result) in `y_bytes` bytes; `bias` is NULL (with `bias_len` 0) or N floats.
-/// `k` must equal the weight's K. GGUF weights quantize each row of x to q8_1 blocks and
-/// accumulate in f32; other formats multiply the exact weight values with x in f32. The
+/// `k` must equal the weight's K. GGUF weights (and any weight set to
+/// `NINFER_ACTIVATION_Q8_1`) quantize each row of x to q8_1 blocks and accumulate in f32;
+/// other formats multiply the exact weight values with x in f32. The
 /// named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
 ///
 /// Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),

@@ -30,6 +30,10 @@
 //!   vec_dot kernels for Q8_0, Q4_0, Q5_0, the k-quants Q2_K..Q6_K and the grid i-quants
 //!   IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S; any other decodable GGUF type
 //!   runs through its decoded f32 row, still against x̂).
+//! - Opt-in ([`PreparedWeight::set_activation`] with [`Activation::Q8_1`]): the grouped
+//!   formats q2/t2/q4/q5/q6/q8 (K a multiple of 32) quantize x to the same q8_1 blocks and
+//!   accumulate the exact weight values times x̂ in f32 with integer block sums
+//!   ([`cpu::grouped_q8`]); [`supported_activation`] says which formats have it.
 //! - Every output is computed by one thread in an order fixed per kernel family, so any
 //!   thread count and any M give the same bits for the same row of x, and the AVX2 path
 //!   gives the bits of the scalar path.
@@ -78,6 +82,40 @@ impl Device {
     }
 }
 
+/// The activation precision of a product (spec §2: "Activation and output precision are
+/// chosen by the consumer"; a compute profile owns explicit quantization boundaries).
+/// Numbers are part of the ABI (`NINFER_ACTIVATION_*`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Activation {
+    /// x as given (converted to f32 exactly): the weight values times x. The default of
+    /// every non-GGUF format; GGUF products have no such profile.
+    Exact = 0,
+    /// x quantized per row to ggml's q8_1 blocks ([`q8_1`]); the weight values times the
+    /// q8_1 values x̂. The only profile of gguf_* (the spec's GGUF product), opt-in for the
+    /// grouped formats (K a multiple of 32).
+    Q8_1 = 1,
+}
+
+impl Activation {
+    /// The activation profile with this number, or [`Error::InvalidArgument`].
+    pub fn from_u32(v: u32) -> Result<Activation> {
+        match v {
+            0 => Ok(Activation::Exact),
+            1 => Ok(Activation::Q8_1),
+            _ => Err(Error::InvalidArgument(format!("unknown activation {v}"))),
+        }
+    }
+
+    /// Lower-case name (`exact`, `q8_1`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::Exact => "exact",
+            Activation::Q8_1 => "q8_1",
+        }
+    }
+}
+
 /// How a prepared weight computes its rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Path {
@@ -94,6 +132,8 @@ enum Path {
     Nvfp4,
     /// A dedicated GGUF vec_dot against q8_1.
     Gguf(Kind),
+    /// A grouped format (row_split_k128_v1) against q8_1 (the opt-in profile).
+    GroupedQ8(Grouped),
     /// A GGUF type without a dedicated kernel: decoded f32 row against x̂ (q8_1 values).
     GgufDecoded,
     /// Any other decodable format: decoded f32 row against x.
@@ -168,6 +208,29 @@ pub fn supported(
     path_for(&view).is_ok()
 }
 
+/// Whether this build computes `linear` for weights of `format` in `layout` on `device`
+/// with the activation profile `activation` ([`PreparedWeight::set_activation`]): gguf_*
+/// only with [`Activation::Q8_1`]; q2/t2/q4/q5/q6/q8 in row_split_k128_v1 with both; every
+/// other supported format only with [`Activation::Exact`]. (Q8_1 also needs K to be a
+/// multiple of 32, checked when it is set.)
+pub fn supported_activation(
+    format: Format,
+    layout: Layout,
+    activation: Activation,
+    device: Device,
+) -> bool {
+    if !supported(format, layout, Dtype::F32, Dtype::F32, device) {
+        return false;
+    }
+    let gguf = format.info().category == Category::GgufBlock;
+    match activation {
+        Activation::Exact => !gguf,
+        Activation::Q8_1 => {
+            gguf || (layout == Layout::RowSplitK128_V1 && grouped_kind(format).is_some())
+        }
+    }
+}
+
 /// The named tolerance criterion `linear_f32acc_v1` (docs/linear.md) for one output:
 /// the largest `|y − y_ref|` allowed when `y_ref` is the f64 product of the exact weight
 /// values with the activation values (for GGUF, the q8_1 values x̂), plus the bias, and
@@ -190,6 +253,7 @@ pub fn tolerance(k: usize, sum_abs: f64, y_ref: f64, y_dtype: Dtype) -> f64 {
 pub struct PreparedWeight<'a> {
     view: WeightView<'a>,
     path: Path,
+    activation: Activation,
     isa: Isa,
     threads: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
@@ -202,6 +266,7 @@ impl std::fmt::Debug for PreparedWeight<'_> {
             .field("rows", &self.view.rows())
             .field("cols", &self.view.cols())
             .field("path", &self.path)
+            .field("activation", &self.activation)
             .field("isa", &self.isa)
             .field("threads", &self.threads)
             .finish()
@@ -226,9 +291,14 @@ impl<'a> PreparedWeight<'a> {
             )));
         }
         let path = path_for(&view)?;
+        let activation = match path {
+            Path::Gguf(_) | Path::GgufDecoded => Activation::Q8_1,
+            _ => Activation::Exact,
+        };
         Ok(PreparedWeight {
             view,
             path,
+            activation,
             isa: Isa::detect(),
             threads: 0,
             pool: None,
@@ -292,6 +362,51 @@ impl<'a> PreparedWeight<'a> {
         };
         self.threads = threads;
         Ok(())
+    }
+
+    /// Chooses the activation profile (docs/linear.md, "Activation profiles"): with
+    /// [`Activation::Q8_1`] every row of x is quantized to q8_1 blocks and the product is
+    /// that of the weight values with x̂ (criterion `linear_f32acc_v1` with x̂ for x).
+    /// Defaults: gguf_* → Q8_1 (their only profile), every other format → Exact.
+    ///
+    /// Errors (the setting is unchanged on error): [`Error::Unsupported`] for Exact on a
+    /// gguf_* weight (the spec's GGUF product quantizes x to q8_1) or Q8_1 on a format
+    /// without it ([`supported_activation`]); [`Error::BadShape`] for Q8_1 when K is not a
+    /// multiple of 32.
+    pub fn set_activation(&mut self, activation: Activation) -> Result<()> {
+        let (format, layout) = (self.view.format(), self.view.layout());
+        let path = match (activation, path_for(&self.view)?) {
+            (Activation::Q8_1, p @ (Path::Gguf(_) | Path::GgufDecoded)) => p,
+            (Activation::Exact, Path::Gguf(_) | Path::GgufDecoded) => {
+                return Err(Error::Unsupported(format!(
+                    "linear: {format} has no exact-activation profile (spec, paragraph after \
+                     §3.4: a GGUF product quantizes x to q8_1 blocks)"
+                )));
+            }
+            (Activation::Q8_1, Path::RowSplit(kind)) => {
+                if self.cols() % q8_1::QK8_1 != 0 {
+                    return Err(Error::BadShape(format!(
+                        "linear: q8_1 activations need K a multiple of 32 (K = {})",
+                        self.cols()
+                    )));
+                }
+                Path::GroupedQ8(kind)
+            }
+            (Activation::Q8_1, _) => {
+                return Err(Error::Unsupported(format!(
+                    "linear: no q8_1-activation kernel for {format} in {layout} in this build"
+                )));
+            }
+            (Activation::Exact, p) => p,
+        };
+        self.path = path;
+        self.activation = activation;
+        Ok(())
+    }
+
+    /// The activation profile (see [`set_activation`](Self::set_activation)).
+    pub fn activation(&self) -> Activation {
+        self.activation
     }
 
     /// The thread setting (see [`set_threads`](Self::set_threads)).
@@ -432,6 +547,11 @@ impl<'a> PreparedWeight<'a> {
                 q8_1::Rows::quantize(x, m, k),
             )),
             Path::GgufDecoded => Some(q8_1::Rows::quantize(x, m, k)),
+            Path::GroupedQ8(kind) => Some(cpu::grouped_q8::prepare(
+                self.isa,
+                kind,
+                q8_1::Rows::quantize(x, m, k),
+            )),
             _ => None,
         };
         let xhat = match (self.path, &q) {
@@ -456,7 +576,7 @@ impl<'a> PreparedWeight<'a> {
         // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
         // M = 1 (eight independent accumulator chains), the GGUF ones 4.
         let group = match self.path {
-            Path::Gguf(_) => ROW_GROUP,
+            Path::Gguf(_) | Path::GroupedQ8(_) => ROW_GROUP,
             _ => FLOAT_GROUP,
         };
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
@@ -582,6 +702,22 @@ impl<'a> PreparedWeight<'a> {
                     *w = bytes(i);
                 }
                 cpu::gguf::dot_row_group(self.isa, kind, &ws[..count], q, out);
+            }
+            Path::GroupedQ8(kind) => {
+                let empty = cpu::grouped_q8::GRow {
+                    codes: &[],
+                    hi: &[],
+                    scales: &[],
+                };
+                let mut ws = [empty; ROW_GROUP];
+                for (i, w) in ws.iter_mut().enumerate().take(count) {
+                    *w = cpu::grouped_q8::GRow {
+                        codes: bytes(i),
+                        hi: v.row_bytes(1, r0 + i),
+                        scales: v.row_bytes(2, r0 + i),
+                    };
+                }
+                cpu::grouped_q8::dot_row_group(self.isa, kind, &ws[..count], q, out);
             }
             Path::GgufDecoded | Path::Decoded => {
                 let k = v.cols();

@@ -292,6 +292,16 @@ int main() {
     const std::vector<float> y = lin.forward(x, 2, bias);
     CHECK(y.size() == 4 && y[0] == 18 && y[1] == 46 && y[2] == 12 && y[3] == 25);
     lin.set_threads(1);
+    // fp32 has only the exact activation profile; unknown numbers are refused.
+    CHECK(lin.try_set_activation(NINFER_ACTIVATION_Q8_1).code() == NINFER_STATUS_UNSUPPORTED);
+    CHECK(lin.try_set_activation(7).code() == NINFER_STATUS_INVALID_ARGUMENT);
+    lin.set_activation(NINFER_ACTIVATION_EXACT);
+    CHECK(ninfer::try_linear_activation_supported(NINFER_FORMAT_Q4_G64_FP16, NINFER_LAYOUT_ROW_SPLIT_K128_V1,
+                                                  NINFER_ACTIVATION_Q8_1)
+              .value());
+    CHECK(!ninfer::try_linear_activation_supported(NINFER_FORMAT_FP32, NINFER_LAYOUT_CONTIGUOUS_LE_V1,
+                                                   NINFER_ACTIVATION_Q8_1)
+               .value());
     ninfer::linear moved = std::move(lin);  // the handle moves; freed once (ASan/Valgrind)
     CHECK(!lin && moved);
     CHECK(moved.try_forward(ninfer::span<const float>(x.data(), 2), 1).code() ==

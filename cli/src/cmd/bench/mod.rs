@@ -22,7 +22,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use ninfer::linear::{Device, PreparedWeight, supported};
+use ninfer::linear::{self, Activation, Device, PreparedWeight, supported};
 use ninfer::registry::FORMATS;
 use ninfer::{Dtype, Format, Layout, WeightView};
 use report::{Row, RunInfo, csv, group_verdicts, json, summary, table_header, table_row};
@@ -51,6 +51,12 @@ pub struct LinearArgs {
     #[arg(long, value_delimiter = ',', value_name = "NxK",
           default_values = ["4096x4096", "16384x4096"], value_parser = parse_shape)]
     shapes: Vec<(usize, usize)>,
+    /// Activation profiles to measure (comma-separated): `exact` (x as given) and/or `q8_1`
+    /// (x quantized to q8_1 blocks; rows labelled `<format>+q8_1`). A format runs each
+    /// profile it supports; GGUF types always run their only one (q8_1), once.
+    #[arg(long, value_delimiter = ',', value_name = "A,B", default_values = ["exact"],
+          value_parser = parse_activation)]
+    activation: Vec<Activation>,
     /// 4096 x 4096 only (the shape that fits in L3).
     #[arg(long, conflicts_with = "shapes")]
     quick: bool,
@@ -85,6 +91,15 @@ enum Output {
     Json,
     /// A header line and one line per row, at the end.
     Csv,
+}
+
+/// `exact` or `q8_1`.
+fn parse_activation(s: &str) -> Result<Activation, String> {
+    match s {
+        "exact" => Ok(Activation::Exact),
+        "q8_1" => Ok(Activation::Q8_1),
+        _ => Err(format!("unknown activation {s:?} (exact or q8_1)")),
+    }
 }
 
 /// `NxK` (or `N×K`) with N, K ≥ 1 and N·K ≤ 2³².
@@ -232,6 +247,7 @@ fn preamble(s: &Setup<'_>, peer_note: Option<&str>, out: &Printer) {
 fn measure_group(
     s: &Setup<'_>,
     format: Format,
+    activation: Activation,
     (n, k): (usize, usize),
     out: &Printer,
 ) -> Result<Vec<Row>> {
@@ -245,6 +261,7 @@ fn measure_group(
     let mut ws = Vec::new();
     for &t in &s.threads {
         let mut w = PreparedWeight::new(view)?;
+        w.set_activation(activation)?;
         w.set_threads(t)?;
         ws.push(w);
     }
@@ -276,6 +293,7 @@ fn measure_group(
                 .map(|d| measure::ggml(d, &p[0], n, k, &x, m, s.pools.get(&t), s.budget));
             let row = Row {
                 format,
+                activation,
                 n,
                 k,
                 m,
@@ -375,8 +393,21 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
     preamble(&setup, peer_note.as_deref(), &out);
     let mut rows: Vec<Row> = Vec::new();
     for &format in &formats {
+        let layout = format.info().layout;
+        let mut acts: Vec<Activation> = args
+            .activation
+            .iter()
+            .copied()
+            .filter(|&a| linear::supported_activation(format, layout, a, Device::Cpu))
+            .collect();
+        acts.dedup();
+        if layout == Layout::GgufBlocksV1 {
+            acts = vec![Activation::Q8_1];
+        }
         for &shape in &shapes {
-            rows.extend(measure_group(&setup, format, shape, &out)?);
+            for &a in &acts {
+                rows.extend(measure_group(&setup, format, a, shape, &out)?);
+            }
         }
     }
     bar.finish_and_clear();

@@ -3,6 +3,7 @@
 
 use super::measure::Best;
 use ninfer::Format;
+use ninfer::linear::Activation;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -10,6 +11,8 @@ use std::fmt::Write as _;
 #[derive(Clone, Debug)]
 pub struct Row {
     pub format: Format,
+    /// The activation profile the product ran with.
+    pub activation: Activation,
     pub n: usize,
     pub k: usize,
     pub m: usize,
@@ -62,10 +65,19 @@ impl Row {
         (self.beyond_l3 && self.m == 1).then_some(())?;
         self.bw_fraction().map(|f| f >= 0.9)
     }
+    /// The format's name, suffixed `+q8_1` when a non-GGUF format ran with q8_1
+    /// activations (GGUF products always do).
+    pub fn name(&self) -> String {
+        let gguf = self.format.info().layout == ninfer::Layout::GgufBlocksV1;
+        match self.activation {
+            Activation::Q8_1 if !gguf => format!("{}+q8_1", self.format.name()),
+            _ => self.format.name().into(),
+        }
+    }
     fn label(&self) -> String {
         format!(
             "{} {}x{} M={} t={}",
-            self.format.name(),
+            self.name(),
             self.n,
             self.k,
             self.m,
@@ -154,7 +166,7 @@ pub fn table_header() -> String {
 
 pub fn table_row(r: &Row) -> String {
     table_line(&[
-        r.format.name().into(),
+        r.name(),
         format!("{}x{}", r.n, r.k),
         r.m.to_string(),
         r.threads.to_string(),
@@ -329,6 +341,7 @@ fn fields(r: &Row, native: Option<(f64, Format)>) -> Vec<(&'static str, String, 
             json_bool(native.map(|t| t.0 >= 1.0)).into(),
             false,
         ),
+        ("activation", r.activation.name().into(), true),
     ]
 }
 
@@ -405,6 +418,7 @@ mod tests {
     fn row(format: Format, m: usize, wall: f64, ggml: Option<f64>, beyond: bool) -> Row {
         Row {
             format,
+            activation: Activation::Exact,
             n: 4,
             k: 8,
             m,

@@ -1,0 +1,152 @@
+//! The grouped formats (q2/t2/q4/q5/q6/q8 in row_split_k128_v1) against q8_1 activations:
+//! the opt-in [`Activation::Q8_1`](crate::linear::Activation) compute profile
+//! (docs/linear.md). The scalar reference order lives here; `grouped_q8_avx2` reproduces its
+//! bits for q4_g64_fp16 and q8_g32_fp16 (the other grouped formats run this reference on
+//! every instruction set).
+//!
+//! # Evaluation order (fixed per output)
+//!
+//! K is a multiple of 32. The weight row is walked in 32-value blocks b = 0 .. K/32,
+//! aligned with the q8_1 activation blocks (a 64-value group spans blocks 2g, 2g+1, t2's
+//! 128-value group four blocks). Block b gives:
+//!
+//! - `T_b` = Σ_e `q_e·x_e` over its 32 values, an EXACT integer: `q_e` the signed code of
+//!   the stored word (its arithmetic meaning, invalid words included: q8's −128, t2's −2),
+//!   `x_e` the q8_1 codes; |T_b| ≤ 32·128·127 < 2²⁴, exact in binary32 too;
+//! - `D_b` = `s_g·dx_b`, the binary16 group scale of the group holding block b times the
+//!   activation block's binary16 scale (exact in binary32: 11 × 11 significant bits, and
+//!   exponents far inside binary32's range);
+//! - `acc[b mod 8] ← fma(D_b, T_b, acc[b mod 8])`, eight FP32 accumulators from +0.
+//!
+//! The result is `tree8(acc)`. Padding codes and scales (past K) are never read. How `T_b`
+//! is computed does not matter (it is exact): the AVX2 path uses unsigned q4 words
+//! (code + 8) and subtracts 8·Σx with the activation block's exact code sum.
+
+use super::float::Grouped;
+use super::{Isa, tree8};
+use crate::linear::q8_1::{Row, Rows};
+
+/// One weight row of a grouped format: its plane-0 (`codes`), plane-1 (`hi`) and plane-2
+/// (`scales`, binary16 little-endian words, group order) bytes in row_split_k128_v1.
+#[derive(Clone, Copy)]
+pub(crate) struct GRow<'a> {
+    pub codes: &'a [u8],
+    pub hi: &'a [u8],
+    pub scales: &'a [u8],
+}
+
+/// Whether `kind` has an AVX2 kernel against q8_1 here.
+fn has_avx2(kind: Grouped) -> bool {
+    matches!(kind, Grouped::Q4 | Grouped::Q8)
+}
+
+/// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
+/// pair's codes rearranged in the order of their weight bytes).
+pub(crate) fn prepare(isa: Isa, kind: Grouped, rows: Rows) -> Rows {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 if has_avx2(kind) => super::grouped_q8_avx2::arrange(kind, rows),
+        _ => rows,
+    }
+}
+
+/// The binary16 scale of the group holding block b, as f32 (exact).
+#[inline]
+pub(super) fn block_scale(kind: Grouped, w: &GRow<'_>, b: usize) -> f32 {
+    let g = 32 * b / kind.group();
+    half::f16::from_bits(u16::from_le_bytes([w.scales[2 * g], w.scales[2 * g + 1]])).to_f32()
+}
+
+/// Block b's exact integer sum `T_b` against the activation codes `xq` (32 values).
+pub(crate) fn block_total(kind: Grouped, w: &GRow<'_>, b: usize, xq: &[i8]) -> i32 {
+    (0..32)
+        .map(|e| kind.code(w.codes, w.hi, 32 * b + e) * xq[e] as i32)
+        .sum()
+}
+
+/// `acc[b mod 8] ← fma(s_g·dx_b, T_b, acc[b mod 8])` for blocks `from .. to` (the scalar
+/// reference step, also the AVX2 path's tail).
+pub(super) fn blocks_scalar(
+    kind: Grouped,
+    w: &GRow<'_>,
+    x: &Row<'_>,
+    from: usize,
+    to: usize,
+    acc: &mut [f32; 8],
+) {
+    for b in from..to {
+        let t = block_total(kind, w, b, &x.qs[32 * b..32 * b + 32]);
+        let a = &mut acc[b % 8];
+        *a = (block_scale(kind, w, b) * x.d[b]).mul_add(t as f32, *a);
+    }
+}
+
+/// Up to four consecutive weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]` =
+/// the product of `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
+///
+/// Each `ws[i]` holds the planes of one row of K = 32·`xs[r].d.len()` values.
+pub(crate) fn dot_row_group(
+    isa: Isa,
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+) {
+    debug_assert_eq!(ws.len() * xs.len(), out.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
+        Isa::Avx2 if has_avx2(kind) => unsafe {
+            super::grouped_q8_avx2::dot_row_group(kind, ws, xs, out)
+        },
+        _ => {
+            for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
+                for (o, x) in o.iter_mut().zip(xs) {
+                    let mut acc = [0f32; 8];
+                    blocks_scalar(kind, w, x, 0, x.d.len(), &mut acc);
+                    *o = tree8(acc);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hand-worked block sums and scales (codes written out from the layout).
+    #[test]
+    fn hand_worked_q4_and_q8_blocks() {
+        let x: Vec<i8> = (0..64).map(|e| e as i8 - 32).collect();
+        // q4: byte i holds elements 2i (low nibble) and 2i + 1 (high). 0x8F: element 2i is
+        // −1 (0xF), element 2i + 1 is −8 (0x8). Block 1 = bytes 16..32.
+        let codes = vec![0x8Fu8; 64];
+        let scales = [0x00u8, 0x3C, 0x00, 0x40]; // 1.0, 2.0
+        let w = GRow {
+            codes: &codes,
+            hi: &[],
+            scales: &scales,
+        };
+        let want: i32 = (0..32)
+            .map(|e| if e % 2 == 0 { -1 } else { -8 } * x[32 + e] as i32)
+            .sum();
+        assert_eq!(block_total(Grouped::Q4, &w, 1, &x[32..]), want);
+        assert_eq!(block_scale(Grouped::Q4, &w, 1), 1.0); // group 0 spans blocks 0, 1
+        assert_eq!(block_scale(Grouped::Q4, &w, 2), 2.0);
+        // q8: one signed byte per element; 0x80 is −128.
+        let mut codes = vec![0u8; 64];
+        codes[32] = 0x80;
+        codes[33] = 0x7F;
+        let w = GRow {
+            codes: &codes,
+            hi: &[],
+            scales: &scales,
+        };
+        assert_eq!(
+            block_total(Grouped::Q8, &w, 1, &x[32..]),
+            -128 * x[32] as i32 + 127 * x[33] as i32
+        );
+        assert_eq!(block_scale(Grouped::Q8, &w, 1), 2.0);
+    }
+}

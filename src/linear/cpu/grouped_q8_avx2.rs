@@ -1,0 +1,395 @@
+//! AVX2 + FMA + F16C kernels of q4_g64_fp16 and q8_g32_fp16 against q8_1 activations, in
+//! exactly the order of [`super::grouped_q8`]'s module docs.
+//!
+//! The pass shapes are those of `legacy_avx2`: with one activation row (GEMV) a pass takes
+//! up to four weight rows, eight 32-value blocks at a time (a chunk); with several, one
+//! weight row against up to four activation rows, each weight pair unpacked once. Blocks
+//! come in pairs (b, b+1) whose activation codes are rearranged once per forward in the
+//! order of the weight bytes ([`arrange`]): q4 as [A even, B even, A odd, B odd] (byte i of
+//! a block holds elements 2i and 2i+1 in its low and high nibble), q8 as [A 0..16,
+//! B 0..16, A 16..32, B 16..32]. Each pair gives eight i32 partial sums (lanes 0..4 block
+//! b, 4..8 block b+1); three `vphaddd` give a chunk's eight exact block sums in lane order
+//! [`P`], the scales are loaded in that order, one `vcvtdq2ps` and one fma serve eight
+//! blocks, and the accumulator is put back in block order at the end. Blocks past the last
+//! whole chunk run the scalar reference step.
+//!
+//! `vpmaddubsw` pair sums (i16) never saturate: q4 words read unsigned (code + 8 ≤ 15)
+//! times q8_1 codes (|x| ≤ 127, never −128) give pairs ≤ 2·15·127 = 3810, two such vectors
+//! added ≤ 7620; q8 codes go through a sign transfer, |q| (u8 ≤ 128: −128 reads as 128)
+//! times ±x, pairs ≤ 2·128·127 = 32512 < 32767, each widened by its own `vpmaddwd`.
+
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::float::Grouped;
+use super::grouped_q8::{GRow, blocks_scalar};
+use super::tree8;
+use crate::linear::q8_1::{Row, Rows};
+use std::arch::x86_64::*;
+
+/// Lane i of a chunk's vectors holds block `P[i]` of the chunk (what the hadd tree leaves).
+const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
+/// The inverse of [`P`].
+const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
+
+/// q4's pair arrangement: [A even 16, B even 16, A odd 16, B odd 16].
+const NIBBLES: [u8; 64] = {
+    let mut p = [0u8; 64];
+    let mut j = 0;
+    while j < 64 {
+        p[j] = [0, 32, 1, 33][j / 16] + 2 * (j % 16) as u8;
+        j += 1;
+    }
+    p
+};
+
+/// q8's pair arrangement: [A 0..16, B 0..16, A 16..32, B 16..32].
+const HALVES: [u8; 64] = {
+    let mut p = [0u8; 64];
+    let mut j = 0;
+    while j < 64 {
+        p[j] = [0, 32, 16, 48][j / 16] + (j % 16) as u8;
+        j += 1;
+    }
+    p
+};
+
+/// The activation rows as these kernels read them ([`Rows::arrange_pairs`]).
+pub(super) fn arrange(kind: Grouped, mut rows: Rows) -> Rows {
+    match kind {
+        Grouped::Q4 => rows.arrange_pairs(&NIBBLES, false),
+        _ => rows.arrange_pairs(&HALVES, false),
+    }
+    rows
+}
+
+/// One format's unpacking, as a type so that each kernel is monomorphized.
+trait Kernel {
+    /// Code bytes per 32-value block.
+    const BLOCK_BYTES: usize;
+    /// Scale bytes per 32-value block.
+    const SCALE_BYTES: usize;
+    /// Unpacked weight codes of a block pair.
+    type W: Copy;
+    /// The codes of blocks b, b+1 (b even), in the arranged order.
+    ///
+    /// # Safety
+    /// AVX2 available; blocks b, b+1 lie in the code row at `w`.
+    unsafe fn unpack(w: *const u8, b: usize) -> Self::W;
+    /// The pair's partial sums against the arranged activations `x` (lanes 0..4 block b,
+    /// 4..8 block b+1, before the offset).
+    ///
+    /// # Safety
+    /// AVX2 available.
+    unsafe fn dot(q: &Self::W, x: &Halves) -> __m256i;
+    /// Whether T = raw − 8·Σx.
+    const OFFSET8: bool;
+    /// The scales of the chunk's blocks `b + P[i]` (b a multiple of 8).
+    ///
+    /// # Safety
+    /// AVX2 available; the chunk's groups lie in the scale row at `s`.
+    unsafe fn scales(s: *const u8, b: usize) -> __m256;
+}
+
+/// Activation codes of a pair in the arranged order.
+#[derive(Clone, Copy)]
+struct Halves {
+    lo: __m256i,
+    hi: __m256i,
+}
+
+/// # Safety
+/// AVX2 available; blocks b, b+1 (64 bytes from 32b) lie in the arranged row at `p`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn halves(p: *const i8, b: usize) -> Halves {
+    // SAFETY: the caller's contract.
+    unsafe {
+        Halves {
+            lo: _mm256_loadu_si256(p.add(32 * b).cast()),
+            hi: _mm256_loadu_si256(p.add(32 * b + 32).cast()),
+        }
+    }
+}
+
+/// q4_g64_fp16: 16 bytes per block, one scale per two blocks.
+struct Q4;
+impl Kernel for Q4 {
+    const BLOCK_BYTES: usize = 16;
+    const SCALE_BYTES: usize = 1;
+    const OFFSET8: bool = true;
+    type W = Halves;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn unpack(w: *const u8, b: usize) -> Halves {
+        // SAFETY: 32 code bytes of blocks b, b+1 (caller).
+        let v = unsafe { _mm256_loadu_si256(w.add(16 * b).cast()) };
+        // Two's-complement nibble n → unsigned n ^ 8 = code + 8 (both nibbles at once).
+        let v = _mm256_xor_si256(v, _mm256_set1_epi8(0x88u8 as i8));
+        let m = _mm256_set1_epi8(0x0F);
+        Halves {
+            lo: _mm256_and_si256(v, m),
+            hi: _mm256_and_si256(_mm256_srli_epi16(v, 4), m),
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
+        let p = _mm256_add_epi16(
+            _mm256_maddubs_epi16(q.lo, x.lo),
+            _mm256_maddubs_epi16(q.hi, x.hi),
+        );
+        // Lanes: lo/hi bytes 0..16 are block b (128-bit lane 0), 16..32 block b+1.
+        _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the 4 scale words of groups b/2 .. b/2 + 4 (8 bytes at byte b).
+        let f = unsafe { _mm_cvtph_ps(_mm_loadl_epi64(s.add(b).cast())) };
+        // Lanes P = (0, 2, 4, 6, 1, 3, 5, 7) are groups (0, 1, 2, 3, 0, 1, 2, 3).
+        _mm256_set_m128(f, f)
+    }
+}
+
+/// q8_g32_fp16: 32 bytes per block, one scale per block.
+struct Q8;
+impl Kernel for Q8 {
+    const BLOCK_BYTES: usize = 32;
+    const SCALE_BYTES: usize = 2;
+    const OFFSET8: bool = false;
+    /// The codes and their magnitudes (|q| as u8: −128 reads as 128).
+    type W = [Halves; 2];
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn unpack(w: *const u8, b: usize) -> [Halves; 2] {
+        // SAFETY: 64 code bytes of blocks b, b+1 (caller).
+        let q = unsafe {
+            let (a, c) = (w.add(32 * b), w.add(32 * b + 32));
+            Halves {
+                lo: _mm256_loadu2_m128i(c.cast(), a.cast()),
+                hi: _mm256_loadu2_m128i(c.add(16).cast(), a.add(16).cast()),
+            }
+        };
+        let a = Halves {
+            lo: _mm256_sign_epi8(q.lo, q.lo),
+            hi: _mm256_sign_epi8(q.hi, q.hi),
+        };
+        [q, a]
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn dot(w: &[Halves; 2], x: &Halves) -> __m256i {
+        let [q, a] = w;
+        let half = |q: __m256i, a: __m256i, x: __m256i| {
+            // |q| times x·sign q.
+            let p = _mm256_maddubs_epi16(a, _mm256_sign_epi8(x, q));
+            _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+        };
+        _mm256_add_epi32(half(q.lo, a.lo, x.lo), half(q.hi, a.hi, x.hi))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the 8 scale words of blocks b .. b + 8 (caller).
+        unsafe {
+            let h = |i: usize| s.add(2 * (b + i)).cast::<u16>().read_unaligned() as u64;
+            let lo = h(0) | h(2) << 16 | h(4) << 32 | h(6) << 48;
+            let hi = h(1) | h(3) << 16 | h(5) << 32 | h(7) << 48;
+            _mm256_cvtph_ps(_mm_set_epi64x(hi as i64, lo as i64))
+        }
+    }
+}
+
+/// # Safety
+/// AVX2, FMA and F16C available; `kind` is Q4 or Q8.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_row_group(
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+) {
+    // SAFETY (all): the caller's contract.
+    unsafe {
+        match kind {
+            Grouped::Q4 => group::<Q4>(kind, ws, xs, out),
+            Grouped::Q8 => group::<Q8>(kind, ws, xs, out),
+            _ => unreachable!("no AVX2 q8_1 kernel for {kind:?}"),
+        }
+    }
+}
+
+/// # Safety
+/// As [`dot_row_group`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    assert!(ws.len() <= 4 && out.len() == ws.len() * m);
+    let Some(first) = xs.first() else {
+        return;
+    };
+    // The bounds checks: every pointer read below stays inside these.
+    let nb = first.d.len();
+    let whole = nb / 8 * 8;
+    for x in xs {
+        assert!(x.d.len() == nb && x.qs.len() >= 32 * nb && x.sum.len() >= nb);
+        assert!(x.pairs.len() >= 32 * whole);
+    }
+    assert!(ws.iter().all(|w| w.codes.len() >= K::BLOCK_BYTES * nb
+        && w.scales.len() >= 2 * (32 * nb).div_ceil(kind.group())));
+    let mut res = [0f32; 4];
+    if m == 1 {
+        // SAFETY: AVX2 (caller); bounds just checked.
+        unsafe {
+            match ws.len() {
+                4 => rows::<4, K>(kind, ws, first, &mut res),
+                3 => rows::<3, K>(kind, ws, first, &mut res),
+                2 => rows::<2, K>(kind, ws, first, &mut res),
+                1 => rows::<1, K>(kind, ws, first, &mut res),
+                _ => {}
+            }
+        }
+        out.copy_from_slice(&res[..ws.len()]);
+        return;
+    }
+    for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+        for (x, o) in xs.chunks(4).zip(o.chunks_mut(4)) {
+            // SAFETY: AVX2 (caller); bounds just checked.
+            unsafe {
+                match x.len() {
+                    4 => tile::<4, K>(kind, w, x, &mut res),
+                    3 => tile::<3, K>(kind, w, x, &mut res),
+                    2 => tile::<2, K>(kind, w, x, &mut res),
+                    _ => tile::<1, K>(kind, w, x, &mut res),
+                }
+            }
+            o.copy_from_slice(&res[..o.len()]);
+        }
+    }
+}
+
+/// The chunk's eight exact block sums T (lane order [`P`]) of the unpacked pairs `q`
+/// (blocks b .. b + 8) against the arranged activation row at `xp` with block sums at `ps`.
+///
+/// # Safety
+/// AVX2; blocks b .. b + 8 lie in the activation row.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn totals<K: Kernel>(q: &[K::W; 4], xp: *const i8, ps: *const i32, b: usize) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let pair = |j: usize| K::dot(&q[j], &halves(xp, b + 2 * j));
+        let h0 = _mm256_hadd_epi32(pair(0), pair(1));
+        let h1 = _mm256_hadd_epi32(pair(2), pair(3));
+        let raw = _mm256_hadd_epi32(h0, h1);
+        if K::OFFSET8 {
+            let perm = _mm256_loadu_si256(P.as_ptr().cast());
+            let s = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(ps.add(b).cast()), perm);
+            _mm256_sub_epi32(raw, _mm256_slli_epi32(s, 3))
+        } else {
+            raw
+        }
+    }
+}
+
+/// One weight row against C activation rows, into `res[..C]`.
+///
+/// # Safety
+/// As [`rows`], for every row of `xs`.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile<const C: usize, K: Kernel>(
+    kind: Grouped,
+    w: &GRow<'_>,
+    xs: &[Row<'_>],
+    res: &mut [f32; 4],
+) {
+    let nb = xs[0].d.len();
+    let whole = nb / 8 * 8;
+    let (wp, sp) = (w.codes.as_ptr(), w.scales.as_ptr());
+    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in the weight row and every
+    // activation row (the caller's checks).
+    unsafe {
+        let perm = _mm256_loadu_si256(P.as_ptr().cast());
+        let mut acc = [_mm256_setzero_ps(); C];
+        let mut b = 0;
+        while b < whole {
+            let dw = K::scales(sp, b);
+            let q: [K::W; 4] = std::array::from_fn(|j| K::unpack(wp, b + 2 * j));
+            for c in 0..C {
+                let t = totals::<K>(&q, xs[c].pairs.as_ptr(), xs[c].sum.as_ptr(), b);
+                let dx = _mm256_permutevar8x32_ps(_mm256_loadu_ps(xs[c].d.as_ptr().add(b)), perm);
+                acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(t), acc[c]);
+            }
+            b += 8;
+        }
+        let pinv = _mm256_loadu_si256(PINV.as_ptr().cast());
+        for c in 0..C {
+            let mut a = [0f32; 8];
+            _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc[c], pinv));
+            blocks_scalar(kind, w, &xs[c], whole, nb, &mut a);
+            res[c] = tree8(a);
+        }
+    }
+}
+
+/// R weight rows against one activation row, into `res[..R]`.
+///
+/// # Safety
+/// AVX2, FMA and F16C available; every `ws[i]` holds the codes and scales of `x`'s
+/// blocks, `x` holds 32 codes (arranged), a scale and a sum per block.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn rows<const R: usize, K: Kernel>(
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    x: &Row<'_>,
+    res: &mut [f32; 4],
+) {
+    let nb = x.d.len();
+    let whole = nb / 8 * 8;
+    let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
+    let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
+    // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
+    let pf_dist = R * ws[0].codes.len();
+    let pf_scales = R * ws[0].scales.len();
+    let (pd, ps, xp) = (x.d.as_ptr(), x.sum.as_ptr(), x.pairs.as_ptr());
+    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
+    unsafe {
+        let perm = _mm256_loadu_si256(P.as_ptr().cast());
+        let mut acc = [_mm256_setzero_ps(); R];
+        let mut b = 0;
+        while b < whole {
+            let dx = _mm256_permutevar8x32_ps(_mm256_loadu_ps(pd.add(b)), perm);
+            for i in 0..R {
+                let w = wp[i];
+                // The same part of the next group's row i: each row is only a few KiB,
+                // too short for the hardware prefetcher to follow four of them.
+                let ahead = K::BLOCK_BYTES * b + pf_dist;
+                let mut o = 0;
+                while o < 8 * K::BLOCK_BYTES {
+                    _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(ahead + o).cast());
+                    o += 64;
+                }
+                // And its scales (a separate plane, also one stream per row).
+                _mm_prefetch::<_MM_HINT_T1>(
+                    sp[i].wrapping_add(K::SCALE_BYTES * b + pf_scales).cast(),
+                );
+                let q: [K::W; 4] = std::array::from_fn(|j| K::unpack(w, b + 2 * j));
+                let t = totals::<K>(&q, xp, ps, b);
+                let d = _mm256_mul_ps(K::scales(sp[i], b), dx);
+                acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
+            }
+            b += 8;
+        }
+        let pinv = _mm256_loadu_si256(PINV.as_ptr().cast());
+        for i in 0..R {
+            let mut a = [0f32; 8];
+            _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc[i], pinv));
+            blocks_scalar(kind, &ws[i], x, whole, nb, &mut a);
+            res[i] = tree8(a);
+        }
+    }
+}
