@@ -9,6 +9,13 @@
 //! vector whose lane g is `T_g` (scaled per group by [`Iq::finish`] where the scale was not
 //! in `m`), then one `cvt` + one `fma` per super-block with the eight `(d·c)·dx_b`.
 //!
+//! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
+//! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
+//! sums of `Rows::sum8` weighted per run (IQ1_M): the same integers `T_g`.
+//!
+//! Software prefetch of the next rows does not pay here (measured): each weight row is
+//! read whole and in order, a stream the hardware prefetcher follows.
+//!
 //! M = 1 unpacks each group and uses it at once; with more activation rows each super-block
 //! is unpacked once into a small buffer and then read by every row (same integers, same
 //! bits).
