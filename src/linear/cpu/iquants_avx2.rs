@@ -5,8 +5,8 @@
 //! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors.
 //! Against activation codes x: `vpmaddubsw(a, sign(x, s))` (pair sums ≤ 2·62·127 < 2¹⁵:
 //! magnitudes ≤ 62, |x| ≤ 127 since q8_1 never writes −128), then `vpmaddwd` with `m` gives
-//! 8 exact i32 partial sums; a `vphaddd` tree turns the eight groups' partials into one
-//! vector whose lane g is `T_g` (scaled per group by [`Iq::finish`] where the scale was not
+//! 8 exact i32 partial sums; an unpack-and-add tree ([`reduce8`]) turns the eight groups'
+//! partials into one vector whose lane g is `T_g` (scaled per group by [`Iq::finish`] where the scale was not
 //! in `m`), then one `cvt` + one `fma` per super-block with the eight `(d·c)·dx_b`.
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
