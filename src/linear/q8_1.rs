@@ -127,6 +127,9 @@ pub(crate) struct Rows {
     /// M × K/16 exact half-block sums Σq over 16 codes (|Σ| ≤ 16·127, so i16): the
     /// k-quant kernels' min and offset terms per 16-value sub-block.
     pub sum16: Vec<i16>,
+    /// M × K/8 exact sums Σq over 8 codes (|Σ| ≤ 8·127, so i16): the IQ1_M kernel's
+    /// per-run delta terms.
+    pub sum8: Vec<i16>,
     /// Empty, or the codes with every whole block pair of a row rearranged for a kernel
     /// ([`Rows::arrange_pairs`]).
     pub pairs: Vec<i8>,
@@ -141,6 +144,7 @@ pub(crate) struct Row<'a> {
     pub d: &'a [f32],
     pub sum: &'a [i32],
     pub sum16: &'a [i16],
+    pub sum8: &'a [i16],
     /// This row's part of [`Rows::pairs`] (empty when not arranged).
     pub pairs: &'a [i8],
     /// This row's part of [`Rows::pairs_abs`] (empty when not arranged).
@@ -159,6 +163,7 @@ impl Rows {
             d: vec![0.0; nb],
             sum: vec![0; nb],
             sum16: vec![0; 2 * nb],
+            sum8: vec![0; 4 * nb],
             pairs: Vec::new(),
             pairs_abs: Vec::new(),
         };
@@ -169,6 +174,9 @@ impl Rows {
             rows.sum[i] = b.sum;
             for (h, c) in b.qs.chunks_exact(16).enumerate() {
                 rows.sum16[2 * i + h] = c.iter().map(|&q| q as i16).sum();
+            }
+            for (r, c) in b.qs.chunks_exact(8).enumerate() {
+                rows.sum8[4 * i + r] = c.iter().map(|&q| q as i16).sum();
             }
         }
         rows
@@ -182,6 +190,7 @@ impl Rows {
             d: &self.d[i * nb..(i + 1) * nb],
             sum: &self.sum[i * nb..(i + 1) * nb],
             sum16: &self.sum16[2 * i * nb..2 * (i + 1) * nb],
+            sum8: &self.sum8[4 * i * nb..4 * (i + 1) * nb],
             pairs: self.pairs.get(i * self.k..(i + 1) * self.k).unwrap_or(&[]),
             pairs_abs: self
                 .pairs_abs
