@@ -37,7 +37,10 @@ pub(crate) struct GRow<'a> {
 
 /// Whether `kind` has an AVX2 kernel against q8_1 here.
 fn has_avx2(kind: Grouped) -> bool {
-    matches!(kind, Grouped::Q4 | Grouped::Q8)
+    matches!(
+        kind,
+        Grouped::Q2 | Grouped::T2 | Grouped::Q4 | Grouped::Q5 | Grouped::Q6 | Grouped::Q8
+    )
 }
 
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
