@@ -1,8 +1,7 @@
 //! The grouped formats (q2/t2/q4/q5/q6/q8 in row_split_k128_v1) against q8_1 activations:
 //! the opt-in [`Activation::Q8_1`](crate::linear::Activation) compute profile
 //! (docs/linear.md). The scalar reference order lives here; `grouped_q8_avx2` reproduces its
-//! bits for q4_g64_fp16 and q8_g32_fp16 (the other grouped formats run this reference on
-//! every instruction set).
+//! bits for all six formats.
 //!
 //! # Evaluation order (fixed per output)
 //!
@@ -19,8 +18,9 @@
 //! - `acc[b mod 8] ← fma(D_b, T_b, acc[b mod 8])`, eight FP32 accumulators from +0.
 //!
 //! The result is `tree8(acc)`. Padding codes and scales (past K) are never read. How `T_b`
-//! is computed does not matter (it is exact): the AVX2 path uses unsigned q4 words
-//! (code + 8) and subtracts 8·Σx with the activation block's exact code sum.
+//! is computed does not matter (it is exact): the AVX2 path reads q2/t2/q4/q5/q6 codes
+//! unsigned (code + 1, + 2, + 8, + 16, + 32) and subtracts that offset times Σx with the
+//! activation block's exact code sum.
 
 use super::float::Grouped;
 use super::{Isa, tree8};

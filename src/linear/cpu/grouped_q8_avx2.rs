@@ -1,21 +1,24 @@
-//! AVX2 + FMA + F16C kernels of q4_g64_fp16 and q8_g32_fp16 against q8_1 activations, in
-//! exactly the order of [`super::grouped_q8`]'s module docs.
+//! AVX2 + FMA + F16C kernels of the six grouped formats (q2_g64, t2_g128, q4_g64, q5_g64,
+//! q6_g64, q8_g32) against q8_1 activations, in exactly the order of
+//! [`super::grouped_q8`]'s module docs.
 //!
 //! The pass shapes are those of `legacy_avx2`: with one activation row (GEMV) a pass takes
 //! up to four weight rows, eight 32-value blocks at a time (a chunk); with several, one
 //! weight row against up to four activation rows, each weight pair unpacked once. Blocks
 //! come in pairs (b, b+1) whose activation codes are rearranged once per forward in the
-//! order of the weight bytes ([`arrange`]): q4 as [A even, B even, A odd, B odd] (byte i of
-//! a block holds elements 2i and 2i+1 in its low and high nibble), q8 as [A 0..16,
+//! order of the weight bytes ([`arrange`]): q2/t2/q4/q5/q6 as [A even, B even, A odd,
+//! B odd] (byte i of a q4 block holds elements 2i and 2i+1 in its low and high nibble; the
+//! 2-bit fields of q2/t2 and of q6's plane 1 are spread to that order by nibble, q5's bit 4
+//! by a byte shuffle and a bit mask), q8 as [A 0..16,
 //! B 0..16, A 16..32, B 16..32]. Each pair gives eight i32 partial sums (lanes 0..4 block
 //! b, 4..8 block b+1); three `vphaddd` give a chunk's eight exact block sums in lane order
 //! [`P`], the scales are loaded in that order, one `vcvtdq2ps` and one fma serve eight
 //! blocks, and the accumulator is put back in block order at the end. Blocks past the last
 //! whole chunk run the scalar reference step.
 //!
-//! `vpmaddubsw` pair sums (i16) never saturate: q4 words read unsigned (code + 8 ≤ 15)
-//! times q8_1 codes (|x| ≤ 127, never −128) give pairs ≤ 2·15·127 = 3810, two such vectors
-//! added ≤ 7620; q8 codes go through a sign transfer, |q| (u8 ≤ 128: −128 reads as 128)
+//! `vpmaddubsw` pair sums (i16) never saturate: codes read unsigned (u = code + 2^e ≤ 63,
+//! q6's bound; q5 ≤ 31, q4 ≤ 15, q2/t2 ≤ 3) times q8_1 codes (|x| ≤ 127, never −128) give
+//! pairs ≤ 2·63·127 = 16002, two such vectors added ≤ 32004 < 32767; q8 codes go through a sign transfer, |q| (u8 ≤ 128: −128 reads as 128)
 //! times ±x, pairs ≤ 2·128·127 = 32512 < 32767, each widened by its own `vpmaddwd`.
 
 // Index loops mirror the lane equations of the module docs.
