@@ -94,6 +94,22 @@ fn q8_1_xhat(x: &[f32]) -> Vec<f64> {
     out
 }
 
+/// The f64 oracle: y_ref[m, r] = Σ_j w[r, j]·v[m, j] and Σ_j |w[r, j]·v[m, j]| for m rows of
+/// v (M × K) against n rows of w (N × K), both M × N.
+fn reference(w: &[f32], v: &[f64], n: usize, k: usize, m: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut yref, mut sabs) = (vec![0f64; m * n], vec![0f64; m * n]);
+    for mi in 0..m {
+        for r in 0..n {
+            for j in 0..k {
+                let p = w[r * k + j] as f64 * v[mi * k + j];
+                yref[mi * n + r] += p;
+                sabs[mi * n + r] += p.abs();
+            }
+        }
+    }
+    (yref, sabs)
+}
+
 struct Checked {
     count: usize,
     worst: f64,
@@ -365,17 +381,7 @@ fn random_weights_meet_the_criterion_and_paths_agree_bitwise() {
             } else {
                 x.iter().map(|&v| v as f64).collect()
             };
-            let mut yref = vec![0f64; mmax * n];
-            let mut sabs = vec![0f64; mmax * n];
-            for m in 0..mmax {
-                for r in 0..n {
-                    for j in 0..k {
-                        let p = wdec[r * k + j] as f64 * xv[m * k + j];
-                        yref[m * n + r] += p;
-                        sabs[m * n + r] += p.abs();
-                    }
-                }
-            }
+            let (yref, sabs) = reference(&wdec, &xv, n, k, mmax);
             let mut first: Option<Vec<u32>> = None;
             for isa in isas() {
                 for threads in [1, 2] {
@@ -703,16 +709,7 @@ fn every_supported_format_meets_the_criterion() {
         } else {
             x.iter().map(|&v| v as f64).collect()
         };
-        let (mut yref, mut sabs) = (vec![0f64; mmax * n], vec![0f64; mmax * n]);
-        for m in 0..mmax {
-            for r in 0..n {
-                for j in 0..k {
-                    let p = wdec[r * k + j] as f64 * xv[m * k + j];
-                    yref[m * n + r] += p;
-                    sabs[m * n + r] += p.abs();
-                }
-            }
-        }
+        let (yref, sabs) = reference(&wdec, &xv, n, k, mmax);
         let mut c = Checked {
             count: 0,
             worst: 0.0,
@@ -934,16 +931,7 @@ fn iquant_kernels_cover_every_grid_point_and_sign() {
             })
             .collect();
         let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
-        let (mut yref, mut sabs) = (vec![0f64; m * n], vec![0f64; m * n]);
-        for mi in 0..m {
-            for r in 0..n {
-                for j in 0..k {
-                    let p = wdec[r * k + j] as f64 * xv[mi * k + j];
-                    yref[mi * n + r] += p;
-                    sabs[mi * n + r] += p.abs();
-                }
-            }
-        }
+        let (yref, sabs) = reference(&wdec, &xv, n, k, m);
         let mut c = Checked {
             count: 0,
             worst: 0.0,
@@ -1166,17 +1154,13 @@ fn legacy_kernels_extreme_blocks_and_row_groups() {
                     }
                 }
             }
-            let mut yref = vec![0f64; mmax * n];
-            let mut sabs = vec![0f64; mmax * n];
-            for m in 0..mmax {
-                for r in 0..n {
-                    for j in 0..k {
-                        let p = wdec[r * k + j] as f64 * x[m * k + j] as f64;
-                        yref[m * n + r] += p;
-                        sabs[m * n + r] += p.abs();
-                    }
-                }
-            }
+            let (yref, sabs) = reference(
+                &wdec,
+                &x.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+                n,
+                k,
+                mmax,
+            );
             let mut first: Option<Vec<u32>> = None;
             for isa in isas() {
                 let mut w = PreparedWeight::new(view).unwrap();
@@ -1289,17 +1273,13 @@ fn kquant_kernels_extreme_blocks_and_row_groups() {
             for blk in x.chunks_exact_mut(32) {
                 blk.fill(if rng.next() % 2 == 0 { 127.0 } else { -127.0 });
             }
-            let mut yref = vec![0f64; mmax * n];
-            let mut sabs = vec![0f64; mmax * n];
-            for m in 0..mmax {
-                for r in 0..n {
-                    for j in 0..k {
-                        let p = wdec[r * k + j] as f64 * x[m * k + j] as f64;
-                        yref[m * n + r] += p;
-                        sabs[m * n + r] += p.abs();
-                    }
-                }
-            }
+            let (yref, sabs) = reference(
+                &wdec,
+                &x.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+                n,
+                k,
+                mmax,
+            );
             let mut first: Option<Vec<u32>> = None;
             for isa in isas() {
                 let mut w = PreparedWeight::new(view).unwrap();
@@ -1419,16 +1399,7 @@ fn q8_1_activation_profile_meets_the_criterion_on_grouped_formats() {
                     })
                     .collect();
                 let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
-                let (mut yref, mut sabs) = (vec![0f64; mmax * n], vec![0f64; mmax * n]);
-                for m in 0..mmax {
-                    for r in 0..n {
-                        for j in 0..k {
-                            let p = wdec[r * k + j] as f64 * xv[m * k + j];
-                            yref[m * n + r] += p;
-                            sabs[m * n + r] += p.abs();
-                        }
-                    }
-                }
+                let (yref, sabs) = reference(&wdec, &xv, n, k, mmax);
                 let mut first: Option<Vec<u32>> = None;
                 for isa in isas() {
                     for threads in [1, 2] {
