@@ -90,11 +90,17 @@ trait Kernel {
     /// Codes are read unsigned as code + 2^OFFSET_LOG2 (T = raw − 2^OFFSET_LOG2·Σx), or
     /// signed when `None`.
     const OFFSET_LOG2: Option<i32>;
-    /// The scales of the chunk's blocks `b + P[i]` (b a multiple of 8).
+    /// The scales of the chunk's blocks `b + P[i]` (b a multiple of 8); by default those
+    /// of a 64-value group format ([`g64_scales`]).
     ///
     /// # Safety
     /// AVX2 available; the chunk's groups lie in the scale row at `s`.
-    unsafe fn scales(s: *const u8, b: usize) -> __m256;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { g64_scales(s, b) }
+    }
 }
 
 /// Activation codes of a pair in the arranged order.
@@ -144,12 +150,6 @@ impl Kernel for Q4 {
     unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
         // SAFETY: AVX2 (caller).
         unsafe { udot(q, x) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { g64_scales(s, b) }
     }
 }
 
@@ -224,12 +224,6 @@ impl Kernel for Q2 {
     unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
         // SAFETY: AVX2 (caller).
         unsafe { udot(q, x) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { g64_scales(s, b) }
     }
 }
 
@@ -324,12 +318,6 @@ impl Kernel for Q5 {
         // SAFETY: AVX2 (caller).
         unsafe { udot(q, x) }
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { g64_scales(s, b) }
-    }
 }
 
 /// q6_g64_fp16: 16 nibble bytes + 8 two-bit bytes per block, read as u = code + 32.
@@ -363,12 +351,6 @@ impl Kernel for Q6 {
     unsafe fn dot(q: &Halves, x: &Halves) -> __m256i {
         // SAFETY: AVX2 (caller).
         unsafe { udot(q, x) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { g64_scales(s, b) }
     }
 }
 
