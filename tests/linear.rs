@@ -1536,8 +1536,297 @@ fn activation_profile_refusals_and_defaults() {
         Err(Error::BadShape(_))
     ));
     assert_eq!(w.activation(), Activation::Exact);
+    // nvfp4: K = 80 is legal (whole 16-value blocks) but not a multiple of 32.
+    let planes = random_planes(Format::Nvfp4, n, 80, &mut rng);
+    let view = WeightView::new(
+        Format::Nvfp4,
+        Layout::BlockScaleK16_M128x4_V1,
+        n,
+        80,
+        [&planes[0], &planes[1], &planes[2]],
+    )
+    .unwrap();
+    let mut w = PreparedWeight::new(view).unwrap();
+    assert_eq!(w.activation(), Activation::Exact);
+    assert!(matches!(
+        w.set_activation(Activation::Q8_1),
+        Err(Error::BadShape(_))
+    ));
+    assert_eq!(w.activation(), Activation::Exact);
     assert!(matches!(
         Activation::from_u32(2),
         Err(Error::InvalidArgument(_))
     ));
+}
+
+/// nvfp4 planes (block_scale_k16_m128x4_v1) from logical codes [n, k] (one word per value),
+/// linear scale words [n, k/16] and one divisor per row (n stacked one-row sources).
+fn nvfp4_planes(n: usize, k: usize, codes: &[u8], words: &[u8], divs: &[f32]) -> Vec<Vec<u8>> {
+    let nkb = k / 16;
+    let mut c = vec![0u8; n * k / 2];
+    for (j, &w) in codes.iter().enumerate() {
+        c[j / 2] |= (w & 0x0F) << (4 * (j % 2));
+    }
+    let mut s = vec![0u8; ninfer::layouts::block_scale::scales_len(n, nkb).unwrap()];
+    ninfer::layouts::block_scale::pack_scales(n, nkb, words, &mut s).unwrap();
+    let d = divs.iter().flat_map(|d| d.to_le_bytes()).collect();
+    vec![c, s, d]
+}
+
+/// nvfp4 weights written plainly from the spec's equation (§3.3), for any word (also the
+/// invalid ones: their arithmetic meaning): `binary32(binary32(e2m1(c)·e4m3fn(s)) / d)`.
+fn nvfp4_plain(codes: &[u8], words: &[u8], divs: &[f32], k: usize) -> Vec<f32> {
+    let e2m1 = |c: u8| {
+        let m = [0.0f32, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0][(c & 7) as usize];
+        if c & 8 != 0 { -m } else { m }
+    };
+    let e4m3 = |s: u8| {
+        let (e, m) = (((s >> 3) & 15) as i32, (s & 7) as f32);
+        let v = if e == 15 && m == 7.0 {
+            f32::NAN
+        } else if e == 0 {
+            m * 2f32.powi(-9)
+        } else {
+            (1.0 + m / 8.0) * 2f32.powi(e - 7)
+        };
+        if s & 0x80 != 0 { -v } else { v }
+    };
+    codes
+        .iter()
+        .enumerate()
+        .map(|(j, &c)| {
+            let r = j / k;
+            e2m1(c) * e4m3(words[r * (k / 16) + (j % k) / 16]) / divs[r]
+        })
+        .collect()
+}
+
+/// The opt-in q8_1 profile of nvfp4 (`Activation::Q8_1`): criterion `linear_f32acc_v1`
+/// against the f64 product of the decoded weights (`decode_row`, tested against the spec
+/// and ml_dtypes) with the q8_1 values x̂ re-derived here; every row its own divisor, rows
+/// chosen for the fast order's edges and the exact-weight order (module docs of
+/// `linear::cpu::nvfp4_q8`): codes all ±6 against activation codes all ±127, scale 448 and
+/// the subnormal 2⁻⁹, d_w = 2¹¹⁶ (fast) / 2¹¹⁷ (subnormal weights), 3e38 (fast with scales
+/// ≥ 8, else subnormal weights), 2⁻¹⁴⁰ (infinite weights: NaN outputs; zero codes: 0),
+/// 2688·2⁻¹²⁷ (a weight of exactly 2¹²⁷), 2⁻⁹⁰, zero scales, −0 codes. K = 96, 160
+/// (a partial scale tile), 128, 224, 1184 and 4096, N = 13 and 130 (beyond a 128-row tile);
+/// scalar = AVX2, 1 = 2 threads, a row alone = the same row in a batch, bit for bit.
+#[test]
+fn q8_1_activation_profile_meets_the_criterion_on_nvfp4() {
+    use linear::Activation;
+    let mut rng = Rng(4242);
+    let (format, layout) = (Format::Nvfp4, Layout::BlockScaleK16_M128x4_V1);
+    assert!(linear::supported_activation(
+        format,
+        layout,
+        Activation::Q8_1,
+        Device::Cpu
+    ));
+    let p2 = |e: i32| 2f32.powi(e);
+    let mut c = Checked {
+        count: 0,
+        worst: 0.0,
+    };
+    let mut nan_rows = 0;
+    for (k, n) in [
+        (96, 13),
+        (160, 13),
+        (128, 13),
+        (224, 130),
+        (32 * 37, 13),
+        (4096, 13),
+    ] {
+        let nkb = k / 16;
+        let (mut codes, mut words, mut divs) = (Vec::new(), Vec::new(), Vec::new());
+        for r in 0..n {
+            let kind = r % 13;
+            // ±6 patterns per 16-block: all +6, all −6, alternating, halves.
+            let six = |j: usize| match (j / 16 + r) % 4 {
+                0 => 0x7,
+                1 => 0xF,
+                2 => [0x7, 0xF][j % 2],
+                _ => [0xF, 0x7][(j % 16) / 8],
+            };
+            for j in 0..k {
+                codes.push(match kind {
+                    1..=3 => six(j),
+                    6 => [0x0, 0x8][j % 2],
+                    // One ±6 (the weight ±2¹²⁷), against an activation of about ±1.
+                    9 if j == 0 => [0x7, 0xF][r % 2],
+                    9 if j < 16 => 0,
+                    _ => (rng.next() % 16) as u8,
+                });
+            }
+            for b in 0..nkb {
+                let any = (rng.next() % 0x7F) as u8; // 0x00..=0x7E
+                words.push(match kind {
+                    1 => 0x7E,
+                    2 | 3 => 0x01,
+                    4 => 0x50 + (rng.next() % 0x2F) as u8, // ≥ 8
+                    8 => 0,
+                    9 => [0x7E, 0][(b > 0) as usize],
+                    11 => [0x7E, 0x01, 0x38][b % 3],
+                    _ => any,
+                });
+            }
+            divs.push(match kind {
+                2 => p2(116),
+                3 => p2(117),
+                4 | 5 => 3e38,
+                6 | 7 => f32::from_bits(1 << 9), // 2⁻¹⁴⁰
+                9 => 2688.0 * p2(-127),
+                10 => p2(-90),
+                1 | 8 | 11 => 1.0,
+                _ => 0.75 + rng.unit().abs(),
+            });
+        }
+        let planes = nvfp4_planes(n, k, &codes, &words, &divs);
+        let view =
+            WeightView::new(format, layout, n, k, [&planes[0], &planes[1], &planes[2]]).unwrap();
+        let mut wdec = vec![0f32; n * k];
+        for r in 0..n {
+            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+        }
+        let mmax = 64;
+        let x: Vec<f32> = (0..mmax * k)
+            .map(|i| {
+                let j = i % k + i / k; // blocks shift by one value per row
+                if (j / 32) % 3 == 0 || i % k == 0 {
+                    // Every code ±127 (one sign per block, or alternating); element 0
+                    // (against row kind 9's weight 2¹²⁷) ±1.
+                    if (j / 64) % 2 == 0 {
+                        1.0
+                    } else {
+                        [-1.0, 1.0][i % 2]
+                    }
+                } else {
+                    rng.unit() * if i % 7 == 0 { 100.0 } else { 1.0 }
+                }
+            })
+            .collect();
+        let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
+        let (yref, sabs) = reference(&wdec, &xv, n, k, mmax);
+        nan_rows += (0..n).filter(|r| yref[*r].is_nan()).count();
+        let mut first: Option<Vec<u32>> = None;
+        for isa in isas() {
+            for threads in [1, 2] {
+                let mut w = PreparedWeight::new(view).unwrap();
+                assert_eq!(w.activation(), Activation::Exact);
+                w.set_activation(Activation::Q8_1).unwrap();
+                assert_eq!(w.activation(), Activation::Q8_1);
+                w.set_isa(isa).unwrap();
+                w.set_threads(threads).unwrap();
+                for m in [1, 2, 7, 64] {
+                    let y = forward(&w, &x[..m * k], m, None);
+                    let what = format!("nvfp4+q8_1 K={k} N={n} {isa:?} t{threads} m{m}");
+                    check(
+                        &what,
+                        &y,
+                        &yref[..m * n],
+                        &sabs[..m * n],
+                        None,
+                        n,
+                        k,
+                        false,
+                        &mut c,
+                    );
+                    match &first {
+                        None if m == 64 => first = Some(bits(&y)),
+                        Some(f) if m == 64 => assert_eq!(f, &bits(&y), "{what}: bits differ"),
+                        _ => {}
+                    }
+                    if m == 64 {
+                        for r in [0, 5, 63] {
+                            let y1 = forward(&w, &x[r * k..(r + 1) * k], 1, None);
+                            assert_eq!(bits(&y1), bits(&y[r * n..(r + 1) * n]), "{what} row {r}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // The 2⁻¹⁴⁰ rows with nonzero codes have infinite weights: NaN where y_ref is NaN.
+    assert!(nan_rows >= 6, "{nan_rows} NaN rows");
+    println!(
+        "nvfp4+q8_1: {} outputs within linear_f32acc_v1 (worst |err|/tol = {:.2e}), {nan_rows} \
+         NaN rows at M = 1",
+        c.count, c.worst
+    );
+}
+
+/// nvfp4 payloads that break §3.3 (no validation in a product, §8) under the q8_1 profile:
+/// negative scale words and a negative divisor are computed with their arithmetic meaning
+/// (criterion against the spec's equation written plainly), a NaN scale word or a zero
+/// divisor gives NaN / ±Inf exactly where that equation's f64 product does; every path the
+/// same bits.
+#[test]
+fn q8_1_profile_on_invalid_nvfp4_words() {
+    use linear::Activation;
+    let mut rng = Rng(99);
+    let (n, k, m) = (6, 256, 3);
+    let (format, layout) = (Format::Nvfp4, Layout::BlockScaleK16_M128x4_V1);
+    let codes: Vec<u8> = (0..n * k).map(|_| (rng.next() % 16) as u8).collect();
+    let mut words: Vec<u8> = (0..n * k / 16).map(|_| (rng.next() % 0x7F) as u8).collect();
+    let nkb = k / 16;
+    words[nkb + 3] = 0xB8; // row 1: −1.0
+    words[2 * nkb + 5] = 0x7F; // row 2: NaN
+    words[3 * nkb + 7] = 0xFF; // row 3: NaN
+    words[4 * nkb] = 0x80; // row 4: −0
+    let divs = [1.5f32, 1.0, 1.0, 1.0, -2.0, 0.0];
+    let planes = nvfp4_planes(n, k, &codes, &words, &divs);
+    let view = WeightView::new(format, layout, n, k, [&planes[0], &planes[1], &planes[2]]).unwrap();
+    let wv = nvfp4_plain(&codes, &words, &divs, k);
+    let x: Vec<f32> = (0..m * k).map(|_| rng.unit()).collect();
+    let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
+    let (yref, sabs) = reference(&wv, &xv, n, k, m);
+    let mut results = Vec::new();
+    let mut c = Checked {
+        count: 0,
+        worst: 0.0,
+    };
+    for isa in isas() {
+        let mut w = PreparedWeight::new(view).unwrap();
+        w.set_activation(Activation::Q8_1).unwrap();
+        w.set_isa(isa).unwrap();
+        let y = forward(&w, &x, m, None);
+        for (i, (&got, &r)) in y.iter().zip(&yref).enumerate() {
+            if r.is_infinite() {
+                assert_eq!(got as f64, r, "{isa:?} y[{i}]");
+            }
+        }
+        let finite = |v: &[f64]| {
+            v.iter()
+                .map(|r| if r.is_infinite() { 0.0 } else { *r })
+                .collect::<Vec<_>>()
+        };
+        let yf: Vec<f32> = y
+            .iter()
+            .zip(&yref)
+            .map(|(&g, r)| if r.is_infinite() { 0.0 } else { g })
+            .collect();
+        check(
+            "nvfp4+q8_1 invalid",
+            &yf,
+            &finite(&yref),
+            &sabs,
+            None,
+            n,
+            k,
+            false,
+            &mut c,
+        );
+        results.push(bits(&y));
+        // Row by row gives the same bits.
+        for r in 0..m {
+            let y1 = forward(&w, &x[r * k..(r + 1) * k], 1, None);
+            assert_eq!(bits(&y1), bits(&y[r * n..(r + 1) * n]), "{isa:?} row {r}");
+        }
+    }
+    assert!(results.windows(2).all(|r| r[0] == r[1]));
+    for i in 0..m {
+        for r in [2, 3, 5] {
+            assert!(f32::from_bits(results[0][i * n + r]).is_nan() || r == 5);
+        }
+    }
+    println!("nvfp4+q8_1 invalid words: {} outputs checked", c.count);
 }

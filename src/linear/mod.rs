@@ -134,6 +134,8 @@ enum Path {
     Gguf(Kind),
     /// A grouped format (row_split_k128_v1) against q8_1 (the opt-in profile).
     GroupedQ8(Grouped),
+    /// nvfp4 against q8_1 (the opt-in profile; block scales gathered per row).
+    Nvfp4Q8,
     /// A GGUF type without a dedicated kernel: decoded f32 row against x̂ (q8_1 values).
     GgufDecoded,
     /// Any other decodable format: decoded f32 row against x.
@@ -210,8 +212,9 @@ pub fn supported(
 
 /// Whether this build computes `linear` for weights of `format` in `layout` on `device`
 /// with the activation profile `activation` ([`PreparedWeight::set_activation`]): gguf_*
-/// only with [`Activation::Q8_1`]; q2/t2/q4/q5/q6/q8 in row_split_k128_v1 with both; every
-/// other supported format only with [`Activation::Exact`]. (Q8_1 also needs K to be a
+/// only with [`Activation::Q8_1`]; q2/t2/q4/q5/q6/q8 in row_split_k128_v1 and nvfp4 in
+/// block_scale_k16_m128x4_v1 with both; every other supported format only with
+/// [`Activation::Exact`]. (Q8_1 also needs K to be a
 /// multiple of 32, checked when it is set.)
 pub fn supported_activation(
     format: Format,
@@ -227,6 +230,7 @@ pub fn supported_activation(
         Activation::Exact => !gguf,
         Activation::Q8_1 => {
             gguf || (layout == Layout::RowSplitK128_V1 && grouped_kind(format).is_some())
+                || (format == Format::Nvfp4 && layout == Layout::BlockScaleK16_M128x4_V1)
         }
     }
 }
@@ -383,14 +387,17 @@ impl<'a> PreparedWeight<'a> {
                      §3.4: a GGUF product quantizes x to q8_1 blocks)"
                 )));
             }
-            (Activation::Q8_1, Path::RowSplit(kind)) => {
+            (Activation::Q8_1, p @ (Path::RowSplit(_) | Path::Nvfp4)) => {
                 if self.cols() % q8_1::QK8_1 != 0 {
                     return Err(Error::BadShape(format!(
                         "linear: q8_1 activations need K a multiple of 32 (K = {})",
                         self.cols()
                     )));
                 }
-                Path::GroupedQ8(kind)
+                match p {
+                    Path::RowSplit(kind) => Path::GroupedQ8(kind),
+                    _ => Path::Nvfp4Q8,
+                }
             }
             (Activation::Q8_1, _) => {
                 return Err(Error::Unsupported(format!(
@@ -552,6 +559,10 @@ impl<'a> PreparedWeight<'a> {
                 kind,
                 q8_1::Rows::quantize(x, m, k),
             )),
+            Path::Nvfp4Q8 => Some(cpu::nvfp4_q8::prepare(
+                self.isa,
+                q8_1::Rows::quantize(x, m, k),
+            )),
             _ => None,
         };
         let xhat = match (self.path, &q) {
@@ -576,14 +587,23 @@ impl<'a> PreparedWeight<'a> {
         // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
         // M = 1 (eight independent accumulator chains), the GGUF ones 4.
         let group = match self.path {
-            Path::Gguf(_) | Path::GroupedQ8(_) => ROW_GROUP,
+            Path::Gguf(_) | Path::GroupedQ8(_) | Path::Nvfp4Q8 => ROW_GROUP,
             _ => FLOAT_GROUP,
         };
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
             let mut scratch = [Vec::new(), Vec::new()];
+            let mut words = Vec::new();
             let first = ci * rows_per_chunk;
             for (g, o) in out.chunks_mut(group * m).enumerate() {
-                self.row_group(first + g * group, xf, m, &qrows, o, &mut scratch)?;
+                self.row_group(
+                    first + g * group,
+                    xf,
+                    m,
+                    &qrows,
+                    o,
+                    &mut scratch,
+                    &mut words,
+                )?;
             }
             Ok(())
         };
@@ -604,7 +624,8 @@ impl<'a> PreparedWeight<'a> {
     }
 
     /// Output rows `r0 .. r0 + out.len() / m` of W against every activation row (`out` is
-    /// row of W major).
+    /// row of W major). `scratch` and `words` are reused buffers.
+    #[allow(clippy::too_many_arguments)]
     fn row_group(
         &self,
         r0: usize,
@@ -613,6 +634,7 @@ impl<'a> PreparedWeight<'a> {
         q: &[q8_1::Row<'_>],
         out: &mut [f32],
         scratch: &mut [Vec<f32>; 2],
+        words: &mut Vec<u8>,
     ) -> Result<()> {
         let v = &self.view;
         let [scratch, values] = scratch;
@@ -658,43 +680,44 @@ impl<'a> PreparedWeight<'a> {
                 self.float_rows(&ws[..count], x, m, out, values)
             }
             Path::Nvfp4 => {
-                use crate::layouts::block_scale::{
-                    BLOCK, DIVISORS_PLANE, TILE_BLOCKS, TILE_BYTES, offset,
-                };
-                let k = v.cols();
-                let nkb = k / BLOCK;
-                let per = crate::formats::nvfp4::rows_per_source(v);
-                let (scales, divisors) = (v.plane(1), v.plane(DIVISORS_PLANE));
+                let nkb = v.cols() / crate::layouts::block_scale::BLOCK;
                 scratch.resize(count * nkb, 0.0);
-                let mut words = vec![0u8; nkb];
+                words.resize(nkb, 0);
                 for (i, sf) in scratch.chunks_exact_mut(nkb).enumerate() {
-                    // A row's scales: 4 contiguous bytes per tile, tiles TILE_BYTES apart.
-                    let base = offset(r0 + i, 0, nkb);
-                    for (t, w4) in words.chunks_mut(TILE_BLOCKS).enumerate() {
-                        let at = base + t * TILE_BYTES;
-                        match <&mut [u8; TILE_BLOCKS]>::try_from(&mut *w4) {
-                            Ok(full) => *full = scales[at..at + TILE_BLOCKS].try_into().expect("4"),
-                            Err(_) => {
-                                for (j, w) in w4.iter_mut().enumerate() {
-                                    *w = scales[at + j];
-                                }
-                            }
-                        }
-                    }
-                    cpu::float::e4m3fn_to_f32(self.isa, &words, sf);
+                    nvfp4_row_words(v, r0 + i, words);
+                    cpu::float::e4m3fn_to_f32(self.isa, words, sf);
                 }
                 let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(nkb)).enumerate() {
-                    let src = (r0 + i) / per;
-                    let d = &divisors[4 * src..4 * src + 4];
-                    let d = f32::from_le_bytes([d[0], d[1], d[2], d[3]]);
                     *wr = WRow::Nvfp4 {
                         codes: bytes(i),
                         sf,
-                        d,
+                        d: nvfp4_row_divisor(v, r0 + i),
                     };
                 }
                 self.float_rows(&ws[..count], x, m, out, values)
+            }
+            Path::Nvfp4Q8 => {
+                // The rows' scale words in block order, gathered once per row group.
+                let nkb = v.cols() / crate::layouts::block_scale::BLOCK;
+                words.resize(count * nkb, 0);
+                for (i, w) in words.chunks_exact_mut(nkb).enumerate() {
+                    nvfp4_row_words(v, r0 + i, w);
+                }
+                let empty = cpu::nvfp4_q8::NRow {
+                    codes: &[],
+                    words: &[],
+                    d: 0.0,
+                };
+                let mut ws = [empty; ROW_GROUP];
+                for (i, (wr, w)) in ws.iter_mut().zip(words.chunks_exact(nkb)).enumerate() {
+                    *wr = cpu::nvfp4_q8::NRow {
+                        codes: bytes(i),
+                        words: w,
+                        d: nvfp4_row_divisor(v, r0 + i),
+                    };
+                }
+                cpu::nvfp4_q8::dot_row_group(self.isa, &ws[..count], q, out);
             }
             Path::Gguf(kind) => {
                 let mut ws: [&[u8]; ROW_GROUP] = [&[]; ROW_GROUP];
@@ -765,6 +788,25 @@ impl<'a> PreparedWeight<'a> {
         }
         cpu::float::dot_rows(self.isa, &fs[..ws.len()], x, m, out)
     }
+}
+
+/// Row `r`'s nvfp4 block scale words (`out.len()` = K/16) gathered from the swizzled scale
+/// plane: 4 contiguous bytes per 128×4 tile, tiles `TILE_BYTES` apart.
+fn nvfp4_row_words(v: &WeightView<'_>, r: usize, out: &mut [u8]) {
+    use crate::layouts::block_scale::{TILE_BLOCKS, TILE_BYTES, offset};
+    let scales = v.plane(1);
+    let base = offset(r, 0, out.len());
+    for (t, w4) in out.chunks_mut(TILE_BLOCKS).enumerate() {
+        let at = base + t * TILE_BYTES;
+        w4.copy_from_slice(&scales[at..at + w4.len()]);
+    }
+}
+
+/// Row `r`'s nvfp4 divisor d_w (that of its stacked source).
+fn nvfp4_row_divisor(v: &WeightView<'_>, r: usize) -> f32 {
+    let src = r / crate::formats::nvfp4::rows_per_source(v);
+    let d = &v.plane(crate::layouts::block_scale::DIVISORS_PLANE)[4 * src..4 * src + 4];
+    f32::from_le_bytes([d[0], d[1], d[2], d[3]])
 }
 
 /// Weight rows computed together (the float kernels' tile height).

@@ -35,8 +35,8 @@ const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
 /// The inverse of [`P`].
 const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
-/// q4's pair arrangement: [A even 16, B even 16, A odd 16, B odd 16].
-const NIBBLES: [u8; 64] = {
+/// q4's pair arrangement: [A even 16, B even 16, A odd 16, B odd 16] (also nvfp4's).
+pub(super) const NIBBLES: [u8; 64] = {
     let mut p = [0u8; 64];
     let mut j = 0;
     while j < 64 {

@@ -10,6 +10,8 @@
 //!   (Q2_K..Q6_K), [`iquants`] (IQ1/IQ2/IQ3 grid types).
 //! - [`grouped_q8`] (AVX2: `grouped_q8_avx2`): the grouped formats against q8_1 activations
 //!   (the opt-in `Activation::Q8_1` profile).
+//! - [`nvfp4_q8`] (AVX2: `nvfp4_q8_avx2`): nvfp4 against q8_1 activations (the same opt-in
+//!   profile).
 
 pub(crate) mod float;
 #[cfg(target_arch = "x86_64")]
@@ -27,6 +29,9 @@ mod kquants_avx2;
 pub(crate) mod legacy;
 #[cfg(target_arch = "x86_64")]
 mod legacy_avx2;
+pub(crate) mod nvfp4_q8;
+#[cfg(target_arch = "x86_64")]
+mod nvfp4_q8_avx2;
 
 /// The instruction set a prepared weight runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,0 +1,251 @@
+//! nvfp4 (block_scale_k16_m128x4_v1) against q8_1 activations: the opt-in
+//! [`Activation::Q8_1`](crate::linear::Activation) compute profile (docs/linear.md). The
+//! scalar reference order lives here; `nvfp4_q8_avx2` reproduces its bits.
+//!
+//! # Values
+//!
+//! The weight is `w_k = binary32(binary32(e2m1(c_k)·sf_b) / d_w)` (§3.3; `sf_b` the E4M3FN
+//! scale of 16-value block b, `d_w` the row's source divisor), the activation the q8_1 value
+//! `x̂_k = dx_j·q_k` (block j = k/32). Twice an E2M1 value is an integer in [−12, 12]
+//! (`2·e2m1` of the words 0..7 = 0, 1, 2, 3, 4, 6, 8, 12; bit 3 negates), so per 16-value
+//! block the product splits into an exact integer sum and one scale product.
+//!
+//! # Evaluation order (fixed per output)
+//!
+//! K is a multiple of 32. A weight row is **fast** when its divisor is finite and > 0, all
+//! its scale words are valid (0x00..=0x7E) and every nonzero weight magnitude it can
+//! represent is a normal finite binary32: `0.5·sf_min / d_w ≥ 2⁻¹²⁶` and
+//! `6·sf_max / d_w ≤ 2¹²⁷` over its nonzero scales (checked per row and forward in f64,
+//! exactly; [`fast`]). Every payload a production quantizer writes (d_w = 2688 / amax) is
+//! fast unless amax is near the ends of binary32. For a fast row, blocks b = 0 .. K/16:
+//!
+//! - `S_b = Σ_k 2·e2m1(c_k)·q_k` over the block's 16 values, an EXACT integer
+//!   (|S_b| ≤ 16·12·127 = 24384);
+//! - `C_b = sf_b · (dx_j / 2)` (j = b/2, the q8_1 block holding block b): exact in binary32
+//!   (a 4-bit times an 11-bit significand, magnitudes in [2⁻³⁴, 1.5·2²³]);
+//! - `acc[b mod 8] ← fma(C_b, S_b, acc[b mod 8])`, eight FP32 accumulators from +0;
+//!
+//! and the output is `binary32(tree8(acc) / d_w)` (one division per output).
+//!
+//! Criterion: Σ_b C_b·S_b = d_w·Σ_k (e2m1·sf/d_w)·x̂_k exactly; the lane sums and the tree
+//! add at most (K/128 + 3) roundings of 2⁻²⁴ relative to Σ|C_b·S_b|, the division one more
+//! (or 2⁻¹⁵⁰ absolute when the output is subnormal), and the decoded weights the oracle uses
+//! differ from `e2m1·sf/d_w` by at most 2⁻²⁴ relative (they are normal: that is what
+//! "fast" guarantees). Together well inside `(K + 8)·2⁻²³·Σ|w·x̂| + (K + 8)·2⁻¹⁴⁹`.
+//! (A subnormal or infinite decoded weight would break that: its rounding error is not
+//! relative, e.g. 0 where `e2m1·sf/d_w` is 2⁻¹⁵¹, Inf where it is 2¹²⁸.)
+//!
+//! Every other row (extreme divisors, and payloads that break §3.3: negative or NaN scale
+//! words, a divisor ≤ 0 or non-finite) runs the **exact-weight** order: the decoded weights
+//! of the exact profile, `±binary32(binary32(|e2m1(c)|·sf) / d_w)` with their arithmetic
+//! meaning (NaN words as NaN, the code's sign last), times `x̂_k = dx_j·q_k` (exact),
+//! `acc[k mod 8] ← fma(w_k, x̂_k, acc[k mod 8])` in increasing k, `tree8(acc)` — the exact
+//! profile's f32 order with x̂ for x, so such a row gives what the exact profile gives on
+//! x̂, NaN and Inf included. No payload is refused (§8: products do not validate; run
+//! `validate` first on untrusted payloads).
+//!
+//! The AVX2 path computes `S_b` with unsigned weights `u = 2·e2m1 + 12 ∈ [0, 24]`
+//! (`vpmaddubsw`) and removes `12·Σq` with the activation's exact 16-value code sums, and
+//! forms `C_b` as `(sf_b/256)·(128·dx_j)` (the same exact value); the exact-weight order
+//! runs in scalar code on every instruction set.
+
+use super::{Isa, tree8};
+use crate::linear::q8_1::{Row, Rows};
+use crate::words::{e2m1, e4m3fn};
+
+/// One nvfp4 weight row: its K/2 code bytes (element 2i in the low nibble of byte i), its
+/// K/16 E4M3FN scale words in block order (gathered from the swizzled plane), and its
+/// source's divisor.
+#[derive(Clone, Copy)]
+pub(crate) struct NRow<'a> {
+    pub codes: &'a [u8],
+    pub words: &'a [u8],
+    pub d: f32,
+}
+
+/// `2·e2m1(c)` for every code word c (an integer in [−12, 12]; 0x8 is 0).
+pub(super) const TWICE: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+/// Whether row `w` runs the fast order (module docs): d finite and > 0, every scale word
+/// valid, and every nonzero weight magnitude `e2m1·sf/d` in [2⁻¹²⁶, 2¹²⁷].
+pub(crate) fn fast(w: &NRow<'_>) -> bool {
+    let d = w.d;
+    if !(d.is_finite() && d > 0.0) {
+        return false;
+    }
+    // Valid words (0x00..=0x7E) are ordered like their values: the extremes are the
+    // largest word and the smallest nonzero one (0 wraps to 0xFF).
+    let max = w.words.iter().copied().max().unwrap_or(0);
+    if max > e4m3fn::MAX_WORD {
+        return false;
+    }
+    if max == 0 {
+        return true; // every weight is 0 / d = 0
+    }
+    let min = w.words.iter().map(|s| s.wrapping_sub(1)).min().unwrap_or(0) + 1;
+    let (lo, hi) = (e4m3fn::decode(min) as f64, e4m3fn::decode(max) as f64);
+    let d = d as f64;
+    // All exact in f64: products of short significands and powers of two.
+    0.5 * lo >= 2f64.powi(-126) * d && 6.0 * hi <= 2f64.powi(127) * d
+}
+
+/// Activation rows as the kernel on `isa` reads them (the AVX2 kernel reads each 64-value
+/// pair of q8_1 blocks as [even elements, odd elements], the order of the code nibbles).
+pub(crate) fn prepare(isa: Isa, rows: Rows) -> Rows {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => super::nvfp4_q8_avx2::arrange(rows),
+        _ => rows,
+    }
+}
+
+/// Block b's exact `S_b = Σ 2·e2m1(c)·q` against the activation codes `xq` (16 values).
+#[inline]
+pub(super) fn block_total(codes: &[u8], b: usize, xq: &[i8]) -> i32 {
+    (0..16)
+        .map(|e| {
+            let byte = codes[8 * b + e / 2];
+            let c = (byte >> (4 * (e % 2))) & 0x0F;
+            TWICE[c as usize] as i32 * xq[e] as i32
+        })
+        .sum()
+}
+
+/// `acc[b mod 8] ← fma(sf_b·(dx_j/2), S_b, acc[b mod 8])` for blocks `from .. to` of a fast
+/// row (the scalar reference step, also the AVX2 path's tail).
+pub(super) fn blocks_scalar(w: &NRow<'_>, x: &Row<'_>, from: usize, to: usize, acc: &mut [f32; 8]) {
+    for b in from..to {
+        let s = block_total(w.codes, b, &x.qs[16 * b..16 * b + 16]);
+        let c = e4m3fn::decode(w.words[b]) * (0.5 * x.d[b / 2]);
+        let a = &mut acc[b % 8];
+        *a = c.mul_add(s as f32, *a);
+    }
+}
+
+/// The exact-weight order of a row that is not fast (module docs): the exact profile's
+/// weights times x̂, one element at a time.
+pub(super) fn exact_weights(w: &NRow<'_>, x: &Row<'_>) -> f32 {
+    let mut acc = [0f32; 8];
+    let mut sf = 0f32;
+    for (k, &q) in x.qs.iter().enumerate() {
+        if k % 16 == 0 {
+            sf = e4m3fn::decode(w.words[k / 16]);
+        }
+        let c = w.codes[k / 2] >> (4 * (k % 2));
+        let mag = e2m1::MAGNITUDES[(c & 7) as usize] * sf / w.d;
+        let wk = f32::from_bits(mag.to_bits() ^ (((c & 8) as u32) << 28));
+        let xk = x.d[k / 32] * q as f32;
+        acc[k % 8] = wk.mul_add(xk, acc[k % 8]);
+    }
+    tree8(acc)
+}
+
+/// One fast row against one activation row in the reference order.
+fn fast_scalar(w: &NRow<'_>, x: &Row<'_>) -> f32 {
+    let mut acc = [0f32; 8];
+    blocks_scalar(w, x, 0, 2 * x.d.len(), &mut acc);
+    tree8(acc) / w.d
+}
+
+/// Up to four weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]` = the product of
+/// `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
+///
+/// Each `ws[i]` holds K/2 code bytes and K/16 scale words, K = 32·`xs[r].d.len()`.
+pub(crate) fn dot_row_group(isa: Isa, ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    debug_assert_eq!(ws.len() * m, out.len());
+    if m == 0 {
+        return;
+    }
+    let nb = 2 * xs[0].d.len();
+    for w in ws {
+        assert!(w.codes.len() >= 8 * nb && w.words.len() >= nb);
+    }
+    for x in xs {
+        assert!(x.qs.len() >= 16 * nb && x.d.len() * 2 == nb && x.sum16.len() >= nb);
+    }
+    let is_fast: Vec<bool> = ws.iter().map(fast).collect();
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            if is_fast.iter().all(|&f| f) {
+                // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection;
+                // the lengths are checked above.
+                unsafe { super::nvfp4_q8_avx2::dot_row_group(ws, xs, out) };
+                return;
+            }
+            for ((w, o), &f) in ws.iter().zip(out.chunks_exact_mut(m)).zip(&is_fast) {
+                if f {
+                    // SAFETY: as above.
+                    unsafe { super::nvfp4_q8_avx2::dot_row_group(std::slice::from_ref(w), xs, o) };
+                } else {
+                    for (o, x) in o.iter_mut().zip(xs) {
+                        *o = exact_weights(w, x);
+                    }
+                }
+            }
+        }
+        _ => {
+            for ((w, o), &f) in ws.iter().zip(out.chunks_exact_mut(m)).zip(&is_fast) {
+                for (o, x) in o.iter_mut().zip(xs) {
+                    *o = if f {
+                        fast_scalar(w, x)
+                    } else {
+                        exact_weights(w, x)
+                    };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `TWICE` is twice the E2M1 table (the decoder's constants are the oracle).
+    #[test]
+    fn twice_is_two_e2m1() {
+        for c in 0..16u8 {
+            assert_eq!(TWICE[c as usize] as f32, 2.0 * e2m1::decode(c), "{c:#x}");
+        }
+    }
+
+    /// A hand-worked block sum: byte 0x7F = element 2i code 0xF (−6), element 2i + 1 code
+    /// 0x7 (+6); doubled: −12, +12.
+    #[test]
+    fn hand_worked_block_total() {
+        let codes = [0x7Fu8; 16];
+        let x: Vec<i8> = (0..32).map(|e| e as i8 - 10).collect();
+        let want: i32 = (0..16)
+            .map(|e| if e % 2 == 0 { -12 } else { 12 } * x[16 + e] as i32)
+            .sum();
+        assert_eq!(block_total(&codes, 1, &x[16..]), want);
+    }
+
+    /// The fast-row bounds at their edges.
+    #[test]
+    fn fast_row_bounds() {
+        let pow2 = |e: i32| 2f32.powi(e);
+        let row = |words: &'static [u8], d: f32| NRow {
+            codes: &[],
+            words,
+            d,
+        };
+        // Smallest scale 2⁻⁹ (word 0x01): 0.5·2⁻⁹/d ≥ 2⁻¹²⁶ ⇔ d ≤ 2¹¹⁶.
+        assert!(fast(&row(&[0x01, 0x00], pow2(116))));
+        assert!(!fast(&row(&[0x01, 0x00], pow2(117))));
+        // Largest 448 (0x7E): 6·448/d ≤ 2¹²⁷ ⇔ d ≥ 2688·2⁻¹²⁷.
+        assert!(fast(&row(&[0x7E], 2688.0 * pow2(-127))));
+        assert!(!fast(&row(&[0x7E], 2687.0 * pow2(-127))));
+        // All-zero scales: any valid divisor.
+        assert!(fast(&row(&[0, 0], f32::MAX)));
+        // Invalid words or divisors.
+        assert!(!fast(&row(&[0x7F], 1.0)));
+        assert!(!fast(&row(&[0x80], 1.0)));
+        assert!(!fast(&row(&[0x38], 0.0)));
+        assert!(!fast(&row(&[0x38], -1.0)));
+        assert!(!fast(&row(&[0x38], f32::NAN)));
+        assert!(!fast(&row(&[0x38], f32::INFINITY)));
+    }
+}

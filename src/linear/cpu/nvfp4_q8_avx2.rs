@@ -1,0 +1,282 @@
+//! AVX2 + FMA + F16C kernel of nvfp4 against q8_1 activations for fast rows, in exactly the
+//! order of [`super::nvfp4_q8`]'s module docs (rows that are not fast never come here).
+//!
+//! A chunk is 128 values: 8 nvfp4 blocks (64 code bytes, 8 scale words) against 4 q8_1
+//! blocks. The activation codes of each 64-value pair of q8_1 blocks are rearranged once per
+//! forward as [even elements, odd elements] ([`arrange`]), the order of the low and high
+//! nibbles of 32 code bytes. One `vpshufb` turns each nibble into `u = 2·e2m1 + 12`
+//! (0 ..= 24, unsigned); `vpmaddubsw(u, q)` pairs are ≤ 2·24·127 = 6096 in i16, the low- and
+//! high-nibble vectors added ≤ 12192 < 32767 (q8_1 codes are in [−127, 127], never −128),
+//! then `vpmaddwd` by 1 widens to i32: lanes 2i, 2i+1 of a 32-byte step hold block i of the
+//! step. One `vphaddd` of the chunk's two steps gives the eight raw block sums in lane order
+//! [`Q`] = blocks (0, 1, 4, 5, 2, 3, 6, 7); `S_b = raw_b − 12·Σq_b` with the activation's
+//! exact 16-value code sums (`Rows::sum16`), exact. The scale words are shuffled into the
+//! same order and placed into binary16 (`word << 7` = sf/256 for a valid word, exact),
+//! converted by F16C, times `128·dx` (exact): `C_b` of the reference. One `vcvtdq2ps` and
+//! one fma serve the eight blocks; lane i of the accumulator is reference lane `Q[i]`, put
+//! back in order at the end. Blocks past the last whole chunk run the scalar reference
+//! step, and the division by d_w follows the lane tree as in the reference.
+//!
+//! Pass shapes (those of `grouped_q8_avx2`): with one activation row, up to four weight rows
+//! share each activation load (with a software prefetch of the next row group's codes);
+//! with several, one weight row is unpacked once per chunk for up to four activation rows.
+
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::grouped_q8_avx2::NIBBLES;
+use super::nvfp4_q8::{NRow, blocks_scalar};
+use super::tree8;
+use crate::linear::q8_1::{Row, Rows};
+use std::arch::x86_64::*;
+
+/// Lane i of a chunk's vectors holds block `Q[i]` of the chunk (what `vphaddd` leaves). `Q`
+/// is its own inverse.
+const Q: [i32; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
+/// The q8_1 block (of the chunk's four) of lane i: `Q[i] / 2`.
+const QD: [i32; 8] = [0, 0, 2, 2, 1, 1, 3, 3];
+
+/// The activation rows as this kernel reads them ([`Rows::arrange_pairs`]).
+pub(super) fn arrange(mut rows: Rows) -> Rows {
+    rows.arrange_pairs(&NIBBLES, false);
+    rows
+}
+
+/// `u = 2·e2m1(c) + 12` for every code word c, in both 128-bit lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn table() -> __m256i {
+    _mm256_setr_epi8(
+        12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, //
+        12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
+    )
+}
+
+/// The unsigned weights of the 64 values at code byte `p` (32 bytes): [low nibbles = even
+/// elements, high nibbles = odd elements].
+///
+/// # Safety
+/// AVX2 available; 32 bytes at `p`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn unpack(p: *const u8, table: __m256i) -> [__m256i; 2] {
+    // SAFETY: the caller's contract.
+    let v = unsafe { _mm256_loadu_si256(p.cast()) };
+    let m = _mm256_set1_epi8(0x0F);
+    let lo = _mm256_and_si256(v, m);
+    let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+    [
+        _mm256_shuffle_epi8(table, lo),
+        _mm256_shuffle_epi8(table, hi),
+    ]
+}
+
+/// The arranged activation codes of a chunk (128 values at `xp`).
+///
+/// # Safety
+/// AVX2 available; 128 bytes at `xp`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn xcodes(xp: *const i8) -> [__m256i; 4] {
+    // SAFETY: the caller's contract.
+    unsafe { std::array::from_fn(|i| _mm256_loadu_si256(xp.add(32 * i).cast())) }
+}
+
+/// The chunk's eight raw block sums Σu·q in lane order [`Q`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn raw(u: &[__m256i; 4], x: &[__m256i; 4]) -> __m256i {
+    let ones = _mm256_set1_epi16(1);
+    // i16 bound: each pair ≤ 2·24·127 = 6096, the two added ≤ 12192 < 32767.
+    let step = |j: usize| {
+        let p = _mm256_add_epi16(
+            _mm256_maddubs_epi16(u[2 * j], x[2 * j]),
+            _mm256_maddubs_epi16(u[2 * j + 1], x[2 * j + 1]),
+        );
+        _mm256_madd_epi16(p, ones)
+    };
+    _mm256_hadd_epi32(step(0), step(1))
+}
+
+/// An activation row's factors for the chunk at block b (lane order [`Q`]): `128·dx` of each
+/// lane's q8_1 block and `12·Σq` of each lane's 16 codes.
+///
+/// # Safety
+/// AVX2 available; q8_1 blocks b/2 .. b/2 + 4 lie in `x`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn xfactors(x: &Row<'_>, b: usize) -> (__m256, __m256i) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let d = _mm256_castps128_ps256(_mm_loadu_ps(x.d.as_ptr().add(b / 2)));
+        let d = _mm256_permutevar8x32_ps(d, _mm256_loadu_si256(QD.as_ptr().cast()));
+        // Exact: dx is a binary16 value, 128·dx < 2²⁴.
+        let d = _mm256_mul_ps(d, _mm256_set1_ps(128.0));
+        let s = _mm256_cvtepi16_epi32(_mm_loadu_si128(x.sum16.as_ptr().add(b).cast()));
+        let s = _mm256_permutevar8x32_epi32(s, _mm256_loadu_si256(Q.as_ptr().cast()));
+        // Exact: |12·Σq| ≤ 12·16·127.
+        (d, _mm256_mullo_epi32(s, _mm256_set1_epi32(12)))
+    }
+}
+
+/// The chunk's scales `sf/256` (lane order [`Q`]) from the 8 scale words at `p`: a valid
+/// E4M3FN word shifted left by 7 is the binary16 of its value / 256 (the exponent biases
+/// differ by 8; subnormals alike).
+///
+/// # Safety
+/// AVX2 available; 8 bytes at `p`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn scales(p: *const u8) -> __m256 {
+    // SAFETY: the caller's contract.
+    let w = unsafe { _mm_loadl_epi64(p.cast()) };
+    let w = _mm_shuffle_epi8(
+        w,
+        _mm_setr_epi8(0, 1, 4, 5, 2, 3, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0),
+    );
+    _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(w), 7))
+}
+
+/// # Safety
+/// AVX2, FMA and F16C available; every row of `ws` is fast ([`super::nvfp4_q8::fast`]) and
+/// holds the codes and scale words of the blocks of every row of `xs`, whose `pairs` are
+/// arranged ([`arrange`]) and hold every whole chunk.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    assert!(ws.len() <= 4 && out.len() == ws.len() * m);
+    let Some(first) = xs.first() else {
+        return;
+    };
+    // The bounds checks: every pointer read below stays inside these.
+    let nb = 2 * first.d.len();
+    let whole = nb / 8 * 8;
+    for x in xs {
+        assert!(2 * x.d.len() == nb && x.qs.len() >= 16 * nb && x.sum16.len() >= nb);
+        assert!(x.pairs.len() >= 16 * whole);
+    }
+    assert!(
+        ws.iter()
+            .all(|w| w.codes.len() >= 8 * nb && w.words.len() >= nb)
+    );
+    let mut res = [0f32; 4];
+    if m == 1 {
+        // SAFETY: AVX2 (caller); bounds just checked.
+        unsafe {
+            match ws.len() {
+                4 => rows::<4>(ws, first, &mut res),
+                3 => rows::<3>(ws, first, &mut res),
+                2 => rows::<2>(ws, first, &mut res),
+                1 => rows::<1>(ws, first, &mut res),
+                _ => {}
+            }
+        }
+        out.copy_from_slice(&res[..ws.len()]);
+        return;
+    }
+    for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+        for (x, o) in xs.chunks(4).zip(o.chunks_mut(4)) {
+            // SAFETY: AVX2 (caller); bounds just checked.
+            unsafe {
+                match x.len() {
+                    4 => tile::<4>(w, x, &mut res),
+                    3 => tile::<3>(w, x, &mut res),
+                    2 => tile::<2>(w, x, &mut res),
+                    _ => tile::<1>(w, x, &mut res),
+                }
+            }
+            o.copy_from_slice(&res[..o.len()]);
+        }
+    }
+}
+
+/// The reference lanes of `acc` (lane order [`Q`]), the scalar tail blocks `whole .. nb`,
+/// the lane tree and the division by d_w.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn finish(acc: __m256, w: &NRow<'_>, x: &Row<'_>, whole: usize, nb: usize) -> f32 {
+    let mut a = [0f32; 8];
+    // SAFETY: `Q` holds 8 i32, `a` 8 f32.
+    unsafe {
+        let q = _mm256_loadu_si256(Q.as_ptr().cast());
+        _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc, q));
+    }
+    blocks_scalar(w, x, whole, nb, &mut a);
+    tree8(a) / w.d
+}
+
+/// One weight row against C activation rows, into `res[..C]`.
+///
+/// # Safety
+/// As [`dot_row_group`] (bounds checked there).
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile<const C: usize>(w: &NRow<'_>, xs: &[Row<'_>], res: &mut [f32; 4]) {
+    let nb = 2 * xs[0].d.len();
+    let whole = nb / 8 * 8;
+    let (wp, sp) = (w.codes.as_ptr(), w.words.as_ptr());
+    let t = table();
+    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in the weight row and every
+    // activation row (the caller's checks).
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); C];
+        let mut b = 0;
+        while b < whole {
+            let [u0, u1] = unpack(wp.add(8 * b), t);
+            let [u2, u3] = unpack(wp.add(8 * b + 32), t);
+            let u = [u0, u1, u2, u3];
+            let sf = scales(sp.add(b));
+            for c in 0..C {
+                let x = xcodes(xs[c].pairs.as_ptr().add(16 * b));
+                let (dx, off) = xfactors(&xs[c], b);
+                let s = _mm256_sub_epi32(raw(&u, &x), off);
+                acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(sf, dx), _mm256_cvtepi32_ps(s), acc[c]);
+            }
+            b += 8;
+        }
+        for c in 0..C {
+            res[c] = finish(acc[c], w, &xs[c], whole, nb);
+        }
+    }
+}
+
+/// R weight rows against one activation row, into `res[..R]`.
+///
+/// # Safety
+/// As [`dot_row_group`] (bounds checked there).
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4]) {
+    let nb = 2 * x.d.len();
+    let whole = nb / 8 * 8;
+    let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
+    let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].words.as_ptr());
+    // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
+    let pf_dist = R * ws[0].codes.len();
+    let xp = x.pairs.as_ptr();
+    let t = table();
+    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); R];
+        let mut b = 0;
+        while b < whole {
+            let xv = xcodes(xp.add(16 * b));
+            let (dx, off) = xfactors(x, b);
+            for i in 0..R {
+                let w = wp[i].add(8 * b);
+                // The same chunk of the next group's row i (one cache line): each row is
+                // only a few KiB, too short for the hardware prefetcher to follow four.
+                _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(pf_dist).cast());
+                let [u0, u1] = unpack(w, t);
+                let [u2, u3] = unpack(w.add(32), t);
+                let s = _mm256_sub_epi32(raw(&[u0, u1, u2, u3], &xv), off);
+                let c = _mm256_mul_ps(scales(sp[i].add(b)), dx);
+                acc[i] = _mm256_fmadd_ps(c, _mm256_cvtepi32_ps(s), acc[i]);
+            }
+            b += 8;
+        }
+        for i in 0..R {
+            res[i] = finish(acc[i], &ws[i], x, whole, nb);
+        }
+    }
+}
