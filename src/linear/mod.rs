@@ -592,18 +592,24 @@ impl<'a> PreparedWeight<'a> {
         };
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
             let mut scratch = [Vec::new(), Vec::new()];
-            let mut words = Vec::new();
             let first = ci * rows_per_chunk;
+            // nvfp4 (exact profile): the chunk's scale words in block order, gathered once
+            // (tile by tile, not row by row: a row's words are 512 bytes apart).
+            let mut words = Vec::new();
+            let nkb = match self.path {
+                Path::Nvfp4 => {
+                    let nkb = k / crate::layouts::block_scale::BLOCK;
+                    words.resize(out.len() / m * nkb, 0);
+                    nvfp4_rows_words(&self.view, first, nkb, &mut words);
+                    nkb
+                }
+                _ => 0,
+            };
             for (g, o) in out.chunks_mut(group * m).enumerate() {
-                self.row_group(
-                    first + g * group,
-                    xf,
-                    m,
-                    &qrows,
-                    o,
-                    &mut scratch,
-                    &mut words,
-                )?;
+                let w = words
+                    .get(g * group * nkb..(g * group + o.len() / m) * nkb)
+                    .unwrap_or(&[]);
+                self.row_group(first + g * group, xf, m, &qrows, o, &mut scratch, w)?;
             }
             Ok(())
         };
@@ -624,7 +630,8 @@ impl<'a> PreparedWeight<'a> {
     }
 
     /// Output rows `r0 .. r0 + out.len() / m` of W against every activation row (`out` is
-    /// row of W major). `scratch` and `words` are reused buffers.
+    /// row of W major). `scratch` holds reused buffers; `words` the rows' nvfp4 scale
+    /// words in block order (nvfp4 paths only).
     #[allow(clippy::too_many_arguments)]
     fn row_group(
         &self,
@@ -634,7 +641,7 @@ impl<'a> PreparedWeight<'a> {
         q: &[q8_1::Row<'_>],
         out: &mut [f32],
         scratch: &mut [Vec<f32>; 2],
-        words: &mut Vec<u8>,
+        words: &[u8],
     ) -> Result<()> {
         let v = &self.view;
         let [scratch, values] = scratch;
@@ -682,11 +689,7 @@ impl<'a> PreparedWeight<'a> {
             Path::Nvfp4 => {
                 let nkb = v.cols() / crate::layouts::block_scale::BLOCK;
                 scratch.resize(count * nkb, 0.0);
-                words.resize(nkb, 0);
-                for (i, sf) in scratch.chunks_exact_mut(nkb).enumerate() {
-                    nvfp4_row_words(v, r0 + i, words);
-                    cpu::float::e4m3fn_to_f32(self.isa, words, sf);
-                }
+                cpu::float::e4m3fn_to_f32(self.isa, words, scratch);
                 let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(nkb)).enumerate() {
                     *wr = WRow::Nvfp4 {
@@ -698,22 +701,20 @@ impl<'a> PreparedWeight<'a> {
                 self.float_rows(&ws[..count], x, m, out, values)
             }
             Path::Nvfp4Q8 => {
-                // The rows' scale words in block order, gathered once per row group.
+                // The kernel reads each row's scale words in place: 4 contiguous words per
+                // tile of the swizzled plane, tiles TILE_BYTES apart.
                 let nkb = v.cols() / crate::layouts::block_scale::BLOCK;
-                words.resize(count * nkb, 0);
-                for (i, w) in words.chunks_exact_mut(nkb).enumerate() {
-                    nvfp4_row_words(v, r0 + i, w);
-                }
                 let empty = cpu::nvfp4_q8::NRow {
                     codes: &[],
-                    words: &[],
+                    scales: &[],
                     d: 0.0,
                 };
                 let mut ws = [empty; ROW_GROUP];
-                for (i, (wr, w)) in ws.iter_mut().zip(words.chunks_exact(nkb)).enumerate() {
+                for (i, wr) in ws.iter_mut().enumerate().take(count) {
+                    let at = crate::layouts::block_scale::offset(r0 + i, 0, nkb);
                     *wr = cpu::nvfp4_q8::NRow {
                         codes: bytes(i),
-                        words: w,
+                        scales: &v.plane(1)[at..],
                         d: nvfp4_row_divisor(v, r0 + i),
                     };
                 }
@@ -790,15 +791,27 @@ impl<'a> PreparedWeight<'a> {
     }
 }
 
-/// Row `r`'s nvfp4 block scale words (`out.len()` = K/16) gathered from the swizzled scale
-/// plane: 4 contiguous bytes per 128×4 tile, tiles `TILE_BYTES` apart.
-fn nvfp4_row_words(v: &WeightView<'_>, r: usize, out: &mut [u8]) {
-    use crate::layouts::block_scale::{TILE_BLOCKS, TILE_BYTES, offset};
+/// The nvfp4 block scale words of rows `first .. first + out.len() / nkb` in block order
+/// (`out` = rows × nkb), gathered from the swizzled scale plane tile by tile: row m's 4
+/// words of a 128×4 tile are contiguous, and consecutive rows are 16 bytes apart, so one
+/// pass over each tile serves all the rows it holds.
+fn nvfp4_rows_words(v: &WeightView<'_>, first: usize, nkb: usize, out: &mut [u8]) {
+    use crate::layouts::block_scale::{TILE_BLOCKS, offset};
     let scales = v.plane(1);
-    let base = offset(r, 0, out.len());
-    for (t, w4) in out.chunks_mut(TILE_BLOCKS).enumerate() {
-        let at = base + t * TILE_BYTES;
-        w4.copy_from_slice(&scales[at..at + w4.len()]);
+    let rows = out.len() / nkb;
+    for kb in (0..nkb).step_by(TILE_BLOCKS) {
+        let nw = TILE_BLOCKS.min(nkb - kb);
+        for (i, o) in out.chunks_exact_mut(nkb).enumerate().take(rows) {
+            let at = offset(first + i, kb, nkb);
+            if nw == TILE_BLOCKS {
+                // A fixed-size copy (one 32-bit move, not a memmove call).
+                let o: &mut [u8; TILE_BLOCKS] =
+                    (&mut o[kb..kb + TILE_BLOCKS]).try_into().expect("4 words");
+                *o = scales[at..at + TILE_BLOCKS].try_into().expect("4 words");
+            } else {
+                o[kb..kb + nw].copy_from_slice(&scales[at..at + nw]);
+            }
+        }
     }
 }
 

@@ -50,40 +50,68 @@
 //! runs in scalar code on every instruction set.
 
 use super::{Isa, tree8};
+use crate::layouts::block_scale::{TILE_BLOCKS, TILE_BYTES};
 use crate::linear::q8_1::{Row, Rows};
 use crate::words::{e2m1, e4m3fn};
 
-/// One nvfp4 weight row: its K/2 code bytes (element 2i in the low nibble of byte i), its
-/// K/16 E4M3FN scale words in block order (gathered from the swizzled plane), and its
-/// source's divisor.
+/// One nvfp4 weight row: its K/2 code bytes (element 2i in the low nibble of byte i), the
+/// swizzled scale plane from the row's first word on (block b's word at
+/// `(b / 4)·TILE_BYTES + b % 4`: 4 contiguous words per 128×4 tile), and its source's
+/// divisor.
 #[derive(Clone, Copy)]
 pub(crate) struct NRow<'a> {
     pub codes: &'a [u8],
-    pub words: &'a [u8],
+    pub scales: &'a [u8],
     pub d: f32,
+}
+
+impl NRow<'_> {
+    /// The E4M3FN scale word of block b.
+    #[inline]
+    pub(super) fn word(&self, b: usize) -> u8 {
+        self.scales[b / TILE_BLOCKS * TILE_BYTES + b % TILE_BLOCKS]
+    }
+}
+
+/// Bytes of the scale plane a row of `nb` blocks spans from its first word.
+pub(super) fn scales_span(nb: usize) -> usize {
+    match nb {
+        0 => 0,
+        _ => (nb - 1) / TILE_BLOCKS * TILE_BYTES + (nb - 1) % TILE_BLOCKS + 1,
+    }
 }
 
 /// `2·e2m1(c)` for every code word c (an integer in [−12, 12]; 0x8 is 0).
 pub(super) const TWICE: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 
-/// Whether row `w` runs the fast order (module docs): d finite and > 0, every scale word
-/// valid, and every nonzero weight magnitude `e2m1·sf/d` in [2⁻¹²⁶, 2¹²⁷].
-pub(crate) fn fast(w: &NRow<'_>) -> bool {
-    let d = w.d;
+/// Whether row `w` of `nb` blocks runs the fast order (module docs): d finite and > 0,
+/// every scale word valid, and every nonzero weight magnitude `e2m1·sf/d` in
+/// [2⁻¹²⁶, 2¹²⁷].
+pub(crate) fn fast(w: &NRow<'_>, nb: usize) -> bool {
+    let (mut max, mut min1) = (0u8, u8::MAX);
+    for b in 0..nb {
+        let s = w.word(b);
+        max = max.max(s);
+        min1 = min1.min(s.wrapping_sub(1));
+    }
+    fast_range(max, min1, w.d)
+}
+
+/// [`fast`] from the row's largest scale word `max` and its smallest nonzero word minus one
+/// `min1` (a zero word wraps to 0xFF, so it never counts), and its divisor `d`.
+pub(super) fn fast_range(max: u8, min1: u8, d: f32) -> bool {
     if !(d.is_finite() && d > 0.0) {
         return false;
     }
     // Valid words (0x00..=0x7E) are ordered like their values: the extremes are the
-    // largest word and the smallest nonzero one (0 wraps to 0xFF).
-    let max = w.words.iter().copied().max().unwrap_or(0);
+    // largest word and the smallest nonzero one.
     if max > e4m3fn::MAX_WORD {
         return false;
     }
     if max == 0 {
         return true; // every weight is 0 / d = 0
     }
-    let min = w.words.iter().map(|s| s.wrapping_sub(1)).min().unwrap_or(0) + 1;
-    let (lo, hi) = (e4m3fn::decode(min) as f64, e4m3fn::decode(max) as f64);
+    let (lo, hi) = (e4m3fn::decode(min1 + 1) as f64, e4m3fn::decode(max) as f64);
     let d = d as f64;
     // All exact in f64: products of short significands and powers of two.
     0.5 * lo >= 2f64.powi(-126) * d && 6.0 * hi <= 2f64.powi(127) * d
@@ -116,7 +144,7 @@ pub(super) fn block_total(codes: &[u8], b: usize, xq: &[i8]) -> i32 {
 pub(super) fn blocks_scalar(w: &NRow<'_>, x: &Row<'_>, from: usize, to: usize, acc: &mut [f32; 8]) {
     for b in from..to {
         let s = block_total(w.codes, b, &x.qs[16 * b..16 * b + 16]);
-        let c = e4m3fn::decode(w.words[b]) * (0.5 * x.d[b / 2]);
+        let c = e4m3fn::decode(w.word(b)) * (0.5 * x.d[b / 2]);
         let a = &mut acc[b % 8];
         *a = c.mul_add(s as f32, *a);
     }
@@ -129,7 +157,7 @@ pub(super) fn exact_weights(w: &NRow<'_>, x: &Row<'_>) -> f32 {
     let mut sf = 0f32;
     for (k, &q) in x.qs.iter().enumerate() {
         if k % 16 == 0 {
-            sf = e4m3fn::decode(w.words[k / 16]);
+            sf = e4m3fn::decode(w.word(k / 16));
         }
         let c = w.codes[k / 2] >> (4 * (k % 2));
         let mag = e2m1::MAGNITUDES[(c & 7) as usize] * sf / w.d;
@@ -150,43 +178,22 @@ fn fast_scalar(w: &NRow<'_>, x: &Row<'_>) -> f32 {
 /// Up to four weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]` = the product of
 /// `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
 ///
-/// Each `ws[i]` holds K/2 code bytes and K/16 scale words, K = 32·`xs[r].d.len()`.
+/// Each `ws[i]` holds K/2 code bytes and the scales of K/16 blocks, K = 32·`xs[r].d.len()`.
 pub(crate) fn dot_row_group(isa: Isa, ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
     let m = xs.len();
     debug_assert_eq!(ws.len() * m, out.len());
-    if m == 0 {
+    let Some(x0) = xs.first() else {
         return;
-    }
-    let nb = 2 * xs[0].d.len();
-    for w in ws {
-        assert!(w.codes.len() >= 8 * nb && w.words.len() >= nb);
-    }
-    for x in xs {
-        assert!(x.qs.len() >= 16 * nb && x.d.len() * 2 == nb && x.sum16.len() >= nb);
-    }
-    let is_fast: Vec<bool> = ws.iter().map(fast).collect();
+    };
+    let nb = 2 * x0.d.len();
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => {
-            if is_fast.iter().all(|&f| f) {
-                // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection;
-                // the lengths are checked above.
-                unsafe { super::nvfp4_q8_avx2::dot_row_group(ws, xs, out) };
-                return;
-            }
-            for ((w, o), &f) in ws.iter().zip(out.chunks_exact_mut(m)).zip(&is_fast) {
-                if f {
-                    // SAFETY: as above.
-                    unsafe { super::nvfp4_q8_avx2::dot_row_group(std::slice::from_ref(w), xs, o) };
-                } else {
-                    for (o, x) in o.iter_mut().zip(xs) {
-                        *o = exact_weights(w, x);
-                    }
-                }
-            }
-        }
+        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection (the
+        // kernel checks the lengths).
+        Isa::Avx2 => unsafe { super::nvfp4_q8_avx2::dot_row_group(ws, xs, out) },
         _ => {
-            for ((w, o), &f) in ws.iter().zip(out.chunks_exact_mut(m)).zip(&is_fast) {
+            for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+                let f = fast(w, nb);
                 for (o, x) in o.iter_mut().zip(xs) {
                     *o = if f {
                         fast_scalar(w, x)
@@ -227,25 +234,28 @@ mod tests {
     #[test]
     fn fast_row_bounds() {
         let pow2 = |e: i32| 2f32.powi(e);
-        let row = |words: &'static [u8], d: f32| NRow {
-            codes: &[],
-            words,
-            d,
+        let row = |words: &'static [u8], d: f32| {
+            let r = NRow {
+                codes: &[],
+                scales: words,
+                d,
+            };
+            fast(&r, words.len())
         };
         // Smallest scale 2⁻⁹ (word 0x01): 0.5·2⁻⁹/d ≥ 2⁻¹²⁶ ⇔ d ≤ 2¹¹⁶.
-        assert!(fast(&row(&[0x01, 0x00], pow2(116))));
-        assert!(!fast(&row(&[0x01, 0x00], pow2(117))));
+        assert!(row(&[0x01, 0x00], pow2(116)));
+        assert!(!row(&[0x01, 0x00], pow2(117)));
         // Largest 448 (0x7E): 6·448/d ≤ 2¹²⁷ ⇔ d ≥ 2688·2⁻¹²⁷.
-        assert!(fast(&row(&[0x7E], 2688.0 * pow2(-127))));
-        assert!(!fast(&row(&[0x7E], 2687.0 * pow2(-127))));
+        assert!(row(&[0x7E], 2688.0 * pow2(-127)));
+        assert!(!row(&[0x7E], 2687.0 * pow2(-127)));
         // All-zero scales: any valid divisor.
-        assert!(fast(&row(&[0, 0], f32::MAX)));
+        assert!(row(&[0, 0], f32::MAX));
         // Invalid words or divisors.
-        assert!(!fast(&row(&[0x7F], 1.0)));
-        assert!(!fast(&row(&[0x80], 1.0)));
-        assert!(!fast(&row(&[0x38], 0.0)));
-        assert!(!fast(&row(&[0x38], -1.0)));
-        assert!(!fast(&row(&[0x38], f32::NAN)));
-        assert!(!fast(&row(&[0x38], f32::INFINITY)));
+        assert!(!row(&[0x7F], 1.0));
+        assert!(!row(&[0x80], 1.0));
+        assert!(!row(&[0x38], 0.0));
+        assert!(!row(&[0x38], -1.0));
+        assert!(!row(&[0x38], f32::NAN));
+        assert!(!row(&[0x38], f32::INFINITY));
     }
 }

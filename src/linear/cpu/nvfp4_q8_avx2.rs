@@ -1,5 +1,5 @@
-//! AVX2 + FMA + F16C kernel of nvfp4 against q8_1 activations for fast rows, in exactly the
-//! order of [`super::nvfp4_q8`]'s module docs (rows that are not fast never come here).
+//! AVX2 + FMA + F16C kernel of nvfp4 against q8_1 activations, in exactly the order of
+//! [`super::nvfp4_q8`]'s module docs.
 //!
 //! A chunk is 128 values: 8 nvfp4 blocks (64 code bytes, 8 scale words) against 4 q8_1
 //! blocks. The activation codes of each 64-value pair of q8_1 blocks are rearranged once per
@@ -10,12 +10,20 @@
 //! then `vpmaddwd` by 1 widens to i32: lanes 2i, 2i+1 of a 32-byte step hold block i of the
 //! step. One `vphaddd` of the chunk's two steps gives the eight raw block sums in lane order
 //! [`Q`] = blocks (0, 1, 4, 5, 2, 3, 6, 7); `S_b = raw_b − 12·Σq_b` with the activation's
-//! exact 16-value code sums (`Rows::sum16`), exact. The scale words are shuffled into the
-//! same order and placed into binary16 (`word << 7` = sf/256 for a valid word, exact),
-//! converted by F16C, times `128·dx` (exact): `C_b` of the reference. One `vcvtdq2ps` and
-//! one fma serve the eight blocks; lane i of the accumulator is reference lane `Q[i]`, put
-//! back in order at the end. Blocks past the last whole chunk run the scalar reference
-//! step, and the division by d_w follows the lane tree as in the reference.
+//! exact 16-value code sums (`Rows::sum16`), exact. The chunk's 8 scale words are read in
+//! place (4 contiguous words in each of two 128×4 tiles of the swizzled plane), shuffled
+//! into the same order and placed into binary16 (`word << 7` = sf/256 for a valid word,
+//! exact), converted by F16C, times `128·dx` (exact): `C_b` of the reference. One
+//! `vcvtdq2ps` and one fma serve the eight blocks; lane i of the accumulator is reference
+//! lane `Q[i]`, put back in order at the end. Blocks past the last whole chunk run the
+//! scalar reference step, and the division by d_w follows the lane tree as in the
+//! reference.
+//!
+//! Whether a row is fast is decided on the way (no separate pass over its scales): each
+//! chunk's words w and −w (mod 256) go into one byte-wise running maximum, which gives the
+//! largest word and the smallest nonzero one. A row found not fast at the end (rare: only
+//! extreme divisors or invalid words) discards its sums and runs the scalar exact-weight
+//! order instead, as the reference does.
 //!
 //! Pass shapes (those of `grouped_q8_avx2`): with one activation row, up to four weight rows
 //! share each activation load (with a software prefetch of the next row group's codes);
@@ -25,8 +33,9 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::grouped_q8_avx2::NIBBLES;
-use super::nvfp4_q8::{NRow, blocks_scalar};
+use super::nvfp4_q8::{NRow, blocks_scalar, exact_weights, fast_range, scales_span};
 use super::tree8;
+use crate::layouts::block_scale::TILE_BYTES;
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
 
@@ -119,17 +128,38 @@ unsafe fn xfactors(x: &Row<'_>, b: usize) -> (__m256, __m256i) {
     }
 }
 
-/// The chunk's scales `sf/256` (lane order [`Q`]) from the 8 scale words at `p`: a valid
-/// E4M3FN word shifted left by 7 is the binary16 of its value / 256 (the exponent biases
-/// differ by 8; subnormals alike).
+/// The 8 scale words of the chunk at block b (a multiple of 8) of the row whose first word
+/// is at `p`: 4 contiguous words in tile b/4 and 4 in the next, in the low 8 bytes (the
+/// high 8 bytes are 0).
 ///
 /// # Safety
-/// AVX2 available; 8 bytes at `p`.
+/// AVX2 available; tiles b/4 and b/4 + 1 lie in the row's scale span.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn scales(p: *const u8) -> __m256 {
+unsafe fn words(p: *const u8, b: usize) -> __m128i {
     // SAFETY: the caller's contract.
-    let w = unsafe { _mm_loadl_epi64(p.cast()) };
+    unsafe {
+        let t = p.add(b / 4 * TILE_BYTES);
+        let lo = t.cast::<i32>().read_unaligned();
+        let hi = t.add(TILE_BYTES).cast::<i32>().read_unaligned();
+        _mm_insert_epi32::<1>(_mm_cvtsi32_si128(lo), hi)
+    }
+}
+
+/// The running byte maximum of [words, −words mod 256] (see the module docs).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn track(range: __m128i, w: __m128i) -> __m128i {
+    let neg = _mm_sub_epi8(_mm_setzero_si128(), w);
+    _mm_max_epu8(range, _mm_unpacklo_epi64(w, neg))
+}
+
+/// The chunk's scales `sf/256` (lane order [`Q`]) from its 8 words: a valid E4M3FN word
+/// shifted left by 7 is the binary16 of its value / 256 (the exponent biases differ by 8;
+/// subnormals alike).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn scales(w: __m128i) -> __m256 {
     let w = _mm_shuffle_epi8(
         w,
         _mm_setr_epi8(0, 1, 4, 5, 2, 3, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0),
@@ -137,10 +167,29 @@ unsafe fn scales(p: *const u8) -> __m256 {
     _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(w), 7))
 }
 
+/// Whether row `w` is fast, from the running range of its whole chunks and its tail words
+/// (blocks `whole .. nb`).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn is_fast(range: __m128i, w: &NRow<'_>, whole: usize, nb: usize) -> bool {
+    let mut r = [0u8; 16];
+    // SAFETY: 16 bytes into `r`.
+    unsafe { _mm_storeu_si128(r.as_mut_ptr().cast(), range) };
+    let mut max = r[..8].iter().copied().max().unwrap_or(0);
+    // The largest 256 − w over nonzero words w is 256 − (smallest nonzero w); 0 if none.
+    let neg = r[8..].iter().copied().max().unwrap_or(0);
+    let mut min1 = !neg; // = smallest nonzero word − 1, or 0xFF
+    for b in whole..nb {
+        let s = w.word(b);
+        max = max.max(s);
+        min1 = min1.min(s.wrapping_sub(1));
+    }
+    fast_range(max, min1, w.d)
+}
+
 /// # Safety
-/// AVX2, FMA and F16C available; every row of `ws` is fast ([`super::nvfp4_q8::fast`]) and
-/// holds the codes and scale words of the blocks of every row of `xs`, whose `pairs` are
-/// arranged ([`arrange`]) and hold every whole chunk.
+/// AVX2, FMA and F16C available; the activation rows' `pairs` are arranged ([`arrange`]).
+/// (Lengths are checked here.)
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
     let m = xs.len();
@@ -155,9 +204,10 @@ pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f
         assert!(2 * x.d.len() == nb && x.qs.len() >= 16 * nb && x.sum16.len() >= nb);
         assert!(x.pairs.len() >= 16 * whole);
     }
+    let span = scales_span(nb);
     assert!(
         ws.iter()
-            .all(|w| w.codes.len() >= 8 * nb && w.words.len() >= nb)
+            .all(|w| w.codes.len() >= 8 * nb && w.scales.len() >= span)
     );
     let mut res = [0f32; 4];
     if m == 1 {
@@ -214,18 +264,21 @@ fn finish(acc: __m256, w: &NRow<'_>, x: &Row<'_>, whole: usize, nb: usize) -> f3
 unsafe fn tile<const C: usize>(w: &NRow<'_>, xs: &[Row<'_>], res: &mut [f32; 4]) {
     let nb = 2 * xs[0].d.len();
     let whole = nb / 8 * 8;
-    let (wp, sp) = (w.codes.as_ptr(), w.words.as_ptr());
+    let (wp, sp) = (w.codes.as_ptr(), w.scales.as_ptr());
     let t = table();
     // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in the weight row and every
     // activation row (the caller's checks).
     unsafe {
         let mut acc = [_mm256_setzero_ps(); C];
+        let mut range = _mm_setzero_si128();
         let mut b = 0;
         while b < whole {
             let [u0, u1] = unpack(wp.add(8 * b), t);
             let [u2, u3] = unpack(wp.add(8 * b + 32), t);
             let u = [u0, u1, u2, u3];
-            let sf = scales(sp.add(b));
+            let ws = words(sp, b);
+            range = track(range, ws);
+            let sf = scales(ws);
             for c in 0..C {
                 let x = xcodes(xs[c].pairs.as_ptr().add(16 * b));
                 let (dx, off) = xfactors(&xs[c], b);
@@ -234,8 +287,13 @@ unsafe fn tile<const C: usize>(w: &NRow<'_>, xs: &[Row<'_>], res: &mut [f32; 4])
             }
             b += 8;
         }
+        let fast = is_fast(range, w, whole, nb);
         for c in 0..C {
-            res[c] = finish(acc[c], w, &xs[c], whole, nb);
+            res[c] = if fast {
+                finish(acc[c], w, &xs[c], whole, nb)
+            } else {
+                exact_weights(w, &xs[c])
+            };
         }
     }
 }
@@ -250,7 +308,7 @@ unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4])
     let nb = 2 * x.d.len();
     let whole = nb / 8 * 8;
     let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
-    let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].words.as_ptr());
+    let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
     // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
     let pf_dist = R * ws[0].codes.len();
     let xp = x.pairs.as_ptr();
@@ -258,6 +316,7 @@ unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4])
     // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
     unsafe {
         let mut acc = [_mm256_setzero_ps(); R];
+        let mut range = [_mm_setzero_si128(); R];
         let mut b = 0;
         while b < whole {
             let xv = xcodes(xp.add(16 * b));
@@ -270,13 +329,19 @@ unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4])
                 let [u0, u1] = unpack(w, t);
                 let [u2, u3] = unpack(w.add(32), t);
                 let s = _mm256_sub_epi32(raw(&[u0, u1, u2, u3], &xv), off);
-                let c = _mm256_mul_ps(scales(sp[i].add(b)), dx);
+                let wd = words(sp[i], b);
+                range[i] = track(range[i], wd);
+                let c = _mm256_mul_ps(scales(wd), dx);
                 acc[i] = _mm256_fmadd_ps(c, _mm256_cvtepi32_ps(s), acc[i]);
             }
             b += 8;
         }
         for i in 0..R {
-            res[i] = finish(acc[i], &ws[i], x, whole, nb);
+            res[i] = if is_fast(range[i], &ws[i], whole, nb) {
+                finish(acc[i], &ws[i], x, whole, nb)
+            } else {
+                exact_weights(&ws[i], x)
+            };
         }
     }
 }
