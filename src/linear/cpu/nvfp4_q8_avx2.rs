@@ -298,7 +298,35 @@ unsafe fn tile<const C: usize>(w: &NRow<'_>, xs: &[Row<'_>], res: &mut [f32; 4])
     }
 }
 
+/// The row's largest scale word and its smallest nonzero word minus one (0xFF if none)
+/// from running byte-wise `max` of words and `min1` of words − 1, and its tail words
+/// (blocks `whole .. nb`).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn extremes(max: __m128i, min1: __m128i, w: &NRow<'_>, whole: usize, nb: usize) -> (u8, u8) {
+    let (mut a, mut m) = ([0u8; 16], [0u8; 16]);
+    // SAFETY: 16 bytes into each array.
+    unsafe {
+        _mm_storeu_si128(a.as_mut_ptr().cast(), max);
+        _mm_storeu_si128(m.as_mut_ptr().cast(), min1);
+    }
+    let (mut a, mut m) = (
+        a.iter().copied().max().unwrap_or(0),
+        m.iter().copied().min().unwrap_or(u8::MAX),
+    );
+    for b in whole..nb {
+        let s = w.word(b);
+        a = a.max(s);
+        m = m.min(s.wrapping_sub(1));
+    }
+    (a, m)
+}
+
 /// R weight rows against one activation row, into `res[..R]`.
+///
+/// Whether rows are fast is first asked of the whole group's scale range (one running maximum and minimum for all
+/// R rows): a row whose divisor passes with the group's extremes passes with its own (the
+/// bounds are monotone); otherwise (rare) its own words are scanned.
 ///
 /// # Safety
 /// As [`dot_row_group`] (bounds checked there).
@@ -313,34 +341,48 @@ unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4])
     let pf_dist = R * ws[0].codes.len();
     let xp = x.pairs.as_ptr();
     let t = table();
+    let one = _mm_set1_epi8(1);
     // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
     unsafe {
         let mut acc = [_mm256_setzero_ps(); R];
-        let mut range = [_mm_setzero_si128(); R];
+        let (mut max, mut min1) = (_mm_setzero_si128(), _mm_set1_epi8(-1));
+        // One chunk of row i: its sums against the activation codes `xv`, times `sf·dx`.
+        let chunk = |i: usize, b: usize, xv: &[__m256i; 4], off: __m256i| {
+            let w = wp[i].add(8 * b);
+            // The same chunk of the next group's row i (one cache line): each row is only
+            // a few KiB, too short for the hardware prefetcher to follow four.
+            _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(pf_dist).cast());
+            let [u0, u1] = unpack(w, t);
+            let [u2, u3] = unpack(w.add(32), t);
+            _mm256_cvtepi32_ps(_mm256_sub_epi32(raw(&[u0, u1, u2, u3], xv), off))
+        };
         let mut b = 0;
         while b < whole {
             let xv = xcodes(xp.add(16 * b));
             let (dx, off) = xfactors(x, b);
             for i in 0..R {
-                let w = wp[i].add(8 * b);
-                // The same chunk of the next group's row i (one cache line): each row is
-                // only a few KiB, too short for the hardware prefetcher to follow four.
-                _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(pf_dist).cast());
-                let [u0, u1] = unpack(w, t);
-                let [u2, u3] = unpack(w.add(32), t);
-                let s = _mm256_sub_epi32(raw(&[u0, u1, u2, u3], &xv), off);
                 let wd = words(sp[i], b);
-                range[i] = track(range[i], wd);
-                let c = _mm256_mul_ps(scales(wd), dx);
-                acc[i] = _mm256_fmadd_ps(c, _mm256_cvtepi32_ps(s), acc[i]);
+                // The high 8 bytes are 0: neutral for the maximum, 0xFF after − 1.
+                max = _mm_max_epu8(max, wd);
+                min1 = _mm_min_epu8(min1, _mm_sub_epi8(wd, one));
+                let s = chunk(i, b, &xv, off);
+                acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(scales(wd), dx), s, acc[i]);
             }
             b += 8;
         }
+        let (mut gmax, mut gmin1) = (0u8, u8::MAX);
+        for w in &ws[..R] {
+            let (a, m) = extremes(max, min1, w, whole, nb);
+            gmax = gmax.max(a);
+            gmin1 = gmin1.min(m);
+        }
         for i in 0..R {
-            res[i] = if is_fast(range[i], &ws[i], whole, nb) {
-                finish(acc[i], &ws[i], x, whole, nb)
+            let w = &ws[i];
+            let fast = fast_range(gmax, gmin1, w.d) || super::nvfp4_q8::fast(w, nb);
+            res[i] = if fast {
+                finish(acc[i], w, x, whole, nb)
             } else {
-                exact_weights(&ws[i], x)
+                exact_weights(w, x)
             };
         }
     }
