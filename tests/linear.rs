@@ -1830,3 +1830,59 @@ fn q8_1_profile_on_invalid_nvfp4_words() {
     }
     println!("nvfp4+q8_1 invalid words: {} outputs checked", c.count);
 }
+
+/// nvfp4 rows whose weights are subnormal binary32 values (codes 0.5, scale 2⁻⁹, d_w =
+/// 3·2¹²⁶ and 5·2¹²⁵: the weights 2⁻¹³⁶/3 and 2⁻¹³⁵/5 keep 12 bits, rounded by 2⁻¹³ and
+/// 2⁻¹⁴ of their value, all the same way) against same-sign activations: a product
+/// computed from the exact e2m1·sf/d_w would miss the criterion ((K + 8)·2⁻²³ = 2⁻¹⁵
+/// here); the q8_1 profile must use the decoded weights (its exact-weight order). A third
+/// row (d_w = 2¹⁰⁰) is fast. Every path the same bits.
+#[test]
+fn q8_1_profile_on_nvfp4_subnormal_weights() {
+    use linear::Activation;
+    let (n, k) = (3, 256);
+    let codes = vec![0x1u8; n * k];
+    let words = vec![0x01u8; n * k / 16];
+    let divs = [3.0 * 2f32.powi(126), 5.0 * 2f32.powi(125), 2f32.powi(100)];
+    let planes = nvfp4_planes(n, k, &codes, &words, &divs);
+    let view = WeightView::new(
+        Format::Nvfp4,
+        Layout::BlockScaleK16_M128x4_V1,
+        n,
+        k,
+        [&planes[0], &planes[1], &planes[2]],
+    )
+    .unwrap();
+    let mut wdec = vec![0f32; n * k];
+    for r in 0..n {
+        decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+    }
+    assert!(wdec[..2 * k].iter().all(|w| w.is_subnormal()));
+    let x = vec![1.0e4f32; k];
+    let xv = q8_1_xhat(&x);
+    let (yref, sabs) = reference(&wdec, &xv, n, k, 1);
+    let mut c = Checked {
+        count: 0,
+        worst: 0.0,
+    };
+    let mut results = Vec::new();
+    for isa in isas() {
+        let mut w = PreparedWeight::new(view).unwrap();
+        w.set_activation(Activation::Q8_1).unwrap();
+        w.set_isa(isa).unwrap();
+        let y = forward(&w, &x, 1, None);
+        check(
+            "nvfp4+q8_1 subnormal",
+            &y,
+            &yref,
+            &sabs,
+            None,
+            n,
+            k,
+            false,
+            &mut c,
+        );
+        results.push(bits(&y));
+    }
+    assert!(results.windows(2).all(|r| r[0] == r[1]));
+}
