@@ -20,7 +20,8 @@ pub const NINFER_DEVICE_CUDA: u32 = 1;
 pub const NINFER_ACTIVATION_EXACT: u32 = 0;
 /// `ninfer_linear_set_activation`'s profile: each row of x quantized to ggml's q8_1
 /// blocks (32 values, binary16 scale, int8 codes); the weight values times those values x̂.
-/// The only profile of GGUF weights; opt-in for q2/t2/q4/q5/q6/q8 grouped formats.
+/// The only profile of GGUF weights; opt-in for q2/t2/q4/q5/q6/q8 grouped formats and
+/// nvfp4.
 #[allow(dead_code)] // exported to the header; Rust code uses `linear::Activation`
 pub const NINFER_ACTIVATION_Q8_1: u32 = 1;
 
@@ -76,7 +77,8 @@ pub extern "C" fn ninfer_linear_supported(
 /// with the activation profile `activation` (`NINFER_ACTIVATION_*`, see
 /// `ninfer_linear_set_activation`): GGUF formats only with `Q8_1`, q2_g64_fp16,
 /// t2_g128_fp16, q4_g64_fp16, q5_g64_fp16, q6_g64_fp16 and q8_g32_fp16 in
-/// row_split_k128_v1 with both, every other supported format only with `EXACT`.
+/// row_split_k128_v1 and nvfp4 in block_scale_k16_m128x4_v1 with both, every other
+/// supported format only with `EXACT`.
 ///
 /// Returns `OK` when it does, `UNSUPPORTED` when every number is valid but the
 /// combination is not implemented, and `UNKNOWN_FORMAT`, `UNKNOWN_LAYOUT`,

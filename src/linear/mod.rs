@@ -31,9 +31,10 @@
 //!   IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S; any other decodable GGUF type
 //!   runs through its decoded f32 row, still against x̂).
 //! - Opt-in ([`PreparedWeight::set_activation`] with [`Activation::Q8_1`]): the grouped
-//!   formats q2/t2/q4/q5/q6/q8 (K a multiple of 32) quantize x to the same q8_1 blocks and
-//!   accumulate the exact weight values times x̂ in f32 with integer block sums
-//!   ([`cpu::grouped_q8`]); [`supported_activation`] says which formats have it.
+//!   formats q2/t2/q4/q5/q6/q8 and nvfp4 (K a multiple of 32) quantize x to the same q8_1
+//!   blocks and accumulate the exact weight values times x̂ in f32 with integer block sums
+//!   ([`cpu::grouped_q8`], [`cpu::nvfp4_q8`]); [`supported_activation`] says which formats
+//!   have it.
 //! - Every output is computed by one thread in an order fixed per kernel family, so any
 //!   thread count and any M give the same bits for the same row of x, and the AVX2 path
 //!   gives the bits of the scalar path.
@@ -93,7 +94,7 @@ pub enum Activation {
     Exact = 0,
     /// x quantized per row to ggml's q8_1 blocks ([`q8_1`]); the weight values times the
     /// q8_1 values x̂. The only profile of gguf_* (the spec's GGUF product), opt-in for the
-    /// grouped formats (K a multiple of 32).
+    /// grouped formats and nvfp4 (K a multiple of 32).
     Q8_1 = 1,
 }
 

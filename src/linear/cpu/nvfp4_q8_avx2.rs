@@ -360,6 +360,12 @@ unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4])
         while b < whole {
             let xv = xcodes(xp.add(16 * b));
             let (dx, off) = xfactors(x, b);
+            // The next row group's scale words of this chunk: the next 64 bytes of both
+            // tiles (rows 16 bytes apart; at a 32-row boundary they are the tiles' first
+            // line, read 8 groups earlier).
+            let tile = sp[0].wrapping_add(b / 4 * TILE_BYTES + 64);
+            _mm_prefetch::<_MM_HINT_T1>(tile.cast());
+            _mm_prefetch::<_MM_HINT_T1>(tile.wrapping_add(TILE_BYTES).cast());
             for i in 0..R {
                 let wd = words(sp[i], b);
                 // The high 8 bytes are 0: neutral for the maximum, 0xFF after − 1.
