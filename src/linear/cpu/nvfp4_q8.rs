@@ -97,6 +97,19 @@ pub(crate) fn fast(w: &NRow<'_>, nb: usize) -> bool {
     fast_range(max, min1, w.d)
 }
 
+/// [`fast`] for row `w` of `nb` blocks given `max` ≥ its largest scale word: with
+/// `2688·2⁻¹²⁷ ≤ d ≤ 2¹¹⁶` every valid row is fast (0.5·2⁻⁹/d ≥ 2⁻¹²⁶ and 6·448/d ≤ 2¹²⁷
+/// for all scales), so `max ≤ 0x7E` decides; otherwise the row's words are scanned.
+#[inline]
+pub(super) fn fast_given_max(w: &NRow<'_>, max: u8, nb: usize) -> bool {
+    let (lo, hi) = (21.0 * 2f32.powi(-120), 2f32.powi(116));
+    if (lo..=hi).contains(&w.d) && max <= e4m3fn::MAX_WORD {
+        true
+    } else {
+        fast(w, nb)
+    }
+}
+
 /// [`fast`] from the row's largest scale word `max` and its smallest nonzero word minus one
 /// `min1` (a zero word wraps to 0xFF, so it never counts), and its divisor `d`.
 pub(super) fn fast_range(max: u8, min1: u8, d: f32) -> bool {
@@ -257,5 +270,43 @@ mod tests {
         assert!(!row(&[0x38], -1.0));
         assert!(!row(&[0x38], f32::NAN));
         assert!(!row(&[0x38], f32::INFINITY));
+    }
+
+    /// The shortcut of `fast_given_max` agrees with `fast` on every divisor class (both
+    /// ends of its range and beyond) and word set, given the row's largest word.
+    #[test]
+    fn fast_given_max_agrees_with_fast() {
+        let ds = [
+            1.0,
+            2f32.powi(116),
+            2f32.powi(117),
+            2688.0 * 2f32.powi(-127),
+            2687.0 * 2f32.powi(-127),
+            3e38,
+            f32::from_bits(1),
+            0.0,
+            -1.0,
+            f32::NAN,
+            f32::INFINITY,
+        ];
+        let sets: [&[u8]; 6] = [
+            &[0x01, 0x7E],
+            &[0x00, 0x00],
+            &[0x38, 0x00, 0x01],
+            &[0x7F, 0x38],
+            &[0x80, 0x38],
+            &[0x50, 0x7E],
+        ];
+        for d in ds {
+            for words in sets {
+                let w = NRow {
+                    codes: &[],
+                    scales: words,
+                    d,
+                };
+                let max = words.iter().copied().max().unwrap();
+                assert_eq!(fast_given_max(&w, max, words.len()), fast(&w, words.len()));
+            }
+        }
     }
 }

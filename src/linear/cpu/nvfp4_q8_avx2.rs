@@ -11,7 +11,7 @@
 //! step. One `vphaddd` of the chunk's two steps gives the eight raw block sums in lane order
 //! [`Q`] = blocks (0, 1, 4, 5, 2, 3, 6, 7); `S_b = raw_b − 12·Σq_b` with the activation's
 //! exact 16-value code sums (`Rows::sum16`), exact. The chunk's 8 scale words are read in
-//! place (4 contiguous words in each of two 128×4 tiles of the swizzled plane), shuffled
+//! place (4 contiguous words in each of two 128×4 tiles of the swizzled plane), interleaved
 //! into the same order and placed into binary16 (`word << 7` = sf/256 for a valid word,
 //! exact), converted by F16C, times `128·dx` (exact): `C_b` of the reference. One
 //! `vcvtdq2ps` and one fma serve the eight blocks; lane i of the accumulator is reference
@@ -19,11 +19,12 @@
 //! scalar reference step, and the division by d_w follows the lane tree as in the
 //! reference.
 //!
-//! Whether a row is fast is decided on the way (no separate pass over its scales): each
-//! chunk's words w and −w (mod 256) go into one byte-wise running maximum, which gives the
-//! largest word and the smallest nonzero one. A row found not fast at the end (rare: only
-//! extreme divisors or invalid words) discards its sums and runs the scalar exact-weight
-//! order instead, as the reference does.
+//! Whether a row is fast is decided on the way (no separate pass over its scales): a
+//! byte-wise running maximum of the words of the row group ([`fast_given_max`]: with
+//! 2688·2⁻¹²⁷ ≤ d_w ≤ 2¹¹⁶ every valid row is fast, so only the largest word matters; other
+//! divisors, or an invalid word in the group, scan the row's own words). A row found not
+//! fast at the end (rare) discards its sums and runs the scalar exact-weight order
+//! instead, as the reference does.
 //!
 //! Pass shapes (those of `grouped_q8_avx2`): with one activation row, up to four weight rows
 //! share each activation load (with a software prefetch of the next row group's codes);
@@ -33,7 +34,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::grouped_q8_avx2::NIBBLES;
-use super::nvfp4_q8::{NRow, blocks_scalar, exact_weights, fast_range, scales_span};
+use super::nvfp4_q8::{NRow, blocks_scalar, exact_weights, fast_given_max, scales_span};
 use super::tree8;
 use crate::layouts::block_scale::TILE_BYTES;
 use crate::linear::q8_1::{Row, Rows};
@@ -129,8 +130,9 @@ unsafe fn xfactors(x: &Row<'_>, b: usize) -> (__m256, __m256i) {
 }
 
 /// The 8 scale words of the chunk at block b (a multiple of 8) of the row whose first word
-/// is at `p`: 4 contiguous words in tile b/4 and 4 in the next, in the low 8 bytes (the
-/// high 8 bytes are 0).
+/// is at `p` (4 contiguous words in tile b/4 and 4 in the next), in lane order [`Q`]: the
+/// 16-bit interleave of the two tiles' words gives blocks (0, 1, 4, 5, 2, 3, 6, 7). The
+/// high 8 bytes are 0.
 ///
 /// # Safety
 /// AVX2 available; tiles b/4 and b/4 + 1 lie in the row's scale span.
@@ -142,49 +144,33 @@ unsafe fn words(p: *const u8, b: usize) -> __m128i {
         let t = p.add(b / 4 * TILE_BYTES);
         let lo = t.cast::<i32>().read_unaligned();
         let hi = t.add(TILE_BYTES).cast::<i32>().read_unaligned();
-        _mm_insert_epi32::<1>(_mm_cvtsi32_si128(lo), hi)
+        _mm_unpacklo_epi16(_mm_cvtsi32_si128(lo), _mm_cvtsi32_si128(hi))
     }
 }
 
-/// The running byte maximum of [words, −words mod 256] (see the module docs).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn track(range: __m128i, w: __m128i) -> __m128i {
-    let neg = _mm_sub_epi8(_mm_setzero_si128(), w);
-    _mm_max_epu8(range, _mm_unpacklo_epi64(w, neg))
-}
-
-/// The chunk's scales `sf/256` (lane order [`Q`]) from its 8 words: a valid E4M3FN word
-/// shifted left by 7 is the binary16 of its value / 256 (the exponent biases differ by 8;
-/// subnormals alike).
+/// The chunk's scales `sf/256` (lane order [`Q`]) from its words in that order
+/// ([`words`]): a valid E4M3FN word shifted left by 7 is the binary16 of its value / 256
+/// (the exponent biases differ by 8; subnormals alike).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn scales(w: __m128i) -> __m256 {
-    let w = _mm_shuffle_epi8(
-        w,
-        _mm_setr_epi8(0, 1, 4, 5, 2, 3, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0),
-    );
     _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(w), 7))
 }
 
-/// Whether row `w` is fast, from the running range of its whole chunks and its tail words
-/// (blocks `whole .. nb`).
+/// The largest byte of `max` and of the words of blocks `whole .. nb` of every row of `ws`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn is_fast(range: __m128i, w: &NRow<'_>, whole: usize, nb: usize) -> bool {
-    let mut r = [0u8; 16];
-    // SAFETY: 16 bytes into `r`.
-    unsafe { _mm_storeu_si128(r.as_mut_ptr().cast(), range) };
-    let mut max = r[..8].iter().copied().max().unwrap_or(0);
-    // The largest 256 − w over nonzero words w is 256 − (smallest nonzero w); 0 if none.
-    let neg = r[8..].iter().copied().max().unwrap_or(0);
-    let mut min1 = !neg; // = smallest nonzero word − 1, or 0xFF
-    for b in whole..nb {
-        let s = w.word(b);
-        max = max.max(s);
-        min1 = min1.min(s.wrapping_sub(1));
+fn largest(max: __m128i, ws: &[NRow<'_>], whole: usize, nb: usize) -> u8 {
+    let mut a = [0u8; 16];
+    // SAFETY: 16 bytes into `a`.
+    unsafe { _mm_storeu_si128(a.as_mut_ptr().cast(), max) };
+    let mut m = a.iter().copied().max().unwrap_or(0);
+    for w in ws {
+        for b in whole..nb {
+            m = m.max(w.word(b));
+        }
     }
-    fast_range(max, min1, w.d)
+    m
 }
 
 /// # Safety
@@ -270,14 +256,14 @@ unsafe fn tile<const C: usize>(w: &NRow<'_>, xs: &[Row<'_>], res: &mut [f32; 4])
     // activation row (the caller's checks).
     unsafe {
         let mut acc = [_mm256_setzero_ps(); C];
-        let mut range = _mm_setzero_si128();
+        let mut max = _mm_setzero_si128();
         let mut b = 0;
         while b < whole {
             let [u0, u1] = unpack(wp.add(8 * b), t);
             let [u2, u3] = unpack(wp.add(8 * b + 32), t);
             let u = [u0, u1, u2, u3];
             let ws = words(sp, b);
-            range = track(range, ws);
+            max = _mm_max_epu8(max, ws);
             let sf = scales(ws);
             for c in 0..C {
                 let x = xcodes(xs[c].pairs.as_ptr().add(16 * b));
@@ -287,7 +273,7 @@ unsafe fn tile<const C: usize>(w: &NRow<'_>, xs: &[Row<'_>], res: &mut [f32; 4])
             }
             b += 8;
         }
-        let fast = is_fast(range, w, whole, nb);
+        let fast = fast_given_max(w, largest(max, std::slice::from_ref(w), whole, nb), nb);
         for c in 0..C {
             res[c] = if fast {
                 finish(acc[c], w, &xs[c], whole, nb)
@@ -298,35 +284,10 @@ unsafe fn tile<const C: usize>(w: &NRow<'_>, xs: &[Row<'_>], res: &mut [f32; 4])
     }
 }
 
-/// The row's largest scale word and its smallest nonzero word minus one (0xFF if none)
-/// from running byte-wise `max` of words and `min1` of words − 1, and its tail words
-/// (blocks `whole .. nb`).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn extremes(max: __m128i, min1: __m128i, w: &NRow<'_>, whole: usize, nb: usize) -> (u8, u8) {
-    let (mut a, mut m) = ([0u8; 16], [0u8; 16]);
-    // SAFETY: 16 bytes into each array.
-    unsafe {
-        _mm_storeu_si128(a.as_mut_ptr().cast(), max);
-        _mm_storeu_si128(m.as_mut_ptr().cast(), min1);
-    }
-    let (mut a, mut m) = (
-        a.iter().copied().max().unwrap_or(0),
-        m.iter().copied().min().unwrap_or(u8::MAX),
-    );
-    for b in whole..nb {
-        let s = w.word(b);
-        a = a.max(s);
-        m = m.min(s.wrapping_sub(1));
-    }
-    (a, m)
-}
-
 /// R weight rows against one activation row, into `res[..R]`.
 ///
-/// Whether rows are fast is first asked of the whole group's scale range (one running maximum and minimum for all
-/// R rows): a row whose divisor passes with the group's extremes passes with its own (the
-/// bounds are monotone); otherwise (rare) its own words are scanned.
+/// Whether rows are fast is first asked of the whole group's largest scale word (one
+/// running maximum for all R rows; [`fast_given_max`]).
 ///
 /// # Safety
 /// As [`dot_row_group`] (bounds checked there).
@@ -341,11 +302,10 @@ unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4])
     let pf_dist = R * ws[0].codes.len();
     let xp = x.pairs.as_ptr();
     let t = table();
-    let one = _mm_set1_epi8(1);
     // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
     unsafe {
         let mut acc = [_mm256_setzero_ps(); R];
-        let (mut max, mut min1) = (_mm_setzero_si128(), _mm_set1_epi8(-1));
+        let mut max = _mm_setzero_si128();
         // One chunk of row i: its sums against the activation codes `xv`, times `sf·dx`.
         let chunk = |i: usize, b: usize, xv: &[__m256i; 4], off: __m256i| {
             let w = wp[i].add(8 * b);
@@ -368,23 +328,16 @@ unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4])
             _mm_prefetch::<_MM_HINT_T1>(tile.wrapping_add(TILE_BYTES).cast());
             for i in 0..R {
                 let wd = words(sp[i], b);
-                // The high 8 bytes are 0: neutral for the maximum, 0xFF after − 1.
                 max = _mm_max_epu8(max, wd);
-                min1 = _mm_min_epu8(min1, _mm_sub_epi8(wd, one));
                 let s = chunk(i, b, &xv, off);
                 acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(scales(wd), dx), s, acc[i]);
             }
             b += 8;
         }
-        let (mut gmax, mut gmin1) = (0u8, u8::MAX);
-        for w in &ws[..R] {
-            let (a, m) = extremes(max, min1, w, whole, nb);
-            gmax = gmax.max(a);
-            gmin1 = gmin1.min(m);
-        }
+        let gmax = largest(max, &ws[..R], whole, nb);
         for i in 0..R {
             let w = &ws[i];
-            let fast = fast_range(gmax, gmin1, w.d) || super::nvfp4_q8::fast(w, nb);
+            let fast = fast_given_max(w, gmax, nb);
             res[i] = if fast {
                 finish(acc[i], w, x, whole, nb)
             } else {
