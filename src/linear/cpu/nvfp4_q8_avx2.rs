@@ -27,7 +27,8 @@
 //! instead, as the reference does.
 //!
 //! Pass shapes (those of `grouped_q8_avx2`): with one activation row, up to four weight rows
-//! share each activation load (with a software prefetch of the next row group's codes);
+//! share each activation load (with a software prefetch of the next row group's codes and
+//! scale lines);
 //! with several, one weight row is unpacked once per chunk for up to four activation rows.
 
 // Index loops mirror the lane equations of the module docs.
