@@ -28,7 +28,7 @@ import numpy as np
 
 __all__ = [
     "NinferError", "Status", "Dtype", "FormatInfo", "WeightView", "version", "abi_version",
-    "version_numbers", "format_count", "format_names", "format_lookup", "format_name", "format_from_ggml_type",
+    "version_numbers", "format_count", "format_at", "format_names", "format_lookup", "format_name", "format_from_ggml_type",
     "format_info", "layout_count", "layout_names", "layout_lookup", "layout_name",
     "format_layout_compatible", "plane_sizes", "library_path", "MAX_PLANES",
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
@@ -429,6 +429,13 @@ def abi_version() -> int:
 
 def format_count() -> int:
     return _format_count()
+
+
+def format_at(index: int) -> int:
+    """The format number at registry index ``index`` (0 .. format_count() - 1)."""
+    out = _u32()
+    _check(_format_at(index, ctypes.byref(out)))
+    return out.value
 
 
 def format_names() -> list:

@@ -31,6 +31,12 @@ class Registry(unittest.TestCase):
         f = ninfer.format_lookup("gguf_q8_0")
         self.assertEqual(ninfer.format_name(f), "gguf_q8_0")
         self.assertEqual(len(ninfer.format_names()), ninfer.format_count())
+        self.assertEqual(ninfer.format_at(0), ninfer.format_lookup("bf16"))
+        self.assertEqual(sorted(ninfer.format_at(i) for i in range(ninfer.format_count())),
+                         sorted(ninfer.format_lookup(n) for n in ninfer.format_names()))
+        with self.assertRaises(NinferError) as cm:
+            ninfer.format_at(ninfer.format_count())
+        self.assertEqual(cm.exception.status, Status.UNKNOWN_FORMAT)
         self.assertIn("nvfp4", ninfer.format_names())
         info = ninfer.format_info("gguf_q6_k")
         self.assertEqual((info.block_values, info.block_bytes, info.ggml_type), (256, 210, 14))

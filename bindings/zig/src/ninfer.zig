@@ -76,6 +76,12 @@ pub fn versionNumbers() [3]u32 {
     return .{ c.ninfer_version_major(), c.ninfer_version_minor(), c.ninfer_version_patch() };
 }
 
+/// The linked library's ABI version (the number in its SONAME); `c.NINFER_ABI_VERSION` is
+/// the header's.
+pub fn abiVersion() u32 {
+    return c.ninfer_abi_version();
+}
+
 /// The name of a status without its prefix ("SIZE_MISMATCH").
 pub fn statusName(status: u32) [:0]const u8 {
     return std.mem.span(c.ninfer_status_name(status));
@@ -192,6 +198,18 @@ pub const WeightView = struct {
     /// error.Misaligned.
     pub fn decodeRowAs(self: *const WeightView, row: u64, dtype: Dtype, out: []u8) Error!void {
         return checkStatus(c.ninfer_decode_row_as(&self.raw, row, dtype, if (out.len == 0) null else out.ptr, out.len));
+    }
+
+    /// Checks every encoding rule of a row-scaled FP8 view (fp8_e4m3fn_row_*): codes and
+    /// row scales; error.InvalidArgument for a view of another format.
+    pub fn fp8RowValidate(self: *const WeightView) Error!void {
+        return checkStatus(c.ninfer_fp8_row_validate(&self.raw));
+    }
+
+    /// Checks every encoding rule of an nvfp4 view (divisors, block scales, padding);
+    /// error.InvalidArgument for a view of another format.
+    pub fn nvfp4Validate(self: *const WeightView) Error!void {
+        return checkStatus(c.ninfer_nvfp4_validate(&self.raw));
     }
 
     /// Decodes row `row` into a new slice of cols floats owned by the caller.
@@ -446,7 +464,7 @@ fn q80Blocks() [68]u8 {
 }
 
 test "versions agree" {
-    try testing.expectEqual(@as(u32, c.NINFER_ABI_VERSION), c.ninfer_abi_version());
+    try testing.expectEqual(@as(u32, c.NINFER_ABI_VERSION), abiVersion());
     try testing.expectEqual(@as(u32, c.NINFER_VERSION_MAJOR), c.ninfer_version_major());
     try testing.expect(version().len >= 5);
 }
@@ -578,10 +596,12 @@ test "fp8 and nvfp4 encoders, validation with location, row slices" {
     for (&src, 0..) |*x, i| x.* = @as(f32, @floatFromInt(@as(i32, @intCast(i % 97)) - 48)) / 16.0;
     var f8 = try fp8RowMaxAbs(testing.allocator, c.NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, &src, 256, 32);
     defer f8.deinit();
-    try check(c.ninfer_fp8_row_validate(&f8.view.raw));
+    try f8.view.fp8RowValidate();
     var n4 = try nvfp4Quantize(testing.allocator, &src, 256, 32, 2);
     defer n4.deinit();
-    try check(c.ninfer_nvfp4_validate(&n4.view.raw));
+    try n4.view.nvfp4Validate();
+    try testing.expectError(error.InvalidArgument, f8.view.nvfp4Validate());
+    try testing.expectError(error.InvalidArgument, n4.view.fp8RowValidate());
     try testing.expectEqual(@as(usize, 8), n4.planes[2].len);
 
     const blocks = q80Blocks();
@@ -643,7 +663,7 @@ test "fp8RowPack / fp8RowUnpack and nvfp4 scale swizzling" {
     const scales = [_]u16{ 0x3F80, 0x4000 }; // bf16 1.0, 2.0
     var t = try fp8RowPack(testing.allocator, c.NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, 2, 16, &codes, &scales);
     defer t.deinit();
-    try check(c.ninfer_fp8_row_validate(&t.view.raw));
+    try t.view.fp8RowValidate();
     var row: [16]f32 = undefined;
     try t.view.decodeRow(1, &row);
     try testing.expectEqual(@as(f32, 2), row[15]); // 1.0 × 2.0
