@@ -661,7 +661,7 @@ def linear_activation_supported(fmt: Union[int, str], layout: Optional[int] = No
                                 device: int = DEVICE_CPU) -> bool:
     """True when this build computes ``linear`` for ``fmt`` in ``layout`` (default: the
     format's registered layout) on ``device`` with the :class:`Activation` profile
-    ``activation``, False when the numbers are valid but it does not (EXACT on GGUF formats,
+    ``activation`` (default: Q8_1, the opt-in one), False when the numbers are valid but it does not (EXACT on GGUF formats,
     Q8_1 on bf16, fp32, fp8 rows, nvfp4, CUDA); raises NinferError for numbers that name
     nothing (UNKNOWN_FORMAT, UNKNOWN_LAYOUT, INCOMPATIBLE_LAYOUT, INVALID_ARGUMENT for the
     activation or device). Q8_1 also needs K to be a multiple of 32, checked by
