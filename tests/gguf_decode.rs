@@ -188,6 +188,7 @@ fn every_kernel_matches_oracle() {
     }
     let scalar = counts.keys().filter(|k| k.starts_with("Scalar")).count();
     assert_eq!(scalar, gguf_formats().len());
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         for f in gguf_formats() {
             assert!(counts.contains_key(&format!("Avx2 {f}")), "no AVX2 {f}");

@@ -35,12 +35,45 @@ const (
 	DeviceCUDA = Device(C.NINFER_DEVICE_CUDA)
 )
 
+// Activation is the activation profile of a Linear (NINFER_ACTIVATION_*): what Forward
+// multiplies the weight values with (spec §2: the consumer chooses activation precision;
+// docs/linear.md "Activation profiles").
+type Activation uint32
+
+// Activation profiles.
+const (
+	// ActivationExact multiplies with x as given: the default of every non-GGUF format,
+	// unavailable for GGUF weights.
+	ActivationExact = Activation(C.NINFER_ACTIVATION_EXACT)
+	// ActivationQ8_1 first quantizes each row of x to ggml's q8_1 blocks (32 values, a
+	// binary16 scale d, codes round(x/d) in [-127, 127]) and multiplies with x̂ = d·code:
+	// the only profile of GGUF weights, opt-in for q2/t2/q4/q5/q6/q8 grouped formats in
+	// row_split_k128_v1 (K a multiple of 32).
+	ActivationQ8_1 = Activation(C.NINFER_ACTIVATION_Q8_1)
+)
+
 // LinearSupported reports whether this build has a linear kernel for the combination:
 // (true, nil) when it has, (false, nil) when the numbers are valid but it has not, and an
 // error for numbers that name nothing.
 func LinearSupported(f Format, l Layout, x, y Dtype, device Device) (bool, error) {
 	err := call(func() C.ninfer_status {
 		return C.ninfer_linear_supported(C.uint32_t(f), C.uint32_t(l), C.uint32_t(x), C.uint32_t(y), C.uint32_t(device))
+	})
+	if e, ok := err.(*Error); ok && e.Status == StatusUnsupported {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ActivationSupported reports whether this build computes linear for weights of f in l on
+// device with the activation profile a: (true, nil) when it does, (false, nil) when the
+// numbers are valid but it does not (Exact on GGUF formats, Q8_1 on bf16, fp32, fp8 rows,
+// nvfp4, any CUDA combination), and an error for numbers that name nothing
+// (ErrUnknownFormat, ErrUnknownLayout, ErrIncompatibleLayout, ErrInvalidArgument for the
+// activation or device). Q8_1 also needs K to be a multiple of 32, checked by SetActivation.
+func ActivationSupported(f Format, l Layout, a Activation, device Device) (bool, error) {
+	err := call(func() C.ninfer_status {
+		return C.ninfer_linear_activation_supported(C.uint32_t(f), C.uint32_t(l), C.uint32_t(a), C.uint32_t(device))
 	})
 	if e, ok := err.(*Error); ok && e.Status == StatusUnsupported {
 		return false, nil
@@ -127,6 +160,20 @@ func (l *Linear) SetThreads(n uint32) error {
 		return errClosed
 	}
 	return call(func() C.ninfer_status { return C.ninfer_linear_set_threads(l.handle, C.uint32_t(n)) })
+}
+
+// SetActivation chooses the activation profile Forward uses (defaults: GGUF formats
+// ActivationQ8_1, every other format ActivationExact). Errors, with the setting unchanged:
+// ErrInvalidArgument (an unknown profile number), ErrUnsupported (Exact on a GGUF weight,
+// Q8_1 on a format without it; see ActivationSupported), ErrBadShape (Q8_1 with K not a
+// multiple of 32).
+func (l *Linear) SetActivation(a Activation) error {
+	l.mu.Lock() // must not overlap any other call on the handle
+	defer l.mu.Unlock()
+	if l.handle == nil {
+		return errClosed
+	}
+	return call(func() C.ninfer_status { return C.ninfer_linear_set_activation(l.handle, C.uint32_t(a)) })
 }
 
 // ForwardInto computes y = x · Wᵀ (+ bias) for x [m, Cols] into y [m, Rows] (float32).

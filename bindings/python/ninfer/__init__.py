@@ -10,7 +10,8 @@ Encoders: :func:`quantize_grouped`, :func:`fp8_row_maxabs`, :func:`nvfp4_quantiz
 :meth:`WeightView.validate`, :func:`fp8_row_validate`, :func:`nvfp4_validate`; row slicing:
 :meth:`WeightView.rows_copy`, :meth:`WeightView.rows_gather`; products: :class:`Linear`
 (``y = x · Wᵀ + bias`` over a prepared weight; a handle freed by ``close()``, ``with`` or
-garbage collection). A new export is one ``_declare`` line plus a function.
+garbage collection), its :class:`Activation` profile (:meth:`Linear.set_activation`,
+:func:`linear_activation_supported`). A new export is one ``_declare`` line plus a function.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ import numpy as np
 
 __all__ = [
     "NinferError", "Status", "Dtype", "FormatInfo", "WeightView", "version", "abi_version",
-    "version_numbers", "format_count", "format_names", "format_lookup", "format_name", "format_from_ggml_type",
+    "version_numbers", "format_count", "format_at", "format_names", "format_lookup", "format_name", "format_from_ggml_type",
     "format_info", "layout_count", "layout_names", "layout_lookup", "layout_name",
     "format_layout_compatible", "plane_sizes", "library_path", "MAX_PLANES",
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
     "nvfp4_unpack_scales", "Provenance", "Linear", "linear_supported", "DEVICE_CPU",
-    "DEVICE_CUDA", "import_gguf", "fp8_row_pack", "fp8_row_unpack",
+    "DEVICE_CUDA", "import_gguf", "fp8_row_pack", "fp8_row_unpack", "Activation",
+    "linear_activation_supported",
 ]
 
 MAX_PLANES = 3
@@ -189,6 +191,9 @@ _LinearP = _P(_LinearHandle)
 _linear_supported = _declare("ninfer_linear_supported", _u32, _u32, _u32, _u32, _u32, _u32)
 _linear_prepare = _declare("ninfer_linear_prepare", _u32, _P(_View), _u32, _P(_LinearP))
 _linear_set_threads = _declare("ninfer_linear_set_threads", _u32, _LinearP, _u32)
+_linear_activation_supported = _declare("ninfer_linear_activation_supported", _u32, _u32, _u32,
+                                        _u32, _u32)
+_linear_set_activation = _declare("ninfer_linear_set_activation", _u32, _LinearP, _u32)
 _linear_shape = _declare("ninfer_linear_shape", _u32, _LinearP, _P(_u64), _P(_u64))
 _linear_forward = _declare("ninfer_linear_forward", _u32, _LinearP, ctypes.c_void_p, _sz, _u32,
                            _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz, _u32)
@@ -230,6 +235,20 @@ class Dtype(enum.IntEnum):
     F32 = 0
     BF16 = 1
     F16 = 2
+
+
+class Activation(enum.IntEnum):
+    """Activation profiles of :class:`Linear` (NINFER_ACTIVATION_*): what ``forward``
+    multiplies the weight values with (spec §2: the consumer chooses activation precision;
+    docs/linear.md "Activation profiles").
+
+    ``EXACT``: x as given; the default of every non-GGUF format, unavailable for GGUF
+    weights. ``Q8_1``: each row of x first quantized to ggml's q8_1 blocks (32 values, a
+    binary16 scale d, codes round(x/d) in [-127, 127]), then x̂ = d·code; the only profile of
+    GGUF weights, opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1."""
+
+    EXACT = 0
+    Q8_1 = 1
 
 
 _DTYPE_NUMPY = {Dtype.F32: np.float32, Dtype.BF16: np.uint16, Dtype.F16: np.float16}
@@ -410,6 +429,13 @@ def abi_version() -> int:
 
 def format_count() -> int:
     return _format_count()
+
+
+def format_at(index: int) -> int:
+    """The format number at registry index ``index`` (0 .. format_count() - 1)."""
+    out = _u32()
+    _check(_format_at(index, ctypes.byref(out)))
+    return out.value
 
 
 def format_names() -> list:
@@ -630,11 +656,35 @@ def linear_supported(fmt: Union[int, str], layout: Optional[int] = None, x_dtype
     return True
 
 
+def linear_activation_supported(fmt: Union[int, str], layout: Optional[int] = None,
+                                activation: int = Activation.Q8_1,
+                                device: int = DEVICE_CPU) -> bool:
+    """True when this build computes ``linear`` for ``fmt`` in ``layout`` (default: the
+    format's registered layout) on ``device`` with the :class:`Activation` profile
+    ``activation`` (default: Q8_1, the opt-in one), False when the numbers are valid but it does not (EXACT on GGUF formats,
+    Q8_1 on bf16, fp32, fp8 rows, nvfp4, CUDA); raises NinferError for numbers that name
+    nothing (UNKNOWN_FORMAT, UNKNOWN_LAYOUT, INCOMPATIBLE_LAYOUT, INVALID_ARGUMENT for the
+    activation or device). Q8_1 also needs K to be a multiple of 32, checked by
+    :meth:`Linear.set_activation`."""
+    fmt = format_lookup(fmt) if isinstance(fmt, str) else int(fmt)
+    if layout is None:
+        layout = format_info(fmt).layout
+    st = _linear_activation_supported(fmt, layout, int(activation), device)
+    if st == Status.UNSUPPORTED:
+        _last_message()
+        return False
+    _check(st)
+    return True
+
+
 class Linear:
     """A weight prepared for ``y = x · Wᵀ (+ bias)`` (ninfer_linear). It borrows the view's
-    planes, which this object keeps alive; free it with ``close()`` or ``with``."""
+    planes, which this object keeps alive; free it with ``close()`` or ``with``.
+    ``threads`` and ``activation``, when given, are passed to :meth:`set_threads` and
+    :meth:`set_activation`."""
 
-    def __init__(self, view: WeightView, device: int = DEVICE_CPU, threads: Optional[int] = None):
+    def __init__(self, view: WeightView, device: int = DEVICE_CPU, threads: Optional[int] = None,
+                 activation: Optional[int] = None):
         handle = _LinearP()
         _check(_linear_prepare(ctypes.byref(view._view), device, ctypes.byref(handle)))
         self._handle = handle
@@ -644,6 +694,8 @@ class Linear:
         self.shape = (rows.value, cols.value)
         if threads is not None:
             self.set_threads(threads)
+        if activation is not None:
+            self.set_activation(activation)
 
     def _live(self):
         if not self._handle:
@@ -653,6 +705,14 @@ class Linear:
     def set_threads(self, threads: int) -> None:
         """0 = process-wide pool (default), 1 = calling thread, n = own pool of n."""
         _check(_linear_set_threads(self._live(), threads))
+
+    def set_activation(self, activation: int) -> None:
+        """Chooses the :class:`Activation` profile of ``forward`` (defaults: GGUF formats
+        Q8_1, every other format EXACT). Raises NinferError, with the setting unchanged:
+        INVALID_ARGUMENT (an unknown profile number), UNSUPPORTED (EXACT on a GGUF weight,
+        Q8_1 on a format without it; see :func:`linear_activation_supported`), BAD_SHAPE
+        (Q8_1 with K not a multiple of 32)."""
+        _check(_linear_set_activation(self._live(), int(activation)))
 
     def forward(self, x, bias=None, y_dtype: Dtype = Dtype.F32, bf16: bool = False) -> np.ndarray:
         """``x`` [m, K] (float32, float16, or bf16 words) -> y [m, N] float32 (or bf16 words

@@ -31,6 +31,12 @@ class Registry(unittest.TestCase):
         f = ninfer.format_lookup("gguf_q8_0")
         self.assertEqual(ninfer.format_name(f), "gguf_q8_0")
         self.assertEqual(len(ninfer.format_names()), ninfer.format_count())
+        self.assertEqual(ninfer.format_at(0), ninfer.format_lookup("bf16"))
+        self.assertEqual(sorted(ninfer.format_at(i) for i in range(ninfer.format_count())),
+                         sorted(ninfer.format_lookup(n) for n in ninfer.format_names()))
+        with self.assertRaises(NinferError) as cm:
+            ninfer.format_at(ninfer.format_count())
+        self.assertEqual(cm.exception.status, Status.UNKNOWN_FORMAT)
         self.assertIn("nvfp4", ninfer.format_names())
         info = ninfer.format_info("gguf_q6_k")
         self.assertEqual((info.block_values, info.block_bytes, info.ggml_type), (256, 210, 14))
@@ -344,6 +350,211 @@ class LinearTests(unittest.TestCase):
         with self.assertRaises(NinferError) as cm:
             ninfer.Linear(ninfer.WeightView("int32", 2, 3, [np.zeros(6, np.int32)]))
         self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
+
+
+def q8_1_values(x: np.ndarray):
+    """(x̂, d): the q8_1 values of the rows of x and each block's binary32 d, from the
+    equations of docs/linear.md (ggml's quantize_row_q8_1_ref, binary32 arithmetic): per 32
+    values amax, d = amax/127, id = 1/d, q = roundf(x·id) (half away from zero),
+    x̂ = binary16(d)·q."""
+    xb = np.ascontiguousarray(x, dtype=np.float32).reshape(-1, 32)
+    amax = np.abs(xb).max(axis=1)
+    d = amax / np.float32(127)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+    v = (xb * inv[:, None]).astype(np.float64)  # the binary32 product, then exact rounding
+    q = np.sign(v) * np.floor(np.abs(v) + 0.5)
+    dh = d.astype(np.float16).astype(np.float32)
+    xhat = (dh[:, None] * q.astype(np.float32)).astype(np.float32)
+    return xhat.reshape(x.shape), d.reshape(x.shape[0], -1)
+
+
+def f32acc_tol(k: int, sums: np.ndarray) -> np.ndarray:
+    """linear_f32acc_v1 (docs/linear.md): (K + 8)·2⁻²³·Σ|w·v| + (K + 8)·2⁻¹⁴⁹."""
+    return (k + 8) * 2.0 ** -23 * sums + (k + 8) * 2.0 ** -149
+
+
+class ActivationTests(unittest.TestCase):
+    """The activation profile (Linear.set_activation, linear_activation_supported) against
+    the documented table, hand-worked values, a numpy q8_1 oracle and the C API itself."""
+
+    RS = "row_split_k128_v1"
+
+    def test_supported_table(self):
+        A = ninfer.Activation
+        rs = ninfer.layout_lookup(self.RS)
+        for fmt, act, device, want in [
+            ("q4_g64_fp16", A.EXACT, ninfer.DEVICE_CPU, True),
+            ("q4_g64_fp16", A.Q8_1, ninfer.DEVICE_CPU, True),
+            ("q8_g32_fp16", A.Q8_1, ninfer.DEVICE_CPU, True),
+            ("q6_g64_fp16", A.Q8_1, ninfer.DEVICE_CPU, True),
+            ("t2_g128_fp16", A.Q8_1, ninfer.DEVICE_CPU, True),
+            ("gguf_q8_0", A.Q8_1, ninfer.DEVICE_CPU, True),
+            ("gguf_q6_k", A.Q8_1, ninfer.DEVICE_CPU, True),
+            ("gguf_q8_0", A.EXACT, ninfer.DEVICE_CPU, False),
+            ("bf16", A.EXACT, ninfer.DEVICE_CPU, True),
+            ("bf16", A.Q8_1, ninfer.DEVICE_CPU, False),
+            ("fp32", A.Q8_1, ninfer.DEVICE_CPU, False),
+            ("nvfp4", A.Q8_1, ninfer.DEVICE_CPU, False),
+            ("q4_g64_fp16", A.Q8_1, ninfer.DEVICE_CUDA, False),
+        ]:
+            layout = rs if fmt[0] in "qt" else None
+            self.assertIs(ninfer.linear_activation_supported(fmt, layout, act, device), want,
+                          (fmt, act, device))
+        for args, status in [
+            (("q4_g64_fp16", rs, 7), Status.INVALID_ARGUMENT),
+            (("q4_g64_fp16", rs, ninfer.Activation.Q8_1, 9), Status.INVALID_ARGUMENT),
+            ((999, rs, 1), Status.UNKNOWN_FORMAT),
+            (("q4_g64_fp16", ninfer.layout_lookup("contiguous_le_v1"), 1),
+             Status.INCOMPATIBLE_LAYOUT),
+        ]:
+            with self.assertRaises(NinferError) as cm:
+                ninfer.linear_activation_supported(*args)
+            self.assertEqual(cm.exception.status, status, args)
+            self.assertTrue(cm.exception.message)
+
+    def test_hand_worked(self):
+        # One row of K = 32, gguf_q8_0 d = 1 (0x3C00), codes 1: w = 1 everywhere.
+        # x = 1: amax = 1, d = 1/127, q = round(1·(1/d)) = 127, stored d = binary16(1/127)
+        # = 1032·2⁻¹⁷ (1/127 = 1032.06·2⁻¹⁷), x̂ = 127·1032·2⁻¹⁷, y = 32·x̂ = 4064·1032·2⁻¹⁷
+        # = 31.998046875 with q8_1, 32 exact. x = (127, 1, …, 1): d = 1, x̂ = x, y = 158.
+        row = bytes([0x00, 0x3C] + [1] * 32)
+        ones = np.ones((1, 32), np.float32)
+        mixed = ones.copy()
+        mixed[0, 0] = 127
+        q81 = np.float32(4064 * 1032 / 2 ** 17)
+        self.assertEqual(q81, 31.998046875)
+        A = ninfer.Activation
+        g = ninfer.WeightView("gguf_q8_0", 1, 32, [row])
+        with ninfer.Linear(g) as lin:
+            self.assertEqual(lin.forward(ones)[0, 0], q81)  # GGUF: q8_1 by default
+            with self.assertRaises(NinferError) as cm:
+                lin.set_activation(A.EXACT)
+            self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
+            self.assertTrue(cm.exception.message)
+            self.assertEqual(lin.forward(ones)[0, 0], q81)  # unchanged
+            lin.set_activation(A.Q8_1)
+            self.assertEqual(lin.forward(mixed)[0, 0], 158)
+        native = ninfer.import_gguf(g, "q8_g32_fp16")  # the same words, moved unchanged
+        with ninfer.Linear(native) as lin:
+            self.assertEqual(lin.forward(ones)[0, 0], 32)  # exact by default
+            self.assertEqual(lin.forward(mixed)[0, 0], 158)
+            lin.set_activation(A.Q8_1)
+            self.assertEqual(lin.forward(ones)[0, 0].view(np.uint32), q81.view(np.uint32))
+            self.assertEqual(lin.forward(mixed)[0, 0], 158)
+            with self.assertRaises(NinferError) as cm:
+                lin.set_activation(7)
+            self.assertEqual(cm.exception.status, Status.INVALID_ARGUMENT)
+            self.assertEqual(lin.forward(ones)[0, 0], q81)  # unchanged
+            lin.set_activation(A.EXACT)
+            self.assertEqual(lin.forward(ones)[0, 0], 32)
+        with self.assertRaises(ValueError):
+            lin.set_activation(A.Q8_1)  # closed
+        with ninfer.Linear(native, activation=A.Q8_1) as lin:
+            self.assertEqual(lin.forward(ones)[0, 0], q81)
+
+    def _c_forward_q8_1(self, view, x):
+        """The product through the C API called directly (own ctypes declarations): prepare,
+        set_activation(NINFER_ACTIVATION_Q8_1 = 1), forward, free."""
+        import ctypes
+
+        lib = ctypes.CDLL(ninfer.library_path())
+        lib.ninfer_linear_prepare.argtypes = [ctypes.c_void_p, ctypes.c_uint32,
+                                              ctypes.POINTER(ctypes.c_void_p)]
+        lib.ninfer_linear_set_activation.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+        lib.ninfer_linear_forward.argtypes = [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint64,
+            ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+            ctypes.c_uint32]
+        lib.ninfer_linear_free.argtypes = [ctypes.c_void_p]
+        for f in ("ninfer_linear_prepare", "ninfer_linear_set_activation",
+                  "ninfer_linear_forward"):
+            getattr(lib, f).restype = ctypes.c_uint32
+        lib.ninfer_linear_free.restype = None
+        h = ctypes.c_void_p()
+        self.assertEqual(lib.ninfer_linear_prepare(ctypes.addressof(view._view), 0,
+                                                   ctypes.byref(h)), 0)
+        try:
+            self.assertEqual(lib.ninfer_linear_set_activation(h, 1), 0)
+            m, k = x.shape
+            y = np.zeros((m, view.shape[0]), np.float32)
+            self.assertEqual(lib.ninfer_linear_forward(h, x.ctypes.data, x.nbytes, 0, m, k, None,
+                                                       0, y.ctypes.data, y.nbytes, 0), 0)
+        finally:
+            lib.ninfer_linear_free(h)
+        return y
+
+    def test_grouped_q4_q8_1(self):
+        # q4_g64_fp16: with Q8_1 each output meets linear_f32acc_v1 against Σ w·x̂ in f64 (w
+        # the decoded weight values, x̂ from q8_1_values), equals the C API's bits, differs
+        # from the exact product, and stays within q8_1's quantization error:
+        # |x − x̂| ≤ d·(1/2 + 127·2⁻¹¹) per value (rounding to the code, then binary16(d),
+        # relative error ≤ 2⁻¹¹, times |q| ≤ 127).
+        rng = np.random.default_rng(17)
+        n, k, m = 6, 192, 3
+        src = (rng.standard_normal((n, k)) * rng.uniform(0.5, 4, (n, 1))).astype(np.float32)
+        view, _ = ninfer.quantize_grouped("q4_g64_fp16", src)
+        w = view.decode().astype(np.float64)
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        with ninfer.Linear(view) as lin:
+            exact = lin.forward(x)
+            lin.set_activation(ninfer.Activation.Q8_1)
+            y = lin.forward(x)
+            xhat, d = q8_1_values(x)
+            ref = xhat.astype(np.float64) @ w.T
+            tol = f32acc_tol(k, np.abs(xhat.astype(np.float64)) @ np.abs(w).T)
+            self.assertTrue(np.all(np.abs(y - ref) <= tol), np.max(np.abs(y - ref) / tol))
+            np.testing.assert_array_equal(y.view(np.uint32),
+                                          self._c_forward_q8_1(view, x).view(np.uint32))
+            differ = int(np.sum(y.view(np.uint32) != exact.view(np.uint32)))
+            self.assertGreater(differ, 0)
+            err_x = np.repeat(d, 32, axis=1).astype(np.float64) * (0.5 + 127 * 2.0 ** -11)
+            bound = (err_x @ np.abs(w).T + tol
+                     + f32acc_tol(k, np.abs(x.astype(np.float64)) @ np.abs(w).T))
+            self.assertTrue(np.all(np.abs(y.astype(np.float64) - exact) <= bound))
+            with self.assertRaises(NinferError) as cm:
+                lin.set_activation(7)
+            self.assertEqual(cm.exception.status, Status.INVALID_ARGUMENT)
+            np.testing.assert_array_equal(lin.forward(x).view(np.uint32), y.view(np.uint32))
+        print(f"\n  q4_g64_fp16 q8_1: {y.size} outputs within linear_f32acc_v1 of Σ w·x̂, "
+              f"equal to the C API's bits, {differ} differ from exact")
+        v200, _ = ninfer.quantize_grouped("q4_g64_fp16", rng.standard_normal((3, 200)).astype(
+            np.float32))  # K = 200: not a multiple of 32
+        with ninfer.Linear(v200) as lin:
+            with self.assertRaises(NinferError) as cm:
+                lin.set_activation(ninfer.Activation.Q8_1)
+            self.assertEqual(cm.exception.status, Status.BAD_SHAPE)
+            lin.set_activation(ninfer.Activation.EXACT)
+
+    def test_q8_g32_q8_1_equals_gguf_q8_0(self):
+        # One gguf_q8_0 block is one q8_g32 group with the same scale, and the grouped q8_1
+        # kernels follow the legacy GGUF family's order (docs/linear.md): same bits.
+        rng = np.random.default_rng(19)
+        rows, cols, m = 4, 128, 3
+        blocks = rng.integers(-127, 128, size=(rows * cols // 32, 34)).astype(np.int8)
+        blocks = blocks.view(np.uint8)
+        blocks[:, 0:2] = rng.uniform(0.01, 2, len(blocks)).astype(np.float16).view(
+            np.uint8).reshape(-1, 2)
+        g = ninfer.WeightView("gguf_q8_0", rows, cols, [blocks.reshape(-1)])
+        x = rng.standard_normal((m, cols)).astype(np.float32)
+        with ninfer.Linear(g) as lg, ninfer.Linear(ninfer.import_gguf(g, "q8_g32_fp16")) as ln:
+            yg = lg.forward(x)
+            self.assertFalse(np.array_equal(ln.forward(x).view(np.uint32), yg.view(np.uint32)))
+            ln.set_activation(ninfer.Activation.Q8_1)
+            np.testing.assert_array_equal(ln.forward(x).view(np.uint32), yg.view(np.uint32))
+
+    def test_bf16_refuses_q8_1(self):
+        import ml_dtypes
+
+        w = np.array([[1, 2], [3, 4]], np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)
+        with ninfer.Linear(ninfer.WeightView("bf16", 2, 2, [w])) as lin:
+            with self.assertRaises(NinferError) as cm:
+                lin.set_activation(ninfer.Activation.Q8_1)
+            self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
+            self.assertTrue(cm.exception.message)
+            lin.set_activation(ninfer.Activation.EXACT)
+            np.testing.assert_array_equal(lin.forward(np.array([[0.5, 0.25]], np.float32)),
+                                          [[1, 2.5]])
 
 
 class AgainstGgufPy(unittest.TestCase):

@@ -76,6 +76,12 @@ pub fn versionNumbers() [3]u32 {
     return .{ c.ninfer_version_major(), c.ninfer_version_minor(), c.ninfer_version_patch() };
 }
 
+/// The linked library's ABI version (the number in its SONAME); `c.NINFER_ABI_VERSION` is
+/// the header's.
+pub fn abiVersion() u32 {
+    return c.ninfer_abi_version();
+}
+
 /// The name of a status without its prefix ("SIZE_MISMATCH").
 pub fn statusName(status: u32) [:0]const u8 {
     return std.mem.span(c.ninfer_status_name(status));
@@ -192,6 +198,18 @@ pub const WeightView = struct {
     /// error.Misaligned.
     pub fn decodeRowAs(self: *const WeightView, row: u64, dtype: Dtype, out: []u8) Error!void {
         return checkStatus(c.ninfer_decode_row_as(&self.raw, row, dtype, if (out.len == 0) null else out.ptr, out.len));
+    }
+
+    /// Checks every encoding rule of a row-scaled FP8 view (fp8_e4m3fn_row_*): codes and
+    /// row scales; error.InvalidArgument for a view of another format.
+    pub fn fp8RowValidate(self: *const WeightView) Error!void {
+        return checkStatus(c.ninfer_fp8_row_validate(&self.raw));
+    }
+
+    /// Checks every encoding rule of an nvfp4 view (divisors, block scales, padding);
+    /// error.InvalidArgument for a view of another format.
+    pub fn nvfp4Validate(self: *const WeightView) Error!void {
+        return checkStatus(c.ninfer_nvfp4_validate(&self.raw));
     }
 
     /// Decodes row `row` into a new slice of cols floats owned by the caller.
@@ -317,10 +335,71 @@ pub fn importGguf(gpa: std.mem.Allocator, gguf: *const WeightView, target: Forma
     return t;
 }
 
+/// Lays out logical FP8 words in the planes of `format` (fp8_e4m3fn_row_bf16 / _fp16):
+/// `codes` = rows × cols E4M3FN words row-major, `scales` = rows 16-bit scale words (BF16 or
+/// binary16 bits). Words are copied unchanged, not validated (follow with
+/// `c.ninfer_fp8_row_validate` on the result's view).
+pub fn fp8RowPack(gpa: std.mem.Allocator, format: Format, rows: u64, cols: u64, codes: []const u8, scales: []const u16) (Error || std.mem.Allocator.Error)!OwnedTensor {
+    const info = try formatInfo(format);
+    var t = try OwnedTensor.alloc(gpa, format, info.layout, rows, cols);
+    errdefer t.deinit();
+    var planes: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+    for (t.planes, 0..) |p, i| planes[i] = .{ .ptr = OwnedTensor.mut(p), .len = p.len };
+    try check(c.ninfer_fp8_row_pack(format, rows, cols, if (codes.len == 0) null else codes.ptr, codes.len, if (scales.len == 0) null else scales.ptr, scales.len, &planes));
+    return t;
+}
+
+/// The inverse of `fp8RowPack`: copies the logical words of a row-scaled FP8 view into
+/// `codes` (rows × cols, row-major) and `scales` (rows words), unchanged.
+pub fn fp8RowUnpack(v: *const WeightView, codes: []u8, scales: []u16) Error!void {
+    return check(c.ninfer_fp8_row_unpack(&v.raw, if (codes.len == 0) null else codes.ptr, codes.len, if (scales.len == 0) null else scales.ptr, scales.len));
+}
+
+/// Swizzles linear row-major E4M3FN block scales [rows, k_blocks] (k_blocks = K / 16) into
+/// the 128×4 layout of block_scale_k16_m128x4_v1. `out` must hold round_up(rows, 128) ×
+/// round_up(k_blocks, 4) bytes (the nvfp4 scale plane: `planeSizes(..., rows, 16 ·
+/// k_blocks)[1]`); padding is zero-filled.
+pub fn nvfp4PackScales(rows: u64, k_blocks: u64, linear: []const u8, out: []u8) Error!void {
+    return check(c.ninfer_nvfp4_pack_scales(rows, k_blocks, if (linear.len == 0) null else linear.ptr, linear.len, if (out.len == 0) null else out.ptr, out.len));
+}
+
+/// The inverse of `nvfp4PackScales`: the linear [rows, k_blocks] scales of a swizzled
+/// plane (padding ignored) into `out` (rows × k_blocks bytes).
+pub fn nvfp4UnpackScales(rows: u64, k_blocks: u64, swizzled: []const u8, out: []u8) Error!void {
+    return check(c.ninfer_nvfp4_unpack_scales(rows, k_blocks, if (swizzled.len == 0) null else swizzled.ptr, swizzled.len, if (out.len == 0) null else out.ptr, out.len));
+}
+
 /// True when this build has a linear kernel for the combination, false when the numbers
 /// are valid but it has none; an error for numbers that name nothing.
 pub fn linearSupported(format: Format, layout: Layout, x: Dtype, y: Dtype, device: u32) Error!bool {
     const st = c.ninfer_linear_supported(format, layout, x, y, device);
+    if (st == c.NINFER_STATUS_UNSUPPORTED) return false;
+    try check(st);
+    return true;
+}
+
+/// The activation profile of a `Linear` (NINFER_ACTIVATION_*): what `forward` multiplies
+/// the weight values with (spec §2: the consumer chooses activation precision;
+/// docs/linear.md "Activation profiles"). Non-exhaustive: other numbers reach the library,
+/// which refuses them with error.InvalidArgument.
+pub const Activation = enum(u32) {
+    /// x as given: the default of every non-GGUF format, unavailable for GGUF weights.
+    exact = c.NINFER_ACTIVATION_EXACT,
+    /// Each row of x quantized to ggml's q8_1 blocks (32 values, a binary16 scale d, codes
+    /// round(x/d) in [-127, 127]), then x̂ = d·code: the only profile of GGUF weights,
+    /// opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1.
+    q8_1 = c.NINFER_ACTIVATION_Q8_1,
+    _,
+};
+
+/// True when this build computes linear for `format` in `layout` on `device` with the
+/// profile `activation`, false when the numbers are valid but it does not (exact on GGUF
+/// formats, q8_1 on bf16, fp32, fp8 rows, nvfp4, CUDA); an error for numbers that name
+/// nothing (UnknownFormat, UnknownLayout, IncompatibleLayout, InvalidArgument for the
+/// activation or device). q8_1 also needs K to be a multiple of 32, checked by
+/// `Linear.setActivation`.
+pub fn linearActivationSupported(format: Format, layout: Layout, activation: Activation, device: u32) Error!bool {
+    const st = c.ninfer_linear_activation_supported(format, layout, @backingInt(activation), device);
     if (st == c.NINFER_STATUS_UNSUPPORTED) return false;
     try check(st);
     return true;
@@ -352,6 +431,14 @@ pub const Linear = struct {
         return check(c.ninfer_linear_set_threads(l.handle, threads));
     }
 
+    /// Chooses the activation profile of `forward` (defaults: GGUF formats .q8_1, every
+    /// other format .exact). Errors, with the setting unchanged: InvalidArgument (an unknown
+    /// number), Unsupported (.exact on a GGUF weight, .q8_1 on a format without it; see
+    /// `linearActivationSupported`), BadShape (.q8_1 with K not a multiple of 32).
+    pub fn setActivation(l: *Linear, activation: Activation) Error!void {
+        return check(c.ninfer_linear_set_activation(l.handle, @backingInt(activation)));
+    }
+
     /// y[m, N] = x[m, K] · Wᵀ (+ bias[N]), all f32.
     pub fn forward(l: *const Linear, x: []const f32, m: u64, bias: ?[]const f32, y: []f32) Error!void {
         const b: []const f32 = bias orelse &.{};
@@ -377,7 +464,7 @@ fn q80Blocks() [68]u8 {
 }
 
 test "versions agree" {
-    try testing.expectEqual(@as(u32, c.NINFER_ABI_VERSION), c.ninfer_abi_version());
+    try testing.expectEqual(@as(u32, c.NINFER_ABI_VERSION), abiVersion());
     try testing.expectEqual(@as(u32, c.NINFER_VERSION_MAJOR), c.ninfer_version_major());
     try testing.expect(version().len >= 5);
 }
@@ -509,10 +596,12 @@ test "fp8 and nvfp4 encoders, validation with location, row slices" {
     for (&src, 0..) |*x, i| x.* = @as(f32, @floatFromInt(@as(i32, @intCast(i % 97)) - 48)) / 16.0;
     var f8 = try fp8RowMaxAbs(testing.allocator, c.NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, &src, 256, 32);
     defer f8.deinit();
-    try check(c.ninfer_fp8_row_validate(&f8.view.raw));
+    try f8.view.fp8RowValidate();
     var n4 = try nvfp4Quantize(testing.allocator, &src, 256, 32, 2);
     defer n4.deinit();
-    try check(c.ninfer_nvfp4_validate(&n4.view.raw));
+    try n4.view.nvfp4Validate();
+    try testing.expectError(error.InvalidArgument, f8.view.nvfp4Validate());
+    try testing.expectError(error.InvalidArgument, n4.view.fp8RowValidate());
     try testing.expectEqual(@as(usize, 8), n4.planes[2].len);
 
     const blocks = q80Blocks();
@@ -567,4 +656,275 @@ test "importGguf keeps the decoded values" {
         try testing.expectEqualSlices(u32, @as(*const [32]u32, @ptrCast(&a)), @as(*const [32]u32, @ptrCast(&b)));
     }
     try testing.expectError(error.Unsupported, importGguf(testing.allocator, &g, c.NINFER_FORMAT_Q4_G64_FP16));
+}
+
+test "fp8RowPack / fp8RowUnpack and nvfp4 scale swizzling" {
+    var codes: [2 * 16]u8 = @splat(0x38); // E4M3FN 1.0
+    const scales = [_]u16{ 0x3F80, 0x4000 }; // bf16 1.0, 2.0
+    var t = try fp8RowPack(testing.allocator, c.NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, 2, 16, &codes, &scales);
+    defer t.deinit();
+    try t.view.fp8RowValidate();
+    var row: [16]f32 = undefined;
+    try t.view.decodeRow(1, &row);
+    try testing.expectEqual(@as(f32, 2), row[15]); // 1.0 × 2.0
+    var codes2: [2 * 16]u8 = undefined;
+    var scales2: [2]u16 = undefined;
+    try fp8RowUnpack(&t.view, &codes2, &scales2);
+    try testing.expectEqualSlices(u8, &codes, &codes2);
+    try testing.expectEqualSlices(u16, &scales, &scales2);
+    try testing.expectError(error.SizeMismatch, fp8RowUnpack(&t.view, codes2[0..31], &scales2));
+    try testing.expectError(error.SizeMismatch, fp8RowPack(testing.allocator, c.NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, 2, 16, codes[0..31], &scales));
+
+    // 130 rows × 5 K-blocks: kt = 2, out = 256 × 8 bytes. Every byte checked against the
+    // documented position (m/128)·kt·512 + (kb/4)·512 + (m%32)·16 + ((m%128)/32)·4 + kb%4,
+    // every other byte zero.
+    const rows = 130;
+    const kb = 5;
+    var lin: [rows * kb]u8 = undefined;
+    for (&lin, 0..) |*b, i| b.* = @intCast(i % 127 + 1);
+    const sizes = try planeSizes(c.NINFER_FORMAT_NVFP4, c.NINFER_LAYOUT_BLOCK_SCALE_K16_M128X4_V1, rows, 16 * kb);
+    try testing.expectEqual(@as(usize, 256 * 8), sizes[1]);
+    var swz: [256 * 8]u8 = undefined;
+    try nvfp4PackScales(rows, kb, &lin, &swz);
+    var want: [256 * 8]u8 = @splat(0);
+    for (0..rows) |m| {
+        for (0..kb) |k| want[(m / 128) * 2 * 512 + (k / 4) * 512 + (m % 32) * 16 + ((m % 128) / 32) * 4 + k % 4] = lin[m * kb + k];
+    }
+    try testing.expectEqualSlices(u8, &want, &swz);
+    var back: [rows * kb]u8 = undefined;
+    try nvfp4UnpackScales(rows, kb, &swz, &back);
+    try testing.expectEqualSlices(u8, &lin, &back);
+    try testing.expectError(error.SizeMismatch, nvfp4PackScales(rows, kb, lin[0..10], &swz));
+    try testing.expectError(error.SizeMismatch, nvfp4UnpackScales(rows, kb, swz[0..100], &back));
+}
+
+test "activation: the documented support table" {
+    const rs = c.NINFER_LAYOUT_ROW_SPLIT_K128_V1;
+    const cl = c.NINFER_LAYOUT_CONTIGUOUS_LE_V1;
+    const gb = c.NINFER_LAYOUT_GGUF_BLOCKS_V1;
+    const cpu = c.NINFER_DEVICE_CPU;
+    const Case = struct { f: Format, l: Layout, a: Activation, d: u32, want: bool };
+    const cases = [_]Case{
+        .{ .f = c.NINFER_FORMAT_Q4_G64_FP16, .l = rs, .a = .exact, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_Q4_G64_FP16, .l = rs, .a = .q8_1, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_Q8_G32_FP16, .l = rs, .a = .q8_1, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_Q5_G64_FP16, .l = rs, .a = .q8_1, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_T2_G128_FP16, .l = rs, .a = .q8_1, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_GGUF_Q8_0, .l = gb, .a = .q8_1, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_GGUF_Q5_K, .l = gb, .a = .q8_1, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_GGUF_Q8_0, .l = gb, .a = .exact, .d = cpu, .want = false },
+        .{ .f = c.NINFER_FORMAT_BF16, .l = cl, .a = .exact, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_BF16, .l = cl, .a = .q8_1, .d = cpu, .want = false },
+        .{ .f = c.NINFER_FORMAT_FP32, .l = cl, .a = .q8_1, .d = cpu, .want = false },
+        .{ .f = c.NINFER_FORMAT_NVFP4, .l = c.NINFER_LAYOUT_BLOCK_SCALE_K16_M128X4_V1, .a = .q8_1, .d = cpu, .want = false },
+        .{ .f = c.NINFER_FORMAT_Q4_G64_FP16, .l = rs, .a = .q8_1, .d = c.NINFER_DEVICE_CUDA, .want = false },
+    };
+    for (cases) |k| {
+        testing.expectEqual(k.want, try linearActivationSupported(k.f, k.l, k.a, k.d)) catch |e| {
+            std.debug.print("format {d} layout {d} activation {d} device {d}\n", .{ k.f, k.l, @backingInt(k.a), k.d });
+            return e;
+        };
+    }
+    var buf: [256]u8 = undefined;
+    try testing.expectError(error.InvalidArgument, linearActivationSupported(c.NINFER_FORMAT_Q4_G64_FP16, rs, @fromBackingInt(@intCast(7)), cpu));
+    try testing.expect(lastMessage(&buf).len > 0);
+    try testing.expectError(error.InvalidArgument, linearActivationSupported(c.NINFER_FORMAT_Q4_G64_FP16, rs, .q8_1, 9));
+    try testing.expectError(error.UnknownFormat, linearActivationSupported(999, rs, .q8_1, cpu));
+    try testing.expectError(error.IncompatibleLayout, linearActivationSupported(c.NINFER_FORMAT_Q4_G64_FP16, cl, .q8_1, cpu));
+}
+
+fn forward1(l: *const Linear, x: []const f32) !f32 {
+    var y: [1]f32 = undefined;
+    try l.forward(x, 1, null, &y);
+    return y[0];
+}
+
+fn expectBits(want: f32, got: f32) !void {
+    try testing.expectEqual(@as(u32, @bitCast(want)), @as(u32, @bitCast(got)));
+}
+
+// Worked by hand (docs/linear.md, ggml's quantize_row_q8_1_ref), one row of K = 32 with
+// w[k] = 1 (gguf_q8_0 d = 1 = 0x3C00, codes 1):
+//   x = 1 everywhere: amax = 1, d = 1/127, q = round(1·(1/d)) = 127, stored d =
+//   binary16(1/127) = 1032·2⁻¹⁷ (1/127 = 1032.06·2⁻¹⁷), x̂ = 127·1032·2⁻¹⁷, so
+//   y = 32·x̂ = 4064·1032·2⁻¹⁷ = 31.998046875 with q8_1 and 32 with exact x.
+//   x = (127, 1, …, 1): amax = 127, d = 1, q = x, x̂ = x: y = 127 + 31 = 158 under both.
+test "activation: hand-worked K = 32 under both profiles" {
+    var row: [34]u8 = @splat(1);
+    row[0] = 0x00;
+    row[1] = 0x3C;
+    const ones: [32]f32 = @splat(1);
+    var mixed: [32]f32 = @splat(1);
+    mixed[0] = 127;
+    const q81: f32 = 4064.0 * 1032.0 / 131072.0;
+    try testing.expectEqual(@as(f32, 31.998046875), q81);
+    var buf: [256]u8 = undefined;
+
+    const g = WeightView.init(c.NINFER_FORMAT_GGUF_Q8_0, c.NINFER_LAYOUT_GGUF_BLOCKS_V1, 1, 32, &.{&row});
+    var lg = try Linear.prepare(&g, c.NINFER_DEVICE_CPU);
+    defer lg.deinit();
+    try expectBits(q81, try forward1(&lg, &ones)); // GGUF: q8_1 by default
+    try testing.expectError(error.Unsupported, lg.setActivation(.exact));
+    try testing.expect(lastMessage(&buf).len > 0);
+    try expectBits(q81, try forward1(&lg, &ones)); // unchanged
+    try lg.setActivation(.q8_1);
+    try expectBits(158, try forward1(&lg, &mixed));
+
+    var native = try importGguf(testing.allocator, &g, c.NINFER_FORMAT_Q8_G32_FP16);
+    defer native.deinit();
+    var ln = try Linear.prepare(&native.view, c.NINFER_DEVICE_CPU);
+    defer ln.deinit();
+    try expectBits(32, try forward1(&ln, &ones)); // exact by default
+    try expectBits(158, try forward1(&ln, &mixed));
+    try ln.setActivation(.q8_1);
+    try expectBits(q81, try forward1(&ln, &ones));
+    try expectBits(158, try forward1(&ln, &mixed));
+    try testing.expectError(error.InvalidArgument, ln.setActivation(@fromBackingInt(@intCast(7))));
+    try expectBits(q81, try forward1(&ln, &ones)); // unchanged
+    try ln.setActivation(.exact);
+    try expectBits(32, try forward1(&ln, &ones));
+}
+
+/// q8_1 values x̂ of one row from the equations of docs/linear.md (binary32 arithmetic):
+/// per 32 values amax, d = amax/127, id = 1/d, q = roundf(x·id) (@round: half away from
+/// zero), x̂ = binary16(d)·q; `d` receives each block's binary32 d.
+fn q81Values(x: []const f32, xhat: []f32, d: []f32) void {
+    var b: usize = 0;
+    while (b < x.len) : (b += 32) {
+        var amax: f32 = 0;
+        for (x[b .. b + 32]) |v| amax = @max(amax, @abs(v));
+        const db = amax / 127;
+        const id: f32 = if (db != 0) 1 / db else 0;
+        const dh: f32 = @floatCast(@as(f16, @floatCast(db)));
+        for (b..b + 32) |j| xhat[j] = dh * @round(x[j] * id);
+        d[b / 32] = db;
+    }
+}
+
+/// The q8_1 product through the C API called directly: prepare, set_activation(1),
+/// forward, free.
+fn cForwardQ81(v: *const WeightView, x: []const f32, m: u64, y: []f32) !void {
+    var h: ?*c.ninfer_linear = null;
+    try testing.expectEqual(@as(u32, c.NINFER_STATUS_OK), c.ninfer_linear_prepare(&v.raw, c.NINFER_DEVICE_CPU, &h));
+    defer c.ninfer_linear_free(h);
+    try testing.expectEqual(@as(u32, c.NINFER_STATUS_OK), c.ninfer_linear_set_activation(h, c.NINFER_ACTIVATION_Q8_1));
+    try testing.expectEqual(@as(u32, c.NINFER_STATUS_OK), c.ninfer_linear_forward(h, x.ptr, x.len * 4, c.NINFER_DTYPE_F32, m, v.raw.cols, null, 0, y.ptr, y.len * 4, c.NINFER_DTYPE_F32));
+}
+
+// q4_g64_fp16: exact by default; with .q8_1 each output meets linear_f32acc_v1 against
+// Σ w·x̂ in f64 (w the decoded weight values, x̂ from q81Values), equals the C API's bits,
+// differs from the exact product, and stays within q8_1's quantization error:
+// |x − x̂| ≤ d·(1/2 + 127·2⁻¹¹) per value (rounding to the code, then binary16(d), relative
+// error ≤ 2⁻¹¹, times |q| ≤ 127).
+test "activation: q4_g64_fp16 with q8_1 against a q8_1 oracle and the C API" {
+    const rows = 5;
+    const cols = 192;
+    const m = 2;
+    var src: [rows * cols]f32 = undefined;
+    for (&src, 0..) |*v, i| v.* = @cos(@as(f32, @floatFromInt(i)) * 0.11) * @as(f32, @floatFromInt(1 + i % 7));
+    var t = try quantizeGrouped(testing.allocator, c.NINFER_FORMAT_Q4_G64_FP16, &src, rows, cols, null, null);
+    defer t.deinit();
+    var w: [rows][cols]f32 = undefined;
+    for (0..rows) |n| try t.view.decodeRow(n, &w[n]);
+    var x: [m * cols]f32 = undefined;
+    for (&x, 0..) |*v, i| v.* = @sin(@as(f32, @floatFromInt(i)) * 0.37);
+
+    var lin = try Linear.prepare(&t.view, c.NINFER_DEVICE_CPU);
+    defer lin.deinit();
+    var exact: [m * rows]f32 = undefined;
+    try lin.forward(&x, m, null, &exact);
+    try lin.setActivation(.q8_1);
+    var y: [m * rows]f32 = undefined;
+    try lin.forward(&x, m, null, &y);
+    var yc: [m * rows]f32 = undefined;
+    try cForwardQ81(&t.view, &x, m, &yc);
+    try testing.expectEqualSlices(u32, @as(*const [m * rows]u32, @ptrCast(&yc)), @as(*const [m * rows]u32, @ptrCast(&y)));
+
+    const k_tol: f64 = @floatFromInt(cols + 8);
+    const tiny = k_tol * std.math.ldexp(@as(f64, 1), -149);
+    var differ: usize = 0;
+    for (0..m) |i| {
+        const xi = x[i * cols .. (i + 1) * cols];
+        var xhat: [cols]f32 = undefined;
+        var d: [cols / 32]f32 = undefined;
+        q81Values(xi, &xhat, &d);
+        for (0..rows) |n| {
+            var ref: f64 = 0;
+            var sum: f64 = 0;
+            var sum_x: f64 = 0;
+            var qerr: f64 = 0;
+            for (0..cols) |k| {
+                const wk: f64 = w[n][k];
+                ref += wk * xhat[k];
+                sum += @abs(wk * xhat[k]);
+                sum_x += @abs(wk * xi[k]);
+                qerr += @abs(wk) * d[k / 32] * (0.5 + 127.0 / 2048.0);
+            }
+            const tol = k_tol * std.math.ldexp(sum, -23) + tiny;
+            const tol_x = k_tol * std.math.ldexp(sum_x, -23) + tiny;
+            const yq: f64 = y[i * rows + n];
+            const ye: f64 = exact[i * rows + n];
+            try testing.expect(@abs(yq - ref) <= tol);
+            try testing.expect(@abs(yq - ye) <= qerr + tol + tol_x);
+            if (@as(u32, @bitCast(y[i * rows + n])) != @as(u32, @bitCast(exact[i * rows + n]))) differ += 1;
+        }
+    }
+    try testing.expect(differ > 0);
+
+    // Refusals leave the setting unchanged; K = 200 (not a multiple of 32) refuses q8_1.
+    try testing.expectError(error.InvalidArgument, lin.setActivation(@fromBackingInt(@intCast(7))));
+    var again: [m * rows]f32 = undefined;
+    try lin.forward(&x, m, null, &again);
+    try testing.expectEqualSlices(u32, @as(*const [m * rows]u32, @ptrCast(&y)), @as(*const [m * rows]u32, @ptrCast(&again)));
+    var t200 = try quantizeGrouped(testing.allocator, c.NINFER_FORMAT_Q4_G64_FP16, src[0 .. 3 * 200], 3, 200, null, null);
+    defer t200.deinit();
+    var l200 = try Linear.prepare(&t200.view, c.NINFER_DEVICE_CPU);
+    defer l200.deinit();
+    try testing.expectError(error.BadShape, l200.setActivation(.q8_1));
+    try l200.setActivation(.exact);
+}
+
+// One gguf_q8_0 block is one q8_g32 group with the same scale, and the grouped q8_1
+// kernels follow the legacy GGUF family's order (docs/linear.md): the same bits.
+test "activation: q8_g32_fp16 with q8_1 equals gguf_q8_0" {
+    const rows = 4;
+    const cols = 128;
+    const m = 3;
+    var blocks: [rows * cols / 32 * 34]u8 = undefined;
+    for (0..rows * cols / 32) |b| {
+        const d: u16 = @intCast(0x2000 + b * 0x35); // positive normal binary16 scales
+        std.mem.writeInt(u16, blocks[34 * b ..][0..2], d, .little);
+        for (0..32) |j| blocks[34 * b + 2 + j] = @bitCast(@as(i8, @intCast(@as(i32, @intCast((b * 31 + j * 17) % 255)) - 127)));
+    }
+    const g = WeightView.init(c.NINFER_FORMAT_GGUF_Q8_0, c.NINFER_LAYOUT_GGUF_BLOCKS_V1, rows, cols, &.{&blocks});
+    var native = try importGguf(testing.allocator, &g, c.NINFER_FORMAT_Q8_G32_FP16);
+    defer native.deinit();
+    var x: [m * cols]f32 = undefined;
+    for (&x, 0..) |*v, i| v.* = @sin(@as(f32, @floatFromInt(i)) * 0.7) * @as(f32, @floatFromInt(1 + i % 3));
+    var lg = try Linear.prepare(&g, c.NINFER_DEVICE_CPU);
+    defer lg.deinit();
+    var ln = try Linear.prepare(&native.view, c.NINFER_DEVICE_CPU);
+    defer ln.deinit();
+    var yg: [m * rows]u32 = undefined;
+    var yn: [m * rows]u32 = undefined;
+    try lg.forward(&x, m, null, @ptrCast(&yg));
+    try ln.forward(&x, m, null, @ptrCast(&yn));
+    try testing.expect(!std.mem.eql(u32, &yg, &yn)); // exact differs
+    try ln.setActivation(.q8_1);
+    try ln.forward(&x, m, null, @ptrCast(&yn));
+    try testing.expectEqualSlices(u32, &yg, &yn);
+}
+
+test "activation: bf16 refuses q8_1" {
+    const w = [_]u16{ 0x3F80, 0x4000, 0x4040, 0x4080 }; // bf16 [[1, 2], [3, 4]]
+    const v = WeightView.init(c.NINFER_FORMAT_BF16, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 2, &.{std.mem.sliceAsBytes(&w)});
+    var lin = try Linear.prepare(&v, c.NINFER_DEVICE_CPU);
+    defer lin.deinit();
+    var buf: [256]u8 = undefined;
+    try testing.expectError(error.Unsupported, lin.setActivation(.q8_1));
+    try testing.expect(lastMessage(&buf).len > 0);
+    try lin.setActivation(.exact);
+    var y: [2]f32 = undefined;
+    try lin.forward(&.{ 0.5, 0.25 }, 1, null, &y);
+    try testing.expectEqualSlices(f32, &.{ 1, 2.5 }, &y);
 }

@@ -56,6 +56,8 @@ impl Legacy {
     }
 
     /// Bytes per weight block.
+    // Read by the AVX2 kernels only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) const fn block_bytes(self) -> usize {
         match self {
             Legacy::Q8_0 => 34,
@@ -66,6 +68,8 @@ impl Legacy {
     }
 
     /// 32-value (q8_1) blocks per weight block.
+    // Read by the AVX2 kernels only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) const fn sub_blocks(self) -> usize {
         match self {
             Legacy::Q2_0 => 2,
@@ -76,6 +80,8 @@ impl Legacy {
 
     /// Whole weight blocks needed for `nb` 32-value blocks (`nb` is a multiple of
     /// [`Legacy::sub_blocks`] for a valid view).
+    // Read by the AVX2 kernels only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) const fn row_bytes(self, nb: usize) -> usize {
         nb / self.sub_blocks() * self.block_bytes()
     }
@@ -87,7 +93,10 @@ pub(crate) fn prepare(isa: Isa, kind: Legacy, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => super::legacy_avx2::arrange(kind, rows),
-        _ => rows,
+        _ => {
+            let _ = kind; // the scalar kernels read the codes in their natural order
+            rows
+        }
     }
 }
 

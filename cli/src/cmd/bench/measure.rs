@@ -28,19 +28,33 @@ pub struct Best {
 
 /// Runs `f` at least 3 times and then until `budget` has passed (at most 50 runs); the
 /// minimum is the figure least disturbed by other processes.
-pub fn best(budget: Duration, mut f: impl FnMut()) -> Best {
+pub fn best(budget: Duration, f: impl FnMut()) -> Best {
+    let mut f = f;
+    best_interleaved(budget, &mut [&mut f])[0]
+}
+
+/// [`best`] for several measurements at once, run in turn (one run of each per round) for
+/// `budget` each: a slow spell of the machine (other processes, the host) then falls on
+/// all of them alike, so their ratio is fairer than with one measurement after the other.
+pub fn best_interleaved(budget: Duration, fs: &mut [&mut dyn FnMut()]) -> Vec<Best> {
+    let budget = budget * fs.len() as u32;
     let start = Instant::now();
-    let mut b = Best {
-        wall: f64::INFINITY,
-        cpu: f64::INFINITY,
-    };
-    let mut runs = 0;
-    while runs < 3 || (start.elapsed() < budget && runs < 50) {
-        let (t, c) = (Instant::now(), thread_cpu());
-        f();
-        b.wall = b.wall.min(t.elapsed().as_secs_f64());
-        b.cpu = b.cpu.min(thread_cpu() - c);
-        runs += 1;
+    let mut b = vec![
+        Best {
+            wall: f64::INFINITY,
+            cpu: f64::INFINITY,
+        };
+        fs.len()
+    ];
+    let mut rounds = 0;
+    while rounds < 3 || (start.elapsed() < budget && rounds < 50) {
+        for (f, b) in fs.iter_mut().zip(&mut b) {
+            let (t, c) = (Instant::now(), thread_cpu());
+            f();
+            b.wall = b.wall.min(t.elapsed().as_secs_f64());
+            b.cpu = b.cpu.min(thread_cpu() - c);
+        }
+        rounds += 1;
     }
     b
 }
@@ -131,27 +145,25 @@ pub fn l3_bytes() -> Option<usize> {
     })
 }
 
-/// ggml's product on the same weights, timed like ninfer's: each activation row quantized
-/// by ggml's `from_float` to its `vec_dot_type`, then one `vec_dot` per (row of W, row of
-/// x); rows of W split over `pool`'s threads (`None`: the calling thread). `w` holds N
-/// rows of ggml blocks for K values each.
-#[allow(clippy::too_many_arguments)]
-pub fn ggml(
-    dot: &Dot,
-    w: &[u8],
+/// ggml's product on the same weights, one call per run, to be timed like ninfer's: each
+/// activation row quantized by ggml's `from_float` to its `vec_dot_type`, then one
+/// `vec_dot` per (row of W, row of x); rows of W split over `pool`'s threads (`None`: the
+/// calling thread). `w` holds N rows of ggml blocks for K values each.
+pub fn ggml<'a>(
+    dot: &'a Dot,
+    w: &'a [u8],
     n: usize,
     k: usize,
-    x: &[f32],
+    x: &'a [f32],
     m: usize,
-    pool: Option<&rayon::ThreadPool>,
-    budget: Duration,
-) -> Best {
+    pool: Option<&'a rayon::ThreadPool>,
+) -> impl FnMut() + 'a {
     let row_bytes = w.len() / n;
     let act_row = k / dot.act_block_values * dot.act_block_bytes;
     let mut xq = vec![0u8; m * act_row];
     let mut y = vec![0f32; m * n];
     let threads = pool.map_or(1, rayon::ThreadPool::current_num_threads);
-    best(budget, || {
+    move || {
         for (xr, qr) in x.chunks(k).zip(xq.chunks_mut(act_row)) {
             // SAFETY: from_float reads k floats and writes k / block values blocks, the
             // length of qr.
@@ -189,7 +201,7 @@ pub fn ggml(
             Some(p) => p.install(|| y.par_chunks_mut(chunk).enumerate().for_each(work)),
         }
         black_box(&y);
-    })
+    }
 }
 
 #[cfg(test)]
@@ -200,5 +212,15 @@ mod tests {
         let b = super::best(std::time::Duration::ZERO, || runs += 1);
         assert_eq!(runs, 3);
         assert!(b.wall >= 0.0 && b.cpu >= 0.0);
+    }
+
+    #[test]
+    fn interleaved_runs_alternate() {
+        let order = std::cell::RefCell::new(Vec::new());
+        let mut a = || order.borrow_mut().push('a');
+        let mut b = || order.borrow_mut().push('b');
+        let r = super::best_interleaved(std::time::Duration::ZERO, &mut [&mut a, &mut b]);
+        assert_eq!(r.len(), 2);
+        assert_eq!(order.into_inner().iter().collect::<String>(), "ababab");
     }
 }

@@ -9,8 +9,9 @@
 //!   fast per weight byte (weight GB/s) as ggml's best GGUF type in the same configuration.
 //!
 //! Weights are random valid payloads ([`payload`]); x is a fixed f32 pattern; y is f32.
-//! Each figure is the best of several runs ([`measure::best`]): on a shared machine compare
-//! ratios measured in one run. Progress goes to stderr, the results ([`report`]: table,
+//! Each figure is the best of several runs ([`measure::best`]); ggml's runs alternate with
+//! ninfer's ([`measure::best_interleaved`]) so that a slow spell of a shared machine
+//! disturbs both sides of a ratio alike: compare ratios, measured in one run. Progress goes to stderr, the results ([`report`]: table,
 //! JSON or CSV) to stdout. ggml is loaded at run time by [`ggml`].
 
 pub mod ggml;
@@ -279,18 +280,26 @@ fn measure_group(
         for (&t, w) in s.threads.iter().zip(&ws) {
             out.bar.set_message(format!("{name} {n}x{k} M={m} t={t}"));
             let mut err = None;
-            let ninfer = measure::best(s.budget, || {
+            let mut run = || {
                 if let Err(e) = w.forward_f32(&x, m, None, &mut y) {
                     err = Some(e);
                 }
                 black_box(&y);
-            });
+            };
+            // ggml's runs alternate with ours, so a slow spell of the machine hits both.
+            let mut peer = dot
+                .as_ref()
+                .map(|d| measure::ggml(d, &p[0], n, k, &x, m, s.pools.get(&t)));
+            let (ninfer, ggml) = match peer.as_mut() {
+                Some(g) => {
+                    let b = measure::best_interleaved(s.budget, &mut [&mut run, g]);
+                    (b[0], Some(b[1]))
+                }
+                None => (measure::best(s.budget, run), None),
+            };
             if let Some(e) = err {
                 return Err(e).with_context(|| format!("forward of {name} {n}x{k} M={m} t={t}"));
             }
-            let ggml = dot
-                .as_ref()
-                .map(|d| measure::ggml(d, &p[0], n, k, &x, m, s.pools.get(&t), s.budget));
             let row = Row {
                 format,
                 activation,
