@@ -74,6 +74,7 @@ impl NRow<'_> {
 }
 
 /// Bytes of the scale plane a row of `nb` blocks spans from its first word.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // AVX2 path only
 pub(super) fn scales_span(nb: usize) -> usize {
     match nb {
         0 => 0,
@@ -100,6 +101,7 @@ pub(crate) fn fast(w: &NRow<'_>, nb: usize) -> bool {
 /// [`fast`] for row `w` of `nb` blocks given `max` ≥ its largest scale word: with
 /// `2688·2⁻¹²⁷ ≤ d ≤ 2¹¹⁶` every valid row is fast (0.5·2⁻⁹/d ≥ 2⁻¹²⁶ and 6·448/d ≤ 2¹²⁷
 /// for all scales), so `max ≤ 0x7E` decides; otherwise the row's words are scanned.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))] // AVX2 path only
 #[inline]
 pub(super) fn fast_given_max(w: &NRow<'_>, max: u8, nb: usize) -> bool {
     let (lo, hi) = (21.0 * 2f32.powi(-120), 2f32.powi(116));
