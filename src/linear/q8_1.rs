@@ -139,6 +139,8 @@ pub(crate) struct Rows {
 
 /// One row of [`Rows`].
 #[derive(Clone, Copy)]
+// The sums and rearranged codes serve the AVX2 kernels; the scalar ones recompute.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Row<'a> {
     pub qs: &'a [i8],
     pub d: &'a [f32],
@@ -203,6 +205,7 @@ impl Rows {
     /// p of 32-value blocks of each row (an odd last block is copied as is), and with
     /// `abs` also [`Rows::pairs_abs`] = |pairs|. Computed once per forward for kernels
     /// that read a block pair's codes in the order of their weight bytes.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub fn arrange_pairs(&mut self, perm: &[u8; 64], abs: bool) {
         self.pairs = self.qs.clone();
         for row in self.pairs.chunks_exact_mut(self.k) {

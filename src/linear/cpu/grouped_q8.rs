@@ -35,21 +35,16 @@ pub(crate) struct GRow<'a> {
     pub scales: &'a [u8],
 }
 
-/// Whether `kind` has an AVX2 kernel against q8_1 here.
-fn has_avx2(kind: Grouped) -> bool {
-    matches!(
-        kind,
-        Grouped::Q2 | Grouped::T2 | Grouped::Q4 | Grouped::Q5 | Grouped::Q6 | Grouped::Q8
-    )
-}
-
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
 /// pair's codes rearranged in the order of their weight bytes).
 pub(crate) fn prepare(isa: Isa, kind: Grouped, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 if has_avx2(kind) => super::grouped_q8_avx2::arrange(kind, rows),
-        _ => rows,
+        Isa::Avx2 => super::grouped_q8_avx2::arrange(kind, rows),
+        _ => {
+            let _ = kind; // the scalar kernels read the codes in their natural order
+            rows
+        }
     }
 }
 
@@ -99,9 +94,7 @@ pub(crate) fn dot_row_group(
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
-        Isa::Avx2 if has_avx2(kind) => unsafe {
-            super::grouped_q8_avx2::dot_row_group(kind, ws, xs, out)
-        },
+        Isa::Avx2 => unsafe { super::grouped_q8_avx2::dot_row_group(kind, ws, xs, out) },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
                 for (o, x) in o.iter_mut().zip(xs) {
