@@ -25,6 +25,9 @@ python3 scripts/fixtures/grouped_ctypes_check.py --groups 1000000
 echo "== packaging: CMake, pkg-config, C/C++ under ASan and Valgrind, Go, Zig, Python"
 scripts/packaging-test.sh
 
+echo "== portable path: aarch64 build, clippy and library tests under qemu-user"
+scripts/portable-test.sh
+
 if [ -x scripts/real-models.sh ]; then
   echo "== real models (fetched from PyPI, checked against gguf-py)"
   scripts/real-models.sh
