@@ -1541,3 +1541,110 @@ fn activation_profile_refusals_and_defaults() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+/// fp8 rows against activation rows on both sides of the scaled order's conditions
+/// (cpu::float docs): row multipliers from the smallest bf16 subnormal to just below and at
+/// 2¹¹⁹, zero, 2¹²⁵ (256·s overflows); activation rows with tiny normal values (2⁻¹²⁶:
+/// against the smallest codes, products subnormal before the row factor 256·s = 2¹⁰⁸), values
+/// at the 2⁻¹⁰⁹ bound, huge positive values (K·max|x| past 2¹²⁶: the sum before the factor
+/// would overflow against s = 2⁻¹²⁰), subnormal values, zeros.
+/// The criterion holds per output (every output whose Σ|w·x| lies inside the binary32
+/// range); the bits agree across ISAs, thread counts, batch (mixed activation rows) and
+/// single rows.
+#[test]
+fn fp8_scaled_order_conditions_both_sides() {
+    let pow2 = |e: i32| 2f32.powi(e);
+    // bf16 words: 1, 2¹⁰⁰, 2¹¹⁸·(2 − 2⁻⁷), 2¹¹⁹, 2⁻¹²⁵, 2⁻¹³³, 0, 0.01, 2⁻¹²⁰ (codes
+    // 256..448, positive), 2¹⁰⁰ (codes ±2⁻⁹ only), 2¹²⁵ (codes below 2: finite weights,
+    // but 256·s overflows).
+    let scales: [u16; 11] = [
+        0x3F80, 0x7180, 0x7AFF, 0x7B00, 0x0100, 0x0001, 0x0000, 0x3C24, 0x0380, 0x7180, 0x7E00,
+    ];
+    let n = scales.len();
+    let mut rng = Rng(77);
+    let mut total = 0;
+    for k in [100usize, 333] {
+        let m = 6;
+        let format = Format::Fp8E4m3fnRowBf16;
+        let mut codes: Vec<u8> = (0..n * k).map(|_| rng.next() as u8).collect();
+        for (j, c) in codes.iter_mut().enumerate() {
+            if *c & 0x7F == 0x7F {
+                *c ^= 1;
+            }
+            if j % 17 == 0 {
+                *c = 0x7E | (*c & 0x80); // ±448
+            }
+            match j / k {
+                6 => *c &= 0x80, // a zero-scale row holds signed zeros only (§3.4)
+                8 => *c = 0x70 | (*c & 0x0F).min(0x0E),
+                9 => *c &= 0x81,
+                10 => *c &= 0xBF,
+                _ => {}
+            }
+        }
+        let sbytes: Vec<u8> = scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let view =
+            WeightView::new(format, Layout::RowScaleV1, n, k, [&codes, &sbytes, &[]]).unwrap();
+        let mut x = Vec::with_capacity(m * k);
+        for r in 0..m {
+            for j in 0..k {
+                let u = rng.unit();
+                x.push(match r {
+                    0 => u,
+                    1 => (1.0 + u.abs()) * pow2(-126) * u.signum(),
+                    2 => (1.0 + u.abs() * 0.99) * pow2(-109) * u.signum(),
+                    3 => (1.0 + u.abs()) * pow2(124),
+                    4 if j % 3 == 0 => f32::from_bits(1 + (rng.next() % 1000) as u32),
+                    4 => u,
+                    _ if j % 2 == 0 => 0.0,
+                    _ => u * 1e10,
+                });
+            }
+        }
+        let mut wdec = vec![0f32; n * k];
+        for r in 0..n {
+            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+        }
+        let xv: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let (yref, sabs) = reference(&wdec, &xv, n, k, m);
+        let mut first: Option<Vec<u32>> = None;
+        let mut checked = 0;
+        for isa in isas() {
+            for threads in [1, 2] {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_isa(isa).unwrap();
+                w.set_threads(threads).unwrap();
+                let y = forward(&w, &x, m, None);
+                let mut single = Vec::new();
+                for r in 0..m {
+                    single.extend(forward(&w, &x[r * k..(r + 1) * k], 1, None));
+                }
+                let what = format!("K={k} {isa:?} t{threads}");
+                assert_eq!(bits(&y), bits(&single), "{what}: batch vs single rows");
+                match &first {
+                    None => first = Some(bits(&y)),
+                    Some(f) => assert_eq!(f, &bits(&y), "{what}: bits differ"),
+                }
+                for (i, &got) in y.iter().enumerate() {
+                    let (r, s) = (yref[i], sabs[i]);
+                    let tol = bound(k, s, r, false);
+                    // Partial sums past the binary32 range overflow in any order.
+                    if !r.is_finite() || s + tol >= f32::MAX as f64 {
+                        continue;
+                    }
+                    let err = (got as f64 - r).abs();
+                    assert!(
+                        err <= tol,
+                        "{what}: y[x row {}, w row {}] = {got:e}, y_ref = {r:e}, |err| = {err:e} > {tol:e}",
+                        i / n,
+                        i % n
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= m * n, "K={k}: only {checked} outputs in range");
+        total += checked;
+    }
+    println!("fp8 scaled-order conditions: {total} outputs within linear_f32acc_v1");
+}

@@ -14,6 +14,33 @@
 //! time into values (one group scale or one nvfp4 block table per chunk) and runs up to 4
 //! weight rows side by side sharing each activation load; since every lane still sees its
 //! elements in increasing k, it returns the scalar path's bits.
+//!
+//! **fp8 scaled order.** An fp8 row (multiplier s) meets an activation row x in the scaled
+//! order when |s| < 2¹¹⁹ ([`fp8_scaled_row`]) and x has only finite elements, nonzero ones
+//! of magnitude ≥ 2⁻¹⁰⁹, K ≤ 2²⁴ and K·max|x| ≤ 2¹²⁶ ([`fp8_scaled_x`], once per activation
+//! row and forward): the values are `h_k = e4m3fn(c_k)·2⁻⁸` (exact; what F16C gives from
+//! the code's bits), accumulated in the order above into T, and the output is
+//! `binary32(T·F)` with `F = 256·s` (one multiply per output instead of one per element).
+//! Otherwise the values are `w_k = binary32(e4m3fn(c_k)·s)` as everywhere else. The choice
+//! depends on the output's own weight row and activation row only, so it is fixed per
+//! output. It meets `linear_f32acc_v1` (u = 2⁻²⁴):
+//! 1. w_k = e4m3fn(c_k)·s exactly (see [`fp8_scaled_row`]), so Σ w·x = F·Σ h·x and
+//!    Σ|w·x| = |F|·Σ|h·x|.
+//! 2. Every h_k is a multiple of 2⁻¹⁷ and every x_k is 0 or a multiple of 2⁻¹³² (the ulp
+//!    of |x| ≥ 2⁻¹⁰⁹), so the exact result of each fma `h·x + acc` and of each lane sum is
+//!    a multiple of 2⁻¹⁴⁹: below 2⁻¹²⁶ it is representable (no rounding at all), above it
+//!    rounds with relative error ≤ u. Partial sums stay below (1 + u)ⁿ·1.75·K·max|x| <
+//!    2¹²⁸ (|h| ≤ 448/256), so nothing overflows. Each product meets at most
+//!    n = ⌈K/8⌉ + 3 roundings: |T − Σ h·x| ≤ γₙ·Σ|h·x|.
+//! 3. `binary32(T·F)` adds a relative u, or an absolute 2⁻¹⁵⁰ if subnormal:
+//!    |y − Σ w·x| ≤ γₙ₊₁·Σ|w·x| + 2⁻¹⁵⁰ ≤ (K + 8)·2⁻²³·Σ|w·x| + (K + 8)·2⁻¹⁴⁹, as
+//!    γₙ₊₁ ≤ 2(n + 1)u when (n + 1)u ≤ ½ (K ≤ 2²⁴) and n + 1 ≤ K + 8. (An output beyond
+//!    the binary32 range overflows in either order.)
+//!
+//! Without the activation condition, an h·x below 2⁻¹²⁶ may round by 2⁻¹⁵⁰, i.e. by
+//! F·2⁻¹⁵⁰ in y, beyond the criterion's absolute term when F > 2, and h·x exceeds w·x by
+//! 1/F (overflow when s is tiny and x huge); without the row condition, w_k or F would
+//! overflow. A NaN word gives h = NaN, hence a NaN output, in both orders.
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -89,6 +116,12 @@ pub(crate) enum WRow<'a> {
     /// fp8_e4m3fn_row_bf16 / _fp16: the row's K E4M3FN code bytes and its multiplier's
     /// exact f32 value. Value: `binary32(e4m3fn(c) · scale)` (§3.4).
     Fp8 { codes: &'a [u8], scale: f32 },
+    /// fp8_e4m3fn_row_bf16 / _fp16 in the scaled order (module docs, "fp8 scaled order"):
+    /// the row's K E4M3FN code bytes and `factor` = 256·s (exact). Values:
+    /// `e4m3fn(c)·2⁻⁸` (exact); the row's sum is multiplied by `factor` once at the end
+    /// ([`WRow::finish`]). Only for rows and activation rows that pass [`fp8_scaled_row`]
+    /// and [`fp8_scaled_x`].
+    Fp8Scaled { codes: &'a [u8], factor: f32 },
     /// nvfp4: the row's E2M1 code bytes (element k is nibble k mod 2 of byte k/2, low
     /// first), its K/16 block scales already decoded from E4M3FN (`sf`), and its source's
     /// FP32 divisor `d`. Value: `±binary32(binary32(|e2m1(c)|·sf) / d)`, the sign of the
@@ -108,7 +141,7 @@ impl WRow<'_> {
             WRow::F32Le(b) => b.len() / 4,
             WRow::F32(v) => v.len(),
             WRow::Grouped { k, .. } => *k,
-            WRow::Fp8 { codes, .. } => codes.len(),
+            WRow::Fp8 { codes, .. } | WRow::Fp8Scaled { codes, .. } => codes.len(),
             WRow::Nvfp4 { codes, .. } => 2 * codes.len(),
         }
     }
@@ -128,11 +161,24 @@ impl WRow<'_> {
                 kind, lo, hi, sf, ..
             } => sf[k / kind.group()] * kind.code(lo, hi, k) as f32,
             WRow::Fp8 { codes, scale } => crate::words::e4m3fn::decode(codes[k]) * scale,
+            WRow::Fp8Scaled { codes, .. } => crate::words::e4m3fn::decode(codes[k]) * (1.0 / 256.0),
             WRow::Nvfp4 { codes, sf, d } => {
                 let c = codes[k / 2] >> (4 * (k % 2));
                 let mag = crate::words::e2m1::MAGNITUDES[(c & 7) as usize] * sf[k / 16] / d;
                 f32::from_bits(mag.to_bits() ^ (((c & 8) as u32) << 28))
             }
+        }
+    }
+}
+
+impl WRow<'_> {
+    /// The row's output from its eight-lane sum: `y·factor` in the fp8 scaled order, `y`
+    /// otherwise.
+    #[inline(always)]
+    pub(crate) fn finish(&self, y: f32) -> f32 {
+        match self {
+            WRow::Fp8Scaled { factor, .. } => y * factor,
+            _ => y,
         }
     }
 }
@@ -151,7 +197,7 @@ pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut 
                 for r in 0..m {
                     let mut acc = [0f32; 8];
                     accumulate_scalar(wr, &x[r * k..(r + 1) * k], 0, &mut acc);
-                    out[i * m + r] = tree8(acc);
+                    out[i * m + r] = wr.finish(tree8(acc));
                 }
             }
         }
@@ -206,6 +252,34 @@ pub(crate) fn e4m3fn_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
     for (o, &w) in out.iter_mut().zip(words).skip(done) {
         *o = crate::words::e4m3fn::decode(w);
     }
+}
+
+/// Whether a row with multiplier `scale` (its exact f32 value) may run in the fp8 scaled
+/// order: |s| < 2¹¹⁹, so that 256·s is exact and finite and every weight `e4m3fn(c)·s` is
+/// exact in binary32 (at most 12 significant bits, a multiple of 2⁻¹⁴² — the bf16
+/// granularity 2⁻¹³³ times E4M3FN's 2⁻⁹ — and below 448·2¹¹⁹ < 2¹²⁸). Every binary16
+/// multiplier passes; huge, Inf and NaN bf16 multipliers keep the multiply-per-element
+/// order.
+pub(crate) fn fp8_scaled_row(scale: f32) -> bool {
+    scale.abs() < f32::from_bits((127 + 119) << 23)
+}
+
+/// Whether an activation row may meet fp8 rows in the scaled order: every element finite,
+/// every nonzero |x| ≥ 2⁻¹⁰⁹, K ≤ 2²⁴ and K·max|x| ≤ 2¹²⁶ (checked once per activation
+/// row and forward; the proof is in the module docs).
+pub(crate) fn fp8_scaled_x(x: &[f32]) -> bool {
+    let tiny = 2f32.powi(-109).to_bits();
+    let (mut max, mut small) = (0u32, false);
+    for v in x {
+        let a = v.to_bits() & 0x7FFF_FFFF;
+        max = max.max(a);
+        small |= a != 0 && a < tiny;
+    }
+    // NaN words compare above Inf's.
+    max < f32::INFINITY.to_bits()
+        && !small
+        && x.len() <= 1 << 24
+        && x.len() as f64 * f32::from_bits(max) as f64 <= 2f64.powi(126)
 }
 
 /// The reference order, one element at a time from `start` (accumulator given).

@@ -44,6 +44,11 @@ trait Load {
     /// # Safety
     /// `k + 8·V <= K`, k a multiple of `8·V`; AVX2, FMA and F16C available.
     unsafe fn load(p: Self::P, k: usize) -> [__m256; 4];
+    /// The row's output from its eight-lane sum (as [`WRow::finish`]).
+    #[inline(always)]
+    fn finish(_p: Self::P, y: f32) -> f32 {
+        y
+    }
 }
 
 struct Bf16;
@@ -55,6 +60,7 @@ struct Q5;
 struct Q6;
 struct Q8;
 struct Fp8;
+struct Fp8Scaled;
 struct Nvfp4;
 
 /// Plane pointers of a grouped row: codes, high bits, f32 scales.
@@ -344,6 +350,173 @@ impl Load for Fp8 {
     }
 }
 
+impl Load for Fp8Scaled {
+    /// Codes and the row's factor 256·s.
+    type P = (*const u8, f32);
+    const V: usize = 4;
+    fn ptr(w: &WRow<'_>) -> Self::P {
+        match w {
+            WRow::Fp8Scaled { codes, factor } => (codes.as_ptr(), *factor),
+            _ => unreachable!("the fp8 scaled loader on another row kind"),
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load((c, _): Self::P, k: usize) -> [__m256; 4] {
+        // SAFETY: the 32 code bytes of elements k..k+32 (caller).
+        let c32 = unsafe { _mm256_loadu_si256(c.add(k).cast()) };
+        let mut o = NONE;
+        if no_nan_word(c32) {
+            let [a, b] = e4m3fn16_div256(_mm256_castsi256_si128(c32));
+            let [d, e] = e4m3fn16_div256(_mm256_extracti128_si256::<1>(c32));
+            o = [a, b, d, e];
+        } else {
+            for (v, ov) in o.iter_mut().enumerate() {
+                // SAFETY: the 8 code bytes of elements k+8v.. (caller).
+                let c8 = unsafe { _mm_loadl_epi64(c.add(k + 8 * v).cast()) };
+                *ov = e4m3fn8_div256(_mm_cvtepu8_epi16(c8));
+            }
+        }
+        o
+    }
+    #[inline(always)]
+    fn finish((_, factor): Self::P, y: f32) -> f32 {
+        y * factor
+    }
+}
+
+/// Whether none of the 32 E4M3FN words is a NaN word (0x7F, 0xFF).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn no_nan_word(c32: __m256i) -> bool {
+    let m7 = _mm256_set1_epi8(0x7F);
+    _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(c32, m7), m7)) == 0
+}
+
+/// Sixteen E4M3FN words, none a NaN word, as `2⁻⁸ ×` their exact values (two vectors of
+/// 8, in order): the sign-extended word shifted left by 7 is the binary16 of value / 256
+/// once the copy of the sign at bit 14 is cleared (both biases differ by 8, so normal and
+/// subnormal words alike), converted by F16C (exact, no subnormal assist).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn e4m3fn16_div256(c16: __m128i) -> [__m256; 2] {
+    let h = _mm256_slli_epi16::<7>(_mm256_cvtepi8_epi16(c16));
+    let h = _mm256_and_si256(h, _mm256_set1_epi16(0xBFFFu16 as i16));
+    [
+        _mm256_cvtph_ps(_mm256_castsi256_si128(h)),
+        _mm256_cvtph_ps(_mm256_extracti128_si256::<1>(h)),
+    ]
+}
+
+/// The fp8 scaled order at M = 1: `RW` rows side by side over one activation row, 32
+/// codes per row per step, each row's next group's same line prefetched `ahead` bytes
+/// on. NaN words are not decoded here (the short form turns them into finite values):
+/// the largest `c + c` (mod 256) over the tile, 0xFE exactly when a NaN word was seen,
+/// tells the caller to rerun the tile with the general loader. Returns the eight-lane
+/// sums of the whole 32-code chunks (elements `..k / 32 · 32`).
+///
+/// # Safety
+/// AVX2, FMA and F16C available; `k` readable code bytes at every `cp[i]` and `k` f32 at
+/// `x`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn fp8_scaled_tile<const RW: usize>(
+    cp: [*const u8; RW],
+    x: *const f32,
+    k: usize,
+    ahead: usize,
+) -> ([__m256; RW], bool) {
+    let mut acc = [_mm256_setzero_ps(); RW];
+    let mut seen = _mm256_setzero_si256();
+    let mut kk = 0;
+    while kk + 32 <= k {
+        // SAFETY: kk + 32 <= k elements of x and of every row.
+        unsafe {
+            let xv = [
+                _mm256_loadu_ps(x.add(kk)),
+                _mm256_loadu_ps(x.add(kk + 8)),
+                _mm256_loadu_ps(x.add(kk + 16)),
+                _mm256_loadu_ps(x.add(kk + 24)),
+            ];
+            for i in 0..RW {
+                if kk % 64 == 0 {
+                    _mm_prefetch::<_MM_HINT_T0>(cp[i].wrapping_add(ahead + kk).cast());
+                }
+                let c = _mm256_loadu_si256(cp[i].add(kk).cast());
+                seen = _mm256_max_epu8(seen, _mm256_add_epi8(c, c));
+                let [a, b] = e4m3fn16_div256(_mm256_castsi256_si128(c));
+                let [d, e] = e4m3fn16_div256(_mm256_extracti128_si256::<1>(c));
+                acc[i] = _mm256_fmadd_ps(a, xv[0], acc[i]);
+                acc[i] = _mm256_fmadd_ps(b, xv[1], acc[i]);
+                acc[i] = _mm256_fmadd_ps(d, xv[2], acc[i]);
+                acc[i] = _mm256_fmadd_ps(e, xv[3], acc[i]);
+            }
+        }
+        kk += 32;
+    }
+    let nan = _mm256_movemask_epi8(_mm256_cmpeq_epi8(seen, _mm256_set1_epi8(0xFEu8 as i8)));
+    (acc, nan != 0)
+}
+
+/// Rows `w` (all [`WRow::Fp8Scaled`]) against one activation row `x`, tiles of 4.
+///
+/// # Safety
+/// As [`dot_rows`] with m = 1.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn fp8_scaled_m1(w: &[WRow<'_>], x: &[f32], out: &mut [f32]) {
+    // Rows are equally spaced in their plane: prefetch the same line of the row one tile
+    // further (the hardware prefetcher does not pick up four short streams in time).
+    let stride = match w {
+        [a, b, ..] => (Fp8Scaled::ptr(b).0 as usize).wrapping_sub(Fp8Scaled::ptr(a).0 as usize),
+        _ => 0,
+    };
+    let mut i = 0;
+    while i < w.len() {
+        let rw = (w.len() - i).min(4);
+        // SAFETY: the caller's contract.
+        unsafe {
+            match rw {
+                4 => fp8_scaled_rows::<4>(&w[i..], x, &mut out[i..], stride),
+                3 => fp8_scaled_rows::<3>(&w[i..], x, &mut out[i..], stride),
+                2 => fp8_scaled_rows::<2>(&w[i..], x, &mut out[i..], stride),
+                _ => fp8_scaled_rows::<1>(&w[i..], x, &mut out[i..], stride),
+            }
+        }
+        i += rw;
+    }
+}
+
+/// # Safety
+/// As [`fp8_scaled_m1`]; `RW` rows in `w` and outputs in `out`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn fp8_scaled_rows<const RW: usize>(
+    w: &[WRow<'_>],
+    x: &[f32],
+    out: &mut [f32],
+    stride: usize,
+) {
+    let k = x.len();
+    assert!(w.len() >= RW && out.len() >= RW && w[..RW].iter().all(|r| r.len() == k));
+    let p: [_; RW] = std::array::from_fn(|i| Fp8Scaled::ptr(&w[i]));
+    let cp = p.map(|(c, _)| c);
+    // SAFETY: every row holds k codes (checked above), x holds k values.
+    let (acc, nan) = unsafe { fp8_scaled_tile::<RW>(cp, x.as_ptr(), k, RW * stride) };
+    if nan {
+        // A NaN word (invalid payload): the general loader decodes it.
+        // SAFETY: the caller's contract.
+        return unsafe { tile::<Fp8Scaled, RW, 1>(w, x, 0, 1, out, 0) };
+    }
+    let done = k / 32 * 32;
+    for i in 0..RW {
+        let mut a = [0f32; 8];
+        // SAFETY: 8 writable floats.
+        unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc[i]) };
+        accumulate_scalar(&w[i], x, done, &mut a);
+        out[i] = Fp8Scaled::finish(p[i], tree8(a));
+    }
+}
+
 impl Load for Nvfp4 {
     /// Codes, block scales, the divisor, and whether the two-divide tables are exact for
     /// this row (see `load`).
@@ -453,6 +626,8 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
                 G::Q8 => tiles::<Q8>(w, x, m, out),
             },
             Some(WRow::Fp8 { .. }) => tiles::<Fp8>(w, x, m, out),
+            Some(WRow::Fp8Scaled { .. }) if m == 1 => fp8_scaled_m1(w, x, out),
+            Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled>(w, x, m, out),
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
             Some(_) => tiles::<F32>(w, x, m, out),
             None => {}
@@ -478,6 +653,7 @@ pub(super) unsafe fn materialize(w: &WRow<'_>, out: &mut [f32]) {
                 G::Q8 => values::<Q8>(w, out),
             },
             WRow::Fp8 { .. } => values::<Fp8>(w, out),
+            WRow::Fp8Scaled { .. } => values::<Fp8Scaled>(w, out),
             WRow::Nvfp4 { .. } => values::<Nvfp4>(w, out),
             _ => values::<F32>(w, out),
         }
@@ -633,7 +809,7 @@ unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
             unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]) };
             let xr = &x[(r0 + r) * k..(r0 + r + 1) * k];
             accumulate_scalar(&w[i], xr, kk, &mut a);
-            out[(i0 + i) * m + r0 + r] = tree8(a);
+            out[(i0 + i) * m + r0 + r] = L::finish(wp[i], tree8(a));
         }
     }
 }
