@@ -367,9 +367,7 @@ impl Load for Fp8Scaled {
         let c32 = unsafe { _mm256_loadu_si256(c.add(k).cast()) };
         let mut o = NONE;
         if no_nan_word(c32) {
-            let [a, b] = e4m3fn16_div256(_mm256_castsi256_si128(c32));
-            let [d, e] = e4m3fn16_div256(_mm256_extracti128_si256::<1>(c32));
-            o = [a, b, d, e];
+            o = e4m3fn32_div256(c32);
         } else {
             for (v, ov) in o.iter_mut().enumerate() {
                 // SAFETY: the 8 code bytes of elements k+8v.. (caller).
@@ -393,18 +391,23 @@ fn no_nan_word(c32: __m256i) -> bool {
     _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(c32, m7), m7)) == 0
 }
 
-/// Sixteen E4M3FN words, none a NaN word, as `2⁻⁸ ×` their exact values (two vectors of
-/// 8, in order): the sign-extended word shifted left by 7 is the binary16 of value / 256
-/// once the copy of the sign at bit 14 is cleared (both biases differ by 8, so normal and
-/// subnormal words alike), converted by F16C (exact, no subnormal assist).
+/// Thirty-two E4M3FN words, none a NaN word, as `2⁻⁸ ×` their exact values (four vectors
+/// of 8, in order), from the same binary16 words as [`e4m3fn8_div256`]'s short form: the 16-bit word
+/// `c·257` shifted right arithmetically by 1 holds the sign at bit 15, a copy at bit 14
+/// and the 7 magnitude bits at 14..7 over 7 low bits of junk; clearing bit 14 and the junk
+/// leaves the same binary16 word. (`vpunpck*bw` works within 128-bit halves: the low
+/// halves hold words 0..8 and 8..16, the high halves 16..24 and 24..32.)
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn e4m3fn16_div256(c16: __m128i) -> [__m256; 2] {
-    let h = _mm256_slli_epi16::<7>(_mm256_cvtepi8_epi16(c16));
-    let h = _mm256_and_si256(h, _mm256_set1_epi16(0xBFFFu16 as i16));
+fn e4m3fn32_div256(c: __m256i) -> [__m256; 4] {
+    let m = _mm256_set1_epi16(0xBF80u16 as i16);
+    let lo = _mm256_and_si256(_mm256_srai_epi16::<1>(_mm256_unpacklo_epi8(c, c)), m);
+    let hi = _mm256_and_si256(_mm256_srai_epi16::<1>(_mm256_unpackhi_epi8(c, c)), m);
     [
-        _mm256_cvtph_ps(_mm256_castsi256_si128(h)),
-        _mm256_cvtph_ps(_mm256_extracti128_si256::<1>(h)),
+        _mm256_cvtph_ps(_mm256_castsi256_si128(lo)),
+        _mm256_cvtph_ps(_mm256_castsi256_si128(hi)),
+        _mm256_cvtph_ps(_mm256_extracti128_si256::<1>(lo)),
+        _mm256_cvtph_ps(_mm256_extracti128_si256::<1>(hi)),
     ]
 }
 
@@ -444,8 +447,7 @@ unsafe fn fp8_scaled_tile<const RW: usize>(
                 }
                 let c = _mm256_loadu_si256(cp[i].add(kk).cast());
                 seen = _mm256_max_epu8(seen, _mm256_add_epi8(c, c));
-                let [a, b] = e4m3fn16_div256(_mm256_castsi256_si128(c));
-                let [d, e] = e4m3fn16_div256(_mm256_extracti128_si256::<1>(c));
+                let [a, b, d, e] = e4m3fn32_div256(c);
                 acc[i] = _mm256_fmadd_ps(a, xv[0], acc[i]);
                 acc[i] = _mm256_fmadd_ps(b, xv[1], acc[i]);
                 acc[i] = _mm256_fmadd_ps(d, xv[2], acc[i]);
