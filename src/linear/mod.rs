@@ -1219,9 +1219,9 @@ mod tests {
         let pow2 = |e: i32| f32::from_bits(((e + 127) as u32) << 23);
         let (n, k, m) = (130, 80, 5);
         let layout = Layout::BlockScaleK16_M128x4_V1;
-        // Divisor pairs (two stacked sources): moderate; the bound of the two-divide tables
-        // (2¹¹⁶) and just past it; tiny (quotients overflow to Inf); huge with 2⁻¹²⁶
-        // (subnormal quotients, one-divide-per-block tables).
+        // Divisor pairs (two stacked sources): moderate; 2¹¹⁶ / 2¹¹⁷ (the smallest E4M3FN
+        // magnitudes divided by them are normal / subnormal); tiny (quotients overflow to
+        // Inf); huge with 2⁻¹²⁶ (subnormal quotients).
         for ds in [
             [0.75f32, 1.625],
             [pow2(116), pow2(117)],

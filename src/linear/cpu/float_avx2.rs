@@ -10,11 +10,9 @@
 //! - q2 / t2: the group's four values `scale·code` form an 8-entry table (one multiply per
 //!   step); each lane shifts the broadcast 32-bit word of 16 codes right by 2i and
 //!   `vpermps` picks its value by the low 3 bits (table period 4).
-//! - nvfp4: per 16-value block an 8-entry table of the magnitudes `binary32(|e2m1|·sf) / d`;
-//!   lane i picks by nibble i's low 3 bits and gets bit 3 as its sign. The tables of two
-//!   blocks come from one divide (`0.5·sf/d` and `1.5·sf/d`, times powers of two: exact
-//!   unless a quotient is subnormal, which a per-row bound on d excludes; otherwise one
-//!   divide per block).
+//! - nvfp4: per 16-value block an 8-entry table of the magnitudes `binary32(|e2m1|·sf) / d`
+//!   (one multiply, one divide); lane i picks by nibble i's low 3 bits and gets bit 3 as its
+//!   sign.
 //! - E4M3FN: the word's bits placed into binary16 (value / 256) and converted by F16C, times
 //!   256·s; one byte compare per 32 words selects the short form (no NaN word, as in any
 //!   valid payload: sign-extend, shift, clear bit 14) or the general one.
@@ -520,61 +518,31 @@ unsafe fn fp8_scaled_rows<const RW: usize>(
 }
 
 impl Load for Nvfp4 {
-    /// Codes, block scales, the divisor, and whether the two-divide tables are exact for
-    /// this row (see `load`).
-    type P = (*const u8, *const f32, f32, bool);
+    /// Codes, block scales and the divisor.
+    type P = (*const u8, *const f32, f32);
     const V: usize = 4;
     fn ptr(w: &WRow<'_>) -> Self::P {
         match w {
-            // Every nonzero |sf| is at least 2⁻⁹, so with 0 < d ≤ 2¹¹⁶ no quotient
-            // 0.5·sf/d is subnormal.
-            WRow::Nvfp4 { codes, sf, d } => (
-                codes.as_ptr(),
-                sf.as_ptr(),
-                *d,
-                *d > 0.0 && *d <= f32::from_bits((116 + 127) << 23),
-            ),
+            WRow::Nvfp4 { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
             _ => unreachable!("the nvfp4 loader on another row kind"),
         }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load((c, sf, d, pow2): Self::P, k: usize) -> [__m256; 4] {
+    unsafe fn load((c, sf, d): Self::P, k: usize) -> [__m256; 4] {
         let dv = _mm256_set1_ps(d);
+        let m = &crate::words::e2m1::MAGNITUDES;
+        let mags = _mm256_setr_ps(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
         let mut tables = [_mm256_setzero_ps(); 2];
-        if pow2 {
-            // The magnitudes 0.5, 1, 2, 4 are powers of two times 0.5, and 3, 6 times 1.5:
-            // binary32(m·sf / d) = 2ʲ·binary32(0.5·sf / d) (or 1.5·sf) exactly while no
-            // quotient is subnormal (checked per row in `ptr`; an overflow rounds to Inf
-            // both ways). So one divide gives both blocks' a = 0.5·sf/d, b = 1.5·sf/d and
-            // the zero entry.
-            // SAFETY: blocks k/16 and k/16 + 1 have scales (caller).
-            let s2 = unsafe { _mm_castpd_ps(_mm_load_sd(sf.add(k / 16).cast())) };
-            let sv = _mm256_permutevar8x32_ps(
-                _mm256_castps128_ps256(s2),
-                _mm256_setr_epi32(0, 0, 1, 1, 0, 1, 0, 1),
-            );
-            // Lanes: a₀ b₀ a₁ b₁ z₀ z₁ (z = binary32(0·sf)/d, the direct zero entry: 0,
-            // or NaN when sf is NaN or d is 0).
-            let half = _mm256_setr_ps(0.5, 1.5, 0.5, 1.5, 0.0, 0.0, 0.0, 0.0);
-            let ab = _mm256_div_ps(_mm256_mul_ps(sv, half), dv);
-            // Table lanes 0..7 = magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 = z, a, 2a, b, 4a, 2b, 8a, 4b.
-            let pow = _mm256_setr_ps(1.0, 1.0, 2.0, 1.0, 4.0, 2.0, 8.0, 4.0);
-            for (b, t) in tables.iter_mut().enumerate() {
-                let (ia, ib, iz) = (2 * b as i32, 2 * b as i32 + 1, 4 + b as i32);
-                let pick = _mm256_setr_epi32(iz, ia, ia, ib, ia, ib, ia, ib);
-                *t = _mm256_mul_ps(_mm256_permutevar8x32_ps(ab, pick), pow);
-            }
-        } else {
-            let m = &crate::words::e2m1::MAGNITUDES;
-            let mags = _mm256_setr_ps(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
-            for (b, t) in tables.iter_mut().enumerate() {
-                // The block's 8 magnitudes binary32(binary32(|e2m1|·sf) / d), as the scalar
-                // reference.
-                // SAFETY: block k/16 + b has a scale (caller).
-                let s = unsafe { _mm256_broadcast_ss(&*sf.add(k / 16 + b)) };
-                *t = _mm256_div_ps(_mm256_mul_ps(mags, s), dv);
-            }
+        for (b, t) in tables.iter_mut().enumerate() {
+            // The block's 8 magnitudes binary32(binary32(|e2m1|·sf) / d), as the scalar
+            // reference: one multiply and one divide per 16 values. (Deriving two blocks'
+            // tables from one divide by powers of two, exact for most divisors, was slower:
+            // its permutes sit on the same ports as the lookups, and its dependency chain is
+            // longer.)
+            // SAFETY: block k/16 + b has a scale (caller).
+            let s = unsafe { _mm256_broadcast_ss(&*sf.add(k / 16 + b)) };
+            *t = _mm256_div_ps(_mm256_mul_ps(mags, s), dv);
         }
         let mut o = NONE;
         for (v, ov) in o.iter_mut().enumerate() {
