@@ -41,6 +41,24 @@
 //! F·2⁻¹⁵⁰ in y, beyond the criterion's absolute term when F > 2, and h·x exceeds w·x by
 //! 1/F (overflow when s is tiny and x huge); without the row condition, w_k or F would
 //! overflow. A NaN word gives h = NaN, hence a NaN output, in both orders.
+//!
+//! **nvfp4 scaled order**, the same idea: a row whose divisor has 2⁻¹¹⁵ ≤ |d| ≤ 2¹¹⁶
+//! ([`nvfp4_scaled_row`]) meets an activation row with only finite elements, nonzero ones
+//! of magnitude ≥ 2⁻¹¹⁶, K ≤ 2²⁴ and K·max|x| ≤ 2¹¹⁶ ([`nvfp4_scaled_x`]) with the values
+//! `v_k = ±binary32(|e2m1(c_k)|·sf)` (exact: at most 6 significant bits, magnitudes in
+//! [2⁻¹⁰, 2688]) accumulated as above into T, and the output `binary32(T / d)` (one divide
+//! per output instead of one per block and table). Otherwise the values
+//! `w_k = ±binary32(binary32(|e2m1|·sf) / d)`. Against the decoded weights w_k:
+//! 1. |v_k/d| lies in [2⁻¹²⁶, 2¹²⁷): w_k is normal and |w_k − v_k/d| ≤ u·|v_k/d|, so
+//!    |Σ (v/d)·x − Σ w·x| ≤ u·Σ|v·x|/|d| ≤ u/(1 − u)·Σ|w·x|.
+//! 2. v_k is a multiple of 2⁻¹⁰ and x_k of 2⁻¹³⁹ (|x| ≥ 2⁻¹¹⁶): as for fp8, every fma and
+//!    lane sum is exact or rounds by a relative u, nothing overflows (partial sums below
+//!    1.01·2688·K·max|x| < 2¹²⁸), |T − Σ v·x| ≤ γₙ·Σ|v·x|, n = ⌈K/8⌉ + 3.
+//! 3. `binary32(T / d)` adds a relative u or an absolute 2⁻¹⁵⁰: in all,
+//!    |y − Σ w·x| ≤ (γₙ₊₁ + u)/(1 − u)·Σ|w·x| + 2⁻¹⁵⁰ ≤ 2(n + 2)u·Σ|w·x| + 2⁻¹⁵⁰, within
+//!    the criterion since n + 2 ≤ K + 8.
+//!
+//! A NaN scale gives NaN values, hence a NaN output, in both orders.
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -132,6 +150,15 @@ pub(crate) enum WRow<'a> {
         sf: &'a [f32],
         d: f32,
     },
+    /// nvfp4 in the scaled order (module docs): as [`WRow::Nvfp4`], values
+    /// `±binary32(|e2m1(c)|·sf)` (exact); the row's sum is divided by `d` once at the end.
+    /// Only for rows and activation rows that pass [`nvfp4_scaled_row`] and
+    /// [`nvfp4_scaled_x`].
+    Nvfp4Scaled {
+        codes: &'a [u8],
+        sf: &'a [f32],
+        d: f32,
+    },
 }
 
 impl WRow<'_> {
@@ -142,7 +169,7 @@ impl WRow<'_> {
             WRow::F32(v) => v.len(),
             WRow::Grouped { k, .. } => *k,
             WRow::Fp8 { codes, .. } | WRow::Fp8Scaled { codes, .. } => codes.len(),
-            WRow::Nvfp4 { codes, .. } => 2 * codes.len(),
+            WRow::Nvfp4 { codes, .. } | WRow::Nvfp4Scaled { codes, .. } => 2 * codes.len(),
         }
     }
 
@@ -167,17 +194,23 @@ impl WRow<'_> {
                 let mag = crate::words::e2m1::MAGNITUDES[(c & 7) as usize] * sf[k / 16] / d;
                 f32::from_bits(mag.to_bits() ^ (((c & 8) as u32) << 28))
             }
+            WRow::Nvfp4Scaled { codes, sf, .. } => {
+                let c = codes[k / 2] >> (4 * (k % 2));
+                let mag = crate::words::e2m1::MAGNITUDES[(c & 7) as usize] * sf[k / 16];
+                f32::from_bits(mag.to_bits() ^ (((c & 8) as u32) << 28))
+            }
         }
     }
 }
 
 impl WRow<'_> {
-    /// The row's output from its eight-lane sum: `y·factor` in the fp8 scaled order, `y`
-    /// otherwise.
+    /// The row's output from its eight-lane sum: `y·factor` in the fp8 scaled order,
+    /// `y / d` in the nvfp4 one, `y` otherwise.
     #[inline(always)]
     pub(crate) fn finish(&self, y: f32) -> f32 {
         match self {
             WRow::Fp8Scaled { factor, .. } => y * factor,
+            WRow::Nvfp4Scaled { d, .. } => y / d,
             _ => y,
         }
     }
@@ -268,7 +301,25 @@ pub(crate) fn fp8_scaled_row(scale: f32) -> bool {
 /// every nonzero |x| ≥ 2⁻¹⁰⁹, K ≤ 2²⁴ and K·max|x| ≤ 2¹²⁶ (checked once per activation
 /// row and forward; the proof is in the module docs).
 pub(crate) fn fp8_scaled_x(x: &[f32]) -> bool {
-    let tiny = 2f32.powi(-109).to_bits();
+    scaled_x(x, -109, 126)
+}
+
+/// Whether an nvfp4 row with divisor `d` may run in the nvfp4 scaled order:
+/// 2⁻¹¹⁵ ≤ |d| ≤ 2¹¹⁶, so that every decoded weight `binary32(v/d)` (|v| in [2⁻¹⁰, 2688])
+/// is a normal number, within one rounding of v/d.
+pub(crate) fn nvfp4_scaled_row(d: f32) -> bool {
+    (2f32.powi(-115)..=2f32.powi(116)).contains(&d.abs())
+}
+
+/// Whether an activation row may meet nvfp4 rows in the scaled order: every element
+/// finite, every nonzero |x| ≥ 2⁻¹¹⁶, K ≤ 2²⁴ and K·max|x| ≤ 2¹¹⁶.
+pub(crate) fn nvfp4_scaled_x(x: &[f32]) -> bool {
+    scaled_x(x, -116, 116)
+}
+
+/// Every element finite, every nonzero |x| ≥ 2^tiny, K ≤ 2²⁴ and K·max|x| ≤ 2^sum.
+fn scaled_x(x: &[f32], tiny: i32, sum: i32) -> bool {
+    let tiny = 2f32.powi(tiny).to_bits();
     let (mut max, mut small) = (0u32, false);
     for v in x {
         let a = v.to_bits() & 0x7FFF_FFFF;
@@ -279,7 +330,7 @@ pub(crate) fn fp8_scaled_x(x: &[f32]) -> bool {
     max < f32::INFINITY.to_bits()
         && !small
         && x.len() <= 1 << 24
-        && x.len() as f64 * f32::from_bits(max) as f64 <= 2f64.powi(126)
+        && x.len() as f64 * f32::from_bits(max) as f64 <= 2f64.powi(sum)
 }
 
 /// The reference order, one element at a time from `start` (accumulator given).

@@ -11,8 +11,8 @@
 //!   step); each lane shifts the broadcast 32-bit word of 16 codes right by 2i and
 //!   `vpermps` picks its value by the low 3 bits (table period 4).
 //! - nvfp4: per 16-value block an 8-entry table of the magnitudes `binary32(|e2m1|·sf) / d`
-//!   (one multiply, one divide); lane i picks by nibble i's low 3 bits and gets bit 3 as its
-//!   sign.
+//!   (one multiply, one divide; in the scaled order `binary32(|e2m1|·sf)`, one multiply);
+//!   lane i picks by nibble i's low 3 bits and gets bit 3 as its sign.
 //! - E4M3FN: the word's bits placed into binary16 (value / 256) and converted by F16C, times
 //!   256·s; one byte compare per 32 words selects the short form (no NaN word, as in any
 //!   valid payload: sign-extend, shift, clear bit 14) or the general one.
@@ -60,6 +60,7 @@ struct Q8;
 struct Fp8;
 struct Fp8Scaled;
 struct Nvfp4;
+struct Nvfp4Scaled;
 
 /// Plane pointers of a grouped row: codes, high bits, f32 scales.
 type GroupedP = (*const u8, *const u8, *const f32);
@@ -544,20 +545,65 @@ impl Load for Nvfp4 {
             let s = unsafe { _mm256_broadcast_ss(&*sf.add(k / 16 + b)) };
             *t = _mm256_div_ps(_mm256_mul_ps(mags, s), dv);
         }
-        let mut o = NONE;
-        for (v, ov) in o.iter_mut().enumerate() {
-            // SAFETY: 4 code bytes of elements k+8v.. (caller).
-            let w = unsafe { bcast32(c.add((k + 8 * v) / 2)) };
-            let idx = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-            // Bit 3 of lane i's nibble is its sign.
-            let sign = _mm256_and_si256(_mm256_slli_epi32::<28>(idx), _mm256_set1_epi32(i32::MIN));
-            *ov = _mm256_xor_ps(
-                _mm256_permutevar8x32_ps(tables[v / 2], idx),
-                _mm256_castsi256_ps(sign),
-            );
-        }
-        o
+        // SAFETY: the codes of elements k..k+32 (caller).
+        unsafe { e2m1_lookup(c, tables, k) }
     }
+}
+
+impl Load for Nvfp4Scaled {
+    /// Codes, block scales and the divisor.
+    type P = (*const u8, *const f32, f32);
+    const V: usize = 4;
+    fn ptr(w: &WRow<'_>) -> Self::P {
+        match w {
+            WRow::Nvfp4Scaled { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
+            _ => unreachable!("the nvfp4 scaled loader on another row kind"),
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load((c, sf, _): Self::P, k: usize) -> [__m256; 4] {
+        let m = &crate::words::e2m1::MAGNITUDES;
+        let mags = _mm256_setr_ps(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
+        // The block's 8 magnitudes binary32(|e2m1|·sf) (exact): one multiply per block.
+        // SAFETY: blocks k/16 and k/16 + 1 have scales (caller).
+        let tables = unsafe {
+            [
+                _mm256_mul_ps(mags, _mm256_broadcast_ss(&*sf.add(k / 16))),
+                _mm256_mul_ps(mags, _mm256_broadcast_ss(&*sf.add(k / 16 + 1))),
+            ]
+        };
+        // SAFETY: the codes of elements k..k+32 (caller).
+        unsafe { e2m1_lookup(c, tables, k) }
+    }
+    #[inline(always)]
+    fn finish((_, _, d): Self::P, y: f32) -> f32 {
+        y / d
+    }
+}
+
+/// The values of elements k..k+32 (k a multiple of 32) from their E2M1 codes and the two
+/// blocks' magnitude tables: lane i of vector v picks by nibble i's low 3 bits and takes
+/// bit 3 as its sign.
+///
+/// # Safety
+/// The 16 code bytes of elements k..k+32 are readable.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn e2m1_lookup(c: *const u8, tables: [__m256; 2], k: usize) -> [__m256; 4] {
+    let mut o = NONE;
+    for (v, ov) in o.iter_mut().enumerate() {
+        // SAFETY: 4 code bytes of elements k+8v.. (caller).
+        let w = unsafe { bcast32(c.add((k + 8 * v) / 2)) };
+        let idx = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+        // Bit 3 of lane i's nibble is its sign.
+        let sign = _mm256_and_si256(_mm256_slli_epi32::<28>(idx), _mm256_set1_epi32(i32::MIN));
+        *ov = _mm256_xor_ps(
+            _mm256_permutevar8x32_ps(tables[v / 2], idx),
+            _mm256_castsi256_ps(sign),
+        );
+    }
+    o
 }
 
 /// Eight E4M3FN words (one per u16 lane) as `2⁻⁸ ×` their exact f32 values: the word's 7
@@ -599,6 +645,7 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
             Some(WRow::Fp8Scaled { .. }) if m == 1 => fp8_scaled_m1(w, x, out),
             Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled>(w, x, m, out),
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
+            Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
             Some(_) => tiles::<F32>(w, x, m, out),
             None => {}
         }
@@ -625,6 +672,7 @@ pub(super) unsafe fn materialize(w: &WRow<'_>, out: &mut [f32]) {
             WRow::Fp8 { .. } => values::<Fp8>(w, out),
             WRow::Fp8Scaled { .. } => values::<Fp8Scaled>(w, out),
             WRow::Nvfp4 { .. } => values::<Nvfp4>(w, out),
+            WRow::Nvfp4Scaled { .. } => values::<Nvfp4Scaled>(w, out),
             _ => values::<F32>(w, out),
         }
     }
