@@ -5,7 +5,9 @@
 //!
 //! **Values.** Every path multiplies the weight's exact decoded value (the format's
 //! decoding equation in binary32: `f32(scale)·code`, `e4m3fn(c)·s32`,
-//! `(e2m1(c)·sf)/d_w`) by x as f32; activations are never quantized.
+//! `(e2m1(c)·sf)/d_w`) by x as f32 — except in the fp8 and nvfp4 scaled orders below,
+//! which multiply exact pre-images of those values and apply the row's factor once per
+//! output; activations are never quantized.
 //!
 //! **Evaluation order** (the same bits on every path): element k of the row accumulates
 //! into lane `k mod 8` of one eight-lane accumulator by a fused multiply-add,

@@ -14,8 +14,11 @@
 //!   (one multiply, one divide; in the scaled order `binary32(|e2m1|·sf)`, one multiply);
 //!   lane i picks by nibble i's low 3 bits and gets bit 3 as its sign.
 //! - E4M3FN: the word's bits placed into binary16 (value / 256) and converted by F16C, times
-//!   256·s; one byte compare per 32 words selects the short form (no NaN word, as in any
-//!   valid payload: sign-extend, shift, clear bit 14) or the general one.
+//!   256·s (not in the scaled order); one byte compare per 32 words selects the short form
+//!   (no NaN word, as in any valid payload: widen, shift, clear bit 14) or the general
+//!   one. The fp8 scaled order at M = 1 has its own kernel ([`fp8_scaled_m1`]: 4 rows ×
+//!   32 codes per step, codes widened in registers, NaN words detected once per tile,
+//!   the next row group prefetched).
 //! - bf16 / fp32: loads (8 values per step, tiles of up to 4 weight rows × 2 activation
 //!   rows).
 //!
