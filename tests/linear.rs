@@ -1886,3 +1886,223 @@ fn q8_1_profile_on_nvfp4_subnormal_weights() {
     }
     assert!(results.windows(2).all(|r| r[0] == r[1]));
 }
+
+/// fp8 rows against activation rows on both sides of the scaled order's conditions
+/// (cpu::float docs): row multipliers from the smallest bf16 subnormal to just below and at
+/// 2¹¹⁹, zero, 2¹²⁵ (256·s overflows); activation rows with tiny normal values (2⁻¹²⁶:
+/// against the smallest codes, products subnormal before the row factor 256·s = 2¹⁰⁸), values
+/// at the 2⁻¹⁰⁹ bound, huge positive values (K·max|x| past 2¹²⁶: the sum before the factor
+/// would overflow against s = 2⁻¹²⁰), subnormal values, zeros.
+/// The criterion holds per output (every output whose Σ|w·x| lies inside the binary32
+/// range); the bits agree across ISAs, thread counts, batch (mixed activation rows) and
+/// single rows.
+#[test]
+fn fp8_scaled_order_conditions_both_sides() {
+    let pow2 = |e: i32| 2f32.powi(e);
+    // bf16 words: 1, 2¹⁰⁰, 2¹¹⁸·(2 − 2⁻⁷), 2¹¹⁹, 2⁻¹²⁵, 2⁻¹³³, 0, 0.01, 2⁻¹²⁰ (codes
+    // 256..448, positive), 2¹⁰⁰ (codes ±2⁻⁹ only), 2¹²⁵ (codes below 2: finite weights,
+    // but 256·s overflows).
+    let scales: [u16; 11] = [
+        0x3F80, 0x7180, 0x7AFF, 0x7B00, 0x0100, 0x0001, 0x0000, 0x3C24, 0x0380, 0x7180, 0x7E00,
+    ];
+    let n = scales.len();
+    let mut rng = Rng(77);
+    let mut total = 0;
+    for k in [100usize, 333] {
+        let m = 6;
+        let format = Format::Fp8E4m3fnRowBf16;
+        let mut codes: Vec<u8> = (0..n * k).map(|_| rng.next() as u8).collect();
+        for (j, c) in codes.iter_mut().enumerate() {
+            if *c & 0x7F == 0x7F {
+                *c ^= 1;
+            }
+            if j % 17 == 0 {
+                *c = 0x7E | (*c & 0x80); // ±448
+            }
+            match j / k {
+                6 => *c &= 0x80, // a zero-scale row holds signed zeros only (§3.4)
+                8 => *c = 0x70 | (*c & 0x0F).min(0x0E),
+                9 => *c &= 0x81,
+                10 => *c &= 0xBF,
+                _ => {}
+            }
+        }
+        let sbytes: Vec<u8> = scales.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let view =
+            WeightView::new(format, Layout::RowScaleV1, n, k, [&codes, &sbytes, &[]]).unwrap();
+        let mut x = Vec::with_capacity(m * k);
+        for r in 0..m {
+            for j in 0..k {
+                let u = rng.unit();
+                x.push(match r {
+                    0 => u,
+                    1 => (1.0 + u.abs()) * pow2(-126) * u.signum(),
+                    2 => (1.0 + u.abs() * 0.99) * pow2(-109) * u.signum(),
+                    3 => (1.0 + u.abs()) * pow2(124),
+                    4 if j % 3 == 0 => f32::from_bits(1 + (rng.next() % 1000) as u32),
+                    4 => u,
+                    _ if j % 2 == 0 => 0.0,
+                    _ => u * 1e10,
+                });
+            }
+        }
+        let mut wdec = vec![0f32; n * k];
+        for r in 0..n {
+            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+        }
+        let xv: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let (yref, sabs) = reference(&wdec, &xv, n, k, m);
+        let mut first: Option<Vec<u32>> = None;
+        let mut checked = 0;
+        for isa in isas() {
+            for threads in [1, 2] {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_isa(isa).unwrap();
+                w.set_threads(threads).unwrap();
+                let y = forward(&w, &x, m, None);
+                let mut single = Vec::new();
+                for r in 0..m {
+                    single.extend(forward(&w, &x[r * k..(r + 1) * k], 1, None));
+                }
+                let what = format!("K={k} {isa:?} t{threads}");
+                assert_eq!(bits(&y), bits(&single), "{what}: batch vs single rows");
+                match &first {
+                    None => first = Some(bits(&y)),
+                    Some(f) => assert_eq!(f, &bits(&y), "{what}: bits differ"),
+                }
+                for (i, &got) in y.iter().enumerate() {
+                    let (r, s) = (yref[i], sabs[i]);
+                    let tol = bound(k, s, r, false);
+                    // Partial sums past the binary32 range overflow in any order.
+                    if !r.is_finite() || s + tol >= f32::MAX as f64 {
+                        continue;
+                    }
+                    let err = (got as f64 - r).abs();
+                    assert!(
+                        err <= tol,
+                        "{what}: y[x row {}, w row {}] = {got:e}, y_ref = {r:e}, |err| = {err:e} > {tol:e}",
+                        i / n,
+                        i % n
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= m * n, "K={k}: only {checked} outputs in range");
+        total += checked;
+    }
+    println!("fp8 scaled-order conditions: {total} outputs within linear_f32acc_v1");
+}
+
+/// nvfp4 rows against activation rows on both sides of the nvfp4 scaled order's conditions
+/// (cpu::float docs), four weights of 8 rows (two stacked sources each) × 6 activation
+/// rows, K = 80:
+/// - random codes and scales, divisors 1 and 2¹¹⁶ (scaled);
+/// - codes +0.5, scales 2⁻⁹, divisors 2⁻¹¹⁰ / 2⁻¹¹⁵ (scaled): against x of size 2⁻¹²⁶
+///   the products before the final division are subnormal (that activation row must
+///   take the plain order);
+/// - codes +6, scales 448, divisors 2¹¹⁶ / 2¹¹⁷: against positive x of size 2¹¹¹ the sum
+///   before the division would overflow (K·max|x| past 2¹¹⁶);
+/// - codes +0.5, scales 2⁻⁹, divisor 1.5·2¹²⁷ (past the row bound): every decoded weight
+///   is a rounded subnormal, which the scaled order would not see (against positive x of
+///   size 2⁶⁰, inside the activation bounds).
+///
+/// The criterion holds per output (Σ|w·x| inside the binary32 range); the bits agree
+/// across ISAs, thread counts, batch (mixed activation rows) and single rows.
+#[test]
+fn nvfp4_scaled_order_conditions_both_sides() {
+    let pow2 = |e: i32| 2f32.powi(e);
+    let (n, k, m) = (8usize, 80usize, 6usize);
+    let layout = Layout::BlockScaleK16_M128x4_V1;
+    let mut rng = Rng(91);
+    let mut total = 0;
+    for (case, (code, scale, ds)) in [
+        (None, None, [1.0f32, pow2(116)]),
+        (Some(0x11u8), Some(0x01u8), [pow2(-110), pow2(-115)]),
+        (Some(0x77), Some(0x7E), [pow2(116), pow2(117)]),
+        (Some(0x11), Some(0x01), [1.5 * pow2(127), 1.5 * pow2(127)]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let sizes = ninfer::layouts::plane_sizes(Format::Nvfp4, layout, n, k).unwrap();
+        let mut p: Vec<Vec<u8>> = sizes
+            .iter()
+            .map(|&l| (0..l).map(|_| rng.next() as u8).collect())
+            .collect();
+        if let Some(c) = code {
+            p[0].iter_mut().for_each(|b| *b = c);
+        }
+        match scale {
+            Some(s) => p[1].iter_mut().for_each(|b| *b = s),
+            None => p[1].iter_mut().for_each(|b| *b &= 0x7E),
+        }
+        p[2] = ds.iter().flat_map(|d| d.to_le_bytes()).collect();
+        let view = WeightView::new(Format::Nvfp4, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+        let mut x = Vec::with_capacity(m * k);
+        for r in 0..m {
+            for j in 0..k {
+                let u = rng.unit();
+                x.push(match r {
+                    0 => u,
+                    // 2⁻¹⁰·x = (2¹³ + ½ − 2⁻⁸)·2⁻¹⁴⁹: every fma on a subnormal sum rounds
+                    // the same way, by a relative 2⁻¹⁴.
+                    1 => (1.0 + pow2(-14) - pow2(-21)) * pow2(-126),
+                    2 => (1.0 + u.abs() * 0.99) * pow2(-116) * u.signum(),
+                    3 => (1.0 + u.abs() * 0.9) * pow2(111),
+                    4 if j % 3 == 0 => f32::from_bits(1 + (rng.next() % 1000) as u32),
+                    4 => u,
+                    _ => (1.0 + u.abs()) * pow2(60),
+                });
+            }
+        }
+        let mut wdec = vec![0f32; n * k];
+        for r in 0..n {
+            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+        }
+        let xv: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let (yref, sabs) = reference(&wdec, &xv, n, k, m);
+        let mut first: Option<Vec<u32>> = None;
+        let mut checked = 0;
+        for isa in isas() {
+            for threads in [1, 2] {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_isa(isa).unwrap();
+                w.set_threads(threads).unwrap();
+                let y = forward(&w, &x, m, None);
+                let mut single = Vec::new();
+                for r in 0..m {
+                    single.extend(forward(&w, &x[r * k..(r + 1) * k], 1, None));
+                }
+                let what = format!("case {case} {isa:?} t{threads}");
+                assert_eq!(bits(&y), bits(&single), "{what}: batch vs single rows");
+                match &first {
+                    None => first = Some(bits(&y)),
+                    Some(f) => assert_eq!(f, &bits(&y), "{what}: bits differ"),
+                }
+                for (i, &got) in y.iter().enumerate() {
+                    let (r, s) = (yref[i], sabs[i]);
+                    let tol = bound(k, s, r, false);
+                    // Partial sums past the binary32 range overflow in any order.
+                    if !r.is_finite() || s + tol >= f32::MAX as f64 {
+                        continue;
+                    }
+                    let err = (got as f64 - r).abs();
+                    assert!(
+                        err <= tol,
+                        "{what}: y[x row {}, w row {}] = {got:e}, y_ref = {r:e}, |err| = {err:e} > {tol:e}",
+                        i / n,
+                        i % n
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(
+            checked >= m * n,
+            "case {case}: only {checked} outputs in range"
+        );
+        total += checked;
+    }
+    println!("nvfp4 scaled-order conditions: {total} outputs within linear_f32acc_v1");
+}

@@ -574,6 +574,13 @@ impl<'a> PreparedWeight<'a> {
             .as_ref()
             .map_or(Vec::new(), |q| (0..m).map(|i| q.row(i)).collect());
         let xf: &[f32] = xhat.as_deref().unwrap_or(x);
+        // Which activation rows may meet fp8 / nvfp4 rows in the scaled order (once per
+        // forward).
+        let xok: Vec<bool> = match self.path {
+            Path::Fp8Row => xf.chunks(k).map(cpu::float::fp8_scaled_x).collect(),
+            Path::Nvfp4 => xf.chunks(k).map(cpu::float::nvfp4_scaled_x).collect(),
+            _ => Vec::new(),
+        };
 
         // Chunks of whole W rows; each output is computed entirely inside one chunk, so the
         // partition (and the thread count) never changes a bit.
@@ -610,7 +617,7 @@ impl<'a> PreparedWeight<'a> {
                 let w = words
                     .get(g * group * nkb..(g * group + o.len() / m) * nkb)
                     .unwrap_or(&[]);
-                self.row_group(first + g * group, xf, m, &qrows, o, &mut scratch, w)?;
+                self.row_group(first + g * group, xf, m, &qrows, &xok, o, &mut scratch, w)?;
             }
             Ok(())
         };
@@ -640,6 +647,7 @@ impl<'a> PreparedWeight<'a> {
         x: &[f32],
         m: usize,
         q: &[q8_1::Row<'_>],
+        xok: &[bool],
         out: &mut [f32],
         scratch: &mut [Vec<f32>; 2],
         words: &[u8],
@@ -649,23 +657,34 @@ impl<'a> PreparedWeight<'a> {
         let count = out.len() / m;
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.path {
-            Path::Bf16 | Path::Fp32 | Path::Fp8Row => {
+            Path::Bf16 | Path::Fp32 => {
                 let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
                 for (i, wr) in ws.iter_mut().enumerate().take(count) {
                     *wr = match self.path {
                         Path::Bf16 => WRow::Bf16Le(bytes(i)),
-                        Path::Fp32 => WRow::F32Le(bytes(i)),
-                        _ => {
-                            let (word, codes) = layouts::fp8_row::row_parts(v, r0 + i);
-                            let scale = crate::formats::fp8_row::scale_value(v.format(), word);
-                            WRow::Fp8 {
-                                codes: &codes[..v.cols()],
-                                scale,
-                            }
-                        }
+                        _ => WRow::F32Le(bytes(i)),
                     };
                 }
                 self.float_rows(&ws[..count], x, m, out, values)
+            }
+            Path::Fp8Row => {
+                let (mut scaled, mut plain) =
+                    ([WRow::F32(&[]); FLOAT_GROUP], [WRow::F32(&[]); FLOAT_GROUP]);
+                for i in 0..count {
+                    let (word, codes) = layouts::fp8_row::row_parts(v, r0 + i);
+                    let codes = &codes[..v.cols()];
+                    let scale = crate::formats::fp8_row::scale_value(v.format(), word);
+                    plain[i] = WRow::Fp8 { codes, scale };
+                    scaled[i] = if cpu::float::fp8_scaled_row(scale) {
+                        WRow::Fp8Scaled {
+                            codes,
+                            factor: 256.0 * scale,
+                        }
+                    } else {
+                        plain[i]
+                    };
+                }
+                self.scaled_rows(&scaled[..count], &plain[..count], x, m, xok, out, values);
             }
             Path::RowSplit(kind) => {
                 // The logical groups' binary16 scales as f32 (exact), once per row.
@@ -691,15 +710,19 @@ impl<'a> PreparedWeight<'a> {
                 let nkb = v.cols() / crate::layouts::block_scale::BLOCK;
                 scratch.resize(count * nkb, 0.0);
                 cpu::float::e4m3fn_to_f32(self.isa, words, scratch);
-                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
-                for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(nkb)).enumerate() {
-                    *wr = WRow::Nvfp4 {
-                        codes: bytes(i),
-                        sf,
-                        d: nvfp4_row_divisor(v, r0 + i),
+                let (mut scaled, mut plain) =
+                    ([WRow::F32(&[]); FLOAT_GROUP], [WRow::F32(&[]); FLOAT_GROUP]);
+                for (i, sf) in scratch.chunks_exact(nkb).enumerate() {
+                    let d = nvfp4_row_divisor(v, r0 + i);
+                    let codes = bytes(i);
+                    plain[i] = WRow::Nvfp4 { codes, sf, d };
+                    scaled[i] = if cpu::float::nvfp4_scaled_row(d) {
+                        WRow::Nvfp4Scaled { codes, sf, d }
+                    } else {
+                        plain[i]
                     };
                 }
-                self.float_rows(&ws[..count], x, m, out, values)
+                self.scaled_rows(&scaled[..count], &plain[..count], x, m, xok, out, values);
             }
             Path::Nvfp4Q8 => {
                 // The kernel reads each row's scale words in place: 4 contiguous words per
@@ -760,6 +783,48 @@ impl<'a> PreparedWeight<'a> {
         Ok(())
     }
 
+    /// fp8 / nvfp4 rows against every activation row: output (i, r) runs in the scaled
+    /// order (`scaled[i]`, where row i allows it) when activation row r allows it
+    /// (`xok[r]`, cpu::float docs), else in the plain order (`plain[i]`): fixed per output,
+    /// whatever the batch around it. A batch mixing both kinds of activation rows computes
+    /// the group both ways and picks per row.
+    #[allow(clippy::too_many_arguments)]
+    fn scaled_rows(
+        &self,
+        scaled: &[WRow<'_>],
+        plain: &[WRow<'_>],
+        x: &[f32],
+        m: usize,
+        xok: &[bool],
+        out: &mut [f32],
+        values: &mut Vec<f32>,
+    ) {
+        let (all, any) = (xok.iter().all(|&o| o), xok.iter().any(|&o| o));
+        self.runs(if any { scaled } else { plain }, x, m, out, values);
+        if any && !all {
+            let mut other = vec![0f32; out.len()];
+            self.runs(plain, x, m, &mut other, values);
+            for (i, o) in out.iter_mut().enumerate() {
+                if !xok[i % m] {
+                    *o = other[i];
+                }
+            }
+        }
+    }
+
+    /// [`Self::float_rows`] over runs of consecutive rows of one kind.
+    fn runs(&self, ws: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32], values: &mut Vec<f32>) {
+        let mut start = 0;
+        while start < ws.len() {
+            let kind = std::mem::discriminant(&ws[start]);
+            let end = (start..ws.len())
+                .find(|&i| std::mem::discriminant(&ws[i]) != kind)
+                .unwrap_or(ws.len());
+            self.float_rows(&ws[start..end], x, m, &mut out[start * m..end * m], values);
+            start = end;
+        }
+    }
+
     /// The f32 kernel over weight rows read in place. With many activation rows, rows
     /// whose words take real work to turn into values (q4/q8 codes, E4M3FN, E2M1) are
     /// first materialized once into `values`, then reused by every activation tile: the
@@ -788,7 +853,10 @@ impl<'a> PreparedWeight<'a> {
         for (f, vals) in fs.iter_mut().zip(values.chunks_exact(k)) {
             *f = WRow::F32(vals);
         }
-        cpu::float::dot_rows(self.isa, &fs[..ws.len()], x, m, out)
+        cpu::float::dot_rows(self.isa, &fs[..ws.len()], x, m, out);
+        for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+            o.iter_mut().for_each(|y| *y = w.finish(*y));
+        }
     }
 }
 
@@ -1125,9 +1193,41 @@ mod tests {
         }
     }
 
-    /// The in-place fp8 row kernel gives the decoded path's bits, both layouts.
+    /// fp8 outputs (bits) written plainly from cpu::float's two orders, independently of
+    /// the kernels and of their condition functions: y[r·n + i] for weight row i and
+    /// activation row r.
+    fn fp8_plain(view: &WeightView<'_>, x: &[f32], m: usize) -> Vec<u32> {
+        let (n, k) = (view.rows(), view.cols());
+        let mut y = vec![0u32; m * n];
+        for i in 0..n {
+            let (word, codes) = layouts::fp8_row::row_parts(view, i);
+            let s = crate::formats::fp8_row::scale_value(view.format(), word);
+            for r in 0..m {
+                let xr = &x[r * k..(r + 1) * k];
+                let max = xr.iter().fold(0f64, |a, v| a.max(v.abs() as f64));
+                let scaled = (s.abs() as f64) < 2f64.powi(119)
+                    && xr.iter().all(|v| v.is_finite())
+                    && xr
+                        .iter()
+                        .all(|&v| v == 0.0 || v.abs() as f64 >= 2f64.powi(-109))
+                    && k as f64 * max <= 2f64.powi(126);
+                let mut acc = [0f32; 8];
+                for j in 0..k {
+                    let v = crate::words::e4m3fn::decode(codes[j]);
+                    let w = if scaled { v / 256.0 } else { v * s };
+                    acc[j % 8] = w.mul_add(xr[j], acc[j % 8]);
+                }
+                let t = cpu::tree8(acc);
+                y[r * n + i] = if scaled { t * (256.0 * s) } else { t }.to_bits();
+            }
+        }
+        y
+    }
+
+    /// The in-place fp8 row kernel gives the bits of its order written plainly (scalar and
+    /// AVX2, batched and single rows), both layouts.
     #[test]
-    fn fp8_row_kernel_matches_the_decoded_path_bitwise() {
+    fn fp8_row_kernel_matches_its_order_written_plainly() {
         for (format, k) in [
             (Format::Fp8E4m3fnRowBf16, 77),
             (Format::Fp8E4m3fnRowFp16, 301),
@@ -1170,28 +1270,71 @@ mod tests {
                 w.forward_f32(&x, m, None, &mut y).unwrap();
                 y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
             };
-            let mut results = Vec::new();
+            let mut results = grouped_runs(&mut w, &x, m);
             for isa in [Isa::Scalar, Isa::detect()] {
                 w.set_isa(isa).unwrap();
-                w.path = Path::Fp8Row;
-                results.push(run(&w));
-                w.path = Path::Decoded;
                 results.push(run(&w));
             }
-            assert!(results.windows(2).all(|r| r[0] == r[1]), "{format} K={k}");
+            let plain = fp8_plain(&view, &x, m);
+            assert!(results.iter().all(|r| *r == plain), "{format} K={k}");
         }
     }
 
-    /// The in-place nvfp4 kernel gives the decoded path's bits, with two stacked sources
-    /// (two divisors) and rows beyond one swizzle tile.
+    /// nvfp4 outputs (bits) written plainly from cpu::float's two orders (the scaled one
+    /// unless `plain`), independently of the kernels and their condition functions:
+    /// y[r·n + i] for weight row i and activation row r.
+    fn nvfp4_plain(view: &WeightView<'_>, x: &[f32], m: usize, plain: bool) -> Vec<u32> {
+        let (n, k) = (view.rows(), view.cols());
+        let nkb = k / 16;
+        let per = crate::formats::nvfp4::rows_per_source(view);
+        let mut y = vec![0u32; m * n];
+        for i in 0..n {
+            let codes = view.row_bytes(0, i);
+            let sf: Vec<f32> = (0..nkb)
+                .map(|b| {
+                    let at = crate::layouts::block_scale::offset(i, b, nkb);
+                    crate::words::e4m3fn::decode(view.plane(1)[at])
+                })
+                .collect();
+            let dw = &view.plane(2)[4 * (i / per)..4 * (i / per) + 4];
+            let d = f32::from_le_bytes([dw[0], dw[1], dw[2], dw[3]]);
+            for r in 0..m {
+                let xr = &x[r * k..(r + 1) * k];
+                let max = xr.iter().fold(0f64, |a, v| a.max(v.abs() as f64));
+                let scaled = !plain
+                    && (2f64.powi(-115)..=2f64.powi(116)).contains(&(d.abs() as f64))
+                    && xr.iter().all(|v| v.is_finite())
+                    && xr
+                        .iter()
+                        .all(|&v| v == 0.0 || v.abs() as f64 >= 2f64.powi(-116))
+                    && k as f64 * max <= 2f64.powi(116);
+                let mut acc = [0f32; 8];
+                for j in 0..k {
+                    let c = codes[j / 2] >> (4 * (j % 2));
+                    let mag = crate::words::e2m1::MAGNITUDES[(c & 7) as usize] * sf[j / 16];
+                    let mag = if scaled { mag } else { mag / d };
+                    let w = if c & 8 != 0 { -mag } else { mag };
+                    acc[j % 8] = w.mul_add(xr[j], acc[j % 8]);
+                }
+                let t = cpu::tree8(acc);
+                y[r * n + i] = if scaled { t / d } else { t }.to_bits();
+            }
+        }
+        y
+    }
+
+    /// The in-place nvfp4 kernel gives the bits of its order written plainly (scalar and
+    /// AVX2, batched and single rows), with two stacked sources (two divisors) and rows
+    /// beyond one swizzle tile; where the plain order applies it is the decoded path's.
     #[test]
-    fn nvfp4_kernel_matches_the_decoded_path_bitwise() {
+    fn nvfp4_kernel_matches_its_order_written_plainly() {
         let pow2 = |e: i32| f32::from_bits(((e + 127) as u32) << 23);
         let (n, k, m) = (130, 80, 5);
         let layout = Layout::BlockScaleK16_M128x4_V1;
-        // Divisor pairs (two stacked sources): moderate; the bound of the two-divide tables
-        // (2¹¹⁶) and just past it; tiny (quotients overflow to Inf); huge with 2⁻¹²⁶
-        // (subnormal quotients, one-divide-per-block tables).
+        // Divisor pairs (two stacked sources): moderate; 2¹¹⁶ / 2¹¹⁷ (either side of the
+        // scaled order's bound; the smallest E4M3FN magnitudes divided by them are normal /
+        // subnormal); tiny (quotients overflow to Inf); huge with 2⁻¹²⁶ (subnormal
+        // quotients).
         for ds in [
             [0.75f32, 1.625],
             [pow2(116), pow2(117)],
@@ -1212,10 +1355,16 @@ mod tests {
                 .collect();
             let mut w = PreparedWeight::new(view).unwrap();
             assert_eq!(w.path, Path::Nvfp4);
-            let mut results = grouped_runs(&mut w, &x, m);
+            let results = grouped_runs(&mut w, &x, m);
+            let want = nvfp4_plain(&view, &x, m, false);
+            assert!(results.iter().all(|r| *r == want), "divisors {ds:?}");
             w.path = Path::Decoded;
-            results.extend(grouped_runs(&mut w, &x, m));
-            assert!(results.windows(2).all(|r| r[0] == r[1]), "divisors {ds:?}");
+            let results = grouped_runs(&mut w, &x, m);
+            let want = nvfp4_plain(&view, &x, m, true);
+            assert!(
+                results.iter().all(|r| *r == want),
+                "decoded, divisors {ds:?}"
+            );
         }
     }
 
@@ -1292,27 +1441,9 @@ mod tests {
                     assert_eq!(y.is_finite(), r < 4, "{format} row {r}: {y}");
                 }
             }
-            // The first 4 rows (valid) against the decoded path.
-            let valid = WeightView::new(
-                format,
-                layout,
-                4,
-                k,
-                [
-                    &p[0][..p[0].len() / n * 4],
-                    &p[1][..p[1].len() / n * 4],
-                    &p[2],
-                ],
-            )
-            .unwrap();
-            let mut w = PreparedWeight::new(valid).unwrap();
-            let mut results = grouped_runs(&mut w, &x, m);
-            w.path = Path::Decoded;
-            results.extend(grouped_runs(&mut w, &x, m));
-            assert!(
-                results.windows(2).all(|r| r[0] == r[1]),
-                "{format} valid rows"
-            );
+            // Every row against its order written plainly (the largest bf16 scale takes the
+            // multiply-per-element order, the others the scaled one).
+            assert_eq!(results[0], canon(&fp8_plain(&view, &x, m)), "{format}");
         }
     }
 }

@@ -5,7 +5,9 @@
 //!
 //! **Values.** Every path multiplies the weight's exact decoded value (the format's
 //! decoding equation in binary32: `f32(scale)·code`, `e4m3fn(c)·s32`,
-//! `(e2m1(c)·sf)/d_w`) by x as f32; activations are never quantized.
+//! `(e2m1(c)·sf)/d_w`) by x as f32 — except in the fp8 and nvfp4 scaled orders below,
+//! which multiply exact pre-images of those values and apply the row's factor once per
+//! output; activations are never quantized.
 //!
 //! **Evaluation order** (the same bits on every path): element k of the row accumulates
 //! into lane `k mod 8` of one eight-lane accumulator by a fused multiply-add,
@@ -14,6 +16,51 @@
 //! time into values (one group scale or one nvfp4 block table per chunk) and runs up to 4
 //! weight rows side by side sharing each activation load; since every lane still sees its
 //! elements in increasing k, it returns the scalar path's bits.
+//!
+//! **fp8 scaled order.** An fp8 row (multiplier s) meets an activation row x in the scaled
+//! order when |s| < 2¹¹⁹ ([`fp8_scaled_row`]) and x has only finite elements, nonzero ones
+//! of magnitude ≥ 2⁻¹⁰⁹, K ≤ 2²⁴ and K·max|x| ≤ 2¹²⁶ ([`fp8_scaled_x`], once per activation
+//! row and forward): the values are `h_k = e4m3fn(c_k)·2⁻⁸` (exact; what F16C gives from
+//! the code's bits), accumulated in the order above into T, and the output is
+//! `binary32(T·F)` with `F = 256·s` (one multiply per output instead of one per element).
+//! Otherwise the values are `w_k = binary32(e4m3fn(c_k)·s)` as everywhere else. The choice
+//! depends on the output's own weight row and activation row only, so it is fixed per
+//! output. It meets `linear_f32acc_v1` (u = 2⁻²⁴):
+//! 1. w_k = e4m3fn(c_k)·s exactly (see [`fp8_scaled_row`]), so Σ w·x = F·Σ h·x and
+//!    Σ|w·x| = |F|·Σ|h·x|.
+//! 2. Every h_k is a multiple of 2⁻¹⁷ and every x_k is 0 or a multiple of 2⁻¹³² (the ulp
+//!    of |x| ≥ 2⁻¹⁰⁹), so the exact result of each fma `h·x + acc` and of each lane sum is
+//!    a multiple of 2⁻¹⁴⁹: below 2⁻¹²⁶ it is representable (no rounding at all), above it
+//!    rounds with relative error ≤ u. Partial sums stay below (1 + u)ⁿ·1.75·K·max|x| <
+//!    2¹²⁸ (|h| ≤ 448/256), so nothing overflows. Each product meets at most
+//!    n = ⌈K/8⌉ + 3 roundings: |T − Σ h·x| ≤ γₙ·Σ|h·x|.
+//! 3. `binary32(T·F)` adds a relative u, or an absolute 2⁻¹⁵⁰ if subnormal:
+//!    |y − Σ w·x| ≤ γₙ₊₁·Σ|w·x| + 2⁻¹⁵⁰ ≤ (K + 8)·2⁻²³·Σ|w·x| + (K + 8)·2⁻¹⁴⁹, as
+//!    γₙ₊₁ ≤ 2(n + 1)u when (n + 1)u ≤ ½ (K ≤ 2²⁴) and n + 1 ≤ K + 8. (An output beyond
+//!    the binary32 range overflows in either order.)
+//!
+//! Without the activation condition, an h·x below 2⁻¹²⁶ may round by 2⁻¹⁵⁰, i.e. by
+//! F·2⁻¹⁵⁰ in y, beyond the criterion's absolute term when F > 2, and h·x exceeds w·x by
+//! 1/F (overflow when s is tiny and x huge); without the row condition, w_k or F would
+//! overflow. A NaN word gives h = NaN, hence a NaN output, in both orders.
+//!
+//! **nvfp4 scaled order**, the same idea: a row whose divisor has 2⁻¹¹⁵ ≤ |d| ≤ 2¹¹⁶
+//! ([`nvfp4_scaled_row`]) meets an activation row with only finite elements, nonzero ones
+//! of magnitude ≥ 2⁻¹¹⁶, K ≤ 2²⁴ and K·max|x| ≤ 2¹¹⁶ ([`nvfp4_scaled_x`]) with the values
+//! `v_k = ±binary32(|e2m1(c_k)|·sf)` (exact: at most 6 significant bits, magnitudes in
+//! [2⁻¹⁰, 2688]) accumulated as above into T, and the output `binary32(T / d)` (one divide
+//! per output instead of one per block and table). Otherwise the values
+//! `w_k = ±binary32(binary32(|e2m1|·sf) / d)`. Against the decoded weights w_k:
+//! 1. |v_k/d| lies in [2⁻¹²⁶, 2¹²⁷): w_k is normal and |w_k − v_k/d| ≤ u·|v_k/d|, so
+//!    |Σ (v/d)·x − Σ w·x| ≤ u·Σ|v·x|/|d| ≤ u/(1 − u)·Σ|w·x|.
+//! 2. v_k is a multiple of 2⁻¹⁰ and x_k of 2⁻¹³⁹ (|x| ≥ 2⁻¹¹⁶): as for fp8, every fma and
+//!    lane sum is exact or rounds by a relative u, nothing overflows (partial sums below
+//!    1.01·2688·K·max|x| < 2¹²⁸), |T − Σ v·x| ≤ γₙ·Σ|v·x|, n = ⌈K/8⌉ + 3.
+//! 3. `binary32(T / d)` adds a relative u or an absolute 2⁻¹⁵⁰: in all,
+//!    |y − Σ w·x| ≤ (γₙ₊₁ + u)/(1 − u)·Σ|w·x| + 2⁻¹⁵⁰ ≤ 2(n + 2)u·Σ|w·x| + 2⁻¹⁵⁰, within
+//!    the criterion since n + 2 ≤ K + 8.
+//!
+//! A NaN scale gives NaN values, hence a NaN output, in both orders.
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -89,12 +136,27 @@ pub(crate) enum WRow<'a> {
     /// fp8_e4m3fn_row_bf16 / _fp16: the row's K E4M3FN code bytes and its multiplier's
     /// exact f32 value. Value: `binary32(e4m3fn(c) · scale)` (§3.4).
     Fp8 { codes: &'a [u8], scale: f32 },
+    /// fp8_e4m3fn_row_bf16 / _fp16 in the scaled order (module docs, "fp8 scaled order"):
+    /// the row's K E4M3FN code bytes and `factor` = 256·s (exact). Values:
+    /// `e4m3fn(c)·2⁻⁸` (exact); the row's sum is multiplied by `factor` once at the end
+    /// ([`WRow::finish`]). Only for rows and activation rows that pass [`fp8_scaled_row`]
+    /// and [`fp8_scaled_x`].
+    Fp8Scaled { codes: &'a [u8], factor: f32 },
     /// nvfp4: the row's E2M1 code bytes (element k is nibble k mod 2 of byte k/2, low
     /// first), its K/16 block scales already decoded from E4M3FN (`sf`), and its source's
     /// FP32 divisor `d`. Value: `±binary32(binary32(|e2m1(c)|·sf) / d)`, the sign of the
     /// code applied last — for a valid payload exactly `binary32(binary32(e2m1(c)·sf) / d)`
     /// (§3.3), since negation commutes with rounding.
     Nvfp4 {
+        codes: &'a [u8],
+        sf: &'a [f32],
+        d: f32,
+    },
+    /// nvfp4 in the scaled order (module docs): as [`WRow::Nvfp4`], values
+    /// `±binary32(|e2m1(c)|·sf)` (exact); the row's sum is divided by `d` once at the end.
+    /// Only for rows and activation rows that pass [`nvfp4_scaled_row`] and
+    /// [`nvfp4_scaled_x`].
+    Nvfp4Scaled {
         codes: &'a [u8],
         sf: &'a [f32],
         d: f32,
@@ -108,8 +170,8 @@ impl WRow<'_> {
             WRow::F32Le(b) => b.len() / 4,
             WRow::F32(v) => v.len(),
             WRow::Grouped { k, .. } => *k,
-            WRow::Fp8 { codes, .. } => codes.len(),
-            WRow::Nvfp4 { codes, .. } => 2 * codes.len(),
+            WRow::Fp8 { codes, .. } | WRow::Fp8Scaled { codes, .. } => codes.len(),
+            WRow::Nvfp4 { codes, .. } | WRow::Nvfp4Scaled { codes, .. } => 2 * codes.len(),
         }
     }
 
@@ -128,11 +190,30 @@ impl WRow<'_> {
                 kind, lo, hi, sf, ..
             } => sf[k / kind.group()] * kind.code(lo, hi, k) as f32,
             WRow::Fp8 { codes, scale } => crate::words::e4m3fn::decode(codes[k]) * scale,
+            WRow::Fp8Scaled { codes, .. } => crate::words::e4m3fn::decode(codes[k]) * (1.0 / 256.0),
             WRow::Nvfp4 { codes, sf, d } => {
                 let c = codes[k / 2] >> (4 * (k % 2));
                 let mag = crate::words::e2m1::MAGNITUDES[(c & 7) as usize] * sf[k / 16] / d;
                 f32::from_bits(mag.to_bits() ^ (((c & 8) as u32) << 28))
             }
+            WRow::Nvfp4Scaled { codes, sf, .. } => {
+                let c = codes[k / 2] >> (4 * (k % 2));
+                let mag = crate::words::e2m1::MAGNITUDES[(c & 7) as usize] * sf[k / 16];
+                f32::from_bits(mag.to_bits() ^ (((c & 8) as u32) << 28))
+            }
+        }
+    }
+}
+
+impl WRow<'_> {
+    /// The row's output from its eight-lane sum: `y·factor` in the fp8 scaled order,
+    /// `y / d` in the nvfp4 one, `y` otherwise.
+    #[inline(always)]
+    pub(crate) fn finish(&self, y: f32) -> f32 {
+        match self {
+            WRow::Fp8Scaled { factor, .. } => y * factor,
+            WRow::Nvfp4Scaled { d, .. } => y / d,
+            _ => y,
         }
     }
 }
@@ -151,7 +232,7 @@ pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut 
                 for r in 0..m {
                     let mut acc = [0f32; 8];
                     accumulate_scalar(wr, &x[r * k..(r + 1) * k], 0, &mut acc);
-                    out[i * m + r] = tree8(acc);
+                    out[i * m + r] = wr.finish(tree8(acc));
                 }
             }
         }
@@ -178,14 +259,19 @@ pub(crate) fn materialize(isa: Isa, w: &WRow<'_>, out: &mut [f32]) {
 /// (`words.len() >= 2·out.len()`).
 pub(crate) fn f16_words_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
     assert!(words.len() >= 2 * out.len());
-    let mut done = 0;
+    // The words the AVX2 path converted (it leaves a tail to the loop below).
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx2 {
+    let done = match isa {
         // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
         // lengths are checked above.
-        done = unsafe { super::float_avx2::f16_words_to_f32(words, out) };
-    }
-    let _ = isa;
+        Isa::Avx2 => unsafe { super::float_avx2::f16_words_to_f32(words, out) },
+        Isa::Scalar => 0,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = {
+        let _ = isa;
+        0
+    };
     for (o, w) in out.iter_mut().zip(words.chunks_exact(2)).skip(done) {
         *o = half::f16::from_bits(u16::from_le_bytes([w[0], w[1]])).to_f32();
     }
@@ -195,17 +281,68 @@ pub(crate) fn f16_words_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
 /// words give `words::e4m3fn::TABLE`'s NaN bits on every path).
 pub(crate) fn e4m3fn_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
     assert!(words.len() >= out.len());
-    let mut done = 0;
+    // The words the AVX2 path converted (it leaves a tail to the loop below).
     #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx2 {
+    let done = match isa {
         // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
         // lengths are checked above.
-        done = unsafe { super::float_avx2::e4m3fn_to_f32(words, out) };
-    }
-    let _ = isa;
+        Isa::Avx2 => unsafe { super::float_avx2::e4m3fn_to_f32(words, out) },
+        Isa::Scalar => 0,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = {
+        let _ = isa;
+        0
+    };
     for (o, &w) in out.iter_mut().zip(words).skip(done) {
         *o = crate::words::e4m3fn::decode(w);
     }
+}
+
+/// Whether a row with multiplier `scale` (its exact f32 value) may run in the fp8 scaled
+/// order: |s| < 2¹¹⁹, so that 256·s is exact and finite and every weight `e4m3fn(c)·s` is
+/// exact in binary32 (at most 12 significant bits, a multiple of 2⁻¹⁴² — the bf16
+/// granularity 2⁻¹³³ times E4M3FN's 2⁻⁹ — and below 448·2¹¹⁹ < 2¹²⁸). Every binary16
+/// multiplier passes; huge, Inf and NaN bf16 multipliers keep the multiply-per-element
+/// order.
+pub(crate) fn fp8_scaled_row(scale: f32) -> bool {
+    scale.abs() < f32::from_bits((127 + 119) << 23)
+}
+
+/// Whether an activation row may meet fp8 rows in the scaled order: every element finite,
+/// every nonzero |x| ≥ 2⁻¹⁰⁹, K ≤ 2²⁴ and K·max|x| ≤ 2¹²⁶ (checked once per activation
+/// row and forward; the proof is in the module docs).
+pub(crate) fn fp8_scaled_x(x: &[f32]) -> bool {
+    scaled_x(x, -109, 126)
+}
+
+/// Whether an nvfp4 row with divisor `d` may run in the nvfp4 scaled order:
+/// 2⁻¹¹⁵ ≤ |d| ≤ 2¹¹⁶, so that every decoded weight `binary32(v/d)` (|v| in [2⁻¹⁰, 2688])
+/// is a normal number, within one rounding of v/d.
+pub(crate) fn nvfp4_scaled_row(d: f32) -> bool {
+    (2f32.powi(-115)..=2f32.powi(116)).contains(&d.abs())
+}
+
+/// Whether an activation row may meet nvfp4 rows in the scaled order: every element
+/// finite, every nonzero |x| ≥ 2⁻¹¹⁶, K ≤ 2²⁴ and K·max|x| ≤ 2¹¹⁶.
+pub(crate) fn nvfp4_scaled_x(x: &[f32]) -> bool {
+    scaled_x(x, -116, 116)
+}
+
+/// Every element finite, every nonzero |x| ≥ 2^tiny, K ≤ 2²⁴ and K·max|x| ≤ 2^sum.
+fn scaled_x(x: &[f32], tiny: i32, sum: i32) -> bool {
+    let tiny = 2f32.powi(tiny).to_bits();
+    let (mut max, mut small) = (0u32, false);
+    for v in x {
+        let a = v.to_bits() & 0x7FFF_FFFF;
+        max = max.max(a);
+        small |= a != 0 && a < tiny;
+    }
+    // NaN words compare above Inf's.
+    max < f32::INFINITY.to_bits()
+        && !small
+        && x.len() <= 1 << 24
+        && x.len() as f64 * f32::from_bits(max) as f64 <= 2f64.powi(sum)
 }
 
 /// The reference order, one element at a time from `start` (accumulator given).

@@ -10,14 +10,15 @@
 //! - q2 / t2: the group's four values `scale·code` form an 8-entry table (one multiply per
 //!   step); each lane shifts the broadcast 32-bit word of 16 codes right by 2i and
 //!   `vpermps` picks its value by the low 3 bits (table period 4).
-//! - nvfp4: per 16-value block an 8-entry table of the magnitudes `binary32(|e2m1|·sf) / d`;
-//!   lane i picks by nibble i's low 3 bits and gets bit 3 as its sign. The tables of two
-//!   blocks come from one divide (`0.5·sf/d` and `1.5·sf/d`, times powers of two: exact
-//!   unless a quotient is subnormal, which a per-row bound on d excludes; otherwise one
-//!   divide per block).
+//! - nvfp4: per 16-value block an 8-entry table of the magnitudes `binary32(|e2m1|·sf) / d`
+//!   (one multiply, one divide; in the scaled order `binary32(|e2m1|·sf)`, one multiply);
+//!   lane i picks by nibble i's low 3 bits and gets bit 3 as its sign.
 //! - E4M3FN: the word's bits placed into binary16 (value / 256) and converted by F16C, times
-//!   256·s; one byte compare per 32 words selects the short form (no NaN word, as in any
-//!   valid payload: sign-extend, shift, clear bit 14) or the general one.
+//!   256·s (not in the scaled order); one byte compare per 32 words selects the short form
+//!   (no NaN word, as in any valid payload: widen, shift, clear bit 14) or the general
+//!   one. The fp8 scaled order at M = 1 has its own kernel ([`fp8_scaled_m1`]: 4 rows ×
+//!   32 codes per step, codes widened in registers, NaN words detected once per tile,
+//!   the next row group prefetched).
 //! - bf16 / fp32: loads (8 values per step, tiles of up to 4 weight rows × 2 activation
 //!   rows).
 //!
@@ -44,6 +45,11 @@ trait Load {
     /// # Safety
     /// `k + 8·V <= K`, k a multiple of `8·V`; AVX2, FMA and F16C available.
     unsafe fn load(p: Self::P, k: usize) -> [__m256; 4];
+    /// The row's output from its eight-lane sum (as [`WRow::finish`]).
+    #[inline(always)]
+    fn finish(_p: Self::P, y: f32) -> f32 {
+        y
+    }
 }
 
 struct Bf16;
@@ -55,7 +61,9 @@ struct Q5;
 struct Q6;
 struct Q8;
 struct Fp8;
+struct Fp8Scaled;
 struct Nvfp4;
+struct Nvfp4Scaled;
 
 /// Plane pointers of a grouped row: codes, high bits, f32 scales.
 type GroupedP = (*const u8, *const u8, *const f32);
@@ -344,77 +352,261 @@ impl Load for Fp8 {
     }
 }
 
-impl Load for Nvfp4 {
-    /// Codes, block scales, the divisor, and whether the two-divide tables are exact for
-    /// this row (see `load`).
-    type P = (*const u8, *const f32, f32, bool);
+impl Load for Fp8Scaled {
+    /// Codes and the row's factor 256·s.
+    type P = (*const u8, f32);
     const V: usize = 4;
     fn ptr(w: &WRow<'_>) -> Self::P {
         match w {
-            // Every nonzero |sf| is at least 2⁻⁹, so with 0 < d ≤ 2¹¹⁶ no quotient
-            // 0.5·sf/d is subnormal.
-            WRow::Nvfp4 { codes, sf, d } => (
-                codes.as_ptr(),
-                sf.as_ptr(),
-                *d,
-                *d > 0.0 && *d <= f32::from_bits((116 + 127) << 23),
-            ),
+            WRow::Fp8Scaled { codes, factor } => (codes.as_ptr(), *factor),
+            _ => unreachable!("the fp8 scaled loader on another row kind"),
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load((c, _): Self::P, k: usize) -> [__m256; 4] {
+        // SAFETY: the 32 code bytes of elements k..k+32 (caller).
+        let c32 = unsafe { _mm256_loadu_si256(c.add(k).cast()) };
+        let mut o = NONE;
+        if no_nan_word(c32) {
+            o = e4m3fn32_div256(c32);
+        } else {
+            for (v, ov) in o.iter_mut().enumerate() {
+                // SAFETY: the 8 code bytes of elements k+8v.. (caller).
+                let c8 = unsafe { _mm_loadl_epi64(c.add(k + 8 * v).cast()) };
+                *ov = e4m3fn8_div256(_mm_cvtepu8_epi16(c8));
+            }
+        }
+        o
+    }
+    #[inline(always)]
+    fn finish((_, factor): Self::P, y: f32) -> f32 {
+        y * factor
+    }
+}
+
+/// Whether none of the 32 E4M3FN words is a NaN word (0x7F, 0xFF).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn no_nan_word(c32: __m256i) -> bool {
+    let m7 = _mm256_set1_epi8(0x7F);
+    _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(c32, m7), m7)) == 0
+}
+
+/// Thirty-two E4M3FN words, none a NaN word, as `2⁻⁸ ×` their exact values (four vectors
+/// of 8, in order), from the same binary16 words as [`e4m3fn8_div256`]'s short form: the 16-bit word
+/// `c·257` shifted right arithmetically by 1 holds the sign at bit 15, a copy at bit 14
+/// and the 7 magnitude bits at 14..7 over 7 low bits of junk; clearing bit 14 and the junk
+/// leaves the same binary16 word. (`vpunpck*bw` works within 128-bit halves: the low
+/// halves hold words 0..8 and 8..16, the high halves 16..24 and 24..32.)
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn e4m3fn32_div256(c: __m256i) -> [__m256; 4] {
+    let m = _mm256_set1_epi16(0xBF80u16 as i16);
+    let lo = _mm256_and_si256(_mm256_srai_epi16::<1>(_mm256_unpacklo_epi8(c, c)), m);
+    let hi = _mm256_and_si256(_mm256_srai_epi16::<1>(_mm256_unpackhi_epi8(c, c)), m);
+    [
+        _mm256_cvtph_ps(_mm256_castsi256_si128(lo)),
+        _mm256_cvtph_ps(_mm256_castsi256_si128(hi)),
+        _mm256_cvtph_ps(_mm256_extracti128_si256::<1>(lo)),
+        _mm256_cvtph_ps(_mm256_extracti128_si256::<1>(hi)),
+    ]
+}
+
+/// The fp8 scaled order at M = 1: `RW` rows side by side over one activation row, 32
+/// codes per row per step, each row's next group's same line prefetched `ahead` bytes
+/// on. NaN words are not decoded here (the short form turns them into finite values):
+/// the largest `c + c` (mod 256) over the tile, 0xFE exactly when a NaN word was seen,
+/// tells the caller to rerun the tile with the general loader. Returns the eight-lane
+/// sums of the whole 32-code chunks (elements `..k / 32 · 32`).
+///
+/// # Safety
+/// AVX2, FMA and F16C available; `k` readable code bytes at every `cp[i]` and `k` f32 at
+/// `x`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn fp8_scaled_tile<const RW: usize>(
+    cp: [*const u8; RW],
+    x: *const f32,
+    k: usize,
+    ahead: usize,
+) -> ([__m256; RW], bool) {
+    let mut acc = [_mm256_setzero_ps(); RW];
+    let mut seen = _mm256_setzero_si256();
+    let mut kk = 0;
+    while kk + 32 <= k {
+        // SAFETY: kk + 32 <= k elements of x and of every row.
+        unsafe {
+            let xv = [
+                _mm256_loadu_ps(x.add(kk)),
+                _mm256_loadu_ps(x.add(kk + 8)),
+                _mm256_loadu_ps(x.add(kk + 16)),
+                _mm256_loadu_ps(x.add(kk + 24)),
+            ];
+            for i in 0..RW {
+                if kk % 64 == 0 {
+                    _mm_prefetch::<_MM_HINT_T0>(cp[i].wrapping_add(ahead + kk).cast());
+                }
+                let c = _mm256_loadu_si256(cp[i].add(kk).cast());
+                seen = _mm256_max_epu8(seen, _mm256_add_epi8(c, c));
+                let [a, b, d, e] = e4m3fn32_div256(c);
+                acc[i] = _mm256_fmadd_ps(a, xv[0], acc[i]);
+                acc[i] = _mm256_fmadd_ps(b, xv[1], acc[i]);
+                acc[i] = _mm256_fmadd_ps(d, xv[2], acc[i]);
+                acc[i] = _mm256_fmadd_ps(e, xv[3], acc[i]);
+            }
+        }
+        kk += 32;
+    }
+    let nan = _mm256_movemask_epi8(_mm256_cmpeq_epi8(seen, _mm256_set1_epi8(0xFEu8 as i8)));
+    (acc, nan != 0)
+}
+
+/// Rows `w` (all [`WRow::Fp8Scaled`]) against one activation row `x`, tiles of 4.
+///
+/// # Safety
+/// As [`dot_rows`] with m = 1.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn fp8_scaled_m1(w: &[WRow<'_>], x: &[f32], out: &mut [f32]) {
+    // Rows are equally spaced in their plane: prefetch the same line of the row one tile
+    // further (the hardware prefetcher does not pick up four short streams in time).
+    let stride = match w {
+        [a, b, ..] => (Fp8Scaled::ptr(b).0 as usize).wrapping_sub(Fp8Scaled::ptr(a).0 as usize),
+        _ => 0,
+    };
+    let mut i = 0;
+    while i < w.len() {
+        let rw = (w.len() - i).min(4);
+        // SAFETY: the caller's contract.
+        unsafe {
+            match rw {
+                4 => fp8_scaled_rows::<4>(&w[i..], x, &mut out[i..], stride),
+                3 => fp8_scaled_rows::<3>(&w[i..], x, &mut out[i..], stride),
+                2 => fp8_scaled_rows::<2>(&w[i..], x, &mut out[i..], stride),
+                _ => fp8_scaled_rows::<1>(&w[i..], x, &mut out[i..], stride),
+            }
+        }
+        i += rw;
+    }
+}
+
+/// # Safety
+/// As [`fp8_scaled_m1`]; `RW` rows in `w` and outputs in `out`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn fp8_scaled_rows<const RW: usize>(
+    w: &[WRow<'_>],
+    x: &[f32],
+    out: &mut [f32],
+    stride: usize,
+) {
+    let k = x.len();
+    assert!(w.len() >= RW && out.len() >= RW && w[..RW].iter().all(|r| r.len() == k));
+    let p: [_; RW] = std::array::from_fn(|i| Fp8Scaled::ptr(&w[i]));
+    let cp = p.map(|(c, _)| c);
+    // SAFETY: every row holds k codes (checked above), x holds k values.
+    let (acc, nan) = unsafe { fp8_scaled_tile::<RW>(cp, x.as_ptr(), k, RW * stride) };
+    if nan {
+        // A NaN word (invalid payload): the general loader decodes it.
+        // SAFETY: the caller's contract.
+        return unsafe { tile::<Fp8Scaled, RW, 1>(w, x, 0, 1, out, 0) };
+    }
+    let done = k / 32 * 32;
+    for i in 0..RW {
+        let mut a = [0f32; 8];
+        // SAFETY: 8 writable floats.
+        unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc[i]) };
+        accumulate_scalar(&w[i], x, done, &mut a);
+        out[i] = Fp8Scaled::finish(p[i], tree8(a));
+    }
+}
+
+impl Load for Nvfp4 {
+    /// Codes, block scales and the divisor.
+    type P = (*const u8, *const f32, f32);
+    const V: usize = 4;
+    fn ptr(w: &WRow<'_>) -> Self::P {
+        match w {
+            WRow::Nvfp4 { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
             _ => unreachable!("the nvfp4 loader on another row kind"),
         }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load((c, sf, d, pow2): Self::P, k: usize) -> [__m256; 4] {
+    unsafe fn load((c, sf, d): Self::P, k: usize) -> [__m256; 4] {
         let dv = _mm256_set1_ps(d);
+        let m = &crate::words::e2m1::MAGNITUDES;
+        let mags = _mm256_setr_ps(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
         let mut tables = [_mm256_setzero_ps(); 2];
-        if pow2 {
-            // The magnitudes 0.5, 1, 2, 4 are powers of two times 0.5, and 3, 6 times 1.5:
-            // binary32(m·sf / d) = 2ʲ·binary32(0.5·sf / d) (or 1.5·sf) exactly while no
-            // quotient is subnormal (checked per row in `ptr`; an overflow rounds to Inf
-            // both ways). So one divide gives both blocks' a = 0.5·sf/d, b = 1.5·sf/d and
-            // the zero entry.
-            // SAFETY: blocks k/16 and k/16 + 1 have scales (caller).
-            let s2 = unsafe { _mm_castpd_ps(_mm_load_sd(sf.add(k / 16).cast())) };
-            let sv = _mm256_permutevar8x32_ps(
-                _mm256_castps128_ps256(s2),
-                _mm256_setr_epi32(0, 0, 1, 1, 0, 1, 0, 1),
-            );
-            // Lanes: a₀ b₀ a₁ b₁ z₀ z₁ (z = binary32(0·sf)/d, the direct zero entry: 0,
-            // or NaN when sf is NaN or d is 0).
-            let half = _mm256_setr_ps(0.5, 1.5, 0.5, 1.5, 0.0, 0.0, 0.0, 0.0);
-            let ab = _mm256_div_ps(_mm256_mul_ps(sv, half), dv);
-            // Table lanes 0..7 = magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 = z, a, 2a, b, 4a, 2b, 8a, 4b.
-            let pow = _mm256_setr_ps(1.0, 1.0, 2.0, 1.0, 4.0, 2.0, 8.0, 4.0);
-            for (b, t) in tables.iter_mut().enumerate() {
-                let (ia, ib, iz) = (2 * b as i32, 2 * b as i32 + 1, 4 + b as i32);
-                let pick = _mm256_setr_epi32(iz, ia, ia, ib, ia, ib, ia, ib);
-                *t = _mm256_mul_ps(_mm256_permutevar8x32_ps(ab, pick), pow);
-            }
-        } else {
-            let m = &crate::words::e2m1::MAGNITUDES;
-            let mags = _mm256_setr_ps(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
-            for (b, t) in tables.iter_mut().enumerate() {
-                // The block's 8 magnitudes binary32(binary32(|e2m1|·sf) / d), as the scalar
-                // reference.
-                // SAFETY: block k/16 + b has a scale (caller).
-                let s = unsafe { _mm256_broadcast_ss(&*sf.add(k / 16 + b)) };
-                *t = _mm256_div_ps(_mm256_mul_ps(mags, s), dv);
-            }
+        for (b, t) in tables.iter_mut().enumerate() {
+            // The block's 8 magnitudes binary32(binary32(|e2m1|·sf) / d), as the scalar
+            // reference: one multiply and one divide per 16 values. (Deriving two blocks'
+            // tables from one divide by powers of two, exact for most divisors, was slower:
+            // its permutes sit on the same ports as the lookups, and its dependency chain is
+            // longer.)
+            // SAFETY: block k/16 + b has a scale (caller).
+            let s = unsafe { _mm256_broadcast_ss(&*sf.add(k / 16 + b)) };
+            *t = _mm256_div_ps(_mm256_mul_ps(mags, s), dv);
         }
-        let mut o = NONE;
-        for (v, ov) in o.iter_mut().enumerate() {
-            // SAFETY: 4 code bytes of elements k+8v.. (caller).
-            let w = unsafe { bcast32(c.add((k + 8 * v) / 2)) };
-            let idx = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-            // Bit 3 of lane i's nibble is its sign.
-            let sign = _mm256_and_si256(_mm256_slli_epi32::<28>(idx), _mm256_set1_epi32(i32::MIN));
-            *ov = _mm256_xor_ps(
-                _mm256_permutevar8x32_ps(tables[v / 2], idx),
-                _mm256_castsi256_ps(sign),
-            );
-        }
-        o
+        // SAFETY: the codes of elements k..k+32 (caller).
+        unsafe { e2m1_lookup(c, tables, k) }
     }
+}
+
+impl Load for Nvfp4Scaled {
+    /// Codes, block scales and the divisor.
+    type P = (*const u8, *const f32, f32);
+    const V: usize = 4;
+    fn ptr(w: &WRow<'_>) -> Self::P {
+        match w {
+            WRow::Nvfp4Scaled { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
+            _ => unreachable!("the nvfp4 scaled loader on another row kind"),
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load((c, sf, _): Self::P, k: usize) -> [__m256; 4] {
+        let m = &crate::words::e2m1::MAGNITUDES;
+        let mags = _mm256_setr_ps(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]);
+        // The block's 8 magnitudes binary32(|e2m1|·sf) (exact): one multiply per block.
+        // SAFETY: blocks k/16 and k/16 + 1 have scales (caller).
+        let tables = unsafe {
+            [
+                _mm256_mul_ps(mags, _mm256_broadcast_ss(&*sf.add(k / 16))),
+                _mm256_mul_ps(mags, _mm256_broadcast_ss(&*sf.add(k / 16 + 1))),
+            ]
+        };
+        // SAFETY: the codes of elements k..k+32 (caller).
+        unsafe { e2m1_lookup(c, tables, k) }
+    }
+    #[inline(always)]
+    fn finish((_, _, d): Self::P, y: f32) -> f32 {
+        y / d
+    }
+}
+
+/// The values of elements k..k+32 (k a multiple of 32) from their E2M1 codes and the two
+/// blocks' magnitude tables: lane i of vector v picks by nibble i's low 3 bits and takes
+/// bit 3 as its sign.
+///
+/// # Safety
+/// The 16 code bytes of elements k..k+32 are readable.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn e2m1_lookup(c: *const u8, tables: [__m256; 2], k: usize) -> [__m256; 4] {
+    let mut o = NONE;
+    for (v, ov) in o.iter_mut().enumerate() {
+        // SAFETY: 4 code bytes of elements k+8v.. (caller).
+        let w = unsafe { bcast32(c.add((k + 8 * v) / 2)) };
+        let idx = _mm256_srlv_epi32(w, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+        // Bit 3 of lane i's nibble is its sign.
+        let sign = _mm256_and_si256(_mm256_slli_epi32::<28>(idx), _mm256_set1_epi32(i32::MIN));
+        *ov = _mm256_xor_ps(
+            _mm256_permutevar8x32_ps(tables[v / 2], idx),
+            _mm256_castsi256_ps(sign),
+        );
+    }
+    o
 }
 
 /// Eight E4M3FN words (one per u16 lane) as `2⁻⁸ ×` their exact f32 values: the word's 7
@@ -453,7 +645,10 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
                 G::Q8 => tiles::<Q8>(w, x, m, out),
             },
             Some(WRow::Fp8 { .. }) => tiles::<Fp8>(w, x, m, out),
+            Some(WRow::Fp8Scaled { .. }) if m == 1 => fp8_scaled_m1(w, x, out),
+            Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled>(w, x, m, out),
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
+            Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
             Some(_) => tiles::<F32>(w, x, m, out),
             None => {}
         }
@@ -478,7 +673,9 @@ pub(super) unsafe fn materialize(w: &WRow<'_>, out: &mut [f32]) {
                 G::Q8 => values::<Q8>(w, out),
             },
             WRow::Fp8 { .. } => values::<Fp8>(w, out),
+            WRow::Fp8Scaled { .. } => values::<Fp8Scaled>(w, out),
             WRow::Nvfp4 { .. } => values::<Nvfp4>(w, out),
+            WRow::Nvfp4Scaled { .. } => values::<Nvfp4Scaled>(w, out),
             _ => values::<F32>(w, out),
         }
     }
@@ -633,7 +830,7 @@ unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
             unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]) };
             let xr = &x[(r0 + r) * k..(r0 + r + 1) * k];
             accumulate_scalar(&w[i], xr, kk, &mut a);
-            out[(i0 + i) * m + r0 + r] = tree8(a);
+            out[(i0 + i) * m + r0 + r] = L::finish(wp[i], tree8(a));
         }
     }
 }
