@@ -48,7 +48,7 @@ const (
 	// ActivationQ8_1 first quantizes each row of x to ggml's q8_1 blocks (32 values, a
 	// binary16 scale d, codes round(x/d) in [-127, 127]) and multiplies with x̂ = d·code:
 	// the only profile of GGUF weights, opt-in for q2/t2/q4/q5/q6/q8 grouped formats in
-	// row_split_k128_v1 (K a multiple of 32).
+	// row_split_k128_v1 and for nvfp4 (K a multiple of 32).
 	ActivationQ8_1 = Activation(C.NINFER_ACTIVATION_Q8_1)
 )
 
@@ -68,7 +68,7 @@ func LinearSupported(f Format, l Layout, x, y Dtype, device Device) (bool, error
 // ActivationSupported reports whether this build computes linear for weights of f in l on
 // device with the activation profile a: (true, nil) when it does, (false, nil) when the
 // numbers are valid but it does not (Exact on GGUF formats, Q8_1 on bf16, fp32, fp8 rows,
-// nvfp4, any CUDA combination), and an error for numbers that name nothing
+// any CUDA combination), and an error for numbers that name nothing
 // (ErrUnknownFormat, ErrUnknownLayout, ErrIncompatibleLayout, ErrInvalidArgument for the
 // activation or device). Q8_1 also needs K to be a multiple of 32, checked by SetActivation.
 func ActivationSupported(f Format, l Layout, a Activation, device Device) (bool, error) {

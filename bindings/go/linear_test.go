@@ -169,7 +169,7 @@ func TestActivationSupportedTable(t *testing.T) {
 		{FormatBF16, cl, ActivationExact, DeviceCPU, true},
 		{FormatBF16, cl, ActivationQ8_1, DeviceCPU, false},
 		{FormatFP32, cl, ActivationQ8_1, DeviceCPU, false},
-		{FormatNVFP4, LayoutBlockScaleK16M128x4V1, ActivationQ8_1, DeviceCPU, false},
+		{FormatNVFP4, LayoutBlockScaleK16M128x4V1, ActivationQ8_1, DeviceCPU, true},
 		{FormatQ4G64FP16, rs, ActivationQ8_1, DeviceCUDA, false}, // not in this build
 	}
 	for _, c := range cases {

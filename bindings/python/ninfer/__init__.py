@@ -245,7 +245,7 @@ class Activation(enum.IntEnum):
     ``EXACT``: x as given; the default of every non-GGUF format, unavailable for GGUF
     weights. ``Q8_1``: each row of x first quantized to ggml's q8_1 blocks (32 values, a
     binary16 scale d, codes round(x/d) in [-127, 127]), then x̂ = d·code; the only profile of
-    GGUF weights, opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1."""
+    GGUF weights, opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1 and for nvfp4."""
 
     EXACT = 0
     Q8_1 = 1
@@ -662,7 +662,7 @@ def linear_activation_supported(fmt: Union[int, str], layout: Optional[int] = No
     """True when this build computes ``linear`` for ``fmt`` in ``layout`` (default: the
     format's registered layout) on ``device`` with the :class:`Activation` profile
     ``activation`` (default: Q8_1, the opt-in one), False when the numbers are valid but it does not (EXACT on GGUF formats,
-    Q8_1 on bf16, fp32, fp8 rows, nvfp4, CUDA); raises NinferError for numbers that name
+    Q8_1 on bf16, fp32, fp8 rows, CUDA); raises NinferError for numbers that name
     nothing (UNKNOWN_FORMAT, UNKNOWN_LAYOUT, INCOMPATIBLE_LAYOUT, INVALID_ARGUMENT for the
     activation or device). Q8_1 also needs K to be a multiple of 32, checked by
     :meth:`Linear.set_activation`."""

@@ -395,7 +395,7 @@ class ActivationTests(unittest.TestCase):
             ("bf16", A.EXACT, ninfer.DEVICE_CPU, True),
             ("bf16", A.Q8_1, ninfer.DEVICE_CPU, False),
             ("fp32", A.Q8_1, ninfer.DEVICE_CPU, False),
-            ("nvfp4", A.Q8_1, ninfer.DEVICE_CPU, False),
+            ("nvfp4", A.Q8_1, ninfer.DEVICE_CPU, True),
             ("q4_g64_fp16", A.Q8_1, ninfer.DEVICE_CUDA, False),
         ]:
             layout = rs if fmt[0] in "qt" else None

@@ -387,14 +387,14 @@ pub const Activation = enum(u32) {
     exact = c.NINFER_ACTIVATION_EXACT,
     /// Each row of x quantized to ggml's q8_1 blocks (32 values, a binary16 scale d, codes
     /// round(x/d) in [-127, 127]), then x̂ = d·code: the only profile of GGUF weights,
-    /// opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1.
+    /// opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1 and for nvfp4.
     q8_1 = c.NINFER_ACTIVATION_Q8_1,
     _,
 };
 
 /// True when this build computes linear for `format` in `layout` on `device` with the
 /// profile `activation`, false when the numbers are valid but it does not (exact on GGUF
-/// formats, q8_1 on bf16, fp32, fp8 rows, nvfp4, CUDA); an error for numbers that name
+/// formats, q8_1 on bf16, fp32, fp8 rows, CUDA); an error for numbers that name
 /// nothing (UnknownFormat, UnknownLayout, IncompatibleLayout, InvalidArgument for the
 /// activation or device). q8_1 also needs K to be a multiple of 32, checked by
 /// `Linear.setActivation`.
@@ -716,7 +716,7 @@ test "activation: the documented support table" {
         .{ .f = c.NINFER_FORMAT_BF16, .l = cl, .a = .exact, .d = cpu, .want = true },
         .{ .f = c.NINFER_FORMAT_BF16, .l = cl, .a = .q8_1, .d = cpu, .want = false },
         .{ .f = c.NINFER_FORMAT_FP32, .l = cl, .a = .q8_1, .d = cpu, .want = false },
-        .{ .f = c.NINFER_FORMAT_NVFP4, .l = c.NINFER_LAYOUT_BLOCK_SCALE_K16_M128X4_V1, .a = .q8_1, .d = cpu, .want = false },
+        .{ .f = c.NINFER_FORMAT_NVFP4, .l = c.NINFER_LAYOUT_BLOCK_SCALE_K16_M128X4_V1, .a = .q8_1, .d = cpu, .want = true },
         .{ .f = c.NINFER_FORMAT_Q4_G64_FP16, .l = rs, .a = .q8_1, .d = c.NINFER_DEVICE_CUDA, .want = false },
     };
     for (cases) |k| {
