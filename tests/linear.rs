@@ -2106,3 +2106,118 @@ fn nvfp4_scaled_order_conditions_both_sides() {
     }
     println!("nvfp4 scaled-order conditions: {total} outputs within linear_f32acc_v1");
 }
+
+/// A weight row's bits do not depend on the rows that share its pass (nvfp4, both
+/// activation profiles): the q8_1 kernel decides "fast" from one running maximum of the
+/// scale words of its group of four rows, the exact profile splits a group into runs of
+/// scaled and plain rows. Each row of a weight mixing a fast / scaled row with extreme
+/// neighbours (a NaN scale word, d_w = 2¹¹⁷ with the scale 2⁻⁹ (subnormal weights), d_w =
+/// 3·10³⁸ with scales ≥ 8 (fast only by a scan of its own words), d_w = 2⁻¹⁴⁰ (infinite
+/// weights), a negative scale word, a NaN divisor) at every position of groups of N = 1..5
+/// and 9 rows gives the bits of the same row as a one-row weight. (NaN outputs compared as
+/// NaN: their sign is the documented exception, docs/linear.md.)
+#[test]
+fn nvfp4_weight_row_bits_do_not_depend_on_its_group() {
+    use linear::Activation;
+    let mut rng = Rng(314);
+    let layout = Layout::BlockScaleK16_M128x4_V1;
+    let canon = |v: &[f32]| -> Vec<u32> {
+        v.iter()
+            .map(|f| if f.is_nan() { 0x7FC0_0000 } else { f.to_bits() })
+            .collect()
+    };
+    let mut compared = 0;
+    for k in [64usize, 160, 256] {
+        let nkb = k / 16;
+        // (scale words of the row, divisor): kind 0 is the ordinary row.
+        let kind = |e: usize, rng: &mut Rng| -> (Vec<u8>, f32) {
+            let mut w: Vec<u8> = (0..nkb).map(|_| (rng.next() % 0x7F) as u8).collect();
+            let d = match e {
+                0 => 0.75 + rng.unit().abs(),
+                1 => {
+                    w[nkb - 1] = 0x7F;
+                    1.0
+                }
+                2 => {
+                    w.iter_mut().for_each(|s| *s = 0x01);
+                    2f32.powi(117)
+                }
+                3 => {
+                    w.iter_mut().for_each(|s| *s = 0x50 + *s % 0x2F);
+                    3e38
+                }
+                4 => f32::from_bits(1 << 9),
+                5 => {
+                    w[0] = 0xB8;
+                    1.0
+                }
+                _ => f32::NAN,
+            };
+            (w, d)
+        };
+        for n in [1usize, 2, 3, 4, 5, 9] {
+            for extreme in 1..7 {
+                for at in 0..n {
+                    let (mut codes, mut words, mut divs) = (Vec::new(), Vec::new(), Vec::new());
+                    for r in 0..n {
+                        let (w, d) = kind(if r == at { 0 } else { extreme }, &mut rng);
+                        codes.extend((0..k).map(|_| (rng.next() % 16) as u8));
+                        words.extend(w);
+                        divs.push(d);
+                    }
+                    let planes = nvfp4_planes(n, k, &codes, &words, &divs);
+                    let view = WeightView::new(
+                        Format::Nvfp4,
+                        layout,
+                        n,
+                        k,
+                        [&planes[0], &planes[1], &planes[2]],
+                    )
+                    .unwrap();
+                    let m = 3;
+                    let x: Vec<f32> = (0..m * k).map(|_| rng.unit()).collect();
+                    for act in [Activation::Exact, Activation::Q8_1] {
+                        for isa in isas() {
+                            let mut w = PreparedWeight::new(view).unwrap();
+                            w.set_activation(act).unwrap();
+                            w.set_isa(isa).unwrap();
+                            for mm in [1, m] {
+                                let y = forward(&w, &x[..mm * k], mm, None);
+                                for r in 0..n {
+                                    let p = nvfp4_planes(
+                                        1,
+                                        k,
+                                        &codes[r * k..(r + 1) * k],
+                                        &words[r * nkb..(r + 1) * nkb],
+                                        &divs[r..r + 1],
+                                    );
+                                    let v1 = WeightView::new(
+                                        Format::Nvfp4,
+                                        layout,
+                                        1,
+                                        k,
+                                        [&p[0], &p[1], &p[2]],
+                                    )
+                                    .unwrap();
+                                    let mut w1 = PreparedWeight::new(v1).unwrap();
+                                    w1.set_activation(act).unwrap();
+                                    w1.set_isa(isa).unwrap();
+                                    let y1 = forward(&w1, &x[..mm * k], mm, None);
+                                    let mine: Vec<f32> = (0..mm).map(|i| y[i * n + r]).collect();
+                                    assert_eq!(
+                                        canon(&y1),
+                                        canon(&mine),
+                                        "K={k} N={n} row {r} (ordinary row at {at}, neighbours \
+                                         of kind {extreme}) {act:?} {isa:?} M={mm}"
+                                    );
+                                    compared += mm;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!("nvfp4 rows alone = rows in their group: {compared} outputs");
+}
