@@ -2221,3 +2221,169 @@ fn nvfp4_weight_row_bits_do_not_depend_on_its_group() {
     }
     println!("nvfp4 rows alone = rows in their group: {compared} outputs");
 }
+
+/// Bytes copied so that they end exactly where an inaccessible page begins: a kernel load
+/// past the end of a plane faults (a prefetch does not).
+#[cfg(unix)]
+struct GuardedBytes {
+    map: *mut u8,
+    map_len: usize,
+    at: usize,
+    len: usize,
+}
+
+#[cfg(unix)]
+impl GuardedBytes {
+    fn new(bytes: &[u8]) -> GuardedBytes {
+        // SAFETY: a fresh private anonymous mapping of whole pages; the copy stays inside
+        // its readable part (data_pages·page ≥ bytes.len()).
+        unsafe {
+            let page = libc::sysconf(libc::_SC_PAGESIZE) as usize;
+            let data_pages = bytes.len().div_ceil(page).max(1);
+            let map_len = (data_pages + 1) * page;
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(map, libc::MAP_FAILED);
+            let map = map.cast::<u8>();
+            let guard = map.add(data_pages * page);
+            assert_eq!(libc::mprotect(guard.cast(), page, libc::PROT_NONE), 0);
+            let at = data_pages * page - bytes.len();
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), map.add(at), bytes.len());
+            GuardedBytes {
+                map,
+                map_len,
+                at,
+                len: bytes.len(),
+            }
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` initialized bytes at `at` inside the live mapping.
+        unsafe { std::slice::from_raw_parts(self.map.add(self.at), self.len) }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for GuardedBytes {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.map.cast(), self.map_len) };
+    }
+}
+
+/// The in-place kernels never load past the end of a plane: nvfp4 (both activation
+/// profiles; the q8_1 kernel reads the swizzled scale plane in place, so the last rows of
+/// a 128-row band end at the plane's end) and fp8 (both layouts, both orders), every plane
+/// placed right before an inaccessible page, N = 1..5, 9, 128, 130, K with partial scale
+/// tiles (K/16 = 1, 2, 3, 5, 6, 9, 10, 18) and whole ones (8, 16: the last word of row 127
+/// is the plane's last byte) and odd fp8 K, M = 1, 2, 5, scalar and AVX2,
+/// 2 threads: the same bits as from ordinary buffers, and no fault.
+#[cfg(unix)]
+#[test]
+fn in_place_kernels_stay_inside_their_planes() {
+    use linear::Activation;
+    let mut rng = Rng(2718);
+    let mut runs = 0;
+    let run = |view: WeightView<'_>, act: Activation, isa: Isa, x: &[f32], m: usize| {
+        let mut w = PreparedWeight::new(view).unwrap();
+        w.set_activation(act).unwrap();
+        w.set_isa(isa).unwrap();
+        w.set_threads(2).unwrap();
+        forward(&w, x, m, None)
+    };
+    for n in [1usize, 2, 3, 4, 5, 9, 128, 130] {
+        for k in [16usize, 32, 48, 80, 96, 128, 144, 160, 256, 288] {
+            let nkb = k / 16;
+            let codes: Vec<u8> = (0..n * k).map(|_| (rng.next() % 16) as u8).collect();
+            // Ordinary rows, scaled-order rows (d = 1) and rows outside both fast orders.
+            let words: Vec<u8> = (0..n * nkb).map(|_| (rng.next() % 0x7F) as u8).collect();
+            let divs: Vec<f32> = (0..n)
+                .map(|i| [1.0f32, 2f32.powi(117), 0.8][i % 3])
+                .collect();
+            let planes = nvfp4_planes(n, k, &codes, &words, &divs);
+            let g: Vec<GuardedBytes> = planes.iter().map(|p| GuardedBytes::new(p)).collect();
+            let layout = Layout::BlockScaleK16_M128x4_V1;
+            let v = WeightView::new(
+                Format::Nvfp4,
+                layout,
+                n,
+                k,
+                [&planes[0], &planes[1], &planes[2]],
+            )
+            .unwrap();
+            let vg = WeightView::new(
+                Format::Nvfp4,
+                layout,
+                n,
+                k,
+                [g[0].bytes(), g[1].bytes(), g[2].bytes()],
+            )
+            .unwrap();
+            for act in [Activation::Exact, Activation::Q8_1] {
+                if act == Activation::Q8_1 && k % 32 != 0 {
+                    continue;
+                }
+                for isa in isas() {
+                    for m in [1usize, 2, 5] {
+                        let x: Vec<f32> = (0..m * k).map(|_| rng.unit()).collect();
+                        let want = run(v, act, isa, &x, m);
+                        assert_eq!(bits(&run(vg, act, isa, &x, m)), bits(&want));
+                        runs += 1;
+                    }
+                }
+            }
+            for format in [Format::Fp8E4m3fnRowBf16, Format::Fp8E4m3fnRowFp16] {
+                let (layout, kf) = (format.info().layout, k + 1);
+                // Codes without NaN words; multipliers 1.5 (scaled order) and, for bf16,
+                // 2¹²⁰ on every third row (the multiply-per-element order).
+                let fcodes: Vec<u8> = (0..n * kf).map(|_| rng.next() as u8 & 0xBF).collect();
+                let mult = |r: usize| -> [u8; 2] {
+                    match format {
+                        Format::Fp8E4m3fnRowBf16 if r % 3 == 0 => 0x7B80u16,
+                        Format::Fp8E4m3fnRowBf16 => 0x3FC0,
+                        _ => 0x3E00,
+                    }
+                    .to_le_bytes()
+                };
+                let p: Vec<Vec<u8>> = if layout == Layout::RowScaleV1 {
+                    vec![fcodes, (0..n).flat_map(mult).collect(), Vec::new()]
+                } else {
+                    let stride = ninfer::layouts::plane_sizes(format, layout, 1, kf).unwrap()[0];
+                    let mut rec = vec![0u8; n * stride];
+                    for (r, o) in rec.chunks_exact_mut(stride).enumerate() {
+                        o[..2].copy_from_slice(&mult(r));
+                        o[2..2 + kf].copy_from_slice(&fcodes[r * kf..(r + 1) * kf]);
+                    }
+                    vec![rec, Vec::new(), Vec::new()]
+                };
+                let g: Vec<GuardedBytes> = p.iter().map(|q| GuardedBytes::new(q)).collect();
+                let v = WeightView::new(format, layout, n, kf, [&p[0], &p[1], &p[2]]).unwrap();
+                let vg = WeightView::new(
+                    format,
+                    layout,
+                    n,
+                    kf,
+                    [g[0].bytes(), g[1].bytes(), g[2].bytes()],
+                )
+                .unwrap();
+                for isa in isas() {
+                    for m in [1usize, 2, 5] {
+                        let x: Vec<f32> = (0..m * kf).map(|_| rng.unit()).collect();
+                        let want = run(v, Activation::Exact, isa, &x, m);
+                        let got = run(vg, Activation::Exact, isa, &x, m);
+                        assert_eq!(bits(&got), bits(&want), "{format} N={n} K={kf}");
+                        runs += 1;
+                    }
+                }
+            }
+        }
+    }
+    println!("in-place kernels next to a guard page: {runs} products");
+}
