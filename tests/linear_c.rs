@@ -423,3 +423,196 @@ fn c_activation_profile() {
         ninfer_linear_free(h);
     }
 }
+
+/// `ninfer_linear_forward` through C on an f32 / bf16 / f16 x buffer (y f32).
+fn c_forward(h: *const Handle, x: &[u8], dtype: u32, m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut y = vec![0f32; m * n];
+    // SAFETY: a live handle; buffers of the stated lengths.
+    let st = unsafe {
+        ninfer_linear_forward(
+            h,
+            x.as_ptr().cast(),
+            x.len(),
+            dtype,
+            m as u64,
+            k as u64,
+            std::ptr::null(),
+            0,
+            y.as_mut_ptr().cast(),
+            y.len() * 4,
+            0,
+        )
+    };
+    assert_eq!(st, Status::Ok);
+    y
+}
+
+/// nvfp4 through C: `ninfer_linear_set_activation(Q8_1)` with K a multiple of 16 but not
+/// of 32 is BAD_SHAPE before and after a forward, twice, and leaves the exact profile in
+/// place (the same bits as the Rust API's exact product); with K = 64 it may be set twice
+/// after an exact forward and switched back (each forward the Rust API's bits). bf16 and
+/// f16 activations holding NaN and ±Inf on nvfp4 and fp8 weights: NaN, +Inf and −Inf
+/// exactly where the f64 product of the decoded weights with x has them (the fp8 / nvfp4
+/// scaled orders must leave such rows to the plain order), finite values bit for bit those
+/// of the f32 x.
+#[test]
+fn c_nvfp4_activation_setting_and_non_finite_activations() {
+    use ninfer::linear::Activation;
+    use ninfer::{Layout, decode};
+    let n = 5;
+    let nv = |k: usize| -> Vec<Vec<u8>> {
+        let sizes =
+            ninfer::layouts::plane_sizes(Format::Nvfp4, Layout::BlockScaleK16_M128x4_V1, n, k)
+                .unwrap();
+        let mut p: Vec<Vec<u8>> = sizes
+            .iter()
+            .map(|&l| (0..l).map(|i| (i * 29 % 251) as u8).collect())
+            .collect();
+        p[1].iter_mut().for_each(|s| *s %= 0x60); // valid, moderate scales
+        p[2] = 1.25f32.to_le_bytes().to_vec();
+        p
+    };
+    let cv = |format: Format, layout: Layout, k: usize, p: &[Vec<u8>]| View {
+        format: format as u32,
+        layout: layout as u32,
+        rows: n as u64,
+        cols: k as u64,
+        planes: [0, 1, 2].map(|i| Bytes {
+            ptr: if p[i].is_empty() {
+                std::ptr::null()
+            } else {
+                p[i].as_ptr()
+            },
+            len: p[i].len(),
+        }),
+    };
+    let f32_bytes = |x: &[f32]| -> Vec<u8> { x.iter().flat_map(|v| v.to_ne_bytes()).collect() };
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    let lay = Layout::BlockScaleK16_M128x4_V1;
+    for k in [48usize, 64] {
+        let p = nv(k);
+        let v = cv(Format::Nvfp4, lay, k, &p);
+        let rv = WeightView::new(Format::Nvfp4, lay, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+        let x: Vec<f32> = (0..2 * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let rust = |act: Activation| {
+            let mut w = PreparedWeight::new(rv).unwrap();
+            w.set_activation(act).unwrap();
+            let mut y = vec![0f32; 2 * n];
+            w.forward_f32(&x, 2, None, &mut y).unwrap();
+            y
+        };
+        let exact = rust(Activation::Exact);
+        let mut h: *mut Handle = std::ptr::null_mut();
+        // SAFETY: the view's planes outlive the handle; the handle is freed once.
+        unsafe {
+            assert_eq!(ninfer_linear_prepare(&v, 0, &mut h), Status::Ok);
+            let want_q8 = if k % 32 == 0 {
+                Status::Ok
+            } else {
+                Status::BadShape
+            };
+            assert_eq!(ninfer_linear_set_activation(h, 1), want_q8);
+            if k % 32 != 0 {
+                let y = c_forward(h, &f32_bytes(&x), 0, 2, k, n);
+                assert_eq!(bits(&y), bits(&exact), "K={k}: exact profile kept");
+                assert_eq!(ninfer_linear_set_activation(h, 1), Status::BadShape);
+                assert_eq!(ninfer_linear_set_activation(h, 1), Status::BadShape);
+                let y = c_forward(h, &f32_bytes(&x), 0, 2, k, n);
+                assert_eq!(bits(&y), bits(&exact), "K={k}: exact profile kept");
+            } else {
+                let q8 = rust(Activation::Q8_1);
+                assert_ne!(bits(&q8), bits(&exact));
+                assert_eq!(ninfer_linear_set_activation(h, 0), Status::Ok);
+                let y = c_forward(h, &f32_bytes(&x), 0, 2, k, n);
+                assert_eq!(bits(&y), bits(&exact), "K={k} exact");
+                assert_eq!(ninfer_linear_set_activation(h, 1), Status::Ok);
+                assert_eq!(ninfer_linear_set_activation(h, 1), Status::Ok);
+                let y = c_forward(h, &f32_bytes(&x), 0, 2, k, n);
+                assert_eq!(bits(&y), bits(&q8), "K={k} q8_1 (set twice)");
+                assert_eq!(ninfer_linear_set_activation(h, 0), Status::Ok);
+                let y = c_forward(h, &f32_bytes(&x), 0, 2, k, n);
+                assert_eq!(bits(&y), bits(&exact), "K={k} back to exact");
+            }
+            ninfer_linear_free(h);
+        }
+    }
+
+    // Non-finite bf16 / f16 activations on nvfp4 (K = 64) and fp8 (K = 40) weights.
+    let k = 64;
+    let p = nv(k);
+    let fp8_codes: Vec<u8> = (0..n * 40).map(|i| (i * 37 % 251) as u8 & 0xBF).collect();
+    let fp8_scales: Vec<u8> = (0..n)
+        .flat_map(|r| [0x3F80u16, 0x3C00][r % 2].to_le_bytes())
+        .collect();
+    let fp8_planes = vec![fp8_codes, fp8_scales, Vec::new()];
+    let mut checked = 0;
+    for (format, layout, k, planes) in [
+        (Format::Nvfp4, lay, k, &p),
+        (
+            Format::Fp8E4m3fnRowBf16,
+            Layout::RowScaleV1,
+            40,
+            &fp8_planes,
+        ),
+    ] {
+        let v = cv(format, layout, k, planes);
+        let rv =
+            WeightView::new(format, layout, n, k, [&planes[0], &planes[1], &planes[2]]).unwrap();
+        let mut wd = vec![0f32; n * k];
+        for r in 0..n {
+            decode::decode_row(&rv, r as u64, &mut wd[r * k..(r + 1) * k]).unwrap();
+        }
+        // Row 0 ordinary, 1 one NaN, 2 one +Inf, 3 +Inf and −Inf, 4 one −Inf (values exact
+        // in bf16 and f16).
+        let m = 5;
+        let mut x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 13 % 64) as f32 - 32.0) / 16.0)
+            .collect();
+        x[k + 7] = f32::NAN;
+        x[2 * k + 3] = f32::INFINITY;
+        x[3 * k + 1] = f32::INFINITY;
+        x[3 * k + k - 1] = f32::NEG_INFINITY;
+        x[4 * k + 9] = f32::NEG_INFINITY;
+        let mut w = PreparedWeight::new(rv).unwrap();
+        w.set_threads(1).unwrap();
+        let mut want = vec![0f32; m * n];
+        w.forward_f32(&x, m, None, &mut want).unwrap();
+        let mut h: *mut Handle = std::ptr::null_mut();
+        // SAFETY: as above.
+        unsafe { assert_eq!(ninfer_linear_prepare(&v, 0, &mut h), Status::Ok) };
+        for (dtype, code) in [(ninfer::Dtype::Bf16, 1u32), (ninfer::Dtype::F16, 2)] {
+            assert_eq!(ninfer::Dtype::from_u32(code).unwrap(), dtype);
+            let xb: Vec<u8> = x
+                .iter()
+                .flat_map(|&v| match dtype {
+                    ninfer::Dtype::Bf16 => half::bf16::from_f32(v).to_bits().to_ne_bytes(),
+                    _ => half::f16::from_f32(v).to_bits().to_ne_bytes(),
+                })
+                .collect();
+            let y = c_forward(h, &xb, code, m, k, n);
+            for i in 0..m {
+                for r in 0..n {
+                    let yref: f64 = (0..k)
+                        .map(|j| wd[r * k + j] as f64 * x[i * k + j] as f64)
+                        .sum();
+                    let (got, what) = (
+                        y[i * n + r],
+                        format!("{format} {dtype:?} x row {i} w row {r}"),
+                    );
+                    if yref.is_nan() {
+                        assert!(got.is_nan(), "{what}: {got}, expected NaN");
+                    } else if yref.is_infinite() {
+                        assert_eq!(got as f64, yref, "{what}");
+                    } else {
+                        assert_eq!(got.to_bits(), want[i * n + r].to_bits(), "{what}");
+                    }
+                    checked += 1;
+                }
+            }
+            assert!(y[n..].iter().any(|v| v.is_nan()) && y.iter().any(|v| v.is_infinite()));
+        }
+        // SAFETY: freed once.
+        unsafe { ninfer_linear_free(h) };
+    }
+    println!("non-finite bf16/f16 activations through C: {checked} outputs");
+}
