@@ -2387,3 +2387,86 @@ fn in_place_kernels_stay_inside_their_planes() {
     }
     println!("in-place kernels next to a guard page: {runs} products");
 }
+
+/// The q8_1 profile's exact-weight order of nvfp4 (rows that are not fast) is the exact
+/// profile's plain order with x̂ for x (cpu::nvfp4_q8 docs): rows with subnormal weights
+/// (d_w = 2¹¹⁷ with the scale 2⁻⁹; 3·10³⁸ with small scales), infinite weights (d_w =
+/// 2⁻¹⁴⁰, d_w = 0), a NaN divisor, and d_w = 2¹²⁰ with a NaN scale word give, under
+/// `Activation::Q8_1` on x, the bits the exact profile gives on x̂ (re-derived here), ±Inf
+/// and NaN included (NaN compared as NaN: the sign is the documented exception), M = 1
+/// and 3, scalar and AVX2. (Rows whose divisor lies in the exact profile's scaled range
+/// take its scaled order there, so they are not compared.)
+#[test]
+fn nvfp4_q8_1_exact_weight_rows_are_the_plain_order_on_xhat() {
+    use linear::Activation;
+    let mut rng = Rng(1618);
+    let (n, k, m) = (6usize, 256usize, 3usize);
+    let nkb = k / 16;
+    // Row 2's codes all +0.5 (its weights +Inf or 0: a +Inf output against x > 0).
+    let codes: Vec<u8> = (0..n * k)
+        .map(|j| {
+            if j / k == 2 {
+                1
+            } else {
+                (rng.next() % 16) as u8
+            }
+        })
+        .collect();
+    let mut words: Vec<u8> = (0..n * nkb).map(|_| (rng.next() % 0x7F) as u8).collect();
+    words[3] = 0x01; // row 0: 0.5·2⁻⁹ / 2¹¹⁷ is subnormal
+    for w in &mut words[nkb..2 * nkb] {
+        *w %= 0x30; // row 1: scales below 1 against 3·10³⁸
+    }
+    words[nkb + 5] = 0x01;
+    words[5 * nkb + 7] = 0x7F; // row 5: NaN scale
+    let divs = [
+        2f32.powi(117),
+        3e38,
+        f32::from_bits(1 << 9),
+        0.0,
+        f32::NAN,
+        2f32.powi(120),
+    ];
+    let planes = nvfp4_planes(n, k, &codes, &words, &divs);
+    let view = WeightView::new(
+        Format::Nvfp4,
+        Layout::BlockScaleK16_M128x4_V1,
+        n,
+        k,
+        [&planes[0], &planes[1], &planes[2]],
+    )
+    .unwrap();
+    // Activation row 0 in [1, 3] (every code nonzero), the others in (−3, 3).
+    let x: Vec<f32> = (0..m * k)
+        .map(|i| match i / k {
+            0 => 1.0 + 2.0 * rng.unit().abs(),
+            _ => rng.unit() * 3.0,
+        })
+        .collect();
+    let xhat: Vec<f32> = x
+        .chunks(k)
+        .flat_map(q8_1_xhat)
+        .map(|v| v as f32) // exact: d16·q
+        .collect();
+    let canon = |v: &[f32]| -> Vec<u32> {
+        v.iter()
+            .map(|f| if f.is_nan() { 0x7FC0_0000 } else { f.to_bits() })
+            .collect()
+    };
+    let mut compared = 0;
+    for isa in isas() {
+        let mut q = PreparedWeight::new(view).unwrap();
+        q.set_activation(Activation::Q8_1).unwrap();
+        q.set_isa(isa).unwrap();
+        let mut e = PreparedWeight::new(view).unwrap();
+        e.set_isa(isa).unwrap();
+        for mm in [1, m] {
+            let yq = forward(&q, &x[..mm * k], mm, None);
+            let ye = forward(&e, &xhat[..mm * k], mm, None);
+            assert_eq!(canon(&yq), canon(&ye), "{isa:?} M={mm}");
+            assert!(yq.iter().any(|v| v.is_nan()) && yq.iter().any(|v| v.is_infinite()));
+            compared += yq.len();
+        }
+    }
+    println!("nvfp4 q8_1 exact-weight rows = exact profile on x̂: {compared} outputs");
+}

@@ -40,9 +40,12 @@
 //! of the exact profile, `±binary32(binary32(|e2m1(c)|·sf) / d_w)` with their arithmetic
 //! meaning (NaN words as NaN, the code's sign last), times `x̂_k = dx_j·q_k` (exact),
 //! `acc[k mod 8] ← fma(w_k, x̂_k, acc[k mod 8])` in increasing k, `tree8(acc)` — the exact
-//! profile's f32 order with x̂ for x, so such a row gives what the exact profile gives on
-//! x̂, NaN and Inf included. No payload is refused (§8: products do not validate; run
-//! `validate` first on untrusted payloads).
+//! profile's plain f32 order with x̂ for x, so such a row gives what the exact profile's
+//! plain order gives on x̂, NaN and Inf included. (The exact profile runs a row in its
+//! scaled order instead when 2⁻¹¹⁵ ≤ |d_w| ≤ 2¹¹⁶, cpu::float docs: an invalid payload with
+//! such a divisor — a negative scale word, a negative d_w — gives other rounding there.)
+//! No payload is refused (§8: products do not validate; run `validate` first on untrusted
+//! payloads).
 //!
 //! The AVX2 path computes `S_b` with unsigned weights `u = 2·e2m1 + 12 ∈ [0, 24]`
 //! (`vpmaddubsw`) and removes `12·Σq` with the activation's exact 16-value code sums, and
