@@ -40,8 +40,9 @@
 //!   gives the bits of the scalar path.
 //! - Named tolerance criterion `linear_f32acc_v1`: see [`tolerance`].
 //!
-//! Non-finite values propagate as IEEE arithmetic does, except that in a GGUF product a
-//! non-finite activation makes its whole q8_1 block NaN (so every output is NaN). Products
+//! Non-finite values propagate as IEEE arithmetic does, except that in a q8_1 product (GGUF,
+//! or the opt-in profile) a non-finite activation makes its whole q8_1 block NaN (so every
+//! output is NaN). Products
 //! do not validate payloads (§8): an in-place kernel computes with the words' arithmetic
 //! meaning (never undefined behaviour), the decoded path fails with `InvalidEncoding`;
 //! run `validate` first on untrusted payloads.
