@@ -469,6 +469,69 @@ fn non_finite_activations_give_nan_in_gguf_products() {
     assert!(y.iter().all(|v| v.is_nan()), "{y:?}");
 }
 
+/// An activation block whose amax exceeds 65504·127 has an infinite stored q8_1 scale
+/// (docs/linear.md "q8_1 activations"): every output that meets it is ±Inf or NaN (not
+/// specified which), the same class on every ISA, thread count and batch position; the
+/// outputs of the other activation rows stay finite. Every format with a q8_1 profile.
+#[test]
+fn q8_1_blocks_beyond_binary16_range_give_non_finite_outputs() {
+    use linear::Activation;
+    let mut rng = Rng(65504);
+    let (n, m) = (6, 3);
+    let class = |v: f32| match v {
+        v if v.is_nan() => 'n',
+        v if v == f32::INFINITY => '+',
+        v if v == f32::NEG_INFINITY => '-',
+        _ => 'f',
+    };
+    let mut formats = 0;
+    for i in 0..Format::COUNT as u32 {
+        let format = Format::from_u32(i).unwrap();
+        let layout = format.info().layout;
+        if !linear::supported_activation(format, layout, Activation::Q8_1, Device::Cpu) {
+            continue;
+        }
+        let k = 512;
+        let planes = random_planes(format, n, k, &mut rng);
+        let view =
+            WeightView::new(format, layout, n, k, [&planes[0], &planes[1], &planes[2]]).unwrap();
+        // Row 1 holds one value of 10⁷ (stored d = binary16(10⁷/127) = Inf); rows 0, 2
+        // are ordinary.
+        let mut x: Vec<f32> = (0..m * k).map(|_| rng.unit()).collect();
+        x[k + 70] = 1e7;
+        let mut first: Option<String> = None;
+        for isa in isas() {
+            for threads in [1, 2] {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_activation(Activation::Q8_1).unwrap();
+                w.set_isa(isa).unwrap();
+                w.set_threads(threads).unwrap();
+                let batch = forward(&w, &x, m, None);
+                let alone = forward(&w, &x[k..2 * k], 1, None);
+                let classes: String = batch.iter().map(|&v| class(v)).collect();
+                for r in 0..n {
+                    for mi in 0..m {
+                        let c = class(batch[mi * n + r]);
+                        if mi == 1 {
+                            assert!(c != 'f', "{format} row {r}: {}", batch[mi * n + r]);
+                        } else {
+                            assert_eq!(c, 'f', "{format} row {r}, activation row {mi}");
+                        }
+                    }
+                    assert_eq!(class(alone[r]), class(batch[n + r]), "{format} row {r}");
+                }
+                match &first {
+                    None => first = Some(classes),
+                    Some(f) => assert_eq!(f, &classes, "{format} {isa:?} {threads} threads"),
+                }
+            }
+        }
+        formats += 1;
+    }
+    assert_eq!(formats, 18 + 6 + 1, "GGUF types, grouped formats and nvfp4");
+    println!("q8_1 beyond binary16: {formats} formats give ±Inf/NaN where documented");
+}
+
 #[test]
 fn bad_input_is_refused_without_writing() {
     let (n, k) = (4, 64);
