@@ -1950,6 +1950,57 @@ fn q8_1_profile_on_nvfp4_subnormal_weights() {
     assert!(results.windows(2).all(|r| r[0] == r[1]));
 }
 
+/// The exact-activation product of `view` on every path (ISA × threads 1, 2; the batch and
+/// each activation row alone): identical bits everywhere, and every output whose reference
+/// stays inside the binary32 range within `linear_f32acc_v1` of the f64 product of the
+/// `decode_row` weights. Returns how many outputs were checked against the criterion.
+fn exact_paths_within_criterion(view: WeightView<'_>, x: &[f32], m: usize, label: &str) -> usize {
+    let (n, k) = (view.rows(), view.cols());
+    let mut wdec = vec![0f32; n * k];
+    for r in 0..n {
+        decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+    }
+    let xv: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let (yref, sabs) = reference(&wdec, &xv, n, k, m);
+    let mut first: Option<Vec<u32>> = None;
+    let mut checked = 0;
+    for isa in isas() {
+        for threads in [1, 2] {
+            let mut w = PreparedWeight::new(view).unwrap();
+            w.set_isa(isa).unwrap();
+            w.set_threads(threads).unwrap();
+            let y = forward(&w, x, m, None);
+            let mut single = Vec::new();
+            for r in 0..m {
+                single.extend(forward(&w, &x[r * k..(r + 1) * k], 1, None));
+            }
+            let what = format!("{label} {isa:?} t{threads}");
+            assert_eq!(bits(&y), bits(&single), "{what}: batch vs single rows");
+            match &first {
+                None => first = Some(bits(&y)),
+                Some(f) => assert_eq!(f, &bits(&y), "{what}: bits differ"),
+            }
+            for (i, &got) in y.iter().enumerate() {
+                let (r, s) = (yref[i], sabs[i]);
+                let tol = bound(k, s, r, false);
+                // Partial sums past the binary32 range overflow in any order.
+                if !r.is_finite() || s + tol >= f32::MAX as f64 {
+                    continue;
+                }
+                let err = (got as f64 - r).abs();
+                assert!(
+                    err <= tol,
+                    "{what}: y[x row {}, w row {}] = {got:e}, y_ref = {r:e}, |err| = {err:e} > {tol:e}",
+                    i / n,
+                    i % n
+                );
+                checked += 1;
+            }
+        }
+    }
+    checked
+}
+
 /// fp8 rows against activation rows on both sides of the scaled order's conditions
 /// (cpu::float docs): row multipliers from the smallest bf16 subnormal to just below and at
 /// 2¹¹⁹, zero, 2¹²⁵ (256·s overflows); activation rows with tiny normal values (2⁻¹²⁶:
@@ -2009,48 +2060,7 @@ fn fp8_scaled_order_conditions_both_sides() {
                 });
             }
         }
-        let mut wdec = vec![0f32; n * k];
-        for r in 0..n {
-            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
-        }
-        let xv: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-        let (yref, sabs) = reference(&wdec, &xv, n, k, m);
-        let mut first: Option<Vec<u32>> = None;
-        let mut checked = 0;
-        for isa in isas() {
-            for threads in [1, 2] {
-                let mut w = PreparedWeight::new(view).unwrap();
-                w.set_isa(isa).unwrap();
-                w.set_threads(threads).unwrap();
-                let y = forward(&w, &x, m, None);
-                let mut single = Vec::new();
-                for r in 0..m {
-                    single.extend(forward(&w, &x[r * k..(r + 1) * k], 1, None));
-                }
-                let what = format!("K={k} {isa:?} t{threads}");
-                assert_eq!(bits(&y), bits(&single), "{what}: batch vs single rows");
-                match &first {
-                    None => first = Some(bits(&y)),
-                    Some(f) => assert_eq!(f, &bits(&y), "{what}: bits differ"),
-                }
-                for (i, &got) in y.iter().enumerate() {
-                    let (r, s) = (yref[i], sabs[i]);
-                    let tol = bound(k, s, r, false);
-                    // Partial sums past the binary32 range overflow in any order.
-                    if !r.is_finite() || s + tol >= f32::MAX as f64 {
-                        continue;
-                    }
-                    let err = (got as f64 - r).abs();
-                    assert!(
-                        err <= tol,
-                        "{what}: y[x row {}, w row {}] = {got:e}, y_ref = {r:e}, |err| = {err:e} > {tol:e}",
-                        i / n,
-                        i % n
-                    );
-                    checked += 1;
-                }
-            }
-        }
+        let checked = exact_paths_within_criterion(view, &x, m, &format!("K={k}"));
         assert!(checked >= m * n, "K={k}: only {checked} outputs in range");
         total += checked;
     }
@@ -2119,48 +2129,7 @@ fn nvfp4_scaled_order_conditions_both_sides() {
                 });
             }
         }
-        let mut wdec = vec![0f32; n * k];
-        for r in 0..n {
-            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
-        }
-        let xv: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-        let (yref, sabs) = reference(&wdec, &xv, n, k, m);
-        let mut first: Option<Vec<u32>> = None;
-        let mut checked = 0;
-        for isa in isas() {
-            for threads in [1, 2] {
-                let mut w = PreparedWeight::new(view).unwrap();
-                w.set_isa(isa).unwrap();
-                w.set_threads(threads).unwrap();
-                let y = forward(&w, &x, m, None);
-                let mut single = Vec::new();
-                for r in 0..m {
-                    single.extend(forward(&w, &x[r * k..(r + 1) * k], 1, None));
-                }
-                let what = format!("case {case} {isa:?} t{threads}");
-                assert_eq!(bits(&y), bits(&single), "{what}: batch vs single rows");
-                match &first {
-                    None => first = Some(bits(&y)),
-                    Some(f) => assert_eq!(f, &bits(&y), "{what}: bits differ"),
-                }
-                for (i, &got) in y.iter().enumerate() {
-                    let (r, s) = (yref[i], sabs[i]);
-                    let tol = bound(k, s, r, false);
-                    // Partial sums past the binary32 range overflow in any order.
-                    if !r.is_finite() || s + tol >= f32::MAX as f64 {
-                        continue;
-                    }
-                    let err = (got as f64 - r).abs();
-                    assert!(
-                        err <= tol,
-                        "{what}: y[x row {}, w row {}] = {got:e}, y_ref = {r:e}, |err| = {err:e} > {tol:e}",
-                        i / n,
-                        i % n
-                    );
-                    checked += 1;
-                }
-            }
-        }
+        let checked = exact_paths_within_criterion(view, &x, m, &format!("case {case}"));
         assert!(
             checked >= m * n,
             "case {case}: only {checked} outputs in range"
