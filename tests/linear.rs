@@ -160,6 +160,66 @@ fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|f| f.to_bits()).collect()
 }
 
+/// Every path of `view` (each ISA × threads 1, 2; `setup` runs on each new prepared
+/// weight) at M ∈ {1, 2, 7, 64} on the first rows of `x`: every output within the criterion
+/// of `yref`/`sabs` (the f64 reference of 64 activation rows), the M = 64 bits identical on
+/// every path, and rows 0, 5, 63 alone (the in-place path) equal to themselves inside the
+/// batch (the materialized path).
+fn check_all_paths(
+    view: WeightView<'_>,
+    setup: impl Fn(&mut PreparedWeight<'_>),
+    x: &[f32],
+    yref: &[f64],
+    sabs: &[f64],
+    label: &str,
+    c: &mut Checked,
+) {
+    let (n, k) = (view.rows(), view.cols());
+    let mut first: Option<Vec<u32>> = None;
+    for isa in isas() {
+        for threads in [1, 2] {
+            let mut w = PreparedWeight::new(view).unwrap();
+            setup(&mut w);
+            w.set_isa(isa).unwrap();
+            w.set_threads(threads).unwrap();
+            for m in [1, 2, 7, 64] {
+                let y = forward(&w, &x[..m * k], m, None);
+                let what = format!("{label} {isa:?} t{threads} m{m}");
+                check(
+                    &what,
+                    &y,
+                    &yref[..m * n],
+                    &sabs[..m * n],
+                    None,
+                    n,
+                    k,
+                    false,
+                    c,
+                );
+                if m == 64 {
+                    match &first {
+                        None => first = Some(bits(&y)),
+                        Some(f) => assert_eq!(f, &bits(&y), "{what}: bits differ"),
+                    }
+                    for r in [0, 5, 63] {
+                        let y1 = forward(&w, &x[r * k..(r + 1) * k], 1, None);
+                        assert_eq!(bits(&y1), bits(&y[r * n..(r + 1) * n]), "{what} row {r}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The `setup` of [`check_all_paths`] for the opt-in q8_1 profile: the default is exact,
+/// and the setting takes.
+fn to_q8_1(w: &mut PreparedWeight<'_>) {
+    use linear::Activation;
+    assert_eq!(w.activation(), Activation::Exact);
+    w.set_activation(Activation::Q8_1).unwrap();
+    assert_eq!(w.activation(), Activation::Q8_1);
+}
+
 #[test]
 fn q8_1_bytes_match_the_numpy_rederivation() {
     let x = f32s(&data("q8_1.f32"));
@@ -777,42 +837,15 @@ fn every_supported_format_meets_the_criterion() {
             count: 0,
             worst: 0.0,
         };
-        let mut first: Option<Vec<u32>> = None;
-        for isa in isas() {
-            for threads in [1, 2] {
-                let mut w = PreparedWeight::new(view).unwrap();
-                w.set_isa(isa).unwrap();
-                w.set_threads(threads).unwrap();
-                for m in [1, 2, 7, 64] {
-                    let y = forward(&w, &x[..m * k], m, None);
-                    let what = format!("{format} K={k} {isa:?} t{threads} m{m}");
-                    check(
-                        &what,
-                        &y,
-                        &yref[..m * n],
-                        &sabs[..m * n],
-                        None,
-                        n,
-                        k,
-                        false,
-                        &mut c,
-                    );
-                    match &first {
-                        None if m == 64 => first = Some(bits(&y)),
-                        Some(f) if m == 64 => assert_eq!(f, &bits(&y), "{what}: bits differ"),
-                        _ => {}
-                    }
-                    if m == 64 {
-                        // A row alone (in-place path) gives its bits inside the batch
-                        // (materialized path).
-                        for r in [0, 5, 63] {
-                            let y1 = forward(&w, &x[r * k..(r + 1) * k], 1, None);
-                            assert_eq!(bits(&y1), bits(&y[r * n..(r + 1) * n]), "{what} row {r}");
-                        }
-                    }
-                }
-            }
-        }
+        check_all_paths(
+            view,
+            |_| {},
+            &x,
+            &yref,
+            &sabs,
+            &format!("{format} K={k}"),
+            &mut c,
+        );
         println!(
             "{format} ({}): N={n} K={k}: {} outputs within linear_f32acc_v1 (worst |err|/tol = {:.2e})",
             layout.name(),
@@ -1463,51 +1496,8 @@ fn q8_1_activation_profile_meets_the_criterion_on_grouped_formats() {
                     .collect();
                 let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
                 let (yref, sabs) = reference(&wdec, &xv, n, k, mmax);
-                let mut first: Option<Vec<u32>> = None;
-                for isa in isas() {
-                    for threads in [1, 2] {
-                        let mut w = PreparedWeight::new(view).unwrap();
-                        assert_eq!(w.activation(), Activation::Exact);
-                        w.set_activation(Activation::Q8_1).unwrap();
-                        assert_eq!(w.activation(), Activation::Q8_1);
-                        w.set_isa(isa).unwrap();
-                        w.set_threads(threads).unwrap();
-                        for m in [1, 2, 7, 64] {
-                            let y = forward(&w, &x[..m * k], m, None);
-                            let what = format!(
-                                "{format}+q8_1 K={k} ext={extreme} {isa:?} t{threads} m{m}"
-                            );
-                            check(
-                                &what,
-                                &y,
-                                &yref[..m * n],
-                                &sabs[..m * n],
-                                None,
-                                n,
-                                k,
-                                false,
-                                &mut c,
-                            );
-                            match &first {
-                                None if m == 64 => first = Some(bits(&y)),
-                                Some(f) if m == 64 => {
-                                    assert_eq!(f, &bits(&y), "{what}: bits differ")
-                                }
-                                _ => {}
-                            }
-                            if m == 64 {
-                                for r in [0, 5, 63] {
-                                    let y1 = forward(&w, &x[r * k..(r + 1) * k], 1, None);
-                                    assert_eq!(
-                                        bits(&y1),
-                                        bits(&y[r * n..(r + 1) * n]),
-                                        "{what} row {r}"
-                                    );
-                                }
-                            }
-                        }
-                    }
-                }
+                let what = format!("{format}+q8_1 K={k} ext={extreme}");
+                check_all_paths(view, to_q8_1, &x, &yref, &sabs, &what, &mut c);
             }
         }
         println!(
@@ -1770,43 +1760,8 @@ fn q8_1_activation_profile_meets_the_criterion_on_nvfp4() {
         let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
         let (yref, sabs) = reference(&wdec, &xv, n, k, mmax);
         nan_rows += (0..n).filter(|r| yref[*r].is_nan()).count();
-        let mut first: Option<Vec<u32>> = None;
-        for isa in isas() {
-            for threads in [1, 2] {
-                let mut w = PreparedWeight::new(view).unwrap();
-                assert_eq!(w.activation(), Activation::Exact);
-                w.set_activation(Activation::Q8_1).unwrap();
-                assert_eq!(w.activation(), Activation::Q8_1);
-                w.set_isa(isa).unwrap();
-                w.set_threads(threads).unwrap();
-                for m in [1, 2, 7, 64] {
-                    let y = forward(&w, &x[..m * k], m, None);
-                    let what = format!("nvfp4+q8_1 K={k} N={n} {isa:?} t{threads} m{m}");
-                    check(
-                        &what,
-                        &y,
-                        &yref[..m * n],
-                        &sabs[..m * n],
-                        None,
-                        n,
-                        k,
-                        false,
-                        &mut c,
-                    );
-                    match &first {
-                        None if m == 64 => first = Some(bits(&y)),
-                        Some(f) if m == 64 => assert_eq!(f, &bits(&y), "{what}: bits differ"),
-                        _ => {}
-                    }
-                    if m == 64 {
-                        for r in [0, 5, 63] {
-                            let y1 = forward(&w, &x[r * k..(r + 1) * k], 1, None);
-                            assert_eq!(bits(&y1), bits(&y[r * n..(r + 1) * n]), "{what} row {r}");
-                        }
-                    }
-                }
-            }
-        }
+        let what = format!("nvfp4+q8_1 K={k} N={n}");
+        check_all_paths(view, to_q8_1, &x, &yref, &sabs, &what, &mut c);
     }
     // The 2⁻¹⁴⁰ rows with nonzero codes have infinite weights: NaN where y_ref is NaN.
     assert!(nan_rows >= 6, "{nan_rows} NaN rows");
