@@ -260,17 +260,12 @@ pub(crate) fn materialize(isa: Isa, w: &WRow<'_>, out: &mut [f32]) {
 pub(crate) fn f16_words_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
     assert!(words.len() >= 2 * out.len());
     // The words the AVX2 path converted (it leaves a tail to the loop below).
-    #[cfg(target_arch = "x86_64")]
     let done = match isa {
+        #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
         // lengths are checked above.
         Isa::Avx2 => unsafe { super::float_avx2::f16_words_to_f32(words, out) },
-        Isa::Scalar => 0,
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let done = {
-        let _ = isa;
-        0
+        _ => 0,
     };
     for (o, w) in out.iter_mut().zip(words.chunks_exact(2)).skip(done) {
         *o = half::f16::from_bits(u16::from_le_bytes([w[0], w[1]])).to_f32();
@@ -282,17 +277,12 @@ pub(crate) fn f16_words_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
 pub(crate) fn e4m3fn_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
     assert!(words.len() >= out.len());
     // The words the AVX2 path converted (it leaves a tail to the loop below).
-    #[cfg(target_arch = "x86_64")]
     let done = match isa {
+        #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
         // lengths are checked above.
         Isa::Avx2 => unsafe { super::float_avx2::e4m3fn_to_f32(words, out) },
-        Isa::Scalar => 0,
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let done = {
-        let _ = isa;
-        0
+        _ => 0,
     };
     for (o, &w) in out.iter_mut().zip(words).skip(done) {
         *o = crate::words::e4m3fn::decode(w);
