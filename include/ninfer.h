@@ -172,6 +172,17 @@ enum ninfer_status
    * A bug inside the library (a caught panic). Outputs are unspecified; please report it.
    */
   NINFER_STATUS_INTERNAL = 19,
+  /**
+   * A CUDA entry point found no usable GPU: this build has no CUDA support, the NVIDIA
+   * driver (`libcuda.so`) is not installed, or it reports no device at that ordinal. The
+   * message says which. Never a crash: the CPU functions keep working.
+   */
+  NINFER_STATUS_NO_DEVICE = 20,
+  /**
+   * A CUDA driver call failed; the message names the CUDA error (e.g.
+   * `CUDA_ERROR_OUT_OF_MEMORY`) and the call. Device outputs are unspecified.
+   */
+  NINFER_STATUS_CUDA = 21,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

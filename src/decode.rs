@@ -38,7 +38,12 @@ pub fn decode_row(view: &WeightView<'_>, row: u64, out: &mut [f32]) -> Result<()
 
 /// Whether [`decode_row`] is implemented for the view's format in this build.
 pub fn is_decodable(view: &WeightView<'_>) -> bool {
-    let format = view.format();
+    is_decodable_format(view.format())
+}
+
+/// Whether [`decode_row`] is implemented for `format` in this build (in every layout the
+/// format has).
+pub fn is_decodable_format(format: crate::registry::Format) -> bool {
     match format.info().category {
         Category::DirectInt => false,
         Category::GgufBlock => gguf::is_decodable(format),

@@ -57,12 +57,19 @@ pub enum Status {
     UnknownDtype = 18,
     /// A bug inside the library (a caught panic). Outputs are unspecified; please report it.
     Internal = 19,
+    /// A CUDA entry point found no usable GPU: this build has no CUDA support, the NVIDIA
+    /// driver (`libcuda.so`) is not installed, or it reports no device at that ordinal. The
+    /// message says which. Never a crash: the CPU functions keep working.
+    NoDevice = 20,
+    /// A CUDA driver call failed; the message names the CUDA error (e.g.
+    /// `CUDA_ERROR_OUT_OF_MEMORY`) and the call. Device outputs are unspecified.
+    Cuda = 21,
 }
 
 impl Status {
     /// Every status, in numeric order.
     /// cbindgen:ignore
-    pub const ALL: [Status; 20] = [
+    pub const ALL: [Status; 22] = [
         Status::Ok,
         Status::NullPointer,
         Status::Misaligned,
@@ -83,6 +90,8 @@ impl Status {
         Status::ScaleOverflow,
         Status::UnknownDtype,
         Status::Internal,
+        Status::NoDevice,
+        Status::Cuda,
     ];
 
     /// The status for a raw number, if there is one.
@@ -118,6 +127,8 @@ impl Status {
             Status::ScaleOverflow => c"SCALE_OVERFLOW",
             Status::UnknownDtype => c"UNKNOWN_DTYPE",
             Status::Internal => c"INTERNAL",
+            Status::NoDevice => c"NO_DEVICE",
+            Status::Cuda => c"CUDA",
         }
     }
 }
@@ -222,6 +233,10 @@ pub enum Error {
     UnknownDtype(u32),
     #[error("internal error: {0}")]
     Internal(String),
+    #[error("no CUDA device: {0}")]
+    NoDevice(String),
+    #[error("CUDA: {0}")]
+    Cuda(String),
 }
 
 impl Error {
@@ -247,6 +262,8 @@ impl Error {
             Error::ScaleOverflow { .. } => Status::ScaleOverflow,
             Error::UnknownDtype(_) => Status::UnknownDtype,
             Error::Internal(_) => Status::Internal,
+            Error::NoDevice(_) => Status::NoDevice,
+            Error::Cuda(_) => Status::Cuda,
         }
     }
 

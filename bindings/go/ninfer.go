@@ -59,6 +59,8 @@ const (
 	StatusScaleOverflow      = Status(C.NINFER_STATUS_SCALE_OVERFLOW)
 	StatusUnknownDtype       = Status(C.NINFER_STATUS_UNKNOWN_DTYPE)
 	StatusInternal           = Status(C.NINFER_STATUS_INTERNAL)
+	StatusNoDevice           = Status(C.NINFER_STATUS_NO_DEVICE)
+	StatusCuda               = Status(C.NINFER_STATUS_CUDA)
 )
 
 // String is the status name without its prefix ("SIZE_MISMATCH").

@@ -50,6 +50,13 @@ pub fn rows_per_source(view: &WeightView<'_>) -> usize {
     view.rows() / divisor_count(view)
 }
 
+/// Row `r`'s divisor d_w (that of its stacked source), as stored (no check).
+pub fn row_divisor(view: &WeightView<'_>, r: usize) -> f32 {
+    let src = r / rows_per_source(view);
+    let d = &view.plane(DIVISORS_PLANE)[4 * src..4 * src + 4];
+    f32::from_le_bytes([d[0], d[1], d[2], d[3]])
+}
+
 /// Checks one E4M3FN block scale: sign bit zero and not NaN (0x00..=0x7E; +0 accepted,
 /// −0 0x80, negative values and both NaN words refused).
 pub fn check_scale(row: u64, block: u64, s: u8) -> Result<()> {

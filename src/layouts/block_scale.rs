@@ -153,6 +153,28 @@ pub fn row_scales(swizzled: &[u8], m: usize, out: &mut [u8]) {
     }
 }
 
+/// Rows `first .. first + out.len() / nkb`'s scale words in block order (`out` = rows ×
+/// nkb), gathered from a swizzled plane tile by tile: row m's 4 words of a 128×4 tile are
+/// contiguous and consecutive rows are 16 bytes apart, so one pass over each tile serves
+/// all the rows it holds ([`row_scales`] for many rows at once).
+pub fn rows_scales(swizzled: &[u8], first: usize, nkb: usize, out: &mut [u8]) {
+    let rows = out.len() / nkb;
+    for kb in (0..nkb).step_by(TILE_BLOCKS) {
+        let nw = TILE_BLOCKS.min(nkb - kb);
+        for (i, o) in out.chunks_exact_mut(nkb).enumerate().take(rows) {
+            let at = offset(first + i, kb, nkb);
+            if nw == TILE_BLOCKS {
+                // A fixed-size copy (one 32-bit move, not a memmove call).
+                let o: &mut [u8; TILE_BLOCKS] =
+                    (&mut o[kb..kb + TILE_BLOCKS]).try_into().expect("4 words");
+                *o = swizzled[at..at + TILE_BLOCKS].try_into().expect("4 words");
+            } else {
+                o[kb..kb + nw].copy_from_slice(&swizzled[at..at + nw]);
+            }
+        }
+    }
+}
+
 /// The first non-zero padding byte of a swizzled plane for `rows × nkb`, as (padded row,
 /// K-block), if any. The layout's canonical padding is zero (0x7F would read as NaN).
 pub fn first_nonzero_padding(swizzled: &[u8], rows: usize, nkb: usize) -> Option<(usize, usize)> {

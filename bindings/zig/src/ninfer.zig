@@ -28,6 +28,8 @@ pub const Error = error{
     ScaleOverflow,
     UnknownDtype,
     Internal,
+    NoDevice,
+    Cuda,
     /// A status number this binding does not know (a newer library).
     UnknownStatus,
 };
@@ -55,6 +57,8 @@ pub fn check(status: u32) Error!void {
         c.NINFER_STATUS_SCALE_OVERFLOW => error.ScaleOverflow,
         c.NINFER_STATUS_UNKNOWN_DTYPE => error.UnknownDtype,
         c.NINFER_STATUS_INTERNAL => error.Internal,
+        c.NINFER_STATUS_NO_DEVICE => error.NoDevice,
+        c.NINFER_STATUS_CUDA => error.Cuda,
         else => error.UnknownStatus,
     };
 }

@@ -85,6 +85,20 @@ pub(crate) enum Grouped {
 }
 
 impl Grouped {
+    /// The code reader of a grouped format.
+    pub(crate) fn of(format: crate::registry::Format) -> Option<Grouped> {
+        use crate::registry::Format;
+        Some(match format {
+            Format::Q2_G64Fp16 => Grouped::Q2,
+            Format::T2_G128Fp16 => Grouped::T2,
+            Format::Q4_G64Fp16 => Grouped::Q4,
+            Format::Q5_G64Fp16 => Grouped::Q5,
+            Format::Q6_G64Fp16 => Grouped::Q6,
+            Format::Q8_G32Fp16 => Grouped::Q8,
+            _ => return None,
+        })
+    }
+
     /// Values per scale.
     pub(crate) const fn group(self) -> usize {
         match self {

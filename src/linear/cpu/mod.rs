@@ -13,6 +13,7 @@
 //! - [`nvfp4_q8`] (AVX2: `nvfp4_q8_avx2`): nvfp4 against q8_1 activations (the same opt-in
 //!   profile).
 
+pub(crate) mod engine;
 pub(crate) mod float;
 #[cfg(target_arch = "x86_64")]
 mod float_avx2;
@@ -32,6 +33,8 @@ mod legacy_avx2;
 pub(crate) mod nvfp4_q8;
 #[cfg(target_arch = "x86_64")]
 mod nvfp4_q8_avx2;
+#[cfg(test)]
+mod tests;
 
 /// The instruction set a prepared weight runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

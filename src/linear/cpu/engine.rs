@@ -1,0 +1,454 @@
+//! The CPU engine of `linear`: a prepared weight's CPU state (view, kernel, instruction set,
+//! threads) and the loop that splits a product into row groups for the family kernels.
+//!
+//! Work is split by whole weight rows: every output is computed by one thread, in its
+//! family's fixed order, so neither the thread count nor M nor the row's position in the
+//! batch changes a bit (docs/linear.md, "Evaluation orders").
+
+use super::float::{self, Grouped, WRow};
+use super::gguf::Kind;
+use super::{Isa, grouped_q8, nvfp4_q8};
+use crate::decode;
+use crate::error::{Error, Result, mul};
+use crate::formats::nvfp4;
+use crate::layouts::{self, block_scale};
+use crate::linear::plan::{Family, Plan};
+use crate::linear::q8_1;
+use crate::registry::Format;
+use crate::view::WeightView;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// The CPU kernel a prepared weight runs: its plan's family, resolved to the format's code
+/// reader or GGUF block kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// bf16 words, f32 activations.
+    Bf16,
+    /// fp32 words, f32 activations.
+    Fp32,
+    /// q2/q4/q5/q6/q8/t2 codes and scales read in place (row_split_k128_v1), f32
+    /// activations (the decoded path's values and order without its validation pass).
+    RowSplit(Grouped),
+    /// fp8_e4m3fn_row_* codes read in place, f32 activations (same reasoning).
+    Fp8Row,
+    /// nvfp4 codes read in place (block scales gathered per row), f32 activations.
+    Nvfp4,
+    /// A dedicated GGUF vec_dot against q8_1.
+    Gguf(Kind),
+    /// A grouped format (row_split_k128_v1) against q8_1 (the opt-in profile).
+    GroupedQ8(Grouped),
+    /// nvfp4 against q8_1 (the opt-in profile; block scales gathered per row).
+    Nvfp4Q8,
+    /// A GGUF type without a dedicated kernel: decoded f32 row against x̂ (q8_1 values).
+    GgufDecoded,
+    /// Any other decodable format: decoded f32 row against x.
+    Decoded,
+}
+
+impl Kernel {
+    /// The kernel of `plan` (every family has one on the CPU).
+    pub(crate) fn of(plan: &Plan) -> Kernel {
+        let grouped = || Grouped::of(plan.format).expect("the plan's grouped format");
+        match plan.family {
+            Family::Direct if plan.format == Format::Bf16 => Kernel::Bf16,
+            Family::Direct => Kernel::Fp32,
+            Family::Grouped => Kernel::RowSplit(grouped()),
+            Family::GroupedQ8 => Kernel::GroupedQ8(grouped()),
+            Family::Fp8Row => Kernel::Fp8Row,
+            Family::Nvfp4 => Kernel::Nvfp4,
+            Family::Nvfp4Q8 => Kernel::Nvfp4Q8,
+            Family::Gguf => Kind::of(plan.format).map_or(Kernel::GgufDecoded, Kernel::Gguf),
+            Family::Decoded => Kernel::Decoded,
+        }
+    }
+}
+
+/// A weight's CPU state. Borrows the view's planes for `'a`.
+pub(crate) struct Engine<'a> {
+    pub(crate) view: WeightView<'a>,
+    pub(crate) kernel: Kernel,
+    pub(crate) isa: Isa,
+    pub(crate) threads: usize,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+impl<'a> Engine<'a> {
+    /// The engine of `view` under `plan` (best instruction set, the global rayon pool).
+    pub(crate) fn new(view: WeightView<'a>, plan: &Plan) -> Engine<'a> {
+        Engine {
+            view,
+            kernel: Kernel::of(plan),
+            isa: Isa::detect(),
+            threads: 0,
+            pool: None,
+        }
+    }
+
+    /// Switches to `plan`'s kernel (same weight, another activation profile).
+    pub(crate) fn set_plan(&mut self, plan: &Plan) {
+        self.kernel = Kernel::of(plan);
+    }
+
+    /// See [`crate::linear::PreparedWeight::set_isa`].
+    pub(crate) fn set_isa(&mut self, isa: Isa) -> Result<()> {
+        if !isa.available() {
+            return Err(Error::Unsupported(format!(
+                "{} is not available here",
+                isa.name()
+            )));
+        }
+        self.isa = isa;
+        Ok(())
+    }
+
+    /// See [`crate::linear::PreparedWeight::set_threads`].
+    pub(crate) fn set_threads(&mut self, threads: usize) -> Result<()> {
+        if threads > 1024 {
+            return Err(Error::InvalidArgument(format!(
+                "{threads} threads (at most 1024)"
+            )));
+        }
+        self.pool = if threads >= 2 {
+            Some(Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .map_err(|e| Error::Internal(format!("thread pool: {e}")))?,
+            ))
+        } else {
+            None
+        };
+        self.threads = threads;
+        Ok(())
+    }
+
+    fn rows(&self) -> usize {
+        self.view.rows()
+    }
+
+    fn cols(&self) -> usize {
+        self.view.cols()
+    }
+
+    /// The products as an N × M (row of W major) array.
+    pub(crate) fn compute(&self, x: &[f32], m: usize) -> Result<Vec<f32>> {
+        let (n, k) = (self.rows(), self.cols());
+        let mut yt = vec![0f32; mul(n, m, "N × M")?];
+        let q = match self.kernel {
+            Kernel::Gguf(kind) => Some(super::gguf::prepare(
+                self.isa,
+                kind,
+                q8_1::Rows::quantize(x, m, k),
+            )),
+            Kernel::GgufDecoded => Some(q8_1::Rows::quantize(x, m, k)),
+            Kernel::GroupedQ8(kind) => Some(grouped_q8::prepare(
+                self.isa,
+                kind,
+                q8_1::Rows::quantize(x, m, k),
+            )),
+            Kernel::Nvfp4Q8 => Some(nvfp4_q8::prepare(self.isa, q8_1::Rows::quantize(x, m, k))),
+            _ => None,
+        };
+        let xhat = match (self.kernel, &q) {
+            (Kernel::GgufDecoded, Some(q)) => Some(q.dequantized()),
+            _ => None,
+        };
+        let qrows: Vec<q8_1::Row<'_>> = q
+            .as_ref()
+            .map_or(Vec::new(), |q| (0..m).map(|i| q.row(i)).collect());
+        let xf: &[f32] = xhat.as_deref().unwrap_or(x);
+        // Which activation rows may meet fp8 / nvfp4 rows in the scaled order (once per
+        // forward).
+        let xok: Vec<bool> = match self.kernel {
+            Kernel::Fp8Row => xf.chunks(k).map(float::fp8_scaled_x).collect(),
+            Kernel::Nvfp4 => xf.chunks(k).map(float::nvfp4_scaled_x).collect(),
+            _ => Vec::new(),
+        };
+
+        // Chunks of whole W rows; each output is computed entirely inside one chunk, so the
+        // partition (and the thread count) never changes a bit.
+        let per_thread = match self.threads {
+            0 => rayon::current_num_threads(),
+            t => t,
+        };
+        let rows_per_chunk = n
+            .div_ceil(per_thread * 8)
+            .clamp(1, 64)
+            .next_multiple_of(FLOAT_GROUP);
+        // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
+        // M = 1 (eight independent accumulator chains), the GGUF ones 4.
+        let group = match self.kernel {
+            Kernel::Gguf(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => ROW_GROUP,
+            _ => FLOAT_GROUP,
+        };
+        let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
+            let mut scratch = [Vec::new(), Vec::new()];
+            let first = ci * rows_per_chunk;
+            // nvfp4 (exact profile): the chunk's scale words in block order, gathered once
+            // (tile by tile, not row by row: a row's words are 512 bytes apart).
+            let mut words = Vec::new();
+            let nkb = match self.kernel {
+                Kernel::Nvfp4 => {
+                    let nkb = k / block_scale::BLOCK;
+                    words.resize(out.len() / m * nkb, 0);
+                    block_scale::rows_scales(self.view.plane(1), first, nkb, &mut words);
+                    nkb
+                }
+                _ => 0,
+            };
+            for (g, o) in out.chunks_mut(group * m).enumerate() {
+                let w = words
+                    .get(g * group * nkb..(g * group + o.len() / m) * nkb)
+                    .unwrap_or(&[]);
+                self.row_group(first + g * group, xf, m, &qrows, &xok, o, &mut scratch, w)?;
+            }
+            Ok(())
+        };
+        let chunks = yt.chunks_mut(rows_per_chunk * m).enumerate();
+        match (self.threads, &self.pool) {
+            (1, _) => chunks.into_iter().try_for_each(work)?,
+            (_, Some(pool)) => pool.install(|| {
+                yt.par_chunks_mut(rows_per_chunk * m)
+                    .enumerate()
+                    .try_for_each(work)
+            })?,
+            _ => yt
+                .par_chunks_mut(rows_per_chunk * m)
+                .enumerate()
+                .try_for_each(work)?,
+        }
+        Ok(yt)
+    }
+
+    /// Output rows `r0 .. r0 + out.len() / m` of W against every activation row (`out` is
+    /// row of W major). `scratch` holds reused buffers; `words` the rows' nvfp4 scale
+    /// words in block order (nvfp4 paths only).
+    #[allow(clippy::too_many_arguments)]
+    fn row_group(
+        &self,
+        r0: usize,
+        x: &[f32],
+        m: usize,
+        q: &[q8_1::Row<'_>],
+        xok: &[bool],
+        out: &mut [f32],
+        scratch: &mut [Vec<f32>; 2],
+        words: &[u8],
+    ) -> Result<()> {
+        let v = &self.view;
+        let [scratch, values] = scratch;
+        let count = out.len() / m;
+        let bytes = |i: usize| v.row_bytes(0, r0 + i);
+        match self.kernel {
+            Kernel::Bf16 | Kernel::Fp32 => {
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
+                for (i, wr) in ws.iter_mut().enumerate().take(count) {
+                    *wr = match self.kernel {
+                        Kernel::Bf16 => WRow::Bf16Le(bytes(i)),
+                        _ => WRow::F32Le(bytes(i)),
+                    };
+                }
+                self.float_rows(&ws[..count], x, m, out, values)
+            }
+            Kernel::Fp8Row => {
+                let (mut scaled, mut plain) =
+                    ([WRow::F32(&[]); FLOAT_GROUP], [WRow::F32(&[]); FLOAT_GROUP]);
+                for i in 0..count {
+                    let (word, codes) = layouts::fp8_row::row_parts(v, r0 + i);
+                    let codes = &codes[..v.cols()];
+                    let scale = crate::formats::fp8_row::scale_value(v.format(), word);
+                    plain[i] = WRow::Fp8 { codes, scale };
+                    scaled[i] = if float::fp8_scaled_row(scale) {
+                        WRow::Fp8Scaled {
+                            codes,
+                            factor: 256.0 * scale,
+                        }
+                    } else {
+                        plain[i]
+                    };
+                }
+                self.scaled_rows(&scaled[..count], &plain[..count], x, m, xok, out, values);
+            }
+            Kernel::RowSplit(kind) => {
+                // The logical groups' binary16 scales as f32 (exact), once per row.
+                let k = v.cols();
+                let ng = k.div_ceil(kind.group());
+                scratch.resize(count * ng, 0.0);
+                for (i, sf) in scratch.chunks_exact_mut(ng).enumerate() {
+                    float::f16_words_to_f32(self.isa, v.row_bytes(2, r0 + i), sf);
+                }
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
+                for (i, (wr, sf)) in ws.iter_mut().zip(scratch.chunks_exact(ng)).enumerate() {
+                    *wr = WRow::Grouped {
+                        kind,
+                        lo: bytes(i),
+                        hi: v.row_bytes(1, r0 + i),
+                        sf,
+                        k,
+                    };
+                }
+                self.float_rows(&ws[..count], x, m, out, values)
+            }
+            Kernel::Nvfp4 => {
+                let nkb = v.cols() / block_scale::BLOCK;
+                scratch.resize(count * nkb, 0.0);
+                float::e4m3fn_to_f32(self.isa, words, scratch);
+                let (mut scaled, mut plain) =
+                    ([WRow::F32(&[]); FLOAT_GROUP], [WRow::F32(&[]); FLOAT_GROUP]);
+                for (i, sf) in scratch.chunks_exact(nkb).enumerate() {
+                    let d = nvfp4::row_divisor(v, r0 + i);
+                    let codes = bytes(i);
+                    plain[i] = WRow::Nvfp4 { codes, sf, d };
+                    scaled[i] = if float::nvfp4_scaled_row(d) {
+                        WRow::Nvfp4Scaled { codes, sf, d }
+                    } else {
+                        plain[i]
+                    };
+                }
+                self.scaled_rows(&scaled[..count], &plain[..count], x, m, xok, out, values);
+            }
+            Kernel::Nvfp4Q8 => {
+                // The kernel reads each row's scale words in place: 4 contiguous words per
+                // tile of the swizzled plane, tiles TILE_BYTES apart.
+                let nkb = v.cols() / block_scale::BLOCK;
+                let empty = nvfp4_q8::NRow {
+                    codes: &[],
+                    scales: &[],
+                    d: 0.0,
+                };
+                let mut ws = [empty; ROW_GROUP];
+                for (i, wr) in ws.iter_mut().enumerate().take(count) {
+                    let at = block_scale::offset(r0 + i, 0, nkb);
+                    *wr = nvfp4_q8::NRow {
+                        codes: bytes(i),
+                        scales: &v.plane(1)[at..],
+                        d: nvfp4::row_divisor(v, r0 + i),
+                    };
+                }
+                nvfp4_q8::dot_row_group(self.isa, &ws[..count], q, out);
+            }
+            Kernel::Gguf(kind) => {
+                let mut ws: [&[u8]; ROW_GROUP] = [&[]; ROW_GROUP];
+                for (i, w) in ws.iter_mut().enumerate().take(count) {
+                    *w = bytes(i);
+                }
+                super::gguf::dot_row_group(self.isa, kind, &ws[..count], q, out);
+            }
+            Kernel::GroupedQ8(kind) => {
+                let empty = grouped_q8::GRow {
+                    codes: &[],
+                    hi: &[],
+                    scales: &[],
+                };
+                let mut ws = [empty; ROW_GROUP];
+                for (i, w) in ws.iter_mut().enumerate().take(count) {
+                    *w = grouped_q8::GRow {
+                        codes: bytes(i),
+                        hi: v.row_bytes(1, r0 + i),
+                        scales: v.row_bytes(2, r0 + i),
+                    };
+                }
+                grouped_q8::dot_row_group(self.isa, kind, &ws[..count], q, out);
+            }
+            Kernel::GgufDecoded | Kernel::Decoded => {
+                let k = v.cols();
+                scratch.resize(count * k, 0.0);
+                for (i, d) in scratch.chunks_exact_mut(k).enumerate() {
+                    decode::decode_row(v, (r0 + i) as u64, d)?;
+                }
+                let mut ws = [WRow::F32(&[]); FLOAT_GROUP];
+                for (wr, d) in ws.iter_mut().zip(scratch.chunks_exact(k)) {
+                    *wr = WRow::F32(d);
+                }
+                float::dot_rows(self.isa, &ws[..count], x, m, out)
+            }
+        }
+        Ok(())
+    }
+
+    /// fp8 / nvfp4 rows against every activation row: output (i, r) runs in the scaled
+    /// order (`scaled[i]`, where row i allows it) when activation row r allows it
+    /// (`xok[r]`, cpu::float docs), else in the plain order (`plain[i]`): fixed per output,
+    /// whatever the batch around it. A batch mixing both kinds of activation rows computes
+    /// the group both ways and picks per row.
+    #[allow(clippy::too_many_arguments)]
+    fn scaled_rows(
+        &self,
+        scaled: &[WRow<'_>],
+        plain: &[WRow<'_>],
+        x: &[f32],
+        m: usize,
+        xok: &[bool],
+        out: &mut [f32],
+        values: &mut Vec<f32>,
+    ) {
+        let (all, any) = (xok.iter().all(|&o| o), xok.iter().any(|&o| o));
+        self.runs(if any { scaled } else { plain }, x, m, out, values);
+        if any && !all {
+            let mut other = vec![0f32; out.len()];
+            self.runs(plain, x, m, &mut other, values);
+            for (i, o) in out.iter_mut().enumerate() {
+                if !xok[i % m] {
+                    *o = other[i];
+                }
+            }
+        }
+    }
+
+    /// [`Self::float_rows`] over runs of consecutive rows of one kind.
+    fn runs(&self, ws: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32], values: &mut Vec<f32>) {
+        let mut start = 0;
+        while start < ws.len() {
+            let kind = std::mem::discriminant(&ws[start]);
+            let end = (start..ws.len())
+                .find(|&i| std::mem::discriminant(&ws[i]) != kind)
+                .unwrap_or(ws.len());
+            self.float_rows(&ws[start..end], x, m, &mut out[start * m..end * m], values);
+            start = end;
+        }
+    }
+
+    /// The f32 kernel over weight rows read in place. With many activation rows, rows
+    /// whose words take real work to turn into values (q4/q8 codes, E4M3FN, E2M1) are
+    /// first materialized once into `values`, then reused by every activation tile: the
+    /// values and the evaluation order are the same, so are the bits.
+    fn float_rows(
+        &self,
+        ws: &[WRow<'_>],
+        x: &[f32],
+        m: usize,
+        out: &mut [f32],
+        values: &mut Vec<f32>,
+    ) {
+        let cheap = matches!(
+            ws.first(),
+            Some(WRow::Bf16Le(_) | WRow::F32Le(_) | WRow::F32(_))
+        );
+        if cheap || m < MATERIALIZE_M {
+            return float::dot_rows(self.isa, ws, x, m, out);
+        }
+        let k = self.cols();
+        values.resize(ws.len() * k, 0.0);
+        for (w, vals) in ws.iter().zip(values.chunks_exact_mut(k)) {
+            float::materialize(self.isa, w, vals);
+        }
+        let mut fs = [WRow::F32(&[]); FLOAT_GROUP];
+        for (f, vals) in fs.iter_mut().zip(values.chunks_exact(k)) {
+            *f = WRow::F32(vals);
+        }
+        float::dot_rows(self.isa, &fs[..ws.len()], x, m, out);
+        for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+            o.iter_mut().for_each(|y| *y = w.finish(*y));
+        }
+    }
+}
+
+/// Weight rows computed together (the float kernels' tile height).
+pub(crate) const ROW_GROUP: usize = 4;
+
+/// Weight rows per call of the f32-activation kernels (a multiple of [`ROW_GROUP`]).
+pub(crate) const FLOAT_GROUP: usize = 8;
+
+/// From this many activation rows on, in-place rows are materialized once per row group.
+pub(crate) const MATERIALIZE_M: usize = 2;

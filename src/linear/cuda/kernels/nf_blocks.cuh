@@ -1,0 +1,404 @@
+// The per-format arithmetic of the CUDA products: where a weight row's planes are, the
+// value of one element (the exact-activation family) and the exact integer sum of one
+// block against q8_1 codes (the q8_1 family). The orders are the CPU's (docs/linear.md,
+// "Evaluation orders"):
+//
+// - exact family: acc[k mod 8] <- fma(w_k, x_k, acc[k mod 8]) in increasing k, then
+//   tree8 and the row's finish (fp8 scaled order: times 256·s; nvfp4 scaled: / d_w);
+// - q8_1 family: per block b, acc[b mod 8] <- fma(D_b, T_b, acc[b mod 8]) (k-quants with
+//   mins also accm[b mod 8] <- fma(Dm_b, M_b, ...)), then tree8 (of acc - accm).
+//
+// A block of the q8_1 family is 32 values, except nvfp4's 16.
+#pragma once
+#include "nf_math.cuh"
+#include "nf_tables.cuh"
+
+// A weight in device (or host) memory as the kernels address it. Filled by the library
+// from the view's planes (`src/linear/cuda/mod.rs`).
+struct nf_weight {
+    const nf_u8* plane[3];
+    // Bytes per row in each plane (0 where the plane is not row-major).
+    nf_u64 stride[3];
+    int rows;
+    int cols;
+    // nvfp4: rows per stacked source (one divisor each) and K-blocks per row.
+    int rows_per_source;
+    int nkb;
+    // fp8: 1 for row_interleaved_v1 (the scale word before each row's codes).
+    int interleaved;
+};
+
+// One weight row: its planes from the row's first byte. nvfp4: p1 is the row's first scale
+// word in the swizzled plane, p2 its source's divisor.
+struct nf_wrow {
+    const nf_u8* p0;
+    const nf_u8* p1;
+    const nf_u8* p2;
+};
+
+// The byte offset of row m's scale of K-block kb in nvfp4's swizzled plane
+// (block_scale_k16_m128x4_v1; docs/layouts.md).
+NF_HD nf_u64 nf_nvfp4_scale_offset(nf_u64 m, nf_u64 kb, nf_u64 nkb) {
+    nf_u64 kt = (nkb + 3) / 4;
+    return (m / 128) * kt * 512 + (kb / 4) * 512 + (m % 32) * 16 + ((m % 128) / 32) * 4 + kb % 4;
+}
+
+template <int F>
+NF_HD nf_wrow nf_row(const nf_weight& w, int r) {
+    nf_wrow o;
+    nf_u64 rr = (nf_u64)r;
+    if constexpr (F == NF_FMT_NVFP4) {
+        o.p0 = w.plane[0] + rr * w.stride[0];
+        o.p1 = w.plane[1] + nf_nvfp4_scale_offset(rr, 0, (nf_u64)w.nkb);
+        o.p2 = w.plane[2] + 4 * (rr / (nf_u64)w.rows_per_source);
+    } else if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) {
+        if (w.interleaved) {
+            o.p1 = w.plane[0] + rr * w.stride[0];
+            o.p0 = o.p1 + 2;
+        } else {
+            o.p0 = w.plane[0] + rr * w.stride[0];
+            o.p1 = w.plane[1] + rr * w.stride[1];
+        }
+        o.p2 = 0;
+    } else {
+        o.p0 = w.plane[0] + rr * w.stride[0];
+        o.p1 = w.plane[1] ? w.plane[1] + rr * w.stride[1] : 0;
+        o.p2 = w.plane[2] ? w.plane[2] + rr * w.stride[2] : 0;
+    }
+    return o;
+}
+
+// ---- grouped formats (row_split_k128_v1) ----
+
+template <int F>
+NF_HD constexpr int nf_group() {
+    return F == NF_FMT_Q8_G32_FP16 ? 32 : F == NF_FMT_T2_G128_FP16 ? 128 : 64;
+}
+
+template <int F>
+NF_HD constexpr bool nf_is_grouped() {
+    return F == NF_FMT_Q2_G64_FP16 || F == NF_FMT_T2_G128_FP16 || F == NF_FMT_Q4_G64_FP16 ||
+           F == NF_FMT_Q5_G64_FP16 || F == NF_FMT_Q6_G64_FP16 || F == NF_FMT_Q8_G32_FP16;
+}
+
+// The signed code of element k with its arithmetic meaning (q8 0x80 is -128, t2 0b10 -2).
+template <int F>
+NF_HD nf_i32 nf_grouped_code(const nf_wrow& w, int k) {
+    nf_i32 nib = (w.p0[k / 2] >> (4 * (k % 2))) & 0x0F;
+    if constexpr (F == NF_FMT_Q2_G64_FP16) {
+        return ((w.p0[k / 4] >> (2 * (k % 4))) & 3) - 1;
+    } else if constexpr (F == NF_FMT_T2_G128_FP16) {
+        nf_i32 u = (w.p0[k / 4] >> (2 * (k % 4))) & 3;
+        return u >= 2 ? u - 4 : u;
+    } else if constexpr (F == NF_FMT_Q4_G64_FP16) {
+        return nib >= 8 ? nib - 16 : nib;
+    } else if constexpr (F == NF_FMT_Q5_G64_FP16) {
+        nf_i32 u = nib | (((w.p1[k / 8] >> (k % 8)) & 1) << 4);
+        return u >= 16 ? u - 32 : u;
+    } else if constexpr (F == NF_FMT_Q6_G64_FP16) {
+        nf_i32 u = nib | (((w.p1[k / 4] >> (2 * (k % 4))) & 3) << 4);
+        return u >= 32 ? u - 64 : u;
+    } else {
+        return (nf_i32)(nf_i8)w.p0[k];
+    }
+}
+
+// The binary16 scale of group g as binary32 (exact).
+NF_HD float nf_grouped_scale(const nf_wrow& w, int g) { return nf_f16_to_f32(nf_u16_at(w.p2 + 2 * g)); }
+
+// ---- the exact-activation family: element values ----
+
+// The order an fp8 / nvfp4 output runs in: the plain values, or the scaled ones (fp8:
+// e4m3fn(c)/256, times 256·s at the end; nvfp4: ±|e2m1|·sf, divided by d_w at the end).
+// Chosen per output from the weight row's scale and the activation row's check
+// (docs/linear.md, "scaled order").
+
+// fp8 row: the multiplier's exact value.
+template <int F>
+NF_HD float nf_fp8_scale(const nf_wrow& w) {
+    nf_u32 bits = nf_u16_at(w.p1);
+    return F == NF_FMT_FP8_E4M3FN_ROW_FP16 ? nf_f16_to_f32(bits) : nf_bf16_to_f32(bits);
+}
+
+// fp8 rows with |s| < 2^119 may run scaled.
+NF_HD bool nf_fp8_scaled_row(float s) { return nf_abs(s) < nf_from_bits((127u + 119u) << 23); }
+
+// nvfp4 rows with 2^-115 <= |d| <= 2^116 may run scaled.
+NF_HD bool nf_nvfp4_scaled_row(float d) {
+    float a = nf_abs(d);
+    return a >= nf_from_bits((127u - 115u) << 23) && a <= nf_from_bits((127u + 116u) << 23);
+}
+
+// The activation-row side: every element finite, every nonzero |x| >= 2^tiny,
+// K <= 2^24 and K·max|x| <= 2^sum (fp8: tiny -109, sum 126; nvfp4: -116, 116).
+NF_HD bool nf_scaled_x(const float* x, int k, int tiny, int sum) {
+    nf_u32 tiny_bits = (nf_u32)(127 + tiny) << 23;
+    nf_u32 mx = 0;
+    bool small = false;
+    for (int j = 0; j < k; j++) {
+        nf_u32 a = nf_to_bits(x[j]) & 0x7FFFFFFFu;
+        mx = a > mx ? a : mx;
+        small = small || (a != 0 && a < tiny_bits);
+    }
+    if (mx >= 0x7F800000u || small || k > (1 << 24)) return false;
+    double lim = 1.0;
+    for (int i = 0; i < sum; i++) lim *= 2.0;
+    return (double)k * (double)nf_from_bits(mx) <= lim;
+}
+
+// nvfp4 row r's divisor.
+NF_HD float nf_nvfp4_divisor(const nf_wrow& w) { return nf_from_bits(nf_u32_at(w.p2)); }
+
+// nvfp4 block b's scale word (4 contiguous words per 128x4 tile, tiles 512 bytes apart).
+NF_HD nf_u32 nf_nvfp4_word(const nf_wrow& w, int b) { return w.p1[(b / 4) * 512 + b % 4]; }
+
+// The value of element k of an exact-family row. `scaled` picks the fp8 / nvfp4 scaled
+// values; `rs` is the fp8 row's multiplier or the nvfp4 row's divisor.
+template <int F>
+NF_HD float nf_value(const nf_wrow& w, int k, bool scaled, float rs) {
+    if constexpr (F == NF_FMT_BF16) {
+        return nf_bf16_to_f32(nf_u16_at(w.p0 + 2 * k));
+    } else if constexpr (F == NF_FMT_FP32) {
+        return nf_from_bits(nf_u32_at(w.p0 + 4 * k));
+    } else if constexpr (nf_is_grouped<F>()) {
+        return nf_mul(nf_grouped_scale(w, k / nf_group<F>()), (float)nf_grouped_code<F>(w, k));
+    } else if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) {
+        float c = nf_e4m3fn_to_f32(w.p0[k]);
+        return scaled ? nf_mul(c, 0.00390625f) : nf_mul(c, rs);
+    } else {
+        static_assert(F == NF_FMT_NVFP4, "a format of the exact family");
+        nf_u32 c = (w.p0[k / 2] >> (4 * (k % 2))) & 0x0Fu;
+        float sf = nf_e4m3fn_to_f32(nf_nvfp4_word(w, k / 16));
+        float mag = nf_mul(nf_e2m1_magnitudes[c & 7u], sf);
+        if (!scaled) mag = nf_div(mag, rs);
+        return nf_from_bits(nf_to_bits(mag) ^ ((c & 8u) << 28));
+    }
+}
+
+// The output of an exact-family row from its tree: y·256s (fp8 scaled), y / d_w (nvfp4
+// scaled), y otherwise.
+template <int F>
+NF_HD float nf_finish(float y, bool scaled, float rs) {
+    if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) {
+        return scaled ? nf_mul(y, nf_mul(256.0f, rs)) : y;
+    } else if constexpr (F == NF_FMT_NVFP4) {
+        return scaled ? nf_div(y, rs) : y;
+    } else {
+        return y;
+    }
+}
+
+// ---- the q8_1 family: one block against the activation codes ----
+
+// One block's contribution: acc <- fma(d, t, acc), and for k-quants with mins also
+// accm <- fma(dm, tm, accm). t and tm are exact integers (|t| < 2^24).
+struct nf_bdot {
+    nf_i32 t;
+    float d;
+    nf_i32 tm;
+    float dm;
+};
+
+template <int F>
+NF_HD constexpr bool nf_has_min() {
+    return F == NF_FMT_GGUF_Q2_K || F == NF_FMT_GGUF_Q4_K || F == NF_FMT_GGUF_Q5_K;
+}
+
+// Values per block of the q8_1 family (nvfp4: 16, every other format 32).
+template <int F>
+NF_HD constexpr int nf_q8_block_values() {
+    return F == NF_FMT_NVFP4 ? 16 : 32;
+}
+
+// The k-quants' 6-bit scale and min of 32-value sub-block j from the 12 scale bytes s.
+NF_HD void nf_scale_min_k4(int j, const nf_u8* s, nf_i32* sc, nf_i32* m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+// 2·e2m1(c) for every code word (an integer in [-12, 12]).
+NF_HD nf_i32 nf_twice_e2m1(nf_u32 c) {
+    nf_i32 m = (nf_i32)nf_mul(nf_e2m1_magnitudes[c & 7u], 2.0f);
+    return (c & 8u) ? -m : m;
+}
+
+// Block b of row w against the block's activation codes xq (32 values; nvfp4 16) and the
+// activation block's stored scale dx (nvfp4: of the 32-value block holding it).
+template <int F>
+NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
+    nf_bdot o;
+    o.tm = 0;
+    o.dm = 0.0f;
+    nf_i32 s = 0;
+    if constexpr (F == NF_FMT_GGUF_Q8_0) {
+        const nf_u8* blk = w.p0 + 34 * b;
+        for (int e = 0; e < 32; e++) s += (nf_i32)(nf_i8)blk[2 + e] * xq[e];
+        o.t = s;
+        o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
+    } else if constexpr (F == NF_FMT_GGUF_Q4_0 || F == NF_FMT_GGUF_IQ4_NL) {
+        const nf_u8* blk = w.p0 + 18 * b;
+        for (int e = 0; e < 16; e++) {
+            nf_u32 lo = blk[2 + e] & 0x0Fu, hi = blk[2 + e] >> 4;
+            nf_i32 ql, qh;
+            if constexpr (F == NF_FMT_GGUF_Q4_0) {
+                ql = (nf_i32)lo - 8;
+                qh = (nf_i32)hi - 8;
+            } else {
+                ql = nf_kvalues_iq4nl[lo];
+                qh = nf_kvalues_iq4nl[hi];
+            }
+            s += ql * xq[e] + qh * xq[e + 16];
+        }
+        o.t = s;
+        o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
+    } else if constexpr (F == NF_FMT_GGUF_Q5_0) {
+        const nf_u8* blk = w.p0 + 22 * b;
+        nf_u32 qh = nf_u32_at(blk + 2);
+        for (int e = 0; e < 16; e++) {
+            nf_u32 lo = (blk[6 + e] & 0x0Fu) | (((qh >> e) & 1u) << 4);
+            nf_u32 hi = (blk[6 + e] >> 4) | (((qh >> (e + 16)) & 1u) << 4);
+            s += ((nf_i32)lo - 16) * xq[e] + ((nf_i32)hi - 16) * xq[e + 16];
+        }
+        o.t = s;
+        o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
+    } else if constexpr (F == NF_FMT_GGUF_Q2_0) {
+        const nf_u8* blk = w.p0 + 18 * (b / 2);
+        for (int e = 0; e < 32; e++) {
+            int j = 32 * (b % 2) + e;
+            s += ((nf_i32)((blk[2 + j / 4] >> (2 * (j % 4))) & 3) - 1) * xq[e];
+        }
+        o.t = s;
+        o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
+    } else if constexpr (F == NF_FMT_GGUF_IQ4_XS) {
+        int sb = b / 8, j = b % 8;
+        const nf_u8* blk = w.p0 + 136 * sb;
+        nf_u32 ls = ((nf_u32_at(blk + 4) >> (4 * j)) & 0x0Fu) | (((nf_u16_at(blk + 2) >> (2 * j)) & 3u) << 4);
+        for (int e = 0; e < 16; e++) {
+            nf_u32 c = blk[8 + 16 * j + e];
+            s += nf_kvalues_iq4nl[c & 0x0Fu] * xq[e] + nf_kvalues_iq4nl[c >> 4] * xq[e + 16];
+        }
+        o.t = ((nf_i32)ls - 32) * s;
+        o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
+    } else if constexpr (nf_is_grouped<F>()) {
+        for (int e = 0; e < 32; e++) s += nf_grouped_code<F>(w, 32 * b + e) * xq[e];
+        o.t = s;
+        o.d = nf_mul(nf_grouped_scale(w, 32 * b / nf_group<F>()), dx);
+    } else if constexpr (F == NF_FMT_NVFP4) {
+        // 16-value block b: S_b = sum 2·e2m1(c)·q, C_b = sf_b·(dx/2).
+        for (int e = 0; e < 16; e++) {
+            nf_u32 c = (w.p0[8 * b + e / 2] >> (4 * (e % 2))) & 0x0Fu;
+            s += nf_twice_e2m1(c) * xq[e];
+        }
+        o.t = s;
+        o.d = nf_mul(nf_e4m3fn_to_f32(nf_nvfp4_word(w, b)), nf_mul(0.5f, dx));
+    } else {
+        // k-quants: 32-value sub-block j of super-block sb, with a scale and a min per 16.
+        int sb = b / 8, j = b % 8;
+        nf_i32 sm = 0;
+        float d, dmin = 0.0f;
+        if constexpr (F == NF_FMT_GGUF_Q2_K) {
+            const nf_u8* blk = w.p0 + 84 * sb;
+            for (int e = 0; e < 32; e++) {
+                int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32;
+                nf_i32 q = (blk[16 + 32 * h + l] >> (2 * i)) & 3;
+                s += (blk[v / 16] & 15) * q * xq[e];
+                sm += (blk[v / 16] >> 4) * xq[e];
+            }
+            d = nf_f16_to_f32(nf_u16_at(blk + 80));
+            dmin = nf_f16_to_f32(nf_u16_at(blk + 82));
+        } else if constexpr (F == NF_FMT_GGUF_Q3_K) {
+            const nf_u8* blk = w.p0 + 110 * sb;
+            for (int e = 0; e < 32; e++) {
+                int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32, si = v / 16;
+                nf_i32 low = (blk[32 + 32 * h + l] >> (2 * i)) & 3;
+                nf_i32 q = ((blk[l] >> (4 * h + i)) & 1) ? low : low - 4;
+                nf_i32 lo = (blk[96 + si % 8] >> (4 * (si / 8))) & 15;
+                nf_i32 hi = (blk[104 + si % 4] >> (2 * (si / 4))) & 3;
+                s += ((lo | (hi << 4)) - 32) * q * xq[e];
+            }
+            d = nf_f16_to_f32(nf_u16_at(blk + 108));
+        } else if constexpr (F == NF_FMT_GGUF_Q4_K || F == NF_FMT_GGUF_Q5_K) {
+            constexpr bool five = F == NF_FMT_GGUF_Q5_K;
+            const nf_u8* blk = w.p0 + (five ? 176 : 144) * sb;
+            nf_i32 sc, m;
+            nf_scale_min_k4(j, blk + 4, &sc, &m);
+            for (int e = 0; e < 32; e++) {
+                nf_i32 c = (blk[(five ? 48 : 16) + 32 * (j / 2) + e] >> (4 * (j % 2))) & 15;
+                if (five) c |= ((blk[16 + e] >> j) & 1) << 4;
+                s += sc * c * xq[e];
+                sm += m * xq[e];
+            }
+            d = nf_f16_to_f32(nf_u16_at(blk));
+            dmin = nf_f16_to_f32(nf_u16_at(blk + 2));
+        } else {
+            static_assert(F == NF_FMT_GGUF_Q6_K, "a format of the q8_1 family");
+            const nf_u8* blk = w.p0 + 210 * sb;
+            for (int e = 0; e < 32; e++) {
+                int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32;
+                nf_i32 lo = (blk[64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
+                nf_i32 hi = (blk[128 + 32 * h + l] >> (2 * i)) & 3;
+                s += (nf_i32)(nf_i8)blk[192 + v / 16] * ((lo | (hi << 4)) - 32) * xq[e];
+            }
+            d = nf_f16_to_f32(nf_u16_at(blk + 208));
+        }
+        o.t = s;
+        o.d = nf_mul(d, dx);
+        o.tm = sm;
+        o.dm = nf_mul(dmin, dx);
+    }
+    return o;
+}
+
+// The lane step of the q8_1 family.
+template <int F>
+NF_HD void nf_q8_step(float* acc, float* accm, int lane, const nf_bdot& p) {
+    acc[lane] = nf_fma(p.d, (float)p.t, acc[lane]);
+    if constexpr (nf_has_min<F>()) accm[lane] = nf_fma(p.dm, (float)p.tm, accm[lane]);
+}
+
+// The q8_1 family's output from its lanes.
+template <int F>
+NF_HD float nf_q8_finish(const float* acc, const float* accm) {
+    if constexpr (nf_has_min<F>()) {
+        float l[8];
+        for (int j = 0; j < 8; j++) l[j] = nf_sub(acc[j], accm[j]);
+        return nf_tree8(l);
+    } else {
+        return nf_tree8(acc);
+    }
+}
+
+// ---- nvfp4 under q8_1: which rows take the block order ----
+
+// Whether an nvfp4 row runs the fast block order under q8_1: d_w finite and > 0, every
+// scale word valid (<= 0x7E), and 0.5·sf_min/d_w >= 2^-126, 6·sf_max/d_w <= 2^127 over its
+// nonzero scale words (exact in double). Other rows run the exact-weight order.
+NF_HD bool nf_nvfp4_fast_row(const nf_wrow& w, int nkb) {
+    float d = nf_nvfp4_divisor(w);
+    if (!(nf_is_finite(d) && d > 0.0f)) return false;
+    nf_u32 mx = 0, mn = 0xFFu;
+    for (int b = 0; b < nkb; b++) {
+        nf_u32 s = nf_nvfp4_word(w, b);
+        mx = s > mx ? s : mx;
+        if (s != 0 && s < mn) mn = s;
+    }
+    if (mx > 0x7Eu) return false;
+    if (mx == 0) return true;
+    double lo = nf_e4m3fn_to_f32(mn), hi = nf_e4m3fn_to_f32(mx), dd = d;
+    double p126 = 1.0, p127;
+    for (int i = 0; i < 126; i++) p126 *= 0.5;
+    p127 = 1.0;
+    for (int i = 0; i < 127; i++) p127 *= 2.0;
+    return 0.5 * lo >= p126 * dd && 6.0 * hi <= p127 * dd;
+}
+
+// Element k of a non-fast nvfp4 row under q8_1: the exact profile's plain weight.
+NF_HD float nf_nvfp4_exact_weight(const nf_wrow& w, int k, float d) { return nf_value<NF_FMT_NVFP4>(w, k, false, d); }
+
+// Rows' output word: y (+ bias) as f32 or bf16.
+NF_HD float nf_with_bias(float y, const float* bias, int n) { return bias ? nf_add(y, bias[n]) : y; }
