@@ -21,7 +21,9 @@
 #define NINFER_DEVICE_CPU 0
 
 /**
- * `ninfer_linear_prepare`'s device: an NVIDIA GPU through CUDA (not in this build).
+ * `ninfer_linear_prepare`'s device: an NVIDIA GPU through CUDA (device 0; see
+ * `ninfer_cuda_linear_prepare` for the others). Builds without CUDA support, and machines
+ * without the NVIDIA driver or a GPU, answer `NINFER_STATUS_NO_DEVICE`.
  */
 #define NINFER_DEVICE_CUDA 1
 
@@ -485,15 +487,53 @@ typedef uint32_t ninfer_dtype;
 /**
  * A weight prepared for `ninfer_linear_forward` (opaque).
  *
- * Ownership rules: the handle **borrows** the plane buffers of the view it was prepared
- * from (zero-copy): they must stay valid and unmodified until `ninfer_linear_free`. The
- * view struct itself may be discarded after `ninfer_linear_prepare` returns. The handle
+ * Ownership rules: a CPU handle **borrows** the plane buffers of the view it was prepared
+ * from (zero-copy): they must stay valid and unmodified until `ninfer_linear_free`. A
+ * CUDA handle from `ninfer_linear_prepare` / `ninfer_cuda_linear_prepare` owns a device
+ * copy (the host planes may be freed after preparation); one from
+ * `ninfer_cuda_linear_prepare_device` borrows the caller's device planes until
+ * `ninfer_linear_free`. The view struct itself may be discarded after preparation. The handle
  * owns its settings and thread pool; `ninfer_linear_free` releases them, after which the
  * handle must not be used (as with `free`). `ninfer_linear_forward` may be called on one
  * handle from several threads at once; `ninfer_linear_set_threads` must not run
  * concurrently with any other call on the same handle.
  */
 typedef struct ninfer_linear ninfer_linear;
+
+/**
+ * Properties of one CUDA device (`ninfer_cuda_device_properties`).
+ */
+typedef struct ninfer_cuda_device_info {
+  /**
+   * The device's name, NUL-terminated (truncated to 255 bytes).
+   */
+  char name[256];
+  /**
+   * Compute capability major (9 for sm_90).
+   */
+  uint32_t compute_capability_major;
+  /**
+   * Compute capability minor (0 for sm_90).
+   */
+  uint32_t compute_capability_minor;
+  /**
+   * Global memory in bytes.
+   */
+  uint64_t total_memory_bytes;
+  /**
+   * Streaming multiprocessors.
+   */
+  uint32_t multiprocessors;
+  /**
+   * L2 cache in bytes.
+   */
+  uint32_t l2_cache_bytes;
+  /**
+   * 1 when the library holds a CUBIN for the device's architecture (sm_80, 86, 89, 90,
+   * 100, 120); 0 when the driver compiles the embedded PTX once on first use.
+   */
+  uint32_t native_cubin;
+} ninfer_cuda_device_info;
 
 /**
  * A borrowed byte range: `len` bytes at `ptr`. `ptr` may be NULL only when `len` is 0.
@@ -547,6 +587,38 @@ typedef struct ninfer_weight_view {
    */
   struct ninfer_bytes planes[NINFER_MAX_PLANES];
 } ninfer_weight_view;
+
+/**
+ * A weight whose planes are already in device memory (for
+ * `ninfer_cuda_linear_prepare_device`): the same fields as `ninfer_weight_view`, with
+ * each plane as a device address and a byte length (unused planes: 0 and 0).
+ */
+typedef struct ninfer_device_view {
+  /**
+   * `NINFER_FORMAT_*`.
+   */
+  uint32_t format;
+  /**
+   * `NINFER_LAYOUT_*`.
+   */
+  uint32_t layout;
+  /**
+   * Logical rows (N), positive.
+   */
+  uint64_t rows;
+  /**
+   * Logical columns (K), positive.
+   */
+  uint64_t cols;
+  /**
+   * Device addresses (`CUdeviceptr`) of the layout's planes.
+   */
+  uint64_t plane_addresses[3];
+  /**
+   * Their byte lengths (as `ninfer_weight_view`'s planes would have).
+   */
+  uint64_t plane_lengths[3];
+} ninfer_device_view;
 
 /**
  * A caller-owned writable byte range: `len` bytes at `ptr`. `ptr` may be NULL only when
@@ -700,6 +772,140 @@ typedef struct ninfer_format_info {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * 1 when this build of the library has CUDA support (built with the `cuda` feature or
+ * CMake `-DNINFER_CUDA=ON`), else 0. Says nothing about the machine: see
+ * `ninfer_cuda_device_count`.
+ */
+uint32_t ninfer_cuda_compiled(void);
+
+/**
+ * The number of CUDA devices into `*out_count` (0 on a machine whose driver sees no GPU).
+ *
+ * Errors: `NULL_POINTER`, `NO_DEVICE` (no CUDA support in this build, or the NVIDIA driver
+ * is not installed or fails to initialize; the message says which), `CUDA`.
+ *
+ * # Safety
+ * `out_count` writable.
+ */
+ninfer_status ninfer_cuda_device_count(uint32_t *out_count);
+
+/**
+ * The properties of device `ordinal` into `*out`.
+ *
+ * Errors: `NULL_POINTER`, `NO_DEVICE` (as `ninfer_cuda_device_count`, or no device
+ * `ordinal`), `CUDA`.
+ *
+ * # Safety
+ * `out` writable.
+ */
+ninfer_status ninfer_cuda_device_properties(uint32_t ordinal, struct ninfer_cuda_device_info *out);
+
+/**
+ * Prepares the weight `view` on CUDA device `ordinal`: its planes are copied once into
+ * device memory as they are (the persistent representation, nothing repacked), so the
+ * host planes may be freed when this returns. The handle then computes on the device:
+ * `ninfer_cuda_linear_forward` on device buffers, or `ninfer_linear_forward` on host
+ * buffers (copies in and out, synchronous). Free it with `ninfer_linear_free`.
+ * (`ninfer_linear_prepare` with `NINFER_DEVICE_CUDA` does the same on device 0.)
+ *
+ * Errors: the view's structural errors, `NULL_POINTER`, `NO_DEVICE`, `UNSUPPORTED` (a
+ * format the CUDA kernels do not cover: `ninfer_linear_supported` with
+ * `NINFER_DEVICE_CUDA`), `CUDA` (e.g. `CUDA_ERROR_OUT_OF_MEMORY`). `*out_handle` is written
+ * only on success.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check` (planes readable during the call);
+ * `out_handle` writable.
+ */
+ninfer_status ninfer_cuda_linear_prepare(const struct ninfer_weight_view *view,
+                                         uint32_t ordinal,
+                                         struct ninfer_linear **out_handle);
+
+/**
+ * Prepares a weight whose planes the caller already holds in device memory of device
+ * `ordinal` (zero copy: a runtime that uploaded the encoded payload keeps its physical
+ * representation). Nothing is read here; the planes must stay valid and unmodified until
+ * `ninfer_linear_free`.
+ *
+ * Errors: `NULL_POINTER` (view, out_handle, or a plane address 0 with a non-zero length),
+ * `UNKNOWN_FORMAT`, `UNKNOWN_LAYOUT`, `INCOMPATIBLE_LAYOUT`, `BAD_SHAPE`, `SIZE_MISMATCH`
+ * (plane lengths), `OVERFLOW`, and as `ninfer_cuda_linear_prepare`.
+ *
+ * # Safety
+ * `view` readable; each plane address must be device memory of that device holding
+ * `plane_lengths[i]` bytes of the plane, for the handle's life; `out_handle` writable.
+ */
+ninfer_status ninfer_cuda_linear_prepare_device(const struct ninfer_device_view *view,
+                                                uint32_t ordinal,
+                                                struct ninfer_linear **out_handle);
+
+/**
+ * The device workspace, in bytes, that `ninfer_cuda_linear_forward` of `m` rows needs
+ * into `*out_bytes` (0 for a CPU handle, and for products that need none).
+ *
+ * Errors: `NULL_POINTER`, `OVERFLOW`.
+ *
+ * # Safety
+ * `handle` from a prepare function and not freed; `out_bytes` writable.
+ */
+ninfer_status ninfer_cuda_linear_workspace_size(const struct ninfer_linear *handle,
+                                                uint64_t m,
+                                                uint64_t *out_bytes);
+
+/**
+ * `y = x · Wᵀ (+ bias)` on the handle's CUDA device, enqueued on `stream` and returning
+ * without waiting (no host synchronisation): `x` = m × k values of `x_dtype`
+ * (`NINFER_DTYPE_F32`, `_BF16`, `_F16`), `y` = m × N values of `y_dtype` (`F32` or `BF16`),
+ * row-major, in device memory; `bias` = N floats in device memory or 0. `k` must equal K.
+ * With `workspace` ≥ `ninfer_cuda_linear_workspace_size(m)` bytes nothing is allocated,
+ * so the call can be captured in a CUDA graph; with `workspace` = 0 the library allocates
+ * and frees it in stream order. Several threads may call this on one handle with
+ * different streams at once. The outputs are bit for bit the CPU's (docs/cuda.md).
+ *
+ * Errors (nothing is enqueued unless OK): `NULL_POINTER` (handle; x or y 0 with m > 0),
+ * `BAD_SHAPE`, `UNKNOWN_DTYPE`, `UNSUPPORTED` (f16 outputs, a CPU handle, m too large for
+ * one launch), `BUFFER_TOO_SMALL` (workspace), `CUDA` (a failing launch, with the CUDA
+ * error name). Errors of kernels that already ran surface from the stream, as for any
+ * CUDA work.
+ *
+ * # Safety
+ * `handle` from a CUDA prepare function and not freed; the buffers are device memory of
+ * the handle's device, large enough, valid until the stream has run the product; `y`
+ * overlaps nothing else; `stream` is NULL or a stream of the device's primary context.
+ */
+ninfer_status ninfer_cuda_linear_forward(const struct ninfer_linear *handle,
+                                         uint64_t x,
+                                         uint32_t x_dtype,
+                                         uint64_t m,
+                                         uint64_t k,
+                                         uint64_t bias,
+                                         uint64_t y,
+                                         uint32_t y_dtype,
+                                         void *stream,
+                                         uint64_t workspace,
+                                         uint64_t workspace_bytes);
+
+/**
+ * Rows `first .. first + count` of a CUDA handle's weight decoded into `out` (device
+ * memory, row-major count × K values of `out_dtype`, `F32` or `BF16` rounded to nearest
+ * even: the exact represented values, as `ninfer_decode_row`), enqueued on `stream`.
+ *
+ * Errors: `NULL_POINTER` (handle; out 0 with count > 0), `ROW_OUT_OF_RANGE`,
+ * `UNKNOWN_DTYPE`, `UNSUPPORTED` (f16, a CPU handle, a format without a device decoder:
+ * the GGUF types in this build), `CUDA`.
+ *
+ * # Safety
+ * `handle` from a CUDA prepare function and not freed; `out` device memory of its device
+ * holding count × K values, valid until the stream has run the decode.
+ */
+ninfer_status ninfer_cuda_linear_decode_rows(const struct ninfer_linear *handle,
+                                             uint64_t first,
+                                             uint64_t count,
+                                             uint64_t out,
+                                             uint32_t out_dtype,
+                                             void *stream);
 
 /**
  * Decodes row `row` of `view` into `out[0 .. cols]` as f32: each value is the exact
@@ -909,7 +1115,9 @@ ninfer_status ninfer_linear_activation_supported(uint32_t format,
  *
  * Errors: the structural errors of `ninfer_weight_view_check`, `UNSUPPORTED` for a
  * combination without a kernel (see `ninfer_linear_supported`), `INVALID_ARGUMENT` for an
- * unknown device, `NULL_POINTER`. `*out_handle` is written only on success.
+ * unknown device, `NULL_POINTER`; for `NINFER_DEVICE_CUDA` also those of
+ * `ninfer_cuda_linear_prepare` (`NO_DEVICE`, `CUDA`). `*out_handle` is written only on
+ * success.
  *
  * # Safety
  * `view` as for `ninfer_weight_view_check`, with plane buffers valid until the handle is

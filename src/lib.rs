@@ -24,6 +24,7 @@
 //! Every operation takes a [`WeightView`]: format, layout, logical shape [N, K] and the
 //! byte planes that layout defines, checked once when the view is built.
 
+pub mod cuda;
 pub mod decode;
 pub mod dtype;
 pub mod error;

@@ -10,7 +10,9 @@ use crate::registry::{Format, Layout, check_compatible};
 /// `ninfer_linear_prepare`'s device: the host CPU.
 #[allow(dead_code)] // exported to the header; Rust code uses `linear::Device`
 pub const NINFER_DEVICE_CPU: u32 = 0;
-/// `ninfer_linear_prepare`'s device: an NVIDIA GPU through CUDA (not in this build).
+/// `ninfer_linear_prepare`'s device: an NVIDIA GPU through CUDA (device 0; see
+/// `ninfer_cuda_linear_prepare` for the others). Builds without CUDA support, and machines
+/// without the NVIDIA driver or a GPU, answer `NINFER_STATUS_NO_DEVICE`.
 #[allow(dead_code)] // exported to the header; Rust code uses `linear::Device`
 pub const NINFER_DEVICE_CUDA: u32 = 1;
 
@@ -27,15 +29,36 @@ pub const NINFER_ACTIVATION_Q8_1: u32 = 1;
 
 /// A weight prepared for `ninfer_linear_forward` (opaque).
 ///
-/// Ownership rules: the handle **borrows** the plane buffers of the view it was prepared
-/// from (zero-copy): they must stay valid and unmodified until `ninfer_linear_free`. The
-/// view struct itself may be discarded after `ninfer_linear_prepare` returns. The handle
+/// Ownership rules: a CPU handle **borrows** the plane buffers of the view it was prepared
+/// from (zero-copy): they must stay valid and unmodified until `ninfer_linear_free`. A
+/// CUDA handle from `ninfer_linear_prepare` / `ninfer_cuda_linear_prepare` owns a device
+/// copy (the host planes may be freed after preparation); one from
+/// `ninfer_cuda_linear_prepare_device` borrows the caller's device planes until
+/// `ninfer_linear_free`. The view struct itself may be discarded after preparation. The handle
 /// owns its settings and thread pool; `ninfer_linear_free` releases them, after which the
 /// handle must not be used (as with `free`). `ninfer_linear_forward` may be called on one
 /// handle from several threads at once; `ninfer_linear_set_threads` must not run
 /// concurrently with any other call on the same handle.
 pub struct ninfer_linear {
-    weight: PreparedWeight<'static>,
+    pub(crate) weight: PreparedWeight<'static>,
+}
+
+impl ninfer_linear {
+    /// Boxes `weight` into a new handle stored in `*out_handle`.
+    ///
+    /// # Safety
+    /// `out_handle` non-NULL (alignment is checked).
+    pub(crate) unsafe fn publish(
+        weight: PreparedWeight<'static>,
+        out_handle: *mut *mut ninfer_linear,
+    ) -> crate::error::Result<()> {
+        let h = Box::into_raw(Box::new(ninfer_linear { weight }));
+        // SAFETY: non-NULL by the caller; alignment checked by `write`.
+        unsafe { write(out_handle, h, "out_handle") }.inspect_err(|_| {
+            // SAFETY: h came from Box::into_raw just above and was not published.
+            drop(unsafe { Box::from_raw(h) });
+        })
+    }
 }
 
 /// Whether this build implements `linear` for weights of `format` stored in `layout`,
@@ -116,7 +139,9 @@ pub extern "C" fn ninfer_linear_activation_supported(
 ///
 /// Errors: the structural errors of `ninfer_weight_view_check`, `UNSUPPORTED` for a
 /// combination without a kernel (see `ninfer_linear_supported`), `INVALID_ARGUMENT` for an
-/// unknown device, `NULL_POINTER`. `*out_handle` is written only on success.
+/// unknown device, `NULL_POINTER`; for `NINFER_DEVICE_CUDA` also those of
+/// `ninfer_cuda_linear_prepare` (`NO_DEVICE`, `CUDA`). `*out_handle` is written only on
+/// success.
 ///
 /// # Safety
 /// `view` as for `ninfer_weight_view_check`, with plane buffers valid until the handle is
@@ -135,12 +160,8 @@ pub unsafe extern "C" fn ninfer_linear_prepare(
         // SAFETY: the caller keeps the planes valid until ninfer_linear_free ('static here).
         let v = unsafe { from_c::<'static>(view) }?;
         let weight = PreparedWeight::on(v, device)?;
-        let h = Box::into_raw(Box::new(ninfer_linear { weight }));
-        // SAFETY: checked non-NULL above; alignment checked by `write`.
-        unsafe { write(out_handle, h, "out_handle") }.inspect_err(|_| {
-            // SAFETY: h came from Box::into_raw just above and was not published.
-            drop(unsafe { Box::from_raw(h) });
-        })
+        // SAFETY: checked non-NULL above.
+        unsafe { ninfer_linear::publish(weight, out_handle) }
     })
 }
 

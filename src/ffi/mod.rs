@@ -10,6 +10,7 @@
 #![allow(non_camel_case_types)]
 
 pub(crate) mod boundary;
+mod cuda;
 mod decode;
 mod fp8;
 mod import;

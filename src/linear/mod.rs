@@ -58,7 +58,7 @@ use crate::dtype::Dtype;
 use crate::error::{Error, Result, mul};
 use crate::registry::{Format, Layout};
 use crate::view::WeightView;
-use plan::{Family, Plan};
+use plan::Plan;
 
 /// Where a product runs. Numbers are part of the ABI (`NINFER_DEVICE_*`).
 #[repr(u32)]
@@ -127,13 +127,37 @@ pub fn supported(
     device: Device,
 ) -> bool {
     let _ = x_dtype; // every dtype is accepted as an activation
-    y_dtype != Dtype::F16 && Plan::new(format, layout).is_ok_and(|p| backend_runs(device, p.family))
+    y_dtype != Dtype::F16 && Plan::new(format, layout).is_ok_and(|p| backend_runs(device, &p))
 }
 
-/// Whether `device`'s backend in this build runs `family` (the CPU runs every family).
-fn backend_runs(device: Device, family: Family) -> bool {
-    let _ = family;
-    device == Device::Cpu
+/// Whether `device`'s backend in this build runs `plan` (the CPU runs every family; CUDA
+/// those its kernels cover, when built with the `cuda` feature).
+fn backend_runs(device: Device, plan: &Plan) -> bool {
+    match device {
+        Device::Cpu => true,
+        #[cfg(feature = "cuda")]
+        Device::Cuda => cuda::weight::covers(plan),
+        #[cfg(not(feature = "cuda"))]
+        Device::Cuda => {
+            let _ = plan;
+            false
+        }
+    }
+}
+
+/// [`Error::Unsupported`] unless the CUDA kernels cover `plan`.
+#[cfg(feature = "cuda")]
+fn cuda_covers(plan: &Plan) -> Result<()> {
+    if cuda::weight::covers(plan) {
+        Ok(())
+    } else {
+        Err(Error::Unsupported(format!(
+            "linear on CUDA: no kernel for {} in {} with {} activations in this build",
+            plan.format,
+            plan.layout,
+            plan.activation.name()
+        )))
+    }
 }
 
 /// Whether this build computes `linear` for weights of `format` in `layout` on `device`
@@ -148,7 +172,7 @@ pub fn supported_activation(
     activation: Activation,
     device: Device,
 ) -> bool {
-    Plan::with(format, layout, activation).is_ok_and(|p| backend_runs(device, p.family))
+    Plan::with(format, layout, activation).is_ok_and(|p| backend_runs(device, &p))
 }
 
 /// The named tolerance criterion `linear_f32acc_v1` (docs/linear.md) for one output:
@@ -173,12 +197,16 @@ pub fn tolerance(k: usize, sum_abs: f64, y_ref: f64, y_dtype: Dtype) -> f64 {
 /// profile) and the state of the device that runs it. Borrows the view's planes for `'a`.
 pub struct PreparedWeight<'a> {
     plan: Plan,
+    rows: usize,
+    cols: usize,
     backend: Backend<'a>,
 }
 
 /// The device side of a prepared weight.
 enum Backend<'a> {
     Cpu(cpu::engine::Engine<'a>),
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::weight::CudaWeight),
 }
 
 impl std::fmt::Debug for PreparedWeight<'_> {
@@ -194,6 +222,8 @@ impl std::fmt::Debug for PreparedWeight<'_> {
                 .field("kernel", &e.kernel)
                 .field("isa", &e.isa)
                 .field("threads", &e.threads),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(c) => d.field("cuda_device", &c.ordinal()),
         };
         d.finish()
     }
@@ -208,60 +238,178 @@ impl<'a> PreparedWeight<'a> {
         Self::on(view, Device::Cpu)
     }
 
-    /// Prepares `view` for `device`. Errors: [`Error::Unsupported`] for a device this build
-    /// has no backend for, or as [`PreparedWeight::new`].
+    /// Prepares `view` for `device` (CUDA: device 0, see [`PreparedWeight::on_cuda`]).
+    /// Errors: [`Error::Unsupported`] for a combination this build has no kernel for on
+    /// that device, [`Error::NoDevice`] for CUDA without a usable GPU, or as
+    /// [`PreparedWeight::new`].
     pub fn on(view: WeightView<'a>, device: Device) -> Result<Self> {
         let plan = Plan::new(view.format(), view.layout())?;
-        if !backend_runs(device, plan.family) {
-            return Err(Error::Unsupported(format!(
-                "linear on {device:?} is not implemented in this build"
-            )));
+        match device {
+            Device::Cpu => Ok(PreparedWeight {
+                plan,
+                rows: view.rows(),
+                cols: view.cols(),
+                backend: Backend::Cpu(cpu::engine::Engine::new(view, &plan)),
+            }),
+            Device::Cuda => Self::on_cuda(view, 0),
         }
-        let backend = Backend::Cpu(cpu::engine::Engine::new(view, &plan));
-        Ok(PreparedWeight { plan, backend })
     }
 
-    /// The weight's view.
-    pub fn view(&self) -> &WeightView<'a> {
+    /// Prepares `view` on CUDA device `ordinal`: its planes are copied once to device
+    /// memory as they are (the persistent representation, no repacking: spec §8), so the
+    /// host planes may be released afterwards. Forwards then run on the device
+    /// ([`PreparedWeight::forward_cuda`], or [`PreparedWeight::forward`] from host
+    /// buffers).
+    ///
+    /// Errors: [`Error::NoDevice`] (no CUDA support in this build, no driver, no device
+    /// `ordinal`), [`Error::Unsupported`] for a format the CUDA kernels do not cover
+    /// ([`supported`] with [`Device::Cuda`]), [`Error::Cuda`] for a failing driver call.
+    pub fn on_cuda(view: WeightView<'_>, ordinal: u32) -> Result<Self> {
+        let plan = Plan::new(view.format(), view.layout())?;
+        #[cfg(feature = "cuda")]
+        {
+            cuda_covers(&plan)?;
+            let w = cuda::weight::CudaWeight::upload(
+                view.format(),
+                view.layout(),
+                view.rows(),
+                view.cols(),
+                [view.plane(0), view.plane(1), view.plane(2)],
+                ordinal,
+            )?;
+            Ok(PreparedWeight {
+                plan,
+                rows: view.rows(),
+                cols: view.cols(),
+                backend: Backend::Cuda(w),
+            })
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (plan, ordinal);
+            Err(crate::cuda::not_compiled())
+        }
+    }
+
+    /// A weight over planes already in device memory of CUDA device `ordinal` (zero copy:
+    /// the runtime keeps its uploaded encoded payload). `planes[i]` = (device address,
+    /// byte length) of plane i, the lengths a [`WeightView`] of this format, layout and
+    /// shape would have (unused planes: (0, 0)). Nothing is read or copied here.
+    ///
+    /// Errors: the structural errors of [`WeightView::new`] (pair, shape, plane lengths),
+    /// [`Error::NullPointer`] for a null address with a non-zero length, and as
+    /// [`PreparedWeight::on_cuda`].
+    ///
+    /// # Safety
+    /// Each address must point to that many bytes of device memory of that device, holding
+    /// the plane, valid and unmodified until the weight is dropped.
+    pub unsafe fn borrow_cuda(
+        format: Format,
+        layout: Layout,
+        rows: usize,
+        cols: usize,
+        planes: [(u64, usize); 3],
+        ordinal: u32,
+    ) -> Result<PreparedWeight<'static>> {
+        crate::layouts::check_plane_lens(format, layout, rows, cols, planes.map(|p| p.1))?;
+        if planes.iter().any(|&(a, len)| a == 0 && len != 0) {
+            return Err(Error::NullPointer("device plane"));
+        }
+        let plan = Plan::new(format, layout)?;
+        #[cfg(feature = "cuda")]
+        {
+            cuda_covers(&plan)?;
+            // SAFETY: the caller's contract above.
+            let w = unsafe {
+                cuda::weight::CudaWeight::borrow(
+                    format,
+                    layout,
+                    rows,
+                    cols,
+                    planes.map(|p| p.1),
+                    planes.map(|p| p.0),
+                    ordinal,
+                )?
+            };
+            Ok(PreparedWeight {
+                plan,
+                rows,
+                cols,
+                backend: Backend::Cuda(w),
+            })
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (plan, ordinal);
+            Err(crate::cuda::not_compiled())
+        }
+    }
+
+    /// Where the weight computes.
+    pub fn device(&self) -> Device {
         match &self.backend {
-            Backend::Cpu(e) => &e.view,
+            Backend::Cpu(_) => Device::Cpu,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => Device::Cuda,
+        }
+    }
+
+    /// The weight's host view (`None` for a CUDA weight, whose planes live on the device).
+    pub fn view(&self) -> Option<&WeightView<'a>> {
+        match &self.backend {
+            Backend::Cpu(e) => Some(&e.view),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => None,
         }
     }
 
     /// N (output features).
     pub fn rows(&self) -> usize {
-        self.view().rows()
+        self.rows
     }
 
     /// K (input features).
     pub fn cols(&self) -> usize {
-        self.view().cols()
+        self.cols
     }
 
-    /// The CPU instruction set in use.
-    pub fn isa(&self) -> Isa {
+    /// The CPU instruction set in use (`None` for a CUDA weight).
+    pub fn isa(&self) -> Option<Isa> {
         match &self.backend {
-            Backend::Cpu(e) => e.isa,
+            Backend::Cpu(e) => Some(e.isa),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => None,
         }
     }
 
     /// Chooses the instruction set (to test or benchmark the scalar fallback). Results do
-    /// not depend on it. Errors: [`Error::Unsupported`] when this machine lacks it.
+    /// not depend on it. Errors: [`Error::Unsupported`] when this machine lacks it, or for
+    /// a CUDA weight.
     pub fn set_isa(&mut self, isa: Isa) -> Result<()> {
         match &mut self.backend {
             Backend::Cpu(e) => e.set_isa(isa),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => Err(Error::Unsupported(
+                "a CUDA weight has no CPU instruction set".into(),
+            )),
         }
     }
 
     /// Threads for [`forward`](Self::forward): 0 = rayon's global pool (the default),
     /// 1 = the calling thread only, n ≥ 2 = a pool of n threads owned by this weight.
-    /// Results do not depend on it.
+    /// Results do not depend on it. A CUDA weight keeps the setting and ignores it.
     ///
     /// Errors: [`Error::InvalidArgument`] for more than 1024 threads, [`Error::Internal`]
     /// if the pool cannot be created.
     pub fn set_threads(&mut self, threads: usize) -> Result<()> {
         match &mut self.backend {
             Backend::Cpu(e) => e.set_threads(threads),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) if threads > 1024 => Err(Error::InvalidArgument(format!(
+                "{threads} threads (at most 1024)"
+            ))),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => Ok(()),
         }
     }
 
@@ -276,14 +424,19 @@ impl<'a> PreparedWeight<'a> {
     /// multiple of 32.
     pub fn set_activation(&mut self, activation: Activation) -> Result<()> {
         let plan = Plan::with(self.plan.format, self.plan.layout, activation)?;
+        #[cfg(feature = "cuda")]
+        if let Backend::Cuda(_) = self.backend {
+            cuda_covers(&plan)?;
+        }
         if plan.quantizes_x() && self.cols() % q8_1::QK8_1 != 0 {
             return Err(Error::BadShape(format!(
                 "linear: q8_1 activations need K a multiple of 32 (K = {})",
                 self.cols()
             )));
         }
-        match &mut self.backend {
-            Backend::Cpu(e) => e.set_plan(&plan),
+        #[allow(irrefutable_let_patterns)] // without the `cuda` feature
+        if let Backend::Cpu(e) = &mut self.backend {
+            e.set_plan(&plan);
         }
         self.plan = plan;
         Ok(())
@@ -298,6 +451,8 @@ impl<'a> PreparedWeight<'a> {
     pub fn threads(&self) -> usize {
         match &self.backend {
             Backend::Cpu(e) => e.threads,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => 0,
         }
     }
 
@@ -306,6 +461,8 @@ impl<'a> PreparedWeight<'a> {
     pub(crate) fn cpu_kernel(&mut self) -> &mut cpu::engine::Kernel {
         match &mut self.backend {
             Backend::Cpu(e) => &mut e.kernel,
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => panic!("not a CPU weight"),
         }
     }
 
@@ -313,6 +470,158 @@ impl<'a> PreparedWeight<'a> {
     fn compute(&self, x: &[f32], m: usize) -> Result<Vec<f32>> {
         match &self.backend {
             Backend::Cpu(e) => e.compute(x, m),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(c) => {
+                // The synchronous host path: x up, y [M][N] down, transposed to N × M.
+                let xb: Vec<u8> = x.iter().flat_map(|v| v.to_ne_bytes()).collect();
+                let n = self.rows;
+                let dx = c.to_device(&xb)?;
+                let dy = cuda::weight::DeviceBuffer::new(mul(mul(m, n, "M × N")?, 4, "y bytes")?)?;
+                c.forward(
+                    &self.plan,
+                    dx.0,
+                    Dtype::F32,
+                    m,
+                    0,
+                    dy.0,
+                    Dtype::F32,
+                    std::ptr::null_mut(),
+                    0,
+                    0,
+                )?;
+                let mut yb = vec![0u8; m * n * 4];
+                c.to_host(&dy, &mut yb)?;
+                let mut yt = vec![0f32; m * n];
+                for (i, w) in yb.chunks_exact(4).enumerate() {
+                    yt[(i % n) * m + i / n] = f32::from_ne_bytes([w[0], w[1], w[2], w[3]]);
+                }
+                Ok(yt)
+            }
+        }
+    }
+
+    /// Bytes of device workspace a [`forward_cuda`](Self::forward_cuda) of `m` rows needs
+    /// (0 for a CPU weight, and for CUDA products that need none). Errors:
+    /// [`Error::Overflow`].
+    pub fn workspace_size(&self, m: usize) -> Result<usize> {
+        match &self.backend {
+            Backend::Cpu(_) => {
+                let _ = m;
+                Ok(0)
+            }
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(c) => c.workspace_size(&self.plan, m),
+        }
+    }
+
+    /// `y = x · Wᵀ (+ bias)` on the weight's CUDA device, enqueued on `stream` (a
+    /// `CUstream`; null = the default stream) and returning without waiting: x holds m × K
+    /// values of `x_dtype` and y receives m × N values of `y_dtype` (f32 or bf16), both in
+    /// device memory of the weight's device, row-major; `bias` is N f32 in device memory
+    /// or 0. With a `workspace` of at least [`workspace_size`](Self::workspace_size)(m)
+    /// bytes nothing is allocated (the call can be captured in a CUDA graph); with 0 the
+    /// workspace is allocated and freed in stream order. Several streams may run forwards
+    /// of one weight at once. The results are the CPU's bits (docs/linear.md, "CUDA").
+    ///
+    /// Errors (nothing is enqueued on error): [`Error::BadShape`] when `k` is not K,
+    /// [`Error::Unsupported`] for a CPU weight or f16 outputs, [`Error::BufferTooSmall`]
+    /// for a short workspace, [`Error::Cuda`] for a failing driver call.
+    ///
+    /// # Safety
+    /// x, y, bias and workspace must be device memory of the weight's device, large enough
+    /// for the shapes above, and stay valid until the stream has run the product; y must
+    /// not overlap x, bias or the workspace.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn forward_cuda(
+        &self,
+        x: u64,
+        x_dtype: Dtype,
+        m: usize,
+        k: usize,
+        bias: u64,
+        y: u64,
+        y_dtype: Dtype,
+        stream: *mut std::ffi::c_void,
+        workspace: u64,
+        workspace_bytes: usize,
+    ) -> Result<()> {
+        self.check_shapes(m, k, None)?;
+        if y_dtype == Dtype::F16 {
+            return Err(Error::Unsupported(
+                "linear: f16 outputs (use f32 or bf16)".into(),
+            ));
+        }
+        match &self.backend {
+            Backend::Cpu(_) => {
+                let _ = (x, x_dtype, bias, y, stream, workspace, workspace_bytes);
+                Err(Error::Unsupported(
+                    "forward_cuda on a CPU weight (prepare it on a CUDA device)".into(),
+                ))
+            }
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(c) => c.forward(
+                &self.plan,
+                x,
+                x_dtype,
+                m,
+                bias,
+                y,
+                y_dtype,
+                stream,
+                workspace,
+                workspace_bytes,
+            ),
+        }
+    }
+
+    /// Rows `first .. first + count` of a CUDA weight decoded into `out` (device memory,
+    /// row-major count × K values of `out_dtype`, f32 or bf16 rounded to nearest even: the
+    /// exact represented values, as [`crate::decode::decode_row_as`]), enqueued on
+    /// `stream`.
+    ///
+    /// Errors: [`Error::RowOutOfRange`], [`Error::Unsupported`] for a CPU weight, f16
+    /// output or a format without a device decoder, [`Error::Cuda`].
+    ///
+    /// # Safety
+    /// `out` must be device memory of the weight's device holding count × K values of
+    /// `out_dtype`, valid until the stream has run the decode.
+    pub unsafe fn decode_rows_cuda(
+        &self,
+        first: usize,
+        count: usize,
+        out: u64,
+        out_dtype: Dtype,
+        stream: *mut std::ffi::c_void,
+    ) -> Result<()> {
+        let end = first.checked_add(count).filter(|&e| e <= self.rows);
+        if end.is_none() {
+            return Err(Error::RowOutOfRange {
+                row: first.saturating_add(count) as u64,
+                rows: self.rows as u64,
+            });
+        }
+        if out_dtype == Dtype::F16 {
+            return Err(Error::Unsupported(
+                "device decode to f16 (use f32 or bf16)".into(),
+            ));
+        }
+        match &self.backend {
+            Backend::Cpu(_) => {
+                let _ = (out, stream);
+                Err(Error::Unsupported(
+                    "decode_rows_cuda on a CPU weight".into(),
+                ))
+            }
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(c) => {
+                if !cuda::weight::decodes(self.plan.format) {
+                    return Err(Error::Unsupported(format!(
+                        "no device decoder for {} in this build",
+                        self.plan.format
+                    )));
+                }
+                c.decode_rows(first, count, out, out_dtype, stream)
+            }
         }
     }
 

@@ -3,9 +3,9 @@
 //! The same descriptor, with host pointers, drives the kernels' host build in the tests.
 
 use crate::error::{Error, Result};
-use crate::formats::nvfp4;
 use crate::layouts::{self, block_scale};
-use crate::registry::{Category, Layout};
+use crate::registry::{Category, Format, Layout};
+#[cfg(test)]
 use crate::view::WeightView;
 
 /// `struct nf_weight` (field for field; `#[repr(C)]`).
@@ -27,11 +27,18 @@ pub(crate) struct NfWeight {
 }
 
 impl NfWeight {
-    /// The descriptor of `view` with its planes at `base[i]` (the view's own host planes
-    /// or their device copies, same lengths). Errors: [`Error::Unsupported`] for N or K
-    /// beyond `i32` (the kernels index rows and columns with 32-bit integers).
-    pub(crate) fn new(view: &WeightView<'_>, base: [u64; 3]) -> Result<NfWeight> {
-        let (n, k) = (view.rows(), view.cols());
+    /// The descriptor of an `n × k` weight of `format` in `layout` whose planes (of the
+    /// byte lengths `lens`, as a view checked them) start at `base[i]` (host or device
+    /// addresses). Errors: [`Error::Unsupported`] for N or K beyond `i32` (the kernels index
+    /// rows and columns with 32-bit integers).
+    pub(crate) fn new(
+        format: Format,
+        layout: Layout,
+        n: usize,
+        k: usize,
+        lens: [usize; 3],
+        base: [u64; 3],
+    ) -> Result<NfWeight> {
         let (rows, cols) = match (i32::try_from(n), i32::try_from(k)) {
             (Ok(r), Ok(c)) => (r, c),
             _ => {
@@ -40,26 +47,23 @@ impl NfWeight {
                 )));
             }
         };
-        let sizes = layouts::plane_sizes(view.format(), view.layout(), n, k)?;
+        let sizes = layouts::plane_sizes(format, layout, n, k)?;
         let mut stride = [0u64; 3];
         for (s, &len) in stride.iter_mut().zip(&sizes) {
             *s = (len / n) as u64;
         }
         let (mut rows_per_source, mut nkb) = (0, 0);
-        match view.format().info().category {
-            Category::BlockScaledFloat => {
-                // Only the codes plane is row-major; scales are swizzled, divisors per source.
-                stride[1] = 0;
-                stride[2] = 0;
-                rows_per_source = nvfp4::rows_per_source(view) as i32;
-                nkb = block_scale::k_blocks(k)? as i32;
-            }
-            Category::RowScaledFloat if view.layout() == Layout::RowInterleavedV1 => {}
-            _ => {}
+        if format.info().category == Category::BlockScaledFloat {
+            // Only the codes plane is row-major; scales are swizzled, divisors per source
+            // (the divisor plane's length, checked by the view, says how many).
+            stride[1] = 0;
+            stride[2] = 0;
+            rows_per_source = (n / (lens[2] / 4).max(1)) as i32;
+            nkb = block_scale::k_blocks(k)? as i32;
         }
-        let interleaved = (view.layout() == Layout::RowInterleavedV1) as i32;
+        let interleaved = (layout == Layout::RowInterleavedV1) as i32;
         let mut plane = [0u64; 3];
-        for (p, (&b, &len)) in plane.iter_mut().zip(base.iter().zip(&sizes)) {
+        for (p, (&b, &len)) in plane.iter_mut().zip(base.iter().zip(&lens)) {
             *p = if len > 0 { b } else { 0 };
         }
         Ok(NfWeight {
@@ -77,6 +81,14 @@ impl NfWeight {
     #[cfg(test)]
     pub(crate) fn host(view: &WeightView<'_>) -> Result<NfWeight> {
         let base = [0, 1, 2].map(|i| view.plane(i).as_ptr() as u64);
-        NfWeight::new(view, base)
+        let lens = [0, 1, 2].map(|i| view.plane(i).len());
+        NfWeight::new(
+            view.format(),
+            view.layout(),
+            view.rows(),
+            view.cols(),
+            lens,
+            base,
+        )
     }
 }

@@ -4,5 +4,9 @@
 
 #[cfg(any(test, feature = "cuda"))]
 pub(crate) mod abi;
-#[cfg(test)]
+// The host harness is built with the host's `c++` and loaded into the test process, so it
+// runs where the tests run natively (not in the cross-built aarch64 job under qemu).
+#[cfg(all(test, target_arch = "x86_64"))]
 mod host;
+#[cfg(feature = "cuda")]
+pub(crate) mod weight;

@@ -34,6 +34,13 @@ fn tables_source() -> String {
             f as u32
         );
     }
+    for d in [crate::Dtype::F32, crate::Dtype::Bf16, crate::Dtype::F16] {
+        s += &format!(
+            "#define NF_DTYPE_{} {}\n",
+            d.name().to_ascii_uppercase(),
+            d as u32
+        );
+    }
     s += "\n#ifdef NF_DEVICE_CODE\n#define NF_TABLE __constant__ const\n#else\n\
           #define NF_TABLE static const\n#endif\n\n";
     let kv: Vec<String> = crate::formats::gguf::grids::KVALUES_IQ4NL

@@ -131,19 +131,41 @@ NF_HD bool nf_nvfp4_scaled_row(float d) {
 
 // The activation-row side: every element finite, every nonzero |x| >= 2^tiny,
 // K <= 2^24 and K·max|x| <= 2^sum (fp8: tiny -109, sum 126; nvfp4: -116, 116).
+// From the row's largest |x| bits `mx` and whether a nonzero |x| is below 2^tiny (`small`).
+NF_HD bool nf_scaled_x_final(nf_u32 mx, bool small, int k, int sum) {
+    if (mx >= 0x7F800000u || small || k > (1 << 24)) return false;
+    double lim = 1.0;
+    for (int i = 0; i < sum; i++) lim *= 2.0;
+    return (double)k * (double)nf_from_bits(mx) <= lim;
+}
+
+// Whether |x| (bits a) is nonzero and below 2^tiny.
+NF_HD bool nf_tiny(nf_u32 a, int tiny) { return a != 0 && a < ((nf_u32)(127 + tiny) << 23); }
+
 NF_HD bool nf_scaled_x(const float* x, int k, int tiny, int sum) {
-    nf_u32 tiny_bits = (nf_u32)(127 + tiny) << 23;
     nf_u32 mx = 0;
     bool small = false;
     for (int j = 0; j < k; j++) {
         nf_u32 a = nf_to_bits(x[j]) & 0x7FFFFFFFu;
         mx = a > mx ? a : mx;
-        small = small || (a != 0 && a < tiny_bits);
+        small = small || nf_tiny(a, tiny);
     }
-    if (mx >= 0x7F800000u || small || k > (1 << 24)) return false;
-    double lim = 1.0;
-    for (int i = 0; i < sum; i++) lim *= 2.0;
-    return (double)k * (double)nf_from_bits(mx) <= lim;
+    return nf_scaled_x_final(mx, small, k, sum);
+}
+
+// Activation element i of x in its dtype (native-endian words), as binary32 (exact).
+NF_HD float nf_load_x(const void* x, int dtype, nf_u64 i) {
+    if (dtype == NF_DTYPE_F32) return ((const float*)x)[i];
+    nf_u32 h = ((const nf_u16*)x)[i];
+    return dtype == NF_DTYPE_BF16 ? nf_bf16_to_f32(h) : nf_f16_to_f32(h);
+}
+
+// Stores output element i as f32 or bf16 (rounded to nearest even).
+NF_HD void nf_store_y(void* y, int dtype, nf_u64 i, float v) {
+    if (dtype == NF_DTYPE_F32)
+        ((float*)y)[i] = v;
+    else
+        ((nf_u16*)y)[i] = (nf_u16)nf_f32_to_bf16(v);
 }
 
 // nvfp4 row r's divisor.

@@ -33,6 +33,9 @@
 #define NF_FMT_GGUF_IQ2_S 27
 #define NF_FMT_GGUF_IQ4_XS 28
 #define NF_FMT_GGUF_IQ1_M 29
+#define NF_DTYPE_F32 0
+#define NF_DTYPE_BF16 1
+#define NF_DTYPE_F16 2
 
 #ifdef NF_DEVICE_CODE
 #define NF_TABLE __constant__ const

@@ -1,0 +1,229 @@
+// The CUDA kernels of `linear` and row decoding. The arithmetic is the nf_*.cuh headers'
+// (compiled for the host and tested bit for bit against the CPU path); the kernels here
+// only index.
+//
+// GEMV mapping (M ≤ 8 activation rows per launch; grid.y walks larger M): a block of 128
+// threads serves 16 weight rows; the 8 threads of a row own its 8 accumulator lanes, so
+// thread j runs lane j's chain serially — elements k ≡ j (mod 8) in the exact family,
+// blocks b ≡ j (mod 8) in the q8_1 family — exactly the CPU's order, and the group's lanes
+// meet in the CPU's tree through three shuffles. No host synchronisation, no allocation:
+// a launch can be captured in a CUDA graph.
+#include "nf_blocks.cuh"
+#include "nf_q8_1.cuh"
+
+#define NF_MMAX 8
+#define NF_ROWS_PER_BLOCK 16
+
+// The CPU's tree over the 8 lanes of a row group (lane 0 ends with the result): t[i] =
+// a[i] + a[i+4], u[i] = t[i] + t[i+2], u[0] + u[1].
+__device__ __forceinline__ float nf_group_tree(float a) {
+    float t = nf_add(a, __shfl_down_sync(0xFFFFFFFFu, a, 4, 8));
+    float u = nf_add(t, __shfl_down_sync(0xFFFFFFFFu, t, 2, 8));
+    return nf_add(u, __shfl_down_sync(0xFFFFFFFFu, u, 1, 8));
+}
+
+// q8_1 blocks of x [m][k] (k a multiple of 32): codes q [m][k] and stored scales d
+// [m][k/32] (binary32). One thread per block.
+extern "C" __global__ void nf_quantize_q8_1(const void* x, int x_dtype, int m, int k, nf_i8* q, float* d) {
+    nf_u64 b = (nf_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    nf_u64 nb = (nf_u64)m * (nf_u64)(k / 32);
+    if (b >= nb) return;
+    float v[NF_QK8_1];
+    for (int j = 0; j < NF_QK8_1; j++) v[j] = nf_load_x(x, x_dtype, 32 * b + j);
+    nf_i32 sum;
+    d[b] = nf_q8_1_block(v, q + 32 * b, &sum);
+}
+
+// ok[r] = whether activation row r may meet fp8 / nvfp4 rows in their scaled order. One
+// block of 256 threads per row.
+extern "C" __global__ void nf_scaled_x_rows(const void* x, int x_dtype, int k, int tiny, int sum, nf_u8* ok) {
+    __shared__ nf_u32 mx_s[256];
+    __shared__ int small_s[256];
+    nf_u64 base = (nf_u64)blockIdx.x * (nf_u64)k;
+    nf_u32 mx = 0;
+    int small = 0;
+    for (int j = threadIdx.x; j < k; j += blockDim.x) {
+        nf_u32 a = nf_to_bits(nf_load_x(x, x_dtype, base + j)) & 0x7FFFFFFFu;
+        mx = a > mx ? a : mx;
+        small |= nf_tiny(a, tiny) ? 1 : 0;
+    }
+    mx_s[threadIdx.x] = mx;
+    small_s[threadIdx.x] = small;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+        if (threadIdx.x < s) {
+            nf_u32 o = mx_s[threadIdx.x + s];
+            mx_s[threadIdx.x] = o > mx_s[threadIdx.x] ? o : mx_s[threadIdx.x];
+            small_s[threadIdx.x] |= small_s[threadIdx.x + s];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) ok[blockIdx.x] = nf_scaled_x_final(mx_s[0], small_s[0] != 0, k, sum) ? 1 : 0;
+}
+
+// The exact family: y[m][n] (+ bias) for weight rows of this block and activation rows
+// m0 .. m0 + 8 (m0 = 8·blockIdx.y). xok: per activation row, whether the scaled order may
+// apply (fp8 / nvfp4; NULL otherwise).
+template <int F>
+__device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, const nf_u8* xok, const float* bias, void* y,
+                         int y_dtype) {
+    const int row = blockIdx.x * NF_ROWS_PER_BLOCK + threadIdx.x / 8, lane = threadIdx.x % 8;
+    const int m0 = blockIdx.y * NF_MMAX, mc = m - m0 < NF_MMAX ? m - m0 : NF_MMAX;
+    const bool live = row < w.rows;
+    const nf_u64 k = (nf_u64)w.cols;
+    float acc[NF_MMAX];
+    bool scaled[NF_MMAX];
+    float rs = 0.0f;
+    nf_wrow r = nf_row<F>(w, live ? row : 0);
+    bool row_ok = false;
+    if constexpr (F == NF_FMT_NVFP4) {
+        rs = nf_nvfp4_divisor(r);
+        row_ok = nf_nvfp4_scaled_row(rs);
+    } else if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) {
+        rs = nf_fp8_scale<F>(r);
+        row_ok = nf_fp8_scaled_row(rs);
+    }
+    bool any_scaled = false, any_plain = false;
+#pragma unroll
+    for (int i = 0; i < NF_MMAX; i++) {
+        acc[i] = 0.0f;
+        scaled[i] = i < mc && row_ok && xok && xok[m0 + i];
+        any_scaled |= i < mc && scaled[i];
+        any_plain |= i < mc && !scaled[i];
+    }
+    if (live) {
+        for (nf_u64 e = lane; e < k; e += 8) {
+            float vs = any_scaled ? nf_value<F>(r, (int)e, true, rs) : 0.0f;
+            float vp = any_plain ? nf_value<F>(r, (int)e, false, rs) : 0.0f;
+#pragma unroll
+            for (int i = 0; i < NF_MMAX; i++) {
+                if (i < mc) acc[i] = nf_fma(scaled[i] ? vs : vp, nf_load_x(x, x_dtype, (nf_u64)(m0 + i) * k + e), acc[i]);
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < NF_MMAX; i++) {
+        if (i >= mc) break;
+        float t = nf_group_tree(acc[i]);
+        if (live && lane == 0) {
+            float v = nf_with_bias(nf_finish<F>(t, scaled[i], rs), bias, row);
+            nf_store_y(y, y_dtype, (nf_u64)(m0 + i) * (nf_u64)w.rows + row, v);
+        }
+    }
+}
+
+// The q8_1 family on activations quantized by nf_quantize_q8_1.
+template <int F>
+__device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m, const float* bias, void* y, int y_dtype) {
+    const int row = blockIdx.x * NF_ROWS_PER_BLOCK + threadIdx.x / 8, lane = threadIdx.x % 8;
+    const int m0 = blockIdx.y * NF_MMAX, mc = m - m0 < NF_MMAX ? m - m0 : NF_MMAX;
+    const bool live = row < w.rows;
+    const int k = w.cols;
+    constexpr int V = nf_q8_block_values<F>();
+    float acc[NF_MMAX], accm[NF_MMAX];
+#pragma unroll
+    for (int i = 0; i < NF_MMAX; i++) acc[i] = accm[i] = 0.0f;
+    nf_wrow r = nf_row<F>(w, live ? row : 0);
+    bool fast = true;
+    if constexpr (F == NF_FMT_NVFP4) fast = nf_nvfp4_fast_row(r, w.nkb);
+    if (live && fast) {
+        for (int b = lane; b < k / V; b += 8) {
+#pragma unroll
+            for (int i = 0; i < NF_MMAX; i++) {
+                if (i >= mc) break;
+                nf_u64 xr = (nf_u64)(m0 + i) * (nf_u64)k;
+                nf_bdot p = nf_q8_block<F>(r, b, q + xr + (nf_u64)V * b, d[xr / 32 + V * b / 32]);
+                acc[i] = nf_fma(p.d, (float)p.t, acc[i]);
+                if constexpr (nf_has_min<F>()) accm[i] = nf_fma(p.dm, (float)p.tm, accm[i]);
+            }
+        }
+    } else if (live) {
+        // nvfp4 rows outside the block order's range: exact weights times x̂.
+        float dw = nf_nvfp4_divisor(r);
+        for (int e = lane; e < k; e += 8) {
+            float wv = nf_nvfp4_exact_weight(r, e, dw);
+#pragma unroll
+            for (int i = 0; i < NF_MMAX; i++) {
+                if (i >= mc) break;
+                nf_u64 xr = (nf_u64)(m0 + i) * (nf_u64)k;
+                acc[i] = nf_fma(wv, nf_mul(d[xr / 32 + e / 32], (float)q[xr + e]), acc[i]);
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < NF_MMAX; i++) {
+        if (i >= mc) break;
+        float l = acc[i];
+        if constexpr (nf_has_min<F>()) l = nf_sub(acc[i], accm[i]);
+        float t = nf_group_tree(l);
+        if (live && lane == 0) {
+            if constexpr (F == NF_FMT_NVFP4) {
+                if (fast) t = nf_div(t, nf_nvfp4_divisor(r));
+            }
+            nf_store_y(y, y_dtype, (nf_u64)(m0 + i) * (nf_u64)w.rows + row, nf_with_bias(t, bias, row));
+        }
+    }
+}
+
+// Rows first .. first + count of the weight decoded to f32 or bf16 (row-major [count][K]):
+// the exact represented values (the plain order's values). One thread per element.
+template <int F>
+__device__ void nf_decode(const nf_weight& w, int first, int count, void* out, int out_dtype) {
+    nf_u64 i = (nf_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    nf_u64 k = (nf_u64)w.cols;
+    if (i >= (nf_u64)count * k) return;
+    int row = first + (int)(i / k), e = (int)(i % k);
+    nf_wrow r = nf_row<F>(w, row);
+    float rs = 0.0f;
+    if constexpr (F == NF_FMT_NVFP4) rs = nf_nvfp4_divisor(r);
+    if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) rs = nf_fp8_scale<F>(r);
+    nf_store_y(out, out_dtype, i, nf_value<F>(r, e, false, rs));
+}
+
+// One entry point per format: nf_exact_<format number>, nf_q8_<n>, nf_decode_<n>.
+#define NF_EXACT_KERNELS(F)                                                                                          \
+    extern "C" __global__ void __launch_bounds__(128, 4) nf_exact_##F(nf_weight w, const void* x, int x_dtype, int m,   \
+                                                                  const nf_u8* xok, const float* bias, void* y,      \
+                                                                  int y_dtype) {                                     \
+        nf_exact<F>(w, x, x_dtype, m, xok, bias, y, y_dtype);                                                        \
+    }                                                                                                                \
+    extern "C" __global__ void nf_decode_##F(nf_weight w, int first, int count, void* out, int out_dtype) {          \
+        nf_decode<F>(w, first, count, out, out_dtype);                                                               \
+    }
+#define NF_Q8_KERNEL(F)                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128, 4) nf_q8_##F(nf_weight w, const nf_i8* q, const float* d, int m,  \
+                                                               const float* bias, void* y, int y_dtype) {            \
+        nf_q8<F>(w, q, d, m, bias, y, y_dtype);                                                                      \
+    }
+
+// Format numbers (NF_FMT_*, from the registry) spelled as literals for the kernel names;
+// src/linear/cuda/mod.rs checks each against the registry.
+NF_EXACT_KERNELS(0)   // bf16
+NF_EXACT_KERNELS(1)   // fp32
+NF_EXACT_KERNELS(3)   // q2_g64_fp16
+NF_EXACT_KERNELS(4)   // q4_g64_fp16
+NF_EXACT_KERNELS(5)   // q5_g64_fp16
+NF_EXACT_KERNELS(6)   // q6_g64_fp16
+NF_EXACT_KERNELS(7)   // q8_g32_fp16
+NF_EXACT_KERNELS(8)   // t2_g128_fp16
+NF_EXACT_KERNELS(9)   // nvfp4
+NF_EXACT_KERNELS(10)  // fp8_e4m3fn_row_bf16
+NF_EXACT_KERNELS(11)  // fp8_e4m3fn_row_fp16
+NF_Q8_KERNEL(3)
+NF_Q8_KERNEL(4)
+NF_Q8_KERNEL(5)
+NF_Q8_KERNEL(6)
+NF_Q8_KERNEL(7)
+NF_Q8_KERNEL(8)
+NF_Q8_KERNEL(9)
+NF_Q8_KERNEL(12)  // gguf_q8_0
+NF_Q8_KERNEL(13)  // gguf_q4_0
+NF_Q8_KERNEL(14)  // gguf_q5_0
+NF_Q8_KERNEL(15)  // gguf_q2_0
+NF_Q8_KERNEL(16)  // gguf_q2_k
+NF_Q8_KERNEL(17)  // gguf_q3_k
+NF_Q8_KERNEL(18)  // gguf_q4_k
+NF_Q8_KERNEL(19)  // gguf_q5_k
+NF_Q8_KERNEL(20)  // gguf_q6_k
+NF_Q8_KERNEL(25)  // gguf_iq4_nl
+NF_Q8_KERNEL(28)  // gguf_iq4_xs
