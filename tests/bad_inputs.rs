@@ -79,6 +79,27 @@ unsafe extern "C" {
         out: *mut u8,
         out_len: usize,
     ) -> u32;
+    fn ninfer_nvfp4_quantize(
+        format: u32,
+        src: *const c_void,
+        src_bytes: usize,
+        src_dtype: u32,
+        rows: u64,
+        cols: u64,
+        sources: u64,
+        planes: *const MutBytes,
+    ) -> u32;
+    fn ninfer_fp8_row_pack(
+        format: u32,
+        rows: u64,
+        cols: u64,
+        codes: *const u8,
+        codes_len: usize,
+        scales: *const u16,
+        scales_len: usize,
+        planes: *const MutBytes,
+    ) -> u32;
+    fn ninfer_import_gguf(view: *const View, target_format: u32, planes: *const MutBytes) -> u32;
     fn ninfer_linear_prepare(view: *const View, device: u32, out: *mut *mut c_void) -> u32;
     fn ninfer_linear_shape(h: *const c_void, rows: *mut u64, cols: *mut u64) -> u32;
     fn ninfer_linear_free(h: *mut c_void);
@@ -479,6 +500,100 @@ fn unknown_dtypes() {
     let st = unsafe { ninfer_decode_row_as(&v, 0, 7, out.as_mut_ptr(), 256) };
     refused(st, Status::UnknownDtype, &["7"]);
     untouched(&out);
+}
+
+/// Encoders, packers and the GGUF import: a refusal found late (a source value, a source
+/// count, a block of the input) still leaves every output plane as it was.
+#[test]
+fn encoders_packers_and_import_write_nothing_on_refusal() {
+    // q2_g64_fp16 has no floating-point encoder (spec §2, §7).
+    let src = vec![1.0f32; 128];
+    let (mut codes, mut scales) = (vec![CANARY; 32], vec![CANARY; 4]);
+    let planes = [
+        MutBytes::of(&mut codes),
+        MutBytes::NONE,
+        MutBytes::of(&mut scales),
+    ];
+    let st = unsafe {
+        ninfer_quantize_grouped(
+            Format::Q2_G64Fp16 as u32,
+            src.as_ptr().cast(),
+            512,
+            0,
+            1,
+            128,
+            std::ptr::null(),
+            planes.as_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    refused(st, Status::Unsupported, &["q2_g64_fp16"]);
+    untouched(&codes);
+    untouched(&scales);
+    // nvfp4: 3 stacked sources do not divide 2 rows.
+    let src = [1.0f32; 32];
+    let (mut c, mut sc, mut d) = (vec![CANARY; 16], vec![CANARY; 512], vec![CANARY; 12]);
+    let planes = [
+        MutBytes::of(&mut c),
+        MutBytes::of(&mut sc),
+        MutBytes::of(&mut d),
+    ];
+    let st = unsafe {
+        ninfer_nvfp4_quantize(
+            Format::Nvfp4 as u32,
+            src.as_ptr().cast(),
+            128,
+            0,
+            2,
+            16,
+            3,
+            planes.as_ptr(),
+        )
+    };
+    refused(st, Status::BadShape, &["3"]);
+    untouched(&c);
+    untouched(&sc);
+    untouched(&d);
+    // fp8 pack: one scale word short.
+    let codes_in = [0x38u8; 32];
+    let mut out = vec![CANARY; 32];
+    let mut sc = vec![CANARY; 4];
+    let planes = [
+        MutBytes::of(&mut out),
+        MutBytes::of(&mut sc),
+        MutBytes::NONE,
+    ];
+    let st = unsafe {
+        ninfer_fp8_row_pack(
+            Format::Fp8E4m3fnRowBf16 as u32,
+            2,
+            16,
+            codes_in.as_ptr(),
+            32,
+            [0x3F80u16].as_ptr(),
+            1,
+            planes.as_ptr(),
+        )
+    };
+    refused(st, Status::SizeMismatch, &["scale"]);
+    untouched(&out);
+    untouched(&sc);
+    // GGUF Q8_0 → q8_g32_fp16: a code -128 in row 1, block 1 breaks the target's rules.
+    let mut p = q8_0();
+    p[0][3 * 34 + 2 + 7] = 0x80;
+    let v = view(Format::GgufQ8_0, 2, 64, &p);
+    let (mut c, mut sc) = (vec![CANARY; 256], vec![CANARY; 16]);
+    let planes = [MutBytes::of(&mut c), MutBytes::NONE, MutBytes::of(&mut sc)];
+    let st = unsafe { ninfer_import_gguf(&v, Format::Q8_G32Fp16 as u32, planes.as_ptr()) };
+    refused(st, Status::InvalidEncoding, &["row 1"]);
+    untouched(&c);
+    untouched(&sc);
+    // The same planes take the valid payload.
+    let p = q8_0();
+    let v = view(Format::GgufQ8_0, 2, 64, &p);
+    let planes = [MutBytes::of(&mut c), MutBytes::NONE, MutBytes::of(&mut sc)];
+    let st = unsafe { ninfer_import_gguf(&v, Format::Q8_G32Fp16 as u32, planes.as_ptr()) };
+    assert_eq!(st, 0, "{}", last_error());
 }
 
 // ---------------------------------------------------------------------------------------
