@@ -18,9 +18,9 @@ use crate::rows;
 /// `start + count` overflows, `ROW_OUT_OF_RANGE` when `start + count > rows`,
 /// `BUFFER_TOO_SMALL` when `out_len` is less than the result, `NULL_POINTER` for a NULL
 /// `out` with non-zero `out_len`, `MISALIGNED` for an `out_written` not aligned to its
-/// type (checked before any row is copied), `UNSUPPORTED` for block_scale_k16_m128x4_v1 (its scale
-/// plane is swizzled in 128-row tiles: a row subset is not a byte subset). Nothing is
-/// written unless the status is OK.
+/// type (checked before any row is copied), `UNSUPPORTED` for block_scale_k16_m128x4_v1
+/// (its scale plane is swizzled in 128-row tiles: a row subset is not a byte subset).
+/// Nothing is written unless the status is OK.
 ///
 /// # Safety
 /// `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable bytes not
