@@ -3,9 +3,10 @@
 //! checking three things: the status, the message (what it names), and an output canary
 //! that must come back untouched (nothing is written unless the status is OK).
 //!
-//! The hostile-file cases of the CLI's GGUF and safetensors readers live with the CLI
-//! (`cli/src/gguf.rs` unit tests and `cli/tests/cli.rs`), since its readers are not part of
-//! the library.
+//! The hostile-file cases of the CLI's GGUF and safetensors readers live with the CLI,
+//! since its readers are not part of the library: the unit tests of `cli/src/gguf.rs`,
+//! `cli/src/tensor.rs` and `cli/src/st.rs`, and `cli/tests/cli.rs` and
+//! `cli/tests/safetensors.rs` end to end (docs/gguf.md lists what they refuse).
 
 mod common;
 use common::*;
