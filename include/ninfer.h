@@ -1115,9 +1115,9 @@ ninfer_status ninfer_linear_activation_supported(uint32_t format,
  *
  * Errors: the structural errors of `ninfer_weight_view_check`, `UNSUPPORTED` for a
  * combination without a kernel (see `ninfer_linear_supported`), `INVALID_ARGUMENT` for an
- * unknown device, `NULL_POINTER`; for `NINFER_DEVICE_CUDA` also those of
- * `ninfer_cuda_linear_prepare` (`NO_DEVICE`, `CUDA`). `*out_handle` is written only on
- * success.
+ * unknown device, `NULL_POINTER`, `MISALIGNED` (`out_handle`); for `NINFER_DEVICE_CUDA`
+ * also those of `ninfer_cuda_linear_prepare` (`NO_DEVICE`, `CUDA`). `*out_handle` is
+ * written only on success.
  *
  * # Safety
  * `view` as for `ninfer_weight_view_check`, with plane buffers valid until the handle is
@@ -1165,7 +1165,8 @@ ninfer_status ninfer_linear_set_activation(struct ninfer_linear *handle, uint32_
 /**
  * The prepared weight's shape: N (outputs) into `*out_rows`, K (inputs) into `*out_cols`.
  *
- * Errors: `NULL_POINTER`.
+ * Errors: `NULL_POINTER`, `MISALIGNED` (an out-pointer not 8-byte aligned). Neither output
+ * is written unless the status is OK.
  *
  * # Safety
  * `handle` from `ninfer_linear_prepare` and not freed; outputs writable.
@@ -1280,8 +1281,9 @@ ninfer_status ninfer_nvfp4_validate(const struct ninfer_weight_view *view);
  * kt = ceil(k_blocks/4); padding zero-filled. `out_len` must be
  * round_up(rows,128) × round_up(k_blocks,4). Words are copied, never checked or changed.
  *
- * Errors: `SIZE_MISMATCH` (`linear_len` ≠ rows × k_blocks, or `out_len`), `NULL_POINTER`,
- * `OVERFLOW`.
+ * Errors: `BAD_SHAPE` (`rows` or `k_blocks` 0, as every export refuses a zero
+ * dimension), `SIZE_MISMATCH` (`linear_len` ≠ rows × k_blocks, or `out_len`),
+ * `NULL_POINTER`, `OVERFLOW`. Nothing is written unless the status is OK.
  *
  * # Safety
  * `linear` readable for `linear_len` bytes; `out` writable for `out_len`, not overlapping.
@@ -1297,7 +1299,8 @@ ninfer_status ninfer_nvfp4_pack_scales(uint64_t rows,
  * The inverse of `ninfer_nvfp4_pack_scales`: extracts the linear `[rows, k_blocks]`
  * scales from a swizzled plane (padding ignored).
  *
- * Errors: `SIZE_MISMATCH`, `NULL_POINTER`, `OVERFLOW`.
+ * Errors: `BAD_SHAPE` (`rows` or `k_blocks` 0), `SIZE_MISMATCH`, `NULL_POINTER`,
+ * `OVERFLOW`. Nothing is written unless the status is OK.
  *
  * # Safety
  * `swizzled` readable for `swizzled_len` bytes; `out` writable for `out_len`.
@@ -1469,9 +1472,10 @@ ninfer_status ninfer_layout_plane_sizes(uint32_t format,
  * Errors: the structural errors of `ninfer_weight_view_check`, `OVERFLOW` when
  * `start + count` overflows, `ROW_OUT_OF_RANGE` when `start + count > rows`,
  * `BUFFER_TOO_SMALL` when `out_len` is less than the result, `NULL_POINTER` for a NULL
- * `out` with non-zero `out_len`, `UNSUPPORTED` for block_scale_k16_m128x4_v1 (its scale
- * plane is swizzled in 128-row tiles: a row subset is not a byte subset). Nothing is
- * written unless the status is OK.
+ * `out` with non-zero `out_len`, `MISALIGNED` for an `out_written` not aligned to its
+ * type (checked before any row is copied), `UNSUPPORTED` for block_scale_k16_m128x4_v1
+ * (its scale plane is swizzled in 128-row tiles: a row subset is not a byte subset).
+ * Nothing is written unless the status is OK.
  *
  * # Safety
  * `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable bytes not
@@ -1495,7 +1499,8 @@ ninfer_status ninfer_rows_copy(const struct ninfer_weight_view *view,
  * the first entry `>= rows` (the message names its position; checked after the sizes, so
  * a short `out` is `BUFFER_TOO_SMALL` whatever the indices), `BUFFER_TOO_SMALL`,
  * `NULL_POINTER` for a NULL `indices` or `out` with a non-zero length, `MISALIGNED` for
- * an `indices` not aligned to 8 bytes, `OVERFLOW` when `n_indices` × 8 or the result size
+ * an `indices` not aligned to 8 bytes or an `out_written` not aligned to its type
+ * (checked before any row is copied), `OVERFLOW` when `n_indices` × 8 or the result size
  * overflows, `UNSUPPORTED` as for `ninfer_rows_copy`. Nothing is written unless the
  * status is OK.
  *

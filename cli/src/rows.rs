@@ -38,6 +38,10 @@ pub fn chunk_rows(k: usize, target: usize) -> usize {
 pub fn decode_all(rows: &Rows<'_>, bar: &ProgressBar) -> Result<Vec<f32>, (usize, ninfer::Error)> {
     let k = rows.k();
     let mut out = vec![0f32; rows.rows() * k];
+    if out.is_empty() {
+        // An empty tensor (a zero dimension): nothing to decode.
+        return Ok(out);
+    }
     let step = chunk_rows(k, 1 << 22) * k;
     for (c, chunk) in out.chunks_mut(step).enumerate() {
         decode_range(rows, c * (step / k), chunk)?;

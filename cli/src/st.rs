@@ -167,6 +167,9 @@ impl StFile {
     fn parse(map: memmap2::Mmap) -> Result<StFile> {
         let (n, meta) = SafeTensors::read_metadata(&map)
             .map_err(|e| anyhow::anyhow!("not a safetensors file: {e}"))?;
+        if let Some(dup) = repeated_key(&map[8..8 + n]) {
+            bail!("safetensors: the header repeats {dup}");
+        }
         // Check the whole file once (offsets inside the data, no overlaps).
         SafeTensors::deserialize(&map).map_err(|e| anyhow::anyhow!("safetensors: {e}"))?;
         let base = 8 + n;
@@ -257,6 +260,54 @@ impl StFile {
 }
 
 type Infos = HashMap<String, (Dtype, Vec<usize>, Range<usize>)>;
+
+/// The first key a safetensors JSON header repeats, described: a tensor name, the
+/// `__metadata__` entry, or a key inside `__metadata__` (JSON readers, the `safetensors`
+/// crate's included, keep the last one silently). `None` when every key is unique, or when
+/// the header is not a JSON object (the `safetensors` crate reports that).
+fn repeated_key(header: &[u8]) -> Option<String> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    use std::fmt;
+
+    /// Visits a JSON object: the first repeated key; `__metadata__`'s value is visited
+    /// by `Keys(false)` when `top` is set.
+    struct Keys(bool);
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+            let mut seen = HashSet::new();
+            let mut dup = None;
+            while let Some(k) = m.next_key::<String>()? {
+                if self.0 && k == "__metadata__" {
+                    if let Some(d) = m.next_value_seed(Keys(false))? {
+                        dup.get_or_insert(format!("the __metadata__ key {d}"));
+                    }
+                } else {
+                    m.next_value::<IgnoredAny>()?;
+                }
+                if dup.is_none() && !seen.insert(k.clone()) {
+                    dup = Some(match (self.0, k.as_str()) {
+                        (true, "__metadata__") => "the __metadata__ entry".to_owned(),
+                        (true, _) => format!("the tensor name {k:?}"),
+                        (false, _) => format!("{k:?}"),
+                    });
+                }
+            }
+            Ok(dup)
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Keys {
+        type Value = Option<String>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_slice(header);
+    Keys(true).deserialize(&mut de).ok().flatten()
+}
 
 /// The byte ranges of `name`'s planes: every plane the layout names must be a 1-D U8
 /// tensor `name.<plane>`, absent only when its size is 0.
@@ -422,6 +473,63 @@ mod tests {
             "format=q4_g64_fp16;layout=row_split_k128_v1;shape=1,2;x=1",
         ] {
             assert!(Descriptor::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn repeated_keys_are_found() {
+        let t = r#""w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}"#;
+        assert_eq!(repeated_key(format!("{{{t}}}").as_bytes()), None);
+        assert_eq!(
+            repeated_key(format!("{{{t}, {t}}}").as_bytes()).as_deref(),
+            Some("the tensor name \"w\"")
+        );
+        let m = r#""__metadata__": {"a": "1", "b": "2", "a": "3"}"#;
+        assert_eq!(
+            repeated_key(format!("{{{m}, {t}}}").as_bytes()).as_deref(),
+            Some("the __metadata__ key \"a\"")
+        );
+        let m = r#""__metadata__": {"a": "1"}"#;
+        assert_eq!(
+            repeated_key(format!("{{{m}, {t}, {m}}}").as_bytes()).as_deref(),
+            Some("the __metadata__ entry")
+        );
+        assert_eq!(repeated_key(b"[1, 2]"), None);
+    }
+
+    /// A safetensors file with a repeated tensor name or metadata key is refused, naming it
+    /// (without the check, the last entry wins silently).
+    #[test]
+    fn files_repeating_a_key_are_refused() {
+        let dir = std::env::temp_dir().join(format!("ninfer-st-dup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let t = r#""w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}"#;
+        for (name, header, want) in [
+            ("ok", format!("{{{t}}}"), None),
+            (
+                "tensor",
+                format!("{{{t}, {t}}}"),
+                Some("the tensor name \"w\""),
+            ),
+            (
+                "meta",
+                format!(r#"{{"__metadata__": {{"ninfer.w": "x", "ninfer.w": "y"}}, {t}}}"#),
+                Some("the __metadata__ key \"ninfer.w\""),
+            ),
+        ] {
+            let mut b = (header.len() as u64).to_le_bytes().to_vec();
+            b.extend_from_slice(header.as_bytes());
+            b.push(7);
+            let p = dir.join(format!("{name}.safetensors"));
+            std::fs::write(&p, &b).unwrap();
+            match (StFile::open(&p), want) {
+                (Ok(_), None) => {}
+                (Err(e), Some(w)) => {
+                    let e = format!("{e:#}");
+                    assert!(e.contains(w), "{name}: {e}");
+                }
+                (r, w) => panic!("{name}: {:?} where {w:?} was expected", r.err()),
+            }
         }
     }
 }

@@ -7,31 +7,11 @@
 
 use crate::gguf::{GgufFile, TensorInfo};
 use ninfer::registry::ggml_type_name;
-use ninfer::{Error, Format, Status, WeightView, decode, layouts};
+use ninfer::{Error, Format, Status, WeightView, decode};
 
 /// ggml's F16 type id: a GGUF data type with no registered format, read by the CLI as
 /// binary16 words (exact in f32).
 pub const GGML_F16: u32 = 1;
-
-/// Sizes of unregistered ggml types (values per block, bytes per block), facts from
-/// ggml.h, for display only (`inspect`'s byte column). Types not listed are sized by the
-/// distance to the next tensor.
-fn unregistered_block(ty: u32) -> Option<(u64, u64)> {
-    Some(match ty {
-        1 => (1, 2),       // F16
-        3 => (32, 20),     // Q4_1
-        7 => (32, 24),     // Q5_1
-        9 => (32, 36),     // Q8_1
-        15 => (256, 292),  // Q8_K
-        24 => (1, 1),      // I8
-        25 => (1, 2),      // I16
-        27 | 28 => (1, 8), // I64, F64
-        34 => (256, 54),   // TQ1_0
-        35 => (256, 66),   // TQ2_0
-        39 => (32, 17),    // MXFP4
-        _ => return None,
-    })
-}
 
 /// The ggml name of a type id, or `type#N`.
 pub fn type_name(ty: u32) -> String {
@@ -51,6 +31,8 @@ pub enum Rows<'a> {
         rows: usize,
         k: usize,
     },
+    /// A tensor with a zero dimension: no values, nothing to decode.
+    Empty { k: usize },
 }
 
 impl Rows<'_> {
@@ -59,6 +41,7 @@ impl Rows<'_> {
         match self {
             Rows::View(v) => v.rows(),
             Rows::F16 { rows, .. } => *rows,
+            Rows::Empty { .. } => 0,
         }
     }
 
@@ -67,6 +50,7 @@ impl Rows<'_> {
         match self {
             Rows::View(v) => v.cols(),
             Rows::F16 { k, .. } => *k,
+            Rows::Empty { k } => *k,
         }
     }
 
@@ -81,6 +65,10 @@ impl Rows<'_> {
                 }
                 Ok(())
             }
+            Rows::Empty { .. } => Err(Error::RowOutOfRange {
+                row: row as u64,
+                rows: 0,
+            }),
         }
     }
 }
@@ -92,8 +80,8 @@ pub enum Plan<'a> {
     /// Not decodable by design or in this build (an unregistered type, a format not yet
     /// decoded, int32): the library's status and message. Not a failure.
     Refused(Status, String),
-    /// A decodable type whose tensor is malformed (bad shape, truncated data): a failure.
-    /// The status is the library's when the library found it.
+    /// A malformed tensor (truncated data, whatever its type; a shape its format cannot
+    /// hold): a failure. The status is the library's when the library found it.
     Broken(Option<Status>, String),
 }
 
@@ -116,11 +104,8 @@ pub struct Tensor<'a> {
     pub info: &'a TensorInfo,
     /// The registered format, when the ggml type has one.
     pub format: Option<Format>,
-    /// Exact data bytes when known (registered types and F16 from the registry's or
-    /// ggml's block facts), else an upper bound from the tensor offsets.
-    pub bytes: Option<u64>,
-    /// Whether `bytes` is exact.
-    pub bytes_exact: bool,
+    /// Exact data bytes (from ggml's type table, checked by the reader).
+    pub bytes: u64,
     /// What can be done with it.
     pub plan: Plan<'a>,
 }
@@ -163,166 +148,72 @@ pub fn classify(file: &GgufFile) -> Vec<Tensor<'_>> {
 fn classify_one<'a>(file: &'a GgufFile, info: &'a TensorInfo) -> Tensor<'a> {
     let ty = info.ggml_type;
     let format = Format::from_ggml_type(ty);
-    let (rows, k) = match (info.rows(), usize_of(info.k(), "K")) {
-        (Some(r), Ok(k)) => match usize_of(r, "rows") {
-            Ok(r) => (r, k),
-            Err(e) => return broken(file, info, format.ok(), None, e),
-        },
-        (None, _) => {
-            return broken(file, info, format.ok(), None, "rows overflow".into());
-        }
-        (_, Err(e)) => return broken(file, info, format.ok(), None, e),
-    };
-    match format {
-        Ok(f) => {
-            let layout = f.info().layout;
-            let size = match layouts::plane_sizes(f, layout, rows, k) {
-                Ok(s) => s,
-                Err(e) => return broken(file, info, Some(f), Some(e.status()), e.to_string()),
-            };
-            // Every GGUF-mapped format (gguf_*, fp32, bf16, int32) has a one-plane layout.
-            let len = size[0];
-            let mut t = Tensor {
-                info,
-                format: Some(f),
-                bytes: Some(len as u64),
-                bytes_exact: true,
-                plan: Plan::Refused(Status::Internal, String::new()),
-            };
-            t.plan = match file.data(info, len) {
-                Err(e) => Plan::Broken(None, format!("{e:#}")),
-                Ok(data) => match WeightView::single(f, rows, k, data) {
-                    Err(e) => Plan::Broken(Some(e.status()), e.to_string()),
-                    Ok(view) if decode::is_decodable(&view) => Plan::Decode(Rows::View(view)),
-                    Ok(view) => {
-                        // Ask the library why, so the message is its own.
-                        let mut row = vec![0f32; k];
-                        match decode::decode_row(&view, 0, &mut row) {
-                            Err(e) => Plan::Refused(e.status(), e.to_string()),
-                            Ok(()) => Plan::Decode(Rows::View(view)),
-                        }
-                    }
-                },
-            };
-            t
-        }
-        Err(_) if ty == GGML_F16 => {
-            let len = rows
-                .checked_mul(k)
-                .and_then(|n| n.checked_mul(2))
-                .filter(|&n| n <= isize::MAX as usize);
-            let Some(len) = len else {
-                return broken(
-                    file,
-                    info,
-                    None,
-                    Some(Status::Overflow),
-                    "size overflow".into(),
-                );
-            };
-            let plan = if rows == 0 || k == 0 {
-                Plan::Broken(Some(Status::BadShape), format!("shape [{rows}, {k}]"))
-            } else {
-                match file.data(info, len) {
-                    Ok(bytes) => Plan::Decode(Rows::F16 { bytes, rows, k }),
-                    Err(e) => Plan::Broken(None, format!("{e:#}")),
-                }
-            };
-            Tensor {
-                info,
-                format: None,
-                bytes: Some(len as u64),
-                bytes_exact: true,
-                plan,
-            }
-        }
-        // A type id ggml does not define at all is not a refusal but a malformed file.
-        Err(_) if ggml_type_name(ty).is_none() => Tensor {
-            info,
-            format: None,
-            bytes: file.span(info),
-            bytes_exact: false,
-            plan: Plan::Broken(None, unknown_type(ty)),
-        },
-        Err(e) => {
-            let (bytes, exact) = match unregistered_block(ty) {
-                Some((bv, bb)) => (
-                    info.elements()
-                        .filter(|n| n % bv == 0)
-                        .and_then(|n| (n / bv).checked_mul(bb)),
-                    true,
-                ),
-                None => (file.span(info), false),
-            };
-            Tensor {
-                info,
-                format: None,
-                bytes,
-                bytes_exact: exact && bytes.is_some(),
-                plan: Plan::Refused(e.status(), e.to_string()),
-            }
-        }
-    }
-}
-
-/// The failure message of a type id that is not a ggml type.
-fn unknown_type(ty: u32) -> String {
-    format!("ggml type id {ty} is not a ggml type: the file is malformed")
-}
-
-fn broken<'a>(
-    file: &'a GgufFile,
-    info: &'a TensorInfo,
-    format: Option<Format>,
-    status: Option<Status>,
-    msg: String,
-) -> Tensor<'a> {
-    let decodable_type = format.is_some() || info.ggml_type == GGML_F16;
-    Tensor {
+    let mut t = Tensor {
         info,
-        format,
-        bytes: file.span(info),
-        bytes_exact: false,
-        plan: if decodable_type {
-            Plan::Broken(status, msg)
-        } else if ggml_type_name(info.ggml_type).is_none() {
-            Plan::Broken(None, unknown_type(info.ggml_type))
-        } else {
-            let e = Format::from_ggml_type(info.ggml_type).expect_err("unregistered");
-            Plan::Refused(e.status(), e.to_string())
+        format: format.as_ref().ok().copied(),
+        bytes: info.nbytes,
+        plan: Plan::Refused(Status::Internal, String::new()),
+    };
+    // Every tensor's bytes must be in the file, whatever its type.
+    let data = match file.data(info) {
+        Ok(d) => d,
+        Err(e) => {
+            t.plan = Plan::Broken(None, format!("{e:#}"));
+            return t;
+        }
+    };
+    let decodable_type = format.is_ok() || ty == GGML_F16;
+    t.plan = match format {
+        Err(e) if ty != GGML_F16 => Plan::Refused(e.status(), e.to_string()),
+        // A zero dimension: an empty tensor (valid GGUF), nothing to decode.
+        _ if decodable_type && info.elements() == Some(0) => Plan::Decode(Rows::Empty {
+            k: usize_of(info.k(), "K").unwrap_or(0),
+        }),
+        _ => match (
+            info.rows()
+                .map_or(Err("rows overflow".into()), |r| usize_of(r, "rows")),
+            usize_of(info.k(), "K"),
+        ) {
+            (Err(e), _) | (_, Err(e)) => Plan::Broken(Some(Status::Overflow), e),
+            (Ok(rows), Ok(k)) => match format {
+                Ok(f) => view_plan(f, rows, k, data),
+                // ggml F16: the reader checked its size (rows × K × 2 bytes).
+                Err(_) => Plan::Decode(Rows::F16 {
+                    bytes: data,
+                    rows,
+                    k,
+                }),
+            },
         },
+    };
+    t
+}
+
+/// The plan of a registered format: the library checks the view (its sizes are the
+/// registry's, an independent check of ggml's table) and says whether it decodes.
+fn view_plan(f: Format, rows: usize, k: usize, data: &[u8]) -> Plan<'_> {
+    match WeightView::single(f, rows, k, data) {
+        Err(e) => Plan::Broken(Some(e.status()), e.to_string()),
+        Ok(view) if decode::is_decodable(&view) => Plan::Decode(Rows::View(view)),
+        Ok(view) => {
+            // Ask the library why, so the message is its own.
+            let mut row = Vec::new();
+            if row.try_reserve_exact(k).is_err() {
+                return Plan::Broken(None, format!("out of memory for a row of {k} values"));
+            }
+            row.resize(k, 0f32);
+            match decode::decode_row(&view, 0, &mut row) {
+                Err(e) => Plan::Refused(e.status(), e.to_string()),
+                Ok(()) => Plan::Decode(Rows::View(view)),
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A GGUF v3 image with one tensor per `(name, ne, type)` entry, each followed by
-    /// `data_len` bytes of zeros (aligned to 32).
-    fn image(tensors: &[(&str, &[u64], u32)], data_len: usize) -> &'static [u8] {
-        let mut b = Vec::new();
-        b.extend_from_slice(b"GGUF");
-        b.extend_from_slice(&3u32.to_le_bytes());
-        b.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
-        b.extend_from_slice(&0u64.to_le_bytes());
-        let slot = data_len.div_ceil(32) * 32;
-        for (i, (name, ne, ty)) in tensors.iter().enumerate() {
-            b.extend_from_slice(&(name.len() as u64).to_le_bytes());
-            b.extend_from_slice(name.as_bytes());
-            b.extend_from_slice(&(ne.len() as u32).to_le_bytes());
-            for d in *ne {
-                b.extend_from_slice(&d.to_le_bytes());
-            }
-            b.extend_from_slice(&ty.to_le_bytes());
-            b.extend_from_slice(&((i * slot) as u64).to_le_bytes());
-        }
-        while b.len() % 32 != 0 {
-            b.push(0);
-        }
-        b.resize(b.len() + slot * tensors.len(), 0);
-        Box::leak(b.into_boxed_slice())
-    }
+    use crate::gguf::testing::Image;
 
     fn plan_of(t: &Tensor<'_>) -> (&'static str, String) {
         match &t.plan {
@@ -334,49 +225,96 @@ mod tests {
 
     #[test]
     fn classification_follows_the_registry() {
-        let f = GgufFile::from_static(image(
-            &[
-                ("q8", &[64, 2], 8),             // gguf_q8_0: 2 rows × 2 blocks × 34 bytes
-                ("f16", &[4, 2], 1),             // F16 data
-                ("q41", &[32, 2], 3),            // Q4_1: unregistered
-                ("q10", &[128, 1], 41),          // Q1_0: unregistered
-                ("t99", &[32], 99),              // unknown to everyone
-                ("i32", &[4], 26),               // int32: registered, not decodable to f32
-                ("badk", &[48, 2], 8),           // K not a multiple of 32
-                ("zero", &[0, 2], 0),            // empty
-                ("big", &[1 << 40, 1 << 40], 0), // overflows
-                ("long", &[64, 4], 8),           // more bytes than the data slot holds
-            ],
-            136,
-        ))
-        .unwrap();
+        let img = Image::default()
+            .tensor("q8", &[64, 2], 8, 136) // gguf_q8_0: 2 rows × 2 blocks × 34 bytes
+            .tensor("f16", &[4, 2], 1, 16) // F16 data
+            .tensor("q41", &[32, 2], 3, 40) // Q4_1: unregistered
+            .tensor("q10", &[128, 1], 41, 18) // Q1_0: unregistered
+            .tensor("i32", &[4], 26, 16) // int32: registered, not decodable to f32
+            .tensor("zero", &[0, 2], 0, 0) // empty
+            .tensor("zq8", &[64, 0, 3], 8, 0) // empty, of a block type
+            .tensor("zq41", &[0], 3, 0); // empty, unregistered type
+        let f = GgufFile::from_static(img.leak()).unwrap();
         let ts = classify(&f);
         let by = |n: &str| ts.iter().find(|t| t.info.name == n).unwrap();
         assert_eq!(plan_of(by("q8")).0, "decode");
-        assert_eq!((by("q8").bytes, by("q8").bytes_exact), (Some(136), true));
+        assert_eq!(by("q8").bytes, 136);
         assert_eq!(by("q8").format, Some(Format::GgufQ8_0));
         assert_eq!(plan_of(by("f16")).0, "decode");
         assert_eq!(by("f16").format_text(), "F16 (no registered format)");
         let (s, m) = plan_of(by("q41"));
         assert_eq!(s, "UNREGISTERED_TYPE");
         assert!(m.contains("Q4_1"), "{m}");
-        assert_eq!((by("q41").bytes, by("q41").bytes_exact), (Some(40), true));
+        assert_eq!(by("q41").bytes, 40);
         assert_eq!(by("q41").format_text(), "Q4_1 (unregistered)");
         assert_eq!(plan_of(by("q10")).0, "UNREGISTERED_TYPE");
-        // Unknown to ggml altogether: a malformed file, not a refusal.
-        let (s, m) = plan_of(by("t99"));
-        assert_eq!(s, "ERROR");
-        assert!(m.contains("not a ggml type"), "{m}");
-        assert!(matches!(by("t99").plan, Plan::Broken(..)));
-        assert_eq!(by("t99").format_text(), "type#99 (unregistered)");
-        assert!(!by("t99").bytes_exact, "sized by the next offset");
         assert_eq!(plan_of(by("i32")).0, "UNSUPPORTED");
-        assert_eq!(plan_of(by("badk")).0, "BAD_SHAPE");
-        assert_eq!(plan_of(by("zero")).0, "BAD_SHAPE");
-        assert_eq!(plan_of(by("big")).0, "OVERFLOW");
-        let (s, m) = plan_of(by("long"));
-        assert_eq!(s, "ERROR");
-        assert!(m.contains("truncated"), "{m}");
+        // Zero dimensions: empty tensors, decodable to nothing.
+        for n in ["zero", "zq8"] {
+            assert!(
+                matches!(by(n).plan, Plan::Decode(Rows::Empty { .. })),
+                "{n}: {:?}",
+                plan_of(by(n))
+            );
+            assert_eq!(by(n).bytes, 0);
+        }
+        assert_eq!(plan_of(by("zq41")).0, "UNREGISTERED_TYPE");
+    }
+
+    /// The reader's type table agrees with the library's registry: the same names, and
+    /// the same block sizes for every type with a registered format.
+    #[test]
+    fn the_readers_type_table_matches_the_registry() {
+        let mut registered = 0;
+        for id in 0..256u32 {
+            let t = crate::gguf::ggml_type(id);
+            assert_eq!(t.map(|t| t.name), ggml_type_name(id), "type {id}");
+            if let (Some(t), Ok(f)) = (t, Format::from_ggml_type(id)) {
+                let i = f.info();
+                assert_eq!(
+                    (t.block_values, t.block_bytes),
+                    (u64::from(i.block_values), u64::from(i.block_bytes)),
+                    "{f}"
+                );
+                registered += 1;
+            }
+        }
+        assert_eq!(registered, 21);
+    }
+
+    #[test]
+    fn truncated_data_is_a_failure_whatever_the_type() {
+        // The last tensor of each image claims more bytes than the file has.
+        for (ty, ne, len) in [
+            (3u32, vec![32u64, 4], 80u64), // Q4_1 (unregistered)
+            (24, vec![1 << 40], 1 << 40),  // I8 claiming 1 TiB in a small file
+            (8, vec![64, 4], 272),         // Q8_0
+            (1, vec![4, 4], 32),           // F16
+        ] {
+            let mut b = Image::default()
+                .tensor("a", &[8], 0, 32)
+                .tensor("last", &ne, ty, 0)
+                .bytes();
+            b.extend_from_slice(&[0u8; 10]);
+            let f = GgufFile::from_static(Box::leak(b.into_boxed_slice())).unwrap();
+            let ts = classify(&f);
+            assert_eq!(plan_of(&ts[0]).0, "decode");
+            assert_eq!(ts[1].bytes, len);
+            let (s, m) = plan_of(&ts[1]);
+            assert_eq!(s, "ERROR", "type {ty}: {m}");
+            assert!(matches!(ts[1].plan, Plan::Broken(..)));
+            assert!(m.contains("truncated"), "{m}");
+        }
+    }
+
+    #[test]
+    fn empty_rows_decode_to_nothing() {
+        let rows = Rows::Empty { k: 64 };
+        assert_eq!((rows.rows(), rows.k()), (0, 64));
+        let bar = indicatif::ProgressBar::hidden();
+        assert!(crate::rows::decode_all(&rows, &bar).unwrap().is_empty());
+        let rows = Rows::Empty { k: 0 };
+        assert!(crate::rows::decode_all(&rows, &bar).unwrap().is_empty());
     }
 
     #[test]

@@ -419,16 +419,152 @@ fn a_type_id_unknown_to_ggml_makes_the_file_malformed() {
     // Q4_1 (3) is a clean refusal: the sample verifies.
     let o = ninfer(&["verify", sample.to_str().unwrap()], &dir);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    // 9999 is no ggml type at all: the file is malformed.
+    // 9999 is no ggml type at all: the file is malformed (ggml and gguf-py refuse it
+    // whole, and without the type no later tensor can be located).
     let mut bytes = std::fs::read(&sample).unwrap();
     set_type(&mut bytes, &name, 9999);
     let bad = dir.join("t9999.gguf");
     std::fs::write(&bad, &bytes).unwrap();
-    let o = ninfer(&["verify", bad.to_str().unwrap()], &dir);
+    for cmd in ["verify", "inspect"] {
+        let o = ninfer(&[cmd, bad.to_str().unwrap()], &dir);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("tensor {name:?}")) && err.contains("not a ggml type"),
+            "{err}"
+        );
+    }
+}
+
+/// Writes a GGUF image into `dir` and runs `ninfer cmd` on it.
+fn run_on(dir: &Path, file: &str, bytes: &[u8], args: &[&str]) -> Output {
+    let p = dir.join(file);
+    std::fs::write(&p, bytes).unwrap();
+    let mut a: Vec<&str> = args.to_vec();
+    a.insert(1, p.to_str().unwrap());
+    ninfer(&a, dir)
+}
+
+#[test]
+fn hostile_headers_are_refused_with_a_message() {
+    use gguf::testing::Image;
+    let dir = scratch("hostile");
+    let u32v = 32u32.to_le_bytes();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "count",
+            {
+                let mut b = Image::default().tensor("w", &[8], 0, 32).bytes();
+                b[8..16].copy_from_slice(&(1u64 << 62).to_le_bytes());
+                b
+            },
+            "the header claims",
+        ),
+        (
+            "emptykey",
+            Image::default().kv("", 4, &u32v).bytes(),
+            "empty key",
+        ),
+        (
+            "dupkey",
+            Image::default().kv("a", 4, &u32v).kv("a", 4, &u32v).bytes(),
+            "duplicate metadata key \"a\"",
+        ),
+        (
+            "align",
+            Image::default()
+                .kv("general.alignment", 10, &32u64.to_le_bytes())
+                .bytes(),
+            "general.alignment must be a u32",
+        ),
+        (
+            "dupname",
+            Image::default()
+                .tensor("w", &[8], 0, 32)
+                .tensor("w", &[8], 0, 32)
+                .bytes(),
+            "duplicate tensor name \"w\"",
+        ),
+        (
+            "alias",
+            Image::default()
+                .tensor("w", &[8], 0, 32)
+                .tensor_at("v", &[8], 0, 32, 0)
+                .bytes(),
+            "tensor \"v\": data offset 0, expected 32",
+        ),
+    ];
+    for (name, bytes, msg) in &cases {
+        for cmd in ["inspect", "verify"] {
+            let o = run_on(&dir, &format!("{name}.gguf"), bytes, &[cmd]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{name} {cmd}: {err}");
+            assert!(err.contains(msg), "{name} {cmd}: {err}");
+        }
+    }
+}
+
+#[test]
+fn tensors_of_every_type_are_bounds_checked() {
+    use gguf::testing::Image;
+    let dir = scratch("bounds");
+    // The last tensor claims far more bytes than the file has: an I8 tensor of 2^40
+    // values, then a truncated Q4_1 tensor (4 blocks of 20 bytes, 10 present).
+    for (name, ne, ty, bytes) in [
+        ("i8", vec![1u64 << 40], 24u32, "1,099,511,627,776"),
+        ("q41", vec![32, 4], 3, "80"),
+    ] {
+        let mut b = Image::default()
+            .tensor("f", &[8], 0, 32)
+            .tensor(name, &ne, ty, 0)
+            .bytes();
+        b.extend_from_slice(&[0u8; 10]);
+        let o = run_on(&dir, &format!("{name}.gguf"), &b, &["verify"]);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        assert!(
+            out.contains("FAILED (1)") && out.contains("truncated"),
+            "{out}"
+        );
+        let o = run_on(&dir, &format!("{name}.gguf"), &b, &["inspect"]);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        let row = out.lines().find(|l| l.starts_with(name)).unwrap();
+        assert!(row.contains(bytes) && row.contains("truncated"), "{row}");
+        assert!(out.contains("1 malformed"), "{out}");
+    }
+}
+
+#[test]
+fn tensors_with_a_zero_dimension_are_empty_tensors() {
+    use gguf::testing::Image;
+    let dir = scratch("empty");
+    let b = Image::default()
+        .tensor("e32", &[4, 0], 0, 0)
+        .tensor("eq8", &[64, 0], 8, 0)
+        .tensor("w", &[4, 2], 0, 32)
+        .bytes();
+    let o = run_on(&dir, "empty.gguf", &b, &["inspect"]);
     let out = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("not a ggml type"), "{out}");
-    let [n, decoded, refused, failed] = summary_counts(&out);
-    assert_eq!(failed, 1, "{out}");
-    assert_eq!(decoded + refused + failed, n, "{out}");
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("yes (empty)") && out.contains("0 malformed"),
+        "{out}"
+    );
+    let o = run_on(&dir, "empty.gguf", &b, &["verify"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(summary_counts(&out), [3, 3, 0, 0], "{out}");
+    let npy = dir.join("e.npy");
+    let o = run_on(
+        &dir,
+        "empty.gguf",
+        &b,
+        &["decode", "--tensor", "eq8", "--out", npy.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bytes = std::fs::read(&npy).unwrap();
+    let (descr, shape, payload) = read_npy(&bytes);
+    assert_eq!((descr.as_str(), payload.len()), ("<f4", 0));
+    assert_eq!(shape.replace(", )", ")"), "(0, 64)");
 }

@@ -757,3 +757,34 @@ fn detected_by_header_and_plain_tensors_decode_as_data() {
         "{t}"
     );
 }
+
+/// A tensor with a zero dimension is valid safetensors (the `safetensors` package loads
+/// it): `inspect`, `verify` and `decode` treat it as an empty tensor, not a failure.
+#[test]
+fn tensors_with_a_zero_dimension_are_empty_tensors() {
+    let dir = scratch("empty");
+    let p = dir.join("empty.safetensors");
+    write_st(
+        &p,
+        &[
+            ("e32", Dtype::F32, vec![0, 4], vec![]),
+            ("ebf16", Dtype::BF16, vec![3, 0], vec![]),
+            (
+                "w",
+                Dtype::F32,
+                vec![2, 2],
+                f32_bytes(&[1.0, 2.0, 3.0, 4.0]),
+            ),
+        ],
+    );
+    let o = ninfer(&["verify", s(&p)]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    assert!(out_text(&o).contains(" 3 direct data, 0 not decodable dtypes, 0 failed"));
+    let o = ninfer(&["inspect", s(&p)]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    let npy = dir.join("e.npy");
+    let o = ninfer(&["decode", s(&p), "--tensor", "e32", "--out", s(&npy)]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let (shape, v) = read_npy(&npy);
+    assert_eq!((shape.as_str(), v.len()), ("0,4", 0));
+}

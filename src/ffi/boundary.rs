@@ -147,6 +147,22 @@ pub(crate) unsafe fn req<'a, T>(ptr: *const T, what: &'static str) -> Result<&'a
     Ok(unsafe { &*ptr })
 }
 
+/// Checks an out-pointer before anything is written: NULL is refused unless `optional`,
+/// and a non-NULL pointer must be aligned for `T`. Every export runs this on all its
+/// out-pointers first, so a bad one fails the call with every output untouched.
+pub(crate) fn check_out_ptr<T>(ptr: *mut T, optional: bool, what: &'static str) -> Result<()> {
+    if ptr.is_null() {
+        return match optional {
+            true => Ok(()),
+            false => Err(Error::NullPointer(what)),
+        };
+    }
+    if (ptr as usize) % align_of::<T>() != 0 {
+        return Err(Error::Misaligned(what, align_of::<T>()));
+    }
+    Ok(())
+}
+
 /// Writes `v` through a required out-pointer (call only once everything has succeeded).
 ///
 /// # Safety

@@ -6,7 +6,7 @@
 //! memory travels as `uint64_t` addresses (`CUdeviceptr`), streams as `void *`
 //! (`CUstream`; NULL = the device's default stream).
 
-use super::boundary::{call, req, write};
+use super::boundary::{call, check_out_ptr, req, write};
 use super::linear::ninfer_linear;
 use super::view::{from_c, ninfer_weight_view};
 use crate::dtype::Dtype;
@@ -74,9 +74,7 @@ pub extern "C" fn ninfer_cuda_compiled() -> u32 {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ninfer_cuda_device_count(out_count: *mut u32) -> Status {
     call(|| {
-        if out_count.is_null() {
-            return Err(Error::NullPointer("out_count"));
-        }
+        check_out_ptr(out_count, false, "out_count")?;
         let n = crate::cuda::device_count()?;
         // SAFETY: non-NULL; alignment checked by `write`.
         unsafe { write(out_count, n, "out_count") }
@@ -96,9 +94,7 @@ pub unsafe extern "C" fn ninfer_cuda_device_properties(
     out: *mut ninfer_cuda_device_info,
 ) -> Status {
     call(|| {
-        if out.is_null() {
-            return Err(Error::NullPointer("out"));
-        }
+        check_out_ptr(out, false, "out")?;
         let p = crate::cuda::device_properties(ordinal)?;
         let mut name = [0 as c_char; 256];
         for (o, &b) in name.iter_mut().zip(p.name.as_bytes().iter().take(255)) {
@@ -140,9 +136,7 @@ pub unsafe extern "C" fn ninfer_cuda_linear_prepare(
     out_handle: *mut *mut ninfer_linear,
 ) -> Status {
     call(|| {
-        if out_handle.is_null() {
-            return Err(Error::NullPointer("out_handle"));
-        }
+        check_out_ptr(out_handle, false, "out_handle")?;
         // SAFETY: the planes are read only during this call (uploaded).
         let v = unsafe { from_c(view) }?;
         let weight = PreparedWeight::on_cuda(v, ordinal)?;
@@ -171,9 +165,7 @@ pub unsafe extern "C" fn ninfer_cuda_linear_prepare_device(
 ) -> Status {
     call(|| {
         let v = unsafe { req(view, "view") }?;
-        if out_handle.is_null() {
-            return Err(Error::NullPointer("out_handle"));
-        }
+        check_out_ptr(out_handle, false, "out_handle")?;
         let format = Format::from_u32(v.format)?;
         let layout = Layout::from_u32(v.layout)?;
         let rows = to_usize(v.rows, "rows")?;
@@ -208,9 +200,7 @@ pub unsafe extern "C" fn ninfer_cuda_linear_workspace_size(
 ) -> Status {
     call(|| {
         let h = unsafe { req(handle, "handle") }?;
-        if out_bytes.is_null() {
-            return Err(Error::NullPointer("out_bytes"));
-        }
+        check_out_ptr(out_bytes, false, "out_bytes")?;
         let n = h.weight.workspace_size(to_usize(m, "m")?)?;
         unsafe { write(out_bytes, n as u64, "out_bytes") }
     })

@@ -1,6 +1,6 @@
 //! `linear`: y = x · Wᵀ with W in its persistent format (spec §2 "compute profile", §8).
 
-use super::boundary::{bytes, call, in_slice, out_slice, req, write};
+use super::boundary::{bytes, call, check_out_ptr, in_slice, out_slice, req, write};
 use super::view::{from_c, ninfer_weight_view};
 use crate::dtype::Dtype;
 use crate::error::{Error, Status, to_usize};
@@ -139,9 +139,9 @@ pub extern "C" fn ninfer_linear_activation_supported(
 ///
 /// Errors: the structural errors of `ninfer_weight_view_check`, `UNSUPPORTED` for a
 /// combination without a kernel (see `ninfer_linear_supported`), `INVALID_ARGUMENT` for an
-/// unknown device, `NULL_POINTER`; for `NINFER_DEVICE_CUDA` also those of
-/// `ninfer_cuda_linear_prepare` (`NO_DEVICE`, `CUDA`). `*out_handle` is written only on
-/// success.
+/// unknown device, `NULL_POINTER`, `MISALIGNED` (`out_handle`); for `NINFER_DEVICE_CUDA`
+/// also those of `ninfer_cuda_linear_prepare` (`NO_DEVICE`, `CUDA`). `*out_handle` is
+/// written only on success.
 ///
 /// # Safety
 /// `view` as for `ninfer_weight_view_check`, with plane buffers valid until the handle is
@@ -154,13 +154,11 @@ pub unsafe extern "C" fn ninfer_linear_prepare(
 ) -> Status {
     call(|| {
         let device = Device::from_u32(device)?;
-        if out_handle.is_null() {
-            return Err(Error::NullPointer("out_handle"));
-        }
+        check_out_ptr(out_handle, false, "out_handle")?;
         // SAFETY: the caller keeps the planes valid until ninfer_linear_free ('static here).
         let v = unsafe { from_c::<'static>(view) }?;
         let weight = PreparedWeight::on(v, device)?;
-        // SAFETY: checked non-NULL above.
+        // SAFETY: checked non-NULL and aligned above.
         unsafe { ninfer_linear::publish(weight, out_handle) }
     })
 }
@@ -225,7 +223,8 @@ pub unsafe extern "C" fn ninfer_linear_set_activation(
 
 /// The prepared weight's shape: N (outputs) into `*out_rows`, K (inputs) into `*out_cols`.
 ///
-/// Errors: `NULL_POINTER`.
+/// Errors: `NULL_POINTER`, `MISALIGNED` (an out-pointer not 8-byte aligned). Neither output
+/// is written unless the status is OK.
 ///
 /// # Safety
 /// `handle` from `ninfer_linear_prepare` and not freed; outputs writable.
@@ -237,9 +236,9 @@ pub unsafe extern "C" fn ninfer_linear_shape(
 ) -> Status {
     call(|| {
         let h = unsafe { req(handle, "handle") }?;
-        if out_rows.is_null() || out_cols.is_null() {
-            return Err(Error::NullPointer("out_rows / out_cols"));
-        }
+        // Both outputs are checked before either is written.
+        check_out_ptr(out_rows, false, "out_rows")?;
+        check_out_ptr(out_cols, false, "out_cols")?;
         unsafe { write(out_rows, h.weight.rows() as u64, "out_rows") }?;
         unsafe { write(out_cols, h.weight.cols() as u64, "out_cols") }
     })

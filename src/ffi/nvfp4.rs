@@ -88,8 +88,9 @@ pub unsafe extern "C" fn ninfer_nvfp4_validate(view: *const ninfer_weight_view) 
 /// kt = ceil(k_blocks/4); padding zero-filled. `out_len` must be
 /// round_up(rows,128) × round_up(k_blocks,4). Words are copied, never checked or changed.
 ///
-/// Errors: `SIZE_MISMATCH` (`linear_len` ≠ rows × k_blocks, or `out_len`), `NULL_POINTER`,
-/// `OVERFLOW`.
+/// Errors: `BAD_SHAPE` (`rows` or `k_blocks` 0, as every export refuses a zero
+/// dimension), `SIZE_MISMATCH` (`linear_len` ≠ rows × k_blocks, or `out_len`),
+/// `NULL_POINTER`, `OVERFLOW`. Nothing is written unless the status is OK.
 ///
 /// # Safety
 /// `linear` readable for `linear_len` bytes; `out` writable for `out_len`, not overlapping.
@@ -114,7 +115,8 @@ pub unsafe extern "C" fn ninfer_nvfp4_pack_scales(
 /// The inverse of `ninfer_nvfp4_pack_scales`: extracts the linear `[rows, k_blocks]`
 /// scales from a swizzled plane (padding ignored).
 ///
-/// Errors: `SIZE_MISMATCH`, `NULL_POINTER`, `OVERFLOW`.
+/// Errors: `BAD_SHAPE` (`rows` or `k_blocks` 0), `SIZE_MISMATCH`, `NULL_POINTER`,
+/// `OVERFLOW`. Nothing is written unless the status is OK.
 ///
 /// # Safety
 /// `swizzled` readable for `swizzled_len` bytes; `out` writable for `out_len`.

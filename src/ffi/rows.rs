@@ -1,6 +1,6 @@
 //! Row slices and gathers (whole rows copied byte for byte).
 
-use super::boundary::{call, in_slice, out_slice, write};
+use super::boundary::{call, check_out_ptr, in_slice, out_slice, write};
 use super::view::{from_c, ninfer_weight_view};
 use crate::error::Status;
 use crate::rows;
@@ -17,9 +17,10 @@ use crate::rows;
 /// Errors: the structural errors of `ninfer_weight_view_check`, `OVERFLOW` when
 /// `start + count` overflows, `ROW_OUT_OF_RANGE` when `start + count > rows`,
 /// `BUFFER_TOO_SMALL` when `out_len` is less than the result, `NULL_POINTER` for a NULL
-/// `out` with non-zero `out_len`, `UNSUPPORTED` for block_scale_k16_m128x4_v1 (its scale
-/// plane is swizzled in 128-row tiles: a row subset is not a byte subset). Nothing is
-/// written unless the status is OK.
+/// `out` with non-zero `out_len`, `MISALIGNED` for an `out_written` not aligned to its
+/// type (checked before any row is copied), `UNSUPPORTED` for block_scale_k16_m128x4_v1
+/// (its scale plane is swizzled in 128-row tiles: a row subset is not a byte subset).
+/// Nothing is written unless the status is OK.
 ///
 /// # Safety
 /// `view` as for `ninfer_weight_view_check`; `out` must have `out_len` writable bytes not
@@ -36,6 +37,7 @@ pub unsafe extern "C" fn ninfer_rows_copy(
     call(|| {
         let v = unsafe { from_c(view) }?;
         let out = unsafe { out_slice(out, out_len, "out") }?;
+        check_out_ptr(out_written, true, "out_written")?;
         let n = rows::copy_rows(&v, start, count, out)?;
         if !out_written.is_null() {
             unsafe { write(out_written, n, "out_written") }?;
@@ -54,7 +56,8 @@ pub unsafe extern "C" fn ninfer_rows_copy(
 /// the first entry `>= rows` (the message names its position; checked after the sizes, so
 /// a short `out` is `BUFFER_TOO_SMALL` whatever the indices), `BUFFER_TOO_SMALL`,
 /// `NULL_POINTER` for a NULL `indices` or `out` with a non-zero length, `MISALIGNED` for
-/// an `indices` not aligned to 8 bytes, `OVERFLOW` when `n_indices` × 8 or the result size
+/// an `indices` not aligned to 8 bytes or an `out_written` not aligned to its type
+/// (checked before any row is copied), `OVERFLOW` when `n_indices` × 8 or the result size
 /// overflows, `UNSUPPORTED` as for `ninfer_rows_copy`. Nothing is written unless the
 /// status is OK.
 ///
@@ -75,6 +78,7 @@ pub unsafe extern "C" fn ninfer_rows_gather(
         let v = unsafe { from_c(view) }?;
         let indices = unsafe { in_slice(indices, n_indices, "indices") }?;
         let out = unsafe { out_slice(out, out_len, "out") }?;
+        check_out_ptr(out_written, true, "out_written")?;
         let n = rows::gather_rows(&v, indices, out)?;
         if !out_written.is_null() {
             unsafe { write(out_written, n, "out_written") }?;

@@ -97,6 +97,12 @@ pub fn check_divisors_len(rows: usize, len: usize) -> Result<()> {
 }
 
 fn check_linear(rows: usize, nkb: usize, linear: usize, swizzled: usize) -> Result<()> {
+    // The rule of every other entry point (`layouts::plane_sizes`): no zero dimension.
+    if rows == 0 || nkb == 0 {
+        return Err(Error::BadShape(format!(
+            "nvfp4 scales [{rows}, {nkb}] (rows, K-blocks): both dimensions must be positive"
+        )));
+    }
     let want_lin = mul(rows, nkb, "linear scales")?;
     if linear != want_lin {
         return Err(Error::SizeMismatch {
@@ -121,7 +127,8 @@ fn check_linear(rows: usize, nkb: usize, linear: usize, swizzled: usize) -> Resu
 /// Swizzles linear row-major scales `[rows, nkb]` (the form checkpoints store) into the
 /// 128×4 layout, zero-filling the padding. `out` must be exactly [`scales_len`] bytes.
 ///
-/// Errors: [`Error::SizeMismatch`] naming the wrong buffer, [`Error::Overflow`].
+/// Errors: [`Error::BadShape`] when `rows` or `nkb` is 0, [`Error::SizeMismatch`] naming
+/// the wrong buffer, [`Error::Overflow`]. Nothing is written on error.
 pub fn pack_scales(rows: usize, nkb: usize, linear: &[u8], out: &mut [u8]) -> Result<()> {
     check_linear(rows, nkb, linear.len(), out.len())?;
     out.fill(0);
@@ -134,7 +141,8 @@ pub fn pack_scales(rows: usize, nkb: usize, linear: &[u8], out: &mut [u8]) -> Re
 }
 
 /// The inverse of [`pack_scales`]: reads the `[rows, nkb]` logical scales out of a swizzled
-/// plane (padding ignored). `out` must be exactly rows × nkb bytes.
+/// plane (padding ignored). `out` must be exactly rows × nkb bytes. Errors as for
+/// [`pack_scales`].
 pub fn unpack_scales(rows: usize, nkb: usize, swizzled: &[u8], out: &mut [u8]) -> Result<()> {
     check_linear(rows, nkb, out.len(), swizzled.len())?;
     for m in 0..rows {

@@ -3,7 +3,7 @@
 
 use crate::gguf::GgufFile;
 use crate::table;
-use crate::tensor::{self, Plan, type_name};
+use crate::tensor::{self, Plan, Rows, type_name};
 
 pub fn run(file: &GgufFile, label: &str) -> anyhow::Result<bool> {
     println!("{label}");
@@ -28,12 +28,9 @@ pub fn run(file: &GgufFile, label: &str) -> anyhow::Result<bool> {
     let rows: Vec<Vec<String>> = tensors
         .iter()
         .map(|t| {
-            let bytes = match (t.bytes, t.bytes_exact) {
-                (Some(b), true) => table::count(b),
-                (Some(b), false) => format!("≤ {}", table::count(b)),
-                (None, _) => "?".into(),
-            };
+            let bytes = table::count(t.bytes);
             let decodable = match &t.plan {
+                Plan::Decode(Rows::Empty { .. }) => "yes (empty)".to_owned(),
                 Plan::Decode(_) if t.format.is_some() => "yes".to_owned(),
                 Plan::Decode(_) => "yes (as data)".to_owned(),
                 Plan::Refused(s, _) => format!("no ({})", s.name()),

@@ -21,6 +21,11 @@ fn plain_rows<'a>(file: &'a StFile, p: &Plain) -> Option<Result<Rows<'a>, ninfer
     let k = *p.shape.last().unwrap_or(&1);
     let rows = p.shape.iter().rev().skip(1).product::<usize>();
     let bytes = file.data(p);
+    let decoded = matches!(p.dtype, Dtype::F32 | Dtype::BF16 | Dtype::F16);
+    if decoded && (rows == 0 || k == 0) {
+        // A zero dimension (valid safetensors): an empty tensor, nothing to decode.
+        return Some(Ok(Rows::Empty { k }));
+    }
     Some(match p.dtype {
         Dtype::F32 => WeightView::single(Format::Fp32, rows, k, bytes).map(Rows::View),
         Dtype::BF16 => WeightView::single(Format::Bf16, rows, k, bytes).map(Rows::View),
@@ -131,6 +136,10 @@ pub fn inspect(file: &StFile, label: &str) -> Result<bool> {
 /// Decodes all rows: (values, non-finite count, Σy for x[i] = sin(0.1·i)).
 fn check_rows(rows: &Rows<'_>) -> Result<(Vec<f32>, u64, f64), String> {
     let (n, k) = (rows.rows(), rows.k());
+    if n == 0 || k == 0 {
+        // An empty tensor.
+        return Ok((Vec::new(), 0, 0.0));
+    }
     let mut out = vec![0f32; n * k];
     let step = chunk_rows(k, 1 << 22) * k;
     for (c, chunk) in out.chunks_mut(step).enumerate() {
