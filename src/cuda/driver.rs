@@ -16,7 +16,14 @@ use std::sync::{Mutex, OnceLock};
 /// The kernel images compiled by build.rs: (architecture, is PTX, bytes). PTX images are
 /// NUL-terminated.
 mod images {
+    #![allow(dead_code)] // BUILD_LOG is read by the tests only
     include!(concat!(env!("OUT_DIR"), "/nf_images.rs"));
+}
+
+/// NVRTC's and ptxas's reports of the kernels' build (registers, spills per kernel).
+#[cfg(test)]
+pub(crate) fn build_log() -> &'static str {
+    images::BUILD_LOG
 }
 
 /// `what: CUDA_ERROR_…` for a failed driver call.

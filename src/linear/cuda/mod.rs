@@ -6,7 +6,11 @@
 pub(crate) mod abi;
 // The host harness is built with the host's `c++` and loaded into the test process, so it
 // runs where the tests run natively (not in the cross-built aarch64 job under qemu).
+#[cfg(all(test, feature = "cuda"))]
+mod device_tests;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod host;
+#[cfg(test)]
+mod testdata;
 #[cfg(feature = "cuda")]
 pub(crate) mod weight;

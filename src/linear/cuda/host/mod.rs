@@ -6,9 +6,10 @@
 //! proved; the device run (`scripts/device-check.sh`) then proves the indexing.
 
 use super::abi::NfWeight;
+use super::testdata::{Rng, payload};
 use crate::layouts;
 use crate::linear::{Activation, Isa, PreparedWeight, q8_1};
-use crate::registry::{Category, Format, LAYOUTS, Layout, compatible};
+use crate::registry::{Category, Format, LAYOUTS, compatible};
 use crate::view::WeightView;
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
@@ -142,29 +143,6 @@ fn same(a: f32, b: f32) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-    }
-    fn f16_scale(&mut self) -> [u8; 2] {
-        let v = match self.next() % 16 {
-            0 => 0.0,
-            1 => 3e-7 * self.unit(),
-            2 => -0.01 * self.unit().abs(),
-            _ => 0.02 * self.unit(),
-        };
-        half::f16::from_f32(v).to_bits().to_le_bytes()
-    }
-}
-
 #[test]
 fn word_conversions_match_the_library_on_every_word() {
     let h = harness();
@@ -273,89 +251,6 @@ fn q8_1_blocks_match_the_cpu_quantizer() {
             "block {b}"
         );
     }
-}
-
-/// Random planes of an `n × k` weight of `format` in `layout`: random code bytes, mostly
-/// finite scales (some zero, subnormal, negative where the format allows them), random
-/// divisors (one per source; some outside the fast and scaled ranges).
-fn payload(format: Format, layout: Layout, n: usize, k: usize, rng: &mut Rng) -> [Vec<u8>; 3] {
-    let sizes = layouts::plane_sizes(format, layout, n, k).unwrap();
-    let mut p = sizes.map(|len| (0..len).map(|_| rng.next() as u8).collect::<Vec<u8>>());
-    let info = format.info();
-    match info.category {
-        Category::DirectFloat => {
-            for (i, w) in p[0].chunks_exact_mut(info.block_bytes as usize).enumerate() {
-                let v = rng.unit() * if i % 61 == 0 { 1e30 } else { 3.0 };
-                let bytes = v.to_le_bytes();
-                let nb = w.len();
-                w.copy_from_slice(&bytes[4 - nb..]);
-            }
-        }
-        Category::GroupedInt => {
-            for w in p[2].chunks_exact_mut(2) {
-                w.copy_from_slice(&rng.f16_scale());
-            }
-        }
-        Category::RowScaledFloat => {
-            let scale = |rng: &mut Rng| -> [u8; 2] {
-                let v = (rng.unit().abs() + 0.01) * if rng.next() % 9 == 0 { 1e-30 } else { 0.01 };
-                match format {
-                    Format::Fp8E4m3fnRowFp16 => half::f16::from_f32(v.max(1e-4)).to_bits(),
-                    _ => half::bf16::from_f32(v).to_bits(),
-                }
-                .to_le_bytes()
-            };
-            if layout == Layout::RowInterleavedV1 {
-                for rec in p[0].chunks_exact_mut(k + 2) {
-                    rec[..2].copy_from_slice(&scale(rng));
-                }
-            } else {
-                for w in p[1].chunks_exact_mut(2) {
-                    w.copy_from_slice(&scale(rng));
-                }
-            }
-        }
-        Category::BlockScaledFloat => {
-            for (i, w) in p[1].iter_mut().enumerate() {
-                *w = if i % 211 == 5 { 0x7F } else { *w & 0x7F };
-            }
-            // One divisor per row (a stack of N sources): typical ones, and the edges of
-            // the scaled order (2⁻¹¹⁵, 2¹¹⁶) and of the q8_1 block order (2¹¹⁶ with the
-            // smallest scale word 0x01: 0.5·2⁻⁹/d = 2⁻¹²⁶ exactly), and a tiny one.
-            p[2] = (0..n)
-                .flat_map(|i| {
-                    let v: f32 = match i % 9 {
-                        3 => 1e-37,
-                        5 => 2f32.powi(116),
-                        7 => 2f32.powi(-115),
-                        _ => 2688.0 / (rng.unit().abs() + 0.1),
-                    };
-                    v.to_le_bytes()
-                })
-                .collect();
-            let nkb = k / 16;
-            for r in (5..n).step_by(9) {
-                p[1][layouts::block_scale::offset(r, 0, nkb)] = 0x01;
-            }
-        }
-        Category::GgufBlock => {
-            let bb = info.block_bytes as usize;
-            let fields: &[usize] = match format {
-                Format::GgufQ2_K => &[80, 82],
-                Format::GgufQ3_K => &[108],
-                Format::GgufQ4_K | Format::GgufQ5_K => &[0, 2],
-                Format::GgufQ6_K => &[208],
-                _ => &[0],
-            };
-            for blk in p[0].chunks_exact_mut(bb) {
-                for &at in fields {
-                    blk[at..at + 2].copy_from_slice(&rng.f16_scale());
-                }
-            }
-        }
-        Category::DirectInt => {}
-    }
-    p
 }
 
 /// The kernels' host build against the CPU path (scalar and the best instruction set),

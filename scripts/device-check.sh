@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The CUDA checks that need a GPU, in two steps:
+#
+#   scripts/device-check.sh build   # here (Rust, NVRTC): builds the test binary with the
+#                                   # `cuda` feature into target/device/
+#   scripts/device-check.sh run     # on the GPU machine (driver; no Rust needed), from the
+#                                   # repository root with target/device/ carried over
+#
+# `run` prints the device, then: CUDA vs CPU bit for bit on every format the kernels cover
+# (M = 1, 2, 7, 8, 9, 17; odd N; K not a multiple of 128 where allowed; f32/bf16 in and
+# out, bias; host-buffer and device paths; device row decode), a compute-sanitizer memcheck
+# of that test, the GEMV benchmark (µs, weight GB/s, % of the read bandwidth measured in
+# the same run) and, when torch is importable, torch's bf16 GEMV on the same shapes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=target/device
+case "${1:-}" in
+  build)
+    mkdir -p "$out"
+    exe=$(cargo test --release --features cuda --lib --no-run 2>&1 |
+      sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p' | tail -1)
+    [ -n "$exe" ] || { echo "device-check: no test binary built" >&2; exit 1; }
+    cp "$exe" "$out/ninfer-lib-tests"
+    cp scripts/device-check.sh "$out/"
+    ls -la "$out"
+    ;;
+  run)
+    t="$out/ninfer-lib-tests"
+    [ -x "$t" ] || { echo "device-check: $t missing: run '$0 build' first" >&2; exit 1; }
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+    echo "== CUDA vs CPU, bit for bit"
+    "$t" --test-threads=1 --nocapture linear::cuda::device_tests 2>&1 | tail -15
+    if command -v compute-sanitizer >/dev/null; then
+      echo "== compute-sanitizer memcheck (device tests)"
+      NINFER_CUDA_QUICK=1 compute-sanitizer --tool memcheck --print-limit 20 \
+        "$t" --test-threads=1 linear::cuda::device_tests::cuda_matches 2>&1 | tail -8
+    fi
+    echo "== GEMV benchmark"
+    "$t" --ignored --nocapture --test-threads=1 linear::cuda::device_tests::cuda_bench 2>&1 |
+      grep -v '^test \|^running\|^$'
+    if python3 -c 'import torch' 2>/dev/null; then
+      echo "== torch bf16 GEMV (cuBLAS), weights rotated beyond L2"
+      python3 - <<'PY'
+import torch
+for n, k in [(28672, 8192), (8192, 8192)]:
+    copies = max(1, int(3 * 60e6 // (n * k * 2)) + 1)
+    ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
+    for m in [1, 8]:
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        for w in ws: torch.nn.functional.linear(x, w)
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ts = []
+        for _ in range(50):
+            s.record()
+            for w in ws: torch.nn.functional.linear(x, w)
+            e.record(); e.synchronize()
+            ts.append(s.elapsed_time(e) * 1e3 / len(ws))
+        ts.sort(); us = ts[len(ts) // 2]
+        print(f"torch bf16 {n}x{k} M={m}: {us:.2f} us, {n*k*2/us/1e3:.0f} GB/s")
+PY
+    fi
+    ;;
+  *)
+    echo "usage: $0 build|run" >&2
+    exit 2
+    ;;
+esac
