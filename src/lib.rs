@@ -17,6 +17,7 @@
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
 //! | §2 compute profile, §8: y = x · Wᵀ | [`linear`] |
+//! | checking a product: q8_1 activation values, dense conversions | [`reference`] |
 //! | encoding validation of a payload | [`validate`] |
 //! | row slices and gathers (whole rows copied) | [`rows`] |
 //! | C ABI | `ffi` (C names `ninfer_*`) |
@@ -31,6 +32,7 @@ pub mod formats;
 pub mod fpenv;
 pub mod layouts;
 pub mod linear;
+pub mod reference;
 pub mod registry;
 pub mod rows;
 pub mod validate;

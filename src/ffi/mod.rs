@@ -16,6 +16,7 @@ mod import;
 mod linear;
 mod nvfp4;
 mod quantize;
+mod reference;
 mod registry;
 mod rows;
 mod validate;
