@@ -597,7 +597,7 @@ test "decodeRows: one call for a row range, the per-row bits, nothing written on
     var h: [64]u8 align(2) = undefined;
     try v.decodeRowAs(1, c.NINFER_DTYPE_F16, &h);
     try testing.expectEqualSlices(u8, &h, words[64..128]);
-    var canary = [_]f32{42} ** 64;
+    var canary: [64]f32 = @splat(42);
     try testing.expectError(error.RowOutOfRange, v.decodeRows(1, 2, &canary));
     try testing.expectError(error.BufferTooSmall, v.decodeRows(0, 2, canary[0..63]));
     try testing.expectError(error.Overflow, v.decodeRows(std.math.maxInt(u64), 2, &canary));
