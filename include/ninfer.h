@@ -7,6 +7,9 @@
  * a message for ninfer_last_error_message() on the calling thread. Enumerations travel
  * as uint32_t. A (pointer, length) pair may have a NULL pointer only with length 0.
  * Outputs are written only on success.
+ *
+ * Section numbers (§1 .. §9) refer to docs/formats.md, which states every format's
+ * words, reconstruction, validity rules and encoders; products: docs/linear.md.
  */
 
 #ifndef NINFER_H

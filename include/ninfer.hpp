@@ -35,6 +35,8 @@
  * Dangling borrows are compile errors: a view of a temporary owned_tensor
  * (`quantize_grouped(...).view()`) and a weight_view plane made from a temporary vector.
  *
+ * Section numbers (§) refer to docs/formats.md.
+ *
  * Adding a wrapper for a new export: write try_x() with detail::call(...) and a throwing
  * x() that returns try_x(...).value().
  */

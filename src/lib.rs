@@ -1,7 +1,8 @@
 //! # ninfer: the persistent numeric tensor formats of `.ninfer` artifacts
 //!
 //! Codecs, reference encoders and matrix products for every format of the closed registry
-//! of `shared/spec/numeric-formats.txt` (the spec), with a stable C ABI (`include/ninfer.h`).
+//! of the NInfer reference *Persistent numeric tensor formats* (the spec, restated with its
+//! section numbers in docs/formats.md), with a stable C ABI (`include/ninfer.h`).
 //!
 //! | spec | module |
 //! |---|---|

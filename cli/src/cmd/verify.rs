@@ -5,7 +5,7 @@
 //! counts non-finite values, measures decode throughput, and for every 2-D weight computes
 //! the mat-vec y = W·x in f64 (x[i] = sin(0.1·i)) from the decoded rows, printing Σy so a
 //! reader can compare it with an independent decoder's figure
-//! (`shared/reference/real-data.md` lists Gemma's).
+//! (`tests/real_models.py` lists Gemma's).
 
 use crate::gguf::GgufFile;
 use crate::rows::{chunk_rows, decode_range, value_bar};
