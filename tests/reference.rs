@@ -237,8 +237,8 @@ fn conversion_refusals_write_nothing() {
         convert(&src[..6], 1, &mut db[..11], 0),
         Status::BufferTooSmall as u32
     );
-    assert_eq!(convert(&src, 7, db, 0), Status::UnknownDtype as u32);
-    assert_eq!(convert(&src, 0, db, 9), Status::UnknownDtype as u32);
+    assert_eq!(convert(src, 7, db, 0), Status::UnknownDtype as u32);
+    assert_eq!(convert(src, 0, db, 9), Status::UnknownDtype as u32);
     assert_eq!(
         convert(&src[..8], 1, &mut db[1..], 1),
         Status::Misaligned as u32
