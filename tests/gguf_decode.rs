@@ -276,8 +276,8 @@ fn sliced_and_gathered_rows_decode_to_the_source_rows() {
     println!("{compared} values compared through slices and gathers");
 }
 
-/// Poisoning any binary16 field of any block (offsets from the block facts of
-/// shared/reference/gguf-blocks.md) is reported at that row and block, and that block's
+/// Poisoning any binary16 field of any block (offsets from ggml's block
+/// structs, ggml-common.h) is reported at that row and block, and that block's
 /// values are indeed non-finite when decoded.
 #[test]
 fn validate_locates_every_poisoned_scale_field() {

@@ -7,7 +7,7 @@ Gemma 3 270M Q4_K_M: every tensor (Q8_0, Q5_0, Q4_K, Q6_K, F32; 236 in all) is d
 SmolLM2 135M Instruct: each Q4_1 tensor must be refused with UNREGISTERED_TYPE, while its
 Q8_0 and F32 tensors decode exactly.
 `ninfer verify` must succeed on both and print, for Gemma, the reference Σ(W·x) figures of
-shared/reference/real-data.md (computed there with gguf-py in f64).
+GEMMA_SUM_Y below (computed with gguf-py in f64).
 
 The built-in sample (tests/data/sample.gguf) is checked the same way first: every tensor
 `ninfer` decodes is compared with gguf-py (its Q2_0 tensor, a type gguf-py lacks, with the
@@ -37,7 +37,7 @@ GEMMA = "gemma-3-270m-q4_k_m.gguf"
 SMOL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SAMPLE = os.path.join(ROOT, "tests", "data", "sample.gguf")
 
-# shared/reference/real-data.md: Σy of y = W·x, x[i] = sin(0.1·i), float64, gguf-py values.
+# Σy of y = W·x, x[i] = sin(0.1·i), float64, gguf-py values.
 GEMMA_SUM_Y = {
     "blk.0.attn_q.weight": 20.84796,
     "blk.0.attn_output.weight": 12.94964,

@@ -342,11 +342,13 @@ func TestActivationGroupedQ4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	all, err := v.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := make([][]float32, rows)
 	for n := range w {
-		if w[n], err = v.Row(uint64(n)); err != nil {
-			t.Fatal(err)
-		}
+		w[n] = all[n*cols : (n+1)*cols]
 	}
 	x := make([]float32, m*cols)
 	for i := range x {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // Two rows of K = 32 gguf_q8_0 (34-byte blocks: binary16 d, then 32 int8 q), made by hand:
@@ -131,6 +132,67 @@ func TestDecodeGGUFQ8_0Row(t *testing.T) {
 		}
 	}
 	t.Logf("decoded 2 rows x 32 values of gguf_q8_0, 32 bf16 words")
+}
+
+// DecodeRows / DecodeRowsAs / Decode: one library call for a row range, the same bits as
+// the per-row calls, refusals with nothing written.
+func TestDecodeRows(t *testing.T) {
+	v, err := NewWeightView(FormatGGUFQ8_0, 2, 32, q8_0Blocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := v.Decode()
+	if err != nil || len(all) != 64 {
+		t.Fatalf("Decode: %d values, %v", len(all), err)
+	}
+	for r := uint64(0); r < 2; r++ {
+		row, _ := v.Row(r)
+		for j := range row {
+			if math.Float32bits(all[int(r)*32+j]) != math.Float32bits(row[j]) {
+				t.Fatalf("row %d [%d]: %#x != %#x", r, j, math.Float32bits(all[int(r)*32+j]), math.Float32bits(row[j]))
+			}
+		}
+	}
+	one := make([]float32, 32)
+	if err := v.DecodeRows(1, 1, one); err != nil || one[0] != all[32] || one[31] != all[63] {
+		t.Fatalf("DecodeRows(1, 1): %v", err)
+	}
+	words := make([]uint16, 64)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 128)
+	if err := v.DecodeRowsAs(0, 2, DtypeBF16, b); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range words {
+		if w != uint16(math.Float32bits(all[i])>>16) {
+			t.Fatalf("bf16 word %d: %#x", i, w)
+		}
+	}
+	canary := []float32{42, 42, 42}
+	short := make([]float32, 63)
+	for i := range short {
+		short[i] = 42
+	}
+	for _, c := range []struct {
+		err  error
+		want error
+	}{
+		{v.DecodeRows(1, 2, make([]float32, 64)), ErrRowOutOfRange},
+		{v.DecodeRows(0, 2, short), ErrBufferTooSmall},
+		{v.DecodeRows(math.MaxUint64, 2, canary), ErrOverflow},
+		{v.DecodeRowsAs(0, 1, Dtype(7), b), ErrUnknownDtype},
+	} {
+		if !errors.Is(c.err, c.want) {
+			t.Fatalf("got %v, want %v", c.err, c.want)
+		}
+	}
+	for _, x := range append(short, canary...) {
+		if x != 42 {
+			t.Fatal("a refused call wrote its output")
+		}
+	}
+	if err := v.DecodeRows(2, 0, nil); err != nil {
+		t.Fatalf("count 0: %v", err)
+	}
 }
 
 func TestDecodeRefusals(t *testing.T) {

@@ -31,6 +31,11 @@ static ninfer_status ninfer_go_decode_row_as(NINFER_GO_VIEW_PARAMS, uint64_t row
   NINFER_GO_VIEW_INIT;
   return ninfer_decode_row_as(&v, row, dtype, out, out_bytes);
 }
+static ninfer_status ninfer_go_decode_rows(NINFER_GO_VIEW_PARAMS, uint64_t first,
+    uint64_t count, void *out, size_t out_bytes, uint32_t dtype) {
+  NINFER_GO_VIEW_INIT;
+  return ninfer_decode_rows(&v, first, count, out, out_bytes, dtype);
+}
 static ninfer_status ninfer_go_validate(NINFER_GO_VIEW_PARAMS, uint64_t *out_row,
     uint64_t *out_block) {
   NINFER_GO_VIEW_INIT;
@@ -169,6 +174,50 @@ func (v *WeightView) DecodeRowAs16(row uint64, dt Dtype, out []uint16) error {
 		b = unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 2*len(out))
 	}
 	return v.DecodeRowAs(row, dt, b)
+}
+
+// DecodeRowsAs decodes rows first .. first+count into out as dtype dt (native-endian
+// bytes), row after row, in one library call (ninfer_decode_rows): row first+i starts at
+// byte i × Cols × dt.Size(). len(out) must be >= count × Cols × dt.Size() and out aligned
+// to dt.Size(). Nothing is written unless it succeeds (a refused row of grouped, fp8 or
+// nvfp4 formats is found before any row is written).
+func (v *WeightView) DecodeRowsAs(first, count uint64, dt Dtype, out []byte) error {
+	a := v.args()
+	var po unsafe.Pointer
+	if len(out) > 0 {
+		po = unsafe.Pointer(&out[0])
+	}
+	return call(func() C.ninfer_status {
+		return C.ninfer_go_decode_rows(a.format, a.layout, a.rows, a.cols, a.p0, a.n0, a.p1, a.n1, a.p2, a.n2,
+			C.uint64_t(first), C.uint64_t(count), po, C.size_t(len(out)), C.uint32_t(dt))
+	})
+}
+
+// DecodeRows decodes rows first .. first+count into out as float32 (count × Cols values,
+// row-major), in one library call; the values are DecodeRow's.
+func (v *WeightView) DecodeRows(first, count uint64, out []float32) error {
+	var b []byte
+	if len(out) > 0 {
+		b = unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 4*len(out))
+	}
+	return v.DecodeRowsAs(first, count, DtypeF32, b)
+}
+
+// Decode decodes every row into a new slice of Rows × Cols float32 values (row-major), in
+// one library call.
+func (v *WeightView) Decode() ([]float32, error) {
+	// Check first: a bad shape is reported as such, not as a huge allocation.
+	if err := v.Check(); err != nil {
+		return nil, err
+	}
+	if v.Cols != 0 && v.Rows > uint64(math.MaxInt)/4/v.Cols {
+		return nil, &Error{Status: StatusOverflow, Message: "rows × cols too large to decode at once"}
+	}
+	out := make([]float32, int(v.Rows*v.Cols))
+	if err := v.DecodeRows(0, v.Rows, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Validate checks every encoding rule of the view's format over its whole payload. An

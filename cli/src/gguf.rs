@@ -272,13 +272,14 @@ impl TensorInfo {
         self.dims.iter().rev().copied().collect()
     }
 
-    /// The shape as text, `262144×640`.
+    /// The shape as text, outermost dimension first (numpy order, GGUF's `ne` reversed),
+    /// as every `ninfer` command prints shapes: `[262144, 640]`.
     pub fn shape_text(&self) -> String {
         let s: Vec<String> = self.shape().iter().map(|d| d.to_string()).collect();
         if s.is_empty() {
             "scalar".into()
         } else {
-            s.join("×")
+            format!("[{}]", s.join(", "))
         }
     }
 }

@@ -42,7 +42,8 @@ enum Command {
     /// The closed format registry as a table.
     Formats,
     /// Metadata and every tensor of a GGUF or safetensors file: format, shape, bytes,
-    /// decodable.
+    /// decodable. Shapes print outermost dimension first, `[rows, cols]` for a matrix
+    /// (numpy order; GGUF's `ne` reversed).
     Inspect {
         /// The GGUF or safetensors file (default: the built-in sample).
         file: Option<PathBuf>,
@@ -125,7 +126,8 @@ enum Bench {
     ///
     /// Per format: ms, GMAC/s, weight GB/s, the fraction of this machine's read bandwidth
     /// and ggml's own vec_dot (when its build is found), all measured in the same run,
-    /// with a verdict line per format and shape for issue 6's targets and a summary.
+    /// with a verdict line per format and shape against the performance targets of
+    /// docs/linear.md ("Performance") and a summary.
     /// Progress on stderr, results on stdout.
     Linear(cmd::bench::LinearArgs),
 }
@@ -202,6 +204,14 @@ fn run(cli: Cli) -> Result<bool> {
 }
 
 fn main() -> ExitCode {
+    // `ninfer inspect FILE | head`: when the reader goes away, end quietly as other Unix
+    // tools do (killed by SIGPIPE) instead of panicking on the failed write. Rust ignores
+    // SIGPIPE by default; restore the default action.
+    #[cfg(unix)]
+    // SAFETY: called first in main, before any thread exists; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     match run(Cli::parse()) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

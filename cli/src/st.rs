@@ -422,8 +422,32 @@ impl<'a> Writer<'a> {
             .collect::<Result<Vec<_>, safetensors::SafeTensorError>>()
             .map_err(|e| anyhow::anyhow!("safetensors: {e}"))?;
         safetensors::serialize_to_file(views, Some(self.metadata), path)
-            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+        plain_file_mode(path)
     }
+}
+
+/// Gives a written file the mode a plain `File::create` would (0666 less the umask, usually
+/// 0644): the safetensors writer goes through a private temporary file (0600).
+#[cfg(unix)]
+fn plain_file_mode(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    // SAFETY: umask only swaps the process's mask; it is set back at once (no file is
+    // created by this process in between).
+    let mask = unsafe {
+        let m = libc::umask(0o022);
+        libc::umask(m);
+        m
+    };
+    #[allow(clippy::unnecessary_cast)] // mode_t is u16 on some Unix targets
+    let mode = 0o666 & !(mask as u32);
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("setting the mode of {}", path.display()))
+}
+
+#[cfg(not(unix))]
+fn plain_file_mode(_path: &Path) -> Result<()> {
+    Ok(())
 }
 
 /// The exact binary32 values of a plain F32, BF16 or F16 tensor's bytes.

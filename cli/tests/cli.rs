@@ -118,7 +118,7 @@ fn inspect_names_every_tensor_with_its_format() {
             .to_owned()
     };
     let emb = row("smollm2.token_embd.weight");
-    for cell in ["Q8_0 (8)", "gguf_q8_0", "64×576", "39,168", "yes"] {
+    for cell in ["Q8_0 (8)", "gguf_q8_0", "[64, 576]", "39,168", "yes"] {
         assert!(emb.contains(cell), "{emb}");
     }
     let f16 = row("minilm.word_embeddings.f16");
@@ -128,7 +128,7 @@ fn inspect_names_every_tensor_with_its_format() {
     assert!(q41.contains("2,880"), "Q4_1 bytes: {q41}");
     // Type 42 is read from the table and mapped by the registry.
     let q2 = row("minilm.q2_0");
-    assert!(q2.contains("Q2_0 (42)") && q2.contains("gguf_q2_0") && q2.contains("8×1536"));
+    assert!(q2.contains("Q2_0 (42)") && q2.contains("gguf_q2_0") && q2.contains("[8, 1536]"));
     assert!(out.contains("25 tensors:"), "{out}");
 }
 

@@ -5,6 +5,7 @@ use super::view::{from_c, ninfer_weight_view};
 use crate::decode;
 use crate::dtype::Dtype;
 use crate::error::{Error, Status};
+use std::ffi::c_void;
 
 /// Decodes row `row` of `view` into `out[0 .. cols]` as f32: each value is the exact
 /// represented value of its format's decoding equation (GGUF: bit-identical to ggml's
@@ -67,5 +68,59 @@ pub unsafe extern "C" fn ninfer_decode_row_as(
         }
         let out = unsafe { out_slice(out, out_bytes, "out") }?;
         decode::decode_row_as(&v, row, dtype, out)
+    })
+}
+
+/// Decodes rows `first .. first + count` of `view` into `out`, row after row, as `out_dtype`
+/// (`NINFER_DTYPE_F32`, `_BF16` or `_F16`, native-endian): the bulk form of
+/// `ninfer_decode_row_as` (ggml's `to_float` over a slice of a tensor). Row `first + i`
+/// starts at element `i × cols`; every value is exactly what `ninfer_decode_row_as` gives
+/// for its row. `out_bytes` must be at least `count × cols × element size` (4 for f32, 2
+/// for bf16/f16; only that prefix is written) and `out` aligned to the element size.
+/// `count = 0` decodes nothing and succeeds. The payload is read only, so several threads
+/// may decode disjoint (or the same) row ranges of one view at once.
+///
+/// Errors: the structural errors of `ninfer_weight_view_check`, `UNKNOWN_DTYPE`,
+/// `OVERFLOW` when `first + count` or the output size overflows, `ROW_OUT_OF_RANGE` when
+/// `first + count > rows`, `BUFFER_TOO_SMALL`, `MISALIGNED`, `NULL_POINTER` (NULL `out`
+/// with a non-zero `out_bytes`), `UNSUPPORTED` for a format this build cannot decode,
+/// `INVALID_ENCODING` for the lowest row the decoder refuses (the rules listed at
+/// `ninfer_decode_row`; grouped, fp8 and nvfp4 rows of the range are all checked before
+/// any is written). Nothing is written unless the status is OK.
+///
+/// # Safety
+/// `view` as for `ninfer_weight_view_check`; `out` must have `out_bytes` writable bytes
+/// that do not overlap the view's planes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_decode_rows(
+    view: *const ninfer_weight_view,
+    first: u64,
+    count: u64,
+    out: *mut c_void,
+    out_bytes: usize,
+    out_dtype: u32,
+) -> Status {
+    call(|| {
+        let dtype = Dtype::from_u32(out_dtype)?;
+        let v = unsafe { from_c(view) }?;
+        let size = dtype.size();
+        if out.is_null() && out_bytes != 0 {
+            return Err(Error::NullPointer("out"));
+        }
+        if (out as usize) % size != 0 {
+            return Err(Error::Misaligned("out", size));
+        }
+        // A trailing partial element is not usable; it is never written.
+        let len = out_bytes / size;
+        match dtype {
+            Dtype::F32 => {
+                let out = unsafe { out_slice(out.cast::<f32>(), len, "out") }?;
+                decode::decode_rows(&v, first, count, out)
+            }
+            Dtype::Bf16 | Dtype::F16 => {
+                let out = unsafe { out_slice(out.cast::<u16>(), len, "out") }?;
+                decode::decode_rows_words(&v, first, count, dtype, out)
+            }
+        }
     })
 }

@@ -2,7 +2,7 @@
 //! lengths, builds safe Rust values, calls the library and maps the result to a
 //! `ninfer_status` through [`boundary::call`]. No arithmetic lives here.
 //!
-//! Conventions (see `shared/reference/c-abi.md`): status 0 is success; on failure the
+//! Conventions (README, "The C API at a glance"): status 0 is success; on failure the
 //! thread-local message is readable with `ninfer_last_error_message`; enums travel as
 //! `uint32_t` and unknown numbers are refused; `(ptr, len)` pairs accept NULL only with
 //! length 0; outputs are written only on success.
@@ -17,6 +17,7 @@ mod import;
 mod linear;
 mod nvfp4;
 mod quantize;
+mod reference;
 mod registry;
 mod rows;
 mod validate;

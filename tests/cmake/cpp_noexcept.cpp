@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 static_assert(NINFER_HPP_EXCEPTIONS == 0, "built with -fno-exceptions");
@@ -33,6 +34,20 @@ int main() {
       check((*row)[j] == static_cast<float>(v - 8), __LINE__);
       check((*row)[j + 16] == static_cast<float>(7 - v), __LINE__);
     }
+  }
+  // The owning form of linear without exceptions: try_prepare(owned_tensor&&), fp32
+  // [[1, 2]] · [3, 4] = 11 by hand.
+  ninfer::owned_tensor t;
+  t.format = NINFER_FORMAT_FP32;
+  t.layout = NINFER_LAYOUT_CONTIGUOUS_LE_V1;
+  t.rows = 1;
+  t.cols = 2;
+  t.planes[0] = {0x00, 0x00, 0x80, 0x3F, 0x00, 0x00, 0x00, 0x40};  // 1.0f, 2.0f
+  ninfer::result<ninfer::linear> lin = ninfer::linear::try_prepare(std::move(t));
+  check(lin.ok(), __LINE__);
+  if (lin.ok()) {
+    std::vector<float> x = {3.0f, 4.0f}, y(1, 0.0f);
+    check((*lin).try_forward(x, 1, y).ok() && y[0] == 11.0f, __LINE__);
   }
   ninfer::result<std::vector<float>> bad = w.try_decode_row(1);
   check(bad.code() == NINFER_STATUS_ROW_OUT_OF_RANGE && !bad.message().empty(), __LINE__);

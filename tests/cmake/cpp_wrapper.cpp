@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -125,6 +127,23 @@ int main() {
   // A view over hand-made blocks: check, decode into a span and into a vector.
   const std::vector<std::uint8_t> blocks = q8_0_blocks();
   const ninfer::weight_view w(f, info.layout, 2, 32, blocks);
+  {
+    // Every plane spelling that borrows named storage compiles: a non-const vector, a
+    // std::array, a C array, a {pointer, length} pair, a mutable span.
+    std::vector<std::uint8_t> mut_blocks = blocks;
+    std::array<std::uint8_t, 68> arr{};
+    std::uint8_t carr[68] = {};
+    std::memcpy(arr.data(), blocks.data(), 68);
+    std::memcpy(carr, blocks.data(), 68);
+    const ninfer::weight_view a(f, info.layout, 2, 32, mut_blocks);
+    const ninfer::weight_view b(f, info.layout, 2, 32, arr);
+    const ninfer::weight_view c(f, info.layout, 2, 32, carr);
+    const ninfer::weight_view d(f, info.layout, 2, 32, {blocks.data(), blocks.size()});
+    const ninfer::weight_view e(f, info.layout, 2, 32, ninfer::span<std::uint8_t>(mut_blocks.data(), 68));
+    for (const ninfer::weight_view* v : {&a, &b, &c, &d, &e}) {
+      CHECK(v->c_view()->planes[0].len == 68 && v->decode_row(1)[0] == 254.0f);
+    }
+  }
   CHECK(w.format_id() == f && w.layout_id() == NINFER_LAYOUT_GGUF_BLOCKS_V1);
   CHECK(w.rows() == 2 && w.cols() == 32);
   w.check();
@@ -165,6 +184,49 @@ int main() {
   CHECK(rv.code() == NINFER_STATUS_SIZE_MISMATCH);
   const ninfer::weight_view huge(f, info.layout, UINT64_MAX / 2, 32, blocks);
   CHECK(huge.try_decode_row(0).code() == NINFER_STATUS_OVERFLOW);
+
+  // decode_rows: one call for a row range, the per-row bits; refusals write nothing.
+  {
+    const std::vector<float> all = w.decode_rows(0, 2);
+    const std::vector<float> row0 = w.decode_row(0);
+    CHECK(all.size() == 64 && std::memcmp(all.data(), row0.data(), 32 * sizeof(float)) == 0 &&
+          std::memcmp(all.data() + 32, row1.data(), 32 * sizeof(float)) == 0);
+    std::vector<float> one(32, 42.0f);
+    w.decode_rows(1, 1, one);
+    CHECK(one == row1);
+    std::vector<std::uint16_t> words(64);
+    w.decode_rows_as(0, 2, NINFER_DTYPE_BF16, words);
+    CHECK(words[31] == static_cast<std::uint16_t>(bits_of(all[31]) >> 16) &&
+          words[63] == static_cast<std::uint16_t>(bits_of(all[63]) >> 16));
+    std::vector<float> canary(64, 42.0f);
+    CHECK(w.try_decode_rows(1, 2, canary).code() == NINFER_STATUS_ROW_OUT_OF_RANGE);
+    CHECK(w.try_decode_rows(0, 2, ninfer::span<float>(canary.data(), 63)).code() ==
+          NINFER_STATUS_BUFFER_TOO_SMALL);
+    CHECK(w.try_decode_rows(1, UINT64_MAX).code() == NINFER_STATUS_OVERFLOW);  // no allocation
+    CHECK(w.try_decode_rows(3, 1).code() == NINFER_STATUS_ROW_OUT_OF_RANGE);
+    CHECK(std::count(canary.begin(), canary.end(), 42.0f) == 64);
+  }
+
+  // quantize_row_q8_1 by hand: x_j = j − 16, amax 16, d = 16/127 stored as binary16 0x3008
+  // (0.1259765625), 1/d = 7.9375 exactly, q_0 = −127, q_1 = round(−15·7.9375) = −119.
+  {
+    std::vector<float> xq(32);
+    for (std::size_t j = 0; j < 32; ++j) xq[j] = static_cast<float>(static_cast<int>(j) - 16);
+    const ninfer::q8_1_row q = ninfer::quantize_row_q8_1(xq);
+    CHECK(q.blocks.size() == 36 && q.blocks[0] == 0x08 && q.blocks[1] == 0x30 &&
+          q.blocks[4] == 0x81 && q.blocks[5] == static_cast<std::uint8_t>(-119));
+    CHECK(q.x_hat.size() == 32 && q.x_hat[0] == -127.0f * 0.1259765625f && q.x_hat[16] == 0.0f &&
+          q.x_hat[17] == 8.0f * 0.1259765625f);
+    CHECK(ninfer::try_quantize_row_q8_1(ninfer::span<const float>(xq.data(), 31)).code() ==
+          NINFER_STATUS_BAD_SHAPE);
+    // convert: bf16 words to f32 exactly; f32 to binary16 rounded to nearest even.
+    const std::vector<std::uint16_t> bf = {0x3F80, 0xC000};
+    CHECK(ninfer::to_f32(bf, NINFER_DTYPE_BF16) == std::vector<float>({1.0f, -2.0f}));
+    const std::vector<float> big = {65520.0f, 65519.0f, 1.00390625f};
+    CHECK(ninfer::from_f32(big, NINFER_DTYPE_F16) ==
+          std::vector<std::uint16_t>({0x7C00, 0x7BFF, 0x3C04}));
+    CHECK(ninfer::try_to_f32(bf, static_cast<ninfer::dtype>(9)).code() == NINFER_STATUS_UNKNOWN_DTYPE);
+  }
 
   // The C struct is reachable for direct C calls.
   CHECK(ninfer_weight_view_check(w.c_view()) == NINFER_STATUS_OK);
@@ -234,6 +296,47 @@ int main() {
     CHECK(ninfer::try_quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, ninfer::source(src.data(), 10),
                                        rows, cols)
               .code() == NINFER_STATUS_SIZE_MISMATCH);
+
+    // The owning form of linear over an encoder's output (no variable holds the tensor)
+    // gives the same products, bit for bit, as the borrowing form over a named tensor.
+    src[5] = 0.5f;
+    const ninfer::owned_tensor named = ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols);
+    ninfer::linear borrowing(named.view());
+    ninfer::linear owning(ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols));
+    CHECK(owning.rows() == rows && owning.cols() == cols && owning.owned() != nullptr);
+    std::vector<float> x(2 * cols);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 13) - 6) / 4.0f;
+    const std::vector<float> yb = borrowing.forward(x, 2), yo = owning.forward(x, 2);
+    int same = 0;
+    for (std::size_t i = 0; i < yb.size(); ++i) same += bits_of(yb[i]) == bits_of(yo[i]);
+    CHECK(yb.size() == 2 * rows && same == static_cast<int>(yb.size()));
+    ninfer::result<ninfer::linear> tried =
+        ninfer::linear::try_prepare(ninfer::quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, src, rows, cols));
+    CHECK(tried.ok() && (*tried).forward(x, 2) == yb);
+  }
+
+  // A source shorter than the claimed shape is refused before any plane is sized from the
+  // shape: 2^20 × 2^20 would need over a terabyte of planes (bad_alloc or an ASan abort
+  // if allocated). Every encoder helper, with the library's own status and message.
+  {
+    const std::vector<float> small(16, 1.0f);
+    const std::uint64_t big = std::uint64_t{1} << 20;
+    ninfer::result<ninfer::owned_tensor> g =
+        ninfer::try_quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, small, big, big);
+    CHECK(g.code() == NINFER_STATUS_SIZE_MISMATCH && g.message().find("source") != std::string::npos);
+    ninfer::result<ninfer::owned_tensor> e =
+        ninfer::try_fp8_row_maxabs(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, small, big, big);
+    CHECK(e.code() == NINFER_STATUS_SIZE_MISMATCH && e.message().find("source") != std::string::npos);
+    ninfer::result<ninfer::owned_tensor> n = ninfer::try_nvfp4_quantize(small, big, big);
+    CHECK(n.code() == NINFER_STATUS_SIZE_MISMATCH && n.message().find("source") != std::string::npos);
+    // A matching source with `sources` that do not divide rows, or a huge `sources`.
+    const std::vector<float> one(128 * 16, 1.0f);
+    CHECK(ninfer::try_nvfp4_quantize(one, 128, 16, 3).code() == NINFER_STATUS_BAD_SHAPE);
+    CHECK(ninfer::try_nvfp4_quantize(one, 128, 16, UINT64_MAX).code() == NINFER_STATUS_OVERFLOW);
+    CHECK(ninfer::try_nvfp4_quantize(one, 128, 16, 0).code() == NINFER_STATUS_BAD_SHAPE);
+    // An overflowing rows × cols is a mismatch too, not a wrapped product.
+    CHECK(ninfer::try_quantize_grouped(NINFER_FORMAT_Q8_G32_FP16, small, UINT64_MAX / 2, 4).code() !=
+          NINFER_STATUS_OK);
   }
 
   // fp8 and nvfp4 encoders: outputs pass their format's checks.
@@ -289,8 +392,57 @@ int main() {
     CHECK(lin && lin.rows() == 2 && lin.cols() == 3);
     const std::vector<float> x = {1, 2, 3, 0, 0, 1};
     const std::vector<float> bias = {10, 20};
-    const std::vector<float> y = lin.forward(x, 2, bias);
+    const std::vector<float> y = lin.forward(x, 2, ninfer::bias_ref(bias));
     CHECK(y.size() == 4 && y[0] == 18 && y[1] == 46 && y[2] == 12 && y[3] == 25);
+
+    // The natural calls with non-const vectors (x, y, bias): the third positional range is
+    // the output. Expected values by hand: x·Wᵀ = [[8, 26], [2, 5]], + bias [10, 20].
+    {
+      std::vector<float> xm = x, ym(4, -1.0f), bm = bias;
+      lin.forward(xm, 2, ym);
+      CHECK(ym[0] == 8 && ym[1] == 26 && ym[2] == 2 && ym[3] == 5);
+      std::fill(ym.begin(), ym.end(), -1.0f);
+      CHECK(lin.try_forward(xm, 2, ym).ok());
+      CHECK(ym[0] == 8 && ym[1] == 26 && ym[2] == 2 && ym[3] == 5);
+      std::fill(ym.begin(), ym.end(), -1.0f);
+      lin.forward(xm, 2, ym, bm);
+      CHECK(ym[0] == 18 && ym[1] == 46 && ym[2] == 12 && ym[3] == 25);
+      std::fill(ym.begin(), ym.end(), -1.0f);
+      CHECK(lin.try_forward(xm, 2, ym, bm).ok());
+      CHECK(ym[0] == 18 && ym[1] == 46 && ym[2] == 12 && ym[3] == 25);
+      const std::vector<float> yb = lin.forward(xm, 2, ninfer::bias_ref(bm));
+      CHECK(yb == std::vector<float>({18, 46, 12, 25}));
+      ninfer::result<std::vector<float>> ry = lin.try_forward(xm, 2, ninfer::bias_ref(bm));
+      CHECK(ry.ok() && *ry == yb);
+      const std::vector<float> y0 = lin.forward(xm, 2);
+      CHECK(y0 == std::vector<float>({8, 26, 2, 5}));
+      float ya[4] = {0, 0, 0, 0};
+      lin.forward(xm, 2, ya);  // a C array is an output range too
+      CHECK(ya[0] == 8 && ya[3] == 5);
+      CHECK(bm == bias && xm == x);  // inputs untouched
+    }
+
+    // The owning form: the linear keeps a hand-built tensor's planes after the tensor
+    // variable is gone (moved from), with the same products as the borrowing form.
+    {
+      ninfer::linear owning;
+      {
+        ninfer::owned_tensor t;
+        t.format = NINFER_FORMAT_FP32;
+        t.layout = NINFER_LAYOUT_CONTIGUOUS_LE_V1;
+        t.rows = 2;
+        t.cols = 3;
+        t.planes[0] = wb;
+        owning = ninfer::linear(std::move(t));
+      }
+      std::vector<std::uint8_t> clobber(wb.size(), 0xFF);  // reuse of freed memory shows up
+      CHECK(owning.owned() != nullptr && owning.owned()->planes[0] == wb);
+      CHECK(owning.forward(x, 2, ninfer::bias_ref(bias)) == y);
+      ninfer::linear moved_owner = std::move(owning);  // the planes move with the handle
+      CHECK(moved_owner.forward(x, 2) == std::vector<float>({8, 26, 2, 5}));
+      CHECK(!ninfer::linear::try_prepare(ninfer::owned_tensor()).ok());  // empty tensor refused
+      (void)clobber;
+    }
     lin.set_threads(1);
     // fp32 has only the exact activation profile; unknown numbers are refused.
     CHECK(lin.try_set_activation(NINFER_ACTIVATION_Q8_1).code() == NINFER_STATUS_UNSUPPORTED);

@@ -165,6 +165,12 @@ _plane_sizes = _declare("ninfer_layout_plane_sizes", _u32, _u32, _u32, _u64, _u6
 _view_check = _declare("ninfer_weight_view_check", _u32, _P(_View))
 _decode_row = _declare("ninfer_decode_row", _u32, _P(_View), _u64, ctypes.c_void_p, _sz)
 _decode_row_as = _declare("ninfer_decode_row_as", _u32, _P(_View), _u64, _u32, ctypes.c_void_p, _sz)
+_quantize_row_q8_1 = _declare("ninfer_quantize_row_q8_1", _u32, ctypes.c_void_p, _sz,
+                              ctypes.c_void_p, _sz, ctypes.c_void_p, _sz)
+_convert = _declare("ninfer_convert", _u32, ctypes.c_void_p, _sz, _u32, ctypes.c_void_p, _sz,
+                    _u32)
+_decode_rows = _declare("ninfer_decode_rows", _u32, _P(_View), _u64, _u64, ctypes.c_void_p, _sz,
+                        _u32)
 _validate = _declare("ninfer_validate", _u32, _P(_View), _P(_u64), _P(_u64))
 _rows_copy = _declare("ninfer_rows_copy", _u32, _P(_View), _u64, _u64, ctypes.c_void_p, _sz,
                       _P(_sz))
@@ -631,14 +637,57 @@ class WeightView:
                             ctypes.byref(written)))
         return out[: written.value]
 
-    def decode(self) -> np.ndarray:
-        """All rows as a [rows, cols] float32 array."""
-        self.check()
-        rows, cols = self.shape
-        out = np.empty((rows, cols), dtype=np.float32)
-        for r in range(rows):
-            self.decode_row(r, out[r])
+    def decode_rows(self, first: int, count: int, dtype: Dtype = Dtype.F32,
+                    out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Rows ``first .. first + count`` as a [count, cols] array of ``dtype`` (float32,
+        bf16 as uint16 words, float16), in one library call (``ninfer_decode_rows``).
+        ``out``, when given, is a writeable C-contiguous array of that element type with at
+        least count × cols elements; it is written only on success."""
+        dtype = Dtype(dtype)
+        np_type = _DTYPE_NUMPY[dtype]
+        if out is None:
+            self.check()  # before allocating count × cols values
+            if not 0 <= first <= self._view.rows or not 0 <= count <= self._view.rows - first:
+                # The library's refusal of the range, without allocating from `count`.
+                _check(_decode_rows(ctypes.byref(self._view), first, count, None, 0, dtype))
+            out = np.empty((count, self._view.cols), dtype=np_type)
+        elif out.dtype != np_type or not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError(f"out must be a writeable C-contiguous {np.dtype(np_type).name} array")
+        _check(_decode_rows(ctypes.byref(self._view), first, count,
+                            out.ctypes.data if out.size else None, out.nbytes, dtype))
         return out
+
+    def decode(self, dtype: Dtype = Dtype.F32) -> np.ndarray:
+        """All rows as a [rows, cols] array of ``dtype`` (one ``ninfer_decode_rows`` call)."""
+        return self.decode_rows(0, self._view.rows, dtype)
+
+
+def quantize_row_q8_1(x) -> Tuple[np.ndarray, np.ndarray]:
+    """Quantizes one activation row (K float32 values, K a positive multiple of 32) as the
+    q8_1 activation profile does (``ninfer_quantize_row_q8_1``). Returns ``(blocks,
+    x_hat)``: K/32 ggml block_q8_1 as a uint8 array of K/32 × 36 bytes (binary16 d at 0,
+    binary16 s at 2, 32 int8 codes at 4) and the K float32 values f32(d)·q a q8_1 product
+    multiplies (the values for an f64 oracle; docs/linear.md, "Checking a product")."""
+    a = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+    if a.size == 0 or a.size % 32:
+        _check(_quantize_row_q8_1(a.ctypes.data if a.size else None, a.size, None, 0, None, 0))
+    blocks = np.zeros(a.size // 32 * 36, dtype=np.uint8)
+    x_hat = np.zeros(a.size, dtype=np.float32)
+    _check(_quantize_row_q8_1(a.ctypes.data, a.size, blocks.ctypes.data, blocks.size,
+                              x_hat.ctypes.data, x_hat.size))
+    return blocks, x_hat
+
+
+def convert(src: np.ndarray, src_dtype: Dtype, dst_dtype: Dtype) -> np.ndarray:
+    """The values of ``src`` (float32, bf16 as uint16 words, or float16, as ``src_dtype``
+    says) as ``dst_dtype`` (``ninfer_convert``): widening exact, narrowing rounded to
+    nearest even (binary16 overflow gives ±Inf). Returns a new array of the same shape."""
+    src_dtype, dst_dtype = Dtype(src_dtype), Dtype(dst_dtype)
+    a = np.ascontiguousarray(src, dtype=_DTYPE_NUMPY[src_dtype])
+    out = np.empty(a.shape, dtype=_DTYPE_NUMPY[dst_dtype])
+    _check(_convert(a.ctypes.data if a.size else None, a.nbytes, src_dtype,
+                    out.ctypes.data if out.size else None, out.nbytes, dst_dtype))
+    return out
 
 
 def linear_supported(fmt: Union[int, str], layout: Optional[int] = None, x_dtype: int = 0,

@@ -80,6 +80,51 @@ class Decode(unittest.TestCase):
         self.assertEqual(full.shape, (2, 32))
         np.testing.assert_array_equal(full[1], row1)
 
+    def test_decode_rows_one_call(self):
+        v = ninfer.WeightView("gguf_q8_0", 2, 32, [q8_0_blocks()])
+        row0, row1 = v.decode_row(0), v.decode_row(1)
+        np.testing.assert_array_equal(v.decode_rows(1, 1)[0].view(np.uint32), row1.view(np.uint32))
+        np.testing.assert_array_equal(v.decode_rows(0, 2, ninfer.Dtype.BF16)[1],
+                                      v.decode_row_as(1, ninfer.Dtype.BF16))
+        np.testing.assert_array_equal(v.decode_rows(0, 2, ninfer.Dtype.F16)[0],
+                                      v.decode_row_as(0, ninfer.Dtype.F16))
+        self.assertEqual(v.decode_rows(2, 0).shape, (0, 32))
+        # decode() is one ninfer_decode_rows call: it works with the per-row entry point gone.
+        saved = ninfer._decode_row
+        ninfer._decode_row = None
+        try:
+            full = v.decode()
+        finally:
+            ninfer._decode_row = saved
+        np.testing.assert_array_equal(full, np.stack([row0, row1]))
+        for call, status in [
+            (lambda: v.decode_rows(1, 2), Status.ROW_OUT_OF_RANGE),
+            (lambda: v.decode_rows(2**64 - 1, 2), Status.OVERFLOW),
+            (lambda: v.decode_rows(0, 2, out=np.zeros(63, dtype=np.float32)),
+             Status.BUFFER_TOO_SMALL),
+            (lambda: v.decode_rows(0, 1, 7), None),
+        ]:
+            with self.assertRaises((NinferError, ValueError)) as cm:
+                call()
+            if status is not None:
+                self.assertEqual(cm.exception.status, status)
+
+    def test_decode_rows_refused_row_writes_nothing(self):
+        # q8_g32_fp16 rows 0..3; row 2's first stored scale becomes +Inf (0x7C00): decoding
+        # rows 0..3 is refused at row 2 and the output keeps its canary.
+        src = np.arange(4 * 128, dtype=np.float32).reshape(4, 128) / 64.0 - 3.0
+        view, _ = ninfer.quantize_grouped("q8_g32_fp16", src)
+        planes = [p.copy() for p in view.planes]
+        planes[2][2 * 8: 2 * 8 + 2] = [0x00, 0x7C]  # 4 groups × 2 bytes per row
+        bad = ninfer.WeightView("q8_g32_fp16", 4, 128, planes)
+        out = np.full((4, 128), 42.0, dtype=np.float32)
+        with self.assertRaises(NinferError) as cm:
+            bad.decode_rows(0, 4, out=out)
+        self.assertEqual(cm.exception.status, Status.INVALID_ENCODING)
+        self.assertIn("row 2", cm.exception.message)
+        np.testing.assert_array_equal(out, 42.0)
+        np.testing.assert_array_equal(bad.decode_rows(0, 2, out=out)[:2], view.decode()[:2])
+
     def test_out_array_zero_copy_and_refusals(self):
         blocks = np.frombuffer(q8_0_blocks(), dtype=np.uint8)
         v = ninfer.WeightView("gguf_q8_0", 2, 32, [blocks])
@@ -555,6 +600,58 @@ class ActivationTests(unittest.TestCase):
             lin.set_activation(ninfer.Activation.EXACT)
             np.testing.assert_array_equal(lin.forward(np.array([[0.5, 0.25]], np.float32)),
                                           [[1, 2.5]])
+
+
+class CheckingAProduct(unittest.TestCase):
+    """quantize_row_q8_1 and convert: the exports a consumer's f64 oracle needs."""
+
+    @staticmethod
+    def q8_1_plain(x):
+        """ggml's quantize_row_q8_1_ref written plainly in numpy float32 (finite blocks)."""
+        blocks, x_hat = [], []
+        for b in x.reshape(-1, 32).astype(np.float32):
+            amax = np.max(np.abs(b))
+            d = np.float32(amax / np.float32(127))
+            inv = np.float32(1) / d if d != 0 else np.float32(0)
+            v = b * inv
+            q = (np.trunc(v) + (v - np.trunc(v) >= 0.5) - (v - np.trunc(v) <= -0.5)).astype(np.int8)
+            with np.errstate(over="ignore"):  # binary16 overflow gives ±Inf, as in ggml
+                s = np.float16(np.float32(int(q.astype(np.int32).sum())) * d)
+            dh = np.float16(d)
+            blocks.append(np.concatenate([np.frombuffer(dh.tobytes() + s.tobytes(), np.uint8),
+                                          q.view(np.uint8)]))
+            x_hat.append(np.float32(dh) * q.astype(np.float32))
+        return np.concatenate(blocks), np.concatenate(x_hat)
+
+    def test_quantize_row_q8_1_matches_the_plain_rederivation(self):
+        rng = np.random.default_rng(11)
+        x = (rng.standard_normal(32 * 40) * np.repeat(10.0 ** rng.uniform(-6, 4, 40), 32))
+        x = x.astype(np.float32)
+        x[5 * 32: 6 * 32] = 0.0  # a zero block: d = 0, codes 0
+        x[7 * 32] = 0.5 * 127 / 16  # halves round away from zero
+        blocks, x_hat = ninfer.quantize_row_q8_1(x)
+        want_blocks, want_hat = self.q8_1_plain(x)
+        np.testing.assert_array_equal(blocks, want_blocks)
+        np.testing.assert_array_equal(x_hat.view(np.uint32), want_hat.view(np.uint32))
+        with self.assertRaises(NinferError) as cm:
+            ninfer.quantize_row_q8_1(x[:33])
+        self.assertEqual(cm.exception.status, Status.BAD_SHAPE)
+
+    def test_convert_matches_ml_dtypes_and_numpy(self):
+        import ml_dtypes
+        rng = np.random.default_rng(12)
+        x = (rng.standard_normal(4096) * 10.0 ** rng.uniform(-10, 6, 4096)).astype(np.float32)
+        x[:6] = [0.0, -0.0, 65520.0, -65519.0, 2.0 ** -25, np.inf]
+        bf = ninfer.convert(x, ninfer.Dtype.F32, ninfer.Dtype.BF16)
+        np.testing.assert_array_equal(bf, x.astype(ml_dtypes.bfloat16).view(np.uint16))
+        h = ninfer.convert(x, ninfer.Dtype.F32, ninfer.Dtype.F16)
+        with np.errstate(over="ignore"):  # numpy's cast is the oracle, overflow included
+            want16 = x.astype(np.float16)
+        np.testing.assert_array_equal(h.view(np.uint16), want16.view(np.uint16))
+        back = ninfer.convert(bf, ninfer.Dtype.BF16, ninfer.Dtype.F32)
+        np.testing.assert_array_equal(back, bf.view(ml_dtypes.bfloat16).astype(np.float32))
+        np.testing.assert_array_equal(ninfer.convert(h, ninfer.Dtype.F16, ninfer.Dtype.F32),
+                                      h.astype(np.float32))
 
 
 class AgainstGgufPy(unittest.TestCase):

@@ -216,6 +216,33 @@ pub const WeightView = struct {
         return checkStatus(c.ninfer_nvfp4_validate(&self.raw));
     }
 
+    /// Decodes rows first .. first + count into `out` as `dtype` (NINFER_DTYPE_*),
+    /// native-endian bytes, row after row, in one library call (ninfer_decode_rows): row
+    /// first + i starts at byte i × cols × element size. `out` must be aligned to the
+    /// element size and hold count × cols elements; it is written only on success.
+    pub fn decodeRowsAs(self: *const WeightView, first: u64, count: u64, dtype: Dtype, out: []u8) Error!void {
+        return checkStatus(c.ninfer_decode_rows(&self.raw, first, count, if (out.len == 0) null else out.ptr, out.len, dtype));
+    }
+
+    /// Decodes rows first .. first + count into out[0 .. count × cols] as f32 (decodeRow's
+    /// values), in one library call.
+    pub fn decodeRows(self: *const WeightView, first: u64, count: u64, out: []f32) Error!void {
+        return self.decodeRowsAs(first, count, c.NINFER_DTYPE_F32, std.mem.sliceAsBytes(out));
+    }
+
+    /// Decodes every row into a new slice of rows × cols floats (row-major) owned by the
+    /// caller, in one library call.
+    pub fn decodeAlloc(self: *const WeightView, gpa: std.mem.Allocator) (Error || std.mem.Allocator.Error)![]f32 {
+        try self.check();
+        const rows = std.math.cast(usize, self.raw.rows) orelse return error.Overflow;
+        const cols = std.math.cast(usize, self.raw.cols) orelse return error.Overflow;
+        const n = std.math.mul(usize, rows, cols) catch return error.Overflow;
+        const out = try gpa.alloc(f32, n);
+        errdefer gpa.free(out);
+        try self.decodeRows(0, self.raw.rows, out);
+        return out;
+    }
+
     /// Decodes row `row` into a new slice of cols floats owned by the caller.
     pub fn decodeRowAlloc(self: *const WeightView, gpa: std.mem.Allocator, row: u64) (Error || std.mem.Allocator.Error)![]f32 {
         try self.check();
@@ -467,6 +494,35 @@ fn q80Blocks() [68]u8 {
     return b;
 }
 
+/// Quantizes one activation row `x` (len a positive multiple of 32) as the q8_1 activation
+/// profile does (ninfer_quantize_row_q8_1): `blocks` (empty to skip) receives len/32 ggml
+/// block_q8_1 of 36 bytes, `x_hat` (empty to skip) the len values f32(d)·q the product
+/// multiplies. Not both empty.
+pub fn quantizeRowQ8_1(x: []const f32, blocks: []u8, x_hat: []f32) Error!void {
+    return checkStatus(c.ninfer_quantize_row_q8_1(
+        if (x.len == 0) null else x.ptr,
+        x.len,
+        if (blocks.len == 0) null else blocks.ptr,
+        blocks.len,
+        if (x_hat.len == 0) null else x_hat.ptr,
+        x_hat.len,
+    ));
+}
+
+/// Converts the values of `src` (native-endian `src_type` words) into `dst` as `dst_type`
+/// (ninfer_convert): widening exact, narrowing rounded to nearest even. Each buffer aligned
+/// to its element size.
+pub fn convert(src: []const u8, src_type: Dtype, dst: []u8, dst_type: Dtype) Error!void {
+    return checkStatus(c.ninfer_convert(
+        if (src.len == 0) null else src.ptr,
+        src.len,
+        src_type,
+        if (dst.len == 0) null else dst.ptr,
+        dst.len,
+        dst_type,
+    ));
+}
+
 test "versions agree" {
     try testing.expectEqual(@as(u32, c.NINFER_ABI_VERSION), abiVersion());
     try testing.expectEqual(@as(u32, c.NINFER_VERSION_MAJOR), c.ninfer_version_major());
@@ -524,6 +580,60 @@ test "decode a hand-made gguf_q8_0 row" {
     // An output not aligned to its element type is refused (like float * in decodeRow).
     var odd: [66]u8 align(2) = undefined;
     try testing.expectError(error.Misaligned, v.decodeRowAs(0, c.NINFER_DTYPE_BF16, odd[1..65]));
+}
+
+test "decodeRows: one call for a row range, the per-row bits, nothing written on refusal" {
+    const blocks = q80Blocks();
+    const v = WeightView.init(c.NINFER_FORMAT_GGUF_Q8_0, c.NINFER_LAYOUT_GGUF_BLOCKS_V1, 2, 32, &.{&blocks});
+    const all = try v.decodeAlloc(testing.allocator);
+    defer testing.allocator.free(all);
+    try testing.expectEqual(@as(usize, 64), all.len);
+    var row: [32]f32 = undefined;
+    for (0..2) |r| {
+        try v.decodeRow(r, &row);
+        for (0..32) |j| try testing.expectEqual(@as(u32, @bitCast(row[j])), @as(u32, @bitCast(all[r * 32 + j])));
+    }
+    var one: [32]f32 = undefined;
+    try v.decodeRows(1, 1, &one);
+    try testing.expectEqual(@as(u32, @bitCast(all[63])), @as(u32, @bitCast(one[31])));
+    var words: [128]u8 align(2) = undefined;
+    try v.decodeRowsAs(0, 2, c.NINFER_DTYPE_F16, &words);
+    var h: [64]u8 align(2) = undefined;
+    try v.decodeRowAs(1, c.NINFER_DTYPE_F16, &h);
+    try testing.expectEqualSlices(u8, &h, words[64..128]);
+    var canary: [64]f32 = @splat(42);
+    try testing.expectError(error.RowOutOfRange, v.decodeRows(1, 2, &canary));
+    try testing.expectError(error.BufferTooSmall, v.decodeRows(0, 2, canary[0..63]));
+    try testing.expectError(error.Overflow, v.decodeRows(std.math.maxInt(u64), 2, &canary));
+    for (canary) |x| try testing.expectEqual(@as(f32, 42), x);
+    try v.decodeRows(2, 0, canary[0..0]);
+}
+
+test "quantizeRowQ8_1 and convert, by hand" {
+    // x_j = j - 16: amax 16, d = 16/127 stored as binary16 0x3008 (0.1259765625),
+    // 1/d = 7.9375 exactly, q_0 = -127, q_1 = round(-15 * 7.9375) = -119.
+    var x: [32]f32 = undefined;
+    for (&x, 0..) |*v, j| v.* = @as(f32, @floatFromInt(@as(i32, @intCast(j)) - 16));
+    var blocks: [36]u8 = undefined;
+    var x_hat: [32]f32 = undefined;
+    try quantizeRowQ8_1(&x, &blocks, &x_hat);
+    try testing.expectEqual(@as(u8, 0x08), blocks[0]);
+    try testing.expectEqual(@as(u8, 0x30), blocks[1]);
+    try testing.expectEqual(@as(i8, -127), @as(i8, @bitCast(blocks[4])));
+    try testing.expectEqual(@as(i8, -119), @as(i8, @bitCast(blocks[5])));
+    try testing.expectEqual(@as(f32, -127.0 * 0.1259765625), x_hat[0]);
+    try testing.expectEqual(@as(f32, 8.0 * 0.1259765625), x_hat[17]);
+    try testing.expectError(error.BadShape, quantizeRowQ8_1(x[0..31], &blocks, &x_hat));
+    const words = [_]u16{ 0x3F80, 0xC000 };
+    var out: [2]f32 = undefined;
+    try convert(std.mem.sliceAsBytes(&words), c.NINFER_DTYPE_BF16, std.mem.sliceAsBytes(&out), c.NINFER_DTYPE_F32);
+    try testing.expectEqual(@as(f32, 1.0), out[0]);
+    try testing.expectEqual(@as(f32, -2.0), out[1]);
+    const big = [_]f32{ 65520.0, 65519.0 };
+    var h: [2]u16 = undefined;
+    try convert(std.mem.sliceAsBytes(&big), c.NINFER_DTYPE_F32, std.mem.sliceAsBytes(&h), c.NINFER_DTYPE_F16);
+    try testing.expectEqual(@as(u16, 0x7C00), h[0]);
+    try testing.expectEqual(@as(u16, 0x7BFF), h[1]);
 }
 
 test "refused inputs are Zig errors with a message" {
@@ -829,7 +939,7 @@ test "activation: q4_g64_fp16 with q8_1 against a q8_1 oracle and the C API" {
     var t = try quantizeGrouped(testing.allocator, c.NINFER_FORMAT_Q4_G64_FP16, &src, rows, cols, null, null);
     defer t.deinit();
     var w: [rows][cols]f32 = undefined;
-    for (0..rows) |n| try t.view.decodeRow(n, &w[n]);
+    try t.view.decodeRows(0, rows, @as(*[rows * cols]f32, @ptrCast(&w)));
     var x: [m * cols]f32 = undefined;
     for (&x, 0..) |*v, i| v.* = @sin(@as(f32, @floatFromInt(i)) * 0.37);
 

@@ -5,7 +5,7 @@
 //! counts non-finite values, measures decode throughput, and for every 2-D weight computes
 //! the mat-vec y = W·x in f64 (x[i] = sin(0.1·i)) from the decoded rows, printing Σy so a
 //! reader can compare it with an independent decoder's figure
-//! (`shared/reference/real-data.md` lists Gemma's).
+//! (`tests/real_models.py` lists Gemma's).
 
 use crate::gguf::GgufFile;
 use crate::rows::{chunk_rows, decode_range, value_bar};
@@ -214,9 +214,15 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .collect();
     if !refused.is_empty() {
         println!("\nrefused ({}):", refused.len());
-        for t in &refused {
-            if let Plan::Refused(s, m) = &t.plan {
-                println!("  {}  {}  {} — {m}", t.info.name, t.format_text(), s.name());
+        if opts.brief {
+            for line in refused_by_type(&refused) {
+                println!("{line}");
+            }
+        } else {
+            for t in &refused {
+                if let Plan::Refused(s, m) = &t.plan {
+                    println!("  {}  {}  {} — {m}", t.info.name, t.format_text(), s.name());
+                }
             }
         }
     }
@@ -396,4 +402,26 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         secs(|o| o.check),
     );
     Ok(failures.is_empty())
+}
+
+/// `--brief`'s refusals: one line per (type, status) in order of first appearance, with
+/// the count and the first tensor's name and message, instead of one line per tensor.
+fn refused_by_type(refused: &[&tensor::Tensor<'_>]) -> Vec<String> {
+    let mut groups: Vec<(String, &'static str, usize, &str, &str)> = Vec::new();
+    for t in refused {
+        if let Plan::Refused(s, m) = &t.plan {
+            let ty = t.format_text();
+            match groups.iter_mut().find(|g| g.0 == ty && g.1 == s.name()) {
+                Some(g) => g.2 += 1,
+                None => groups.push((ty, s.name(), 1, t.info.name.as_str(), m.as_str())),
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(ty, status, n, first, m)| {
+            let tensors = if n == 1 { "tensor" } else { "tensors" };
+            format!("  {ty}  {status}  {n} {tensors} (first: {first}) — {m}")
+        })
+        .collect()
 }

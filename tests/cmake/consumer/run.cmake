@@ -43,6 +43,22 @@ foreach(f libninfer.so libninfer.a cmake/ninfer/ninferConfig.cmake
   endif()
 endforeach()
 
+# The installed libraries carry no debug information (NINFER_INSTALL_STRIP, the default);
+# with NINFER_INSTALL_DEBUG_INFO it sits in a separate .debug file.
+find_program(READELF readelf REQUIRED)
+file(GLOB installed_objects "${libdir}/libninfer.so.*.*.*" "${libdir}/libninfer.a")
+list(FILTER installed_objects EXCLUDE REGEX "\\.debug$")
+list(LENGTH installed_objects n_objects)
+if(NOT n_objects EQUAL 2)
+  message(FATAL_ERROR "expected libninfer.so.X.Y.Z and libninfer.a, found: ${installed_objects}")
+endif()
+foreach(obj IN LISTS installed_objects)
+  execute_process(COMMAND "${READELF}" -S -W "${obj}" OUTPUT_VARIABLE sections)
+  if(sections MATCHES "\\.debug_(line|info)")
+    message(FATAL_ERROR "${obj} carries debug information (NINFER_INSTALL_STRIP)")
+  endif()
+endforeach()
+
 # 1. find_package
 set(build "${WORK_DIR}/build")
 run("${CMAKE_COMMAND}" -S "${CONSUMER_SRC}" -B "${build}" -G "${GENERATOR}"

@@ -1,7 +1,7 @@
 //! `ninfer bench linear`: the throughput of `y = x · Wᵀ` (the library's `linear`) on this
 //! machine, per format, thread count, batch size M and weight shape N × K, next to this
 //! machine's read bandwidth and ggml's own `vec_dot` measured in the same run, with the
-//! verdicts of issue 6's targets:
+//! verdicts of the performance targets (docs/linear.md, "Performance"):
 //!
 //! - ≥ 1.2× ggml's `vec_dot` for GGUF types while the weight fits in L3 (4096 × 4096);
 //! - ≥ 90% of the measured read bandwidth at M = 1 when it does not (16384 × 4096);
@@ -41,16 +41,16 @@ pub struct LinearArgs {
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     formats: Vec<String>,
     /// Thread counts (comma-separated).
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2],
+    #[arg(long, value_delimiter = ',', default_value = "1,2",
           value_parser = clap::value_parser!(u16).range(1..=1024).map(usize::from))]
     threads: Vec<usize>,
     /// Batch sizes M, rows of x (comma-separated).
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 32],
+    #[arg(long, value_delimiter = ',', default_value = "1,32",
           value_parser = clap::value_parser!(u32).range(1..=65536).map(|v| v as usize))]
     m: Vec<usize>,
     /// Weight shapes N x K (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "NxK",
-          default_values = ["4096x4096", "16384x4096"], value_parser = parse_shape)]
+          default_value = "4096x4096,16384x4096", value_parser = parse_shape)]
     shapes: Vec<(usize, usize)>,
     /// Activation profiles to measure (comma-separated): `exact` (x as given) and/or `q8_1`
     /// (x quantized to q8_1 blocks; rows labelled `<format>+q8_1`). A format runs each

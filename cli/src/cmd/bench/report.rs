@@ -1,4 +1,4 @@
-//! The results of `ninfer bench linear`: rows, issue 6's targets per row, the table with
+//! The results of `ninfer bench linear`: rows, the performance targets per row, the table with
 //! its verdict lines and summary, and the JSON and CSV forms.
 
 use super::measure::Best;
@@ -86,7 +86,7 @@ impl Row {
     }
 }
 
-/// The native formats issue 6's third target names: q4_g64, q8_g32, fp8 rows, nvfp4.
+/// The native formats the third performance target names: q4_g64, q8_g32, fp8 rows, nvfp4.
 fn is_native(f: Format) -> bool {
     matches!(
         f,

@@ -1,0 +1,202 @@
+//! Command-line behaviour a user meets first: a closed pipe ends the command quietly,
+//! `verify --brief` groups refusals by type, help text shows defaults as they are typed and
+//! speaks of targets (no tracker numbers), files written by `quantize` get the usual mode,
+//! and shapes print in one notation.
+
+use safetensors::{Dtype, tensor::TensorView};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn ninfer(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ninfer"))
+        .args(args)
+        .output()
+        .expect("running ninfer")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ninfer-polish-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `ninfer ARGS` writing into a pipe whose reader is already gone: it must not panic
+/// (Rust's default: "failed printing to stdout", exit 101) but end quietly.
+fn run_into_closed_pipe(args: &[&str]) -> Output {
+    let mut fds = [0i32; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    unsafe { libc::close(fds[0]) };
+    // SAFETY: fds[1] is a fresh descriptor this process owns; Stdio takes it over.
+    let stdout = unsafe { <Stdio as std::os::fd::FromRawFd>::from_raw_fd(fds[1]) };
+    Command::new(env!("CARGO_BIN_EXE_ninfer"))
+        .args(args)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("running ninfer")
+}
+
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt as _;
+    for args in [
+        &["inspect"][..],
+        &["verify"],
+        &["verify", "--brief"],
+        &["formats"],
+    ] {
+        let o = run_into_closed_pipe(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+        assert_ne!(o.status.code(), Some(101), "{args:?}: {err}");
+        assert!(
+            o.status.signal() == Some(libc::SIGPIPE) || o.status.success(),
+            "{args:?}: {:?}",
+            o.status
+        );
+    }
+}
+
+/// A GGUF v3 file with the given (name, ggml type, block bytes) tensors, each one block of
+/// 32 values ([1, 32]), no metadata.
+fn gguf_with(tensors: &[(&str, u32, usize)]) -> Vec<u8> {
+    let mut b = b"GGUF".to_vec();
+    b.extend(3u32.to_le_bytes());
+    b.extend((tensors.len() as u64).to_le_bytes());
+    b.extend(0u64.to_le_bytes());
+    let mut offset = 0u64;
+    for (name, ty, bytes) in tensors {
+        b.extend((name.len() as u64).to_le_bytes());
+        b.extend(name.as_bytes());
+        b.extend(2u32.to_le_bytes());
+        b.extend(32u64.to_le_bytes());
+        b.extend(1u64.to_le_bytes());
+        b.extend(ty.to_le_bytes());
+        b.extend(offset.to_le_bytes());
+        offset += (*bytes as u64).next_multiple_of(32);
+    }
+    b.resize(b.len().next_multiple_of(32), 0);
+    for (_, _, bytes) in tensors {
+        let start = b.len();
+        b.resize(start + bytes.next_multiple_of(32), 0);
+    }
+    b
+}
+
+#[test]
+fn verify_brief_prints_one_line_per_refused_type() {
+    let dir = scratch("brief");
+    let mut tensors: Vec<(String, u32, usize)> = (0..5)
+        .map(|i| (format!("blk.{i}.q4_1.weight"), 3, 20)) // Q4_1: 20-byte blocks
+        .collect();
+    tensors.extend((0..2).map(|i| (format!("blk.{i}.q8_1.weight"), 9, 36))); // Q8_1
+    tensors.push(("ok.weight".into(), 8, 34)); // Q8_0, decodes
+    let spec: Vec<(&str, u32, usize)> = tensors
+        .iter()
+        .map(|(n, t, b)| (n.as_str(), *t, *b))
+        .collect();
+    let path = dir.join("refusals.gguf");
+    std::fs::write(&path, gguf_with(&spec)).unwrap();
+    let o = ninfer(&["verify", "--brief", path.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let section: Vec<&str> = out
+        .split("refused (7):\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no refusal section:\n{out}"))
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(section.len(), 2, "{out}");
+    assert!(
+        section[0].contains("Q4_1") && section[0].contains("5 tensors"),
+        "{out}"
+    );
+    assert!(
+        section[1].contains("Q8_1") && section[1].contains("2 tensors"),
+        "{out}"
+    );
+    assert!(
+        section.iter().all(|l| l.contains("UNREGISTERED_TYPE")),
+        "{out}"
+    );
+    // Without --brief every refused tensor keeps its own line.
+    let o = ninfer(&["verify", path.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.matches("UNREGISTERED_TYPE —").count(), 7, "{out}");
+}
+
+#[test]
+fn help_shows_defaults_as_typed_and_no_tracker_numbers() {
+    let mut pages = Vec::new();
+    for args in [
+        &["--help"][..],
+        &["inspect", "--help"],
+        &["decode", "--help"],
+        &["verify", "--help"],
+        &["quantize", "--help"],
+        &["import", "--help"],
+        &["formats", "--help"],
+        &["bench", "--help"],
+        &["bench", "linear", "--help"],
+    ] {
+        let o = ninfer(args);
+        assert!(o.status.success(), "{args:?}");
+        pages.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    }
+    let all = pages.join("\n");
+    assert!(!all.to_lowercase().contains("issue"), "{all}");
+    let bench = pages.last().unwrap();
+    for default in [
+        "[default: 1,2]",
+        "[default: 1,32]",
+        "[default: 4096x4096,16384x4096]",
+    ] {
+        assert!(bench.contains(default), "{default} missing:\n{bench}");
+    }
+    // The defaults as typed parse back to the same values.
+    let o = ninfer(&["bench", "linear", "--threads", "0"]);
+    assert!(!o.status.success());
+}
+
+#[test]
+fn quantize_writes_files_with_the_usual_mode() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = scratch("mode");
+    let input = dir.join("in.safetensors");
+    let values: Vec<u8> = (0..4 * 64)
+        .flat_map(|i| ((i as f32 * 0.37).sin()).to_le_bytes())
+        .collect();
+    let view = TensorView::new(Dtype::F32, vec![4, 64], &values).unwrap();
+    safetensors::serialize_to_file(vec![("w".to_string(), view)], None, &input).unwrap();
+    let out = dir.join("out.safetensors");
+    let o = ninfer(&[
+        "quantize",
+        input.to_str().unwrap(),
+        "--format",
+        "q8_g32_fp16",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // What a plain File::create gives in this process (0666 less the umask).
+    let probe = dir.join("probe");
+    std::fs::File::create(&probe).unwrap();
+    let want = std::fs::metadata(&probe).unwrap().permissions().mode() & 0o777;
+    let got = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_eq!(got, want, "{got:o} != {want:o}");
+    assert!(want & 0o044 != 0, "umask hides group/other read: {want:o}");
+    shapes_print_in_one_notation(&out, &dir);
+}
+
+/// Both readers print `[rows, cols]` (outermost first) for a matrix.
+fn shapes_print_in_one_notation(st_file: &Path, _dir: &Path) {
+    let o = ninfer(&["inspect", st_file.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("[4, 64]"), "{out}");
+    let o = ninfer(&["inspect"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("[64, 576]") && !out.contains('×'), "{out}");
+}
