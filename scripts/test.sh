@@ -19,6 +19,12 @@ echo "== unit, integration, C and CLI tests"
 cargo build --workspace --release
 cargo test --workspace --release
 
+echo "== CUDA (feature cuda): kernels compiled by NVRTC for sm_80..sm_120 with no spill; their"
+echo "   arithmetic bit for bit against the CPU on the host; NO_DEVICE without a GPU"
+cargo clippy -p ninfer --all-targets --release --features cuda -q -- -D warnings
+cargo test -p ninfer --release --features cuda --lib cuda
+cargo test -p ninfer --release --features cuda --test cuda_c --test linear_c
+
 echo "== grouped_absmax through the C ABI (ctypes) vs the plain §7.2 oracle, 10^6 groups per format"
 python3 scripts/fixtures/grouped_ctypes_check.py --groups 1000000
 

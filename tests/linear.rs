@@ -645,10 +645,14 @@ fn bad_input_is_refused_without_writing() {
         PreparedWeight::new(iv).unwrap_err().status(),
         Status::Unsupported
     );
-    assert_eq!(
-        PreparedWeight::on(view, Device::Cuda).unwrap_err().status(),
-        Status::Unsupported
-    );
+    // CUDA: no device here (CI), or no CUDA support in this build (tests/cuda_c.rs covers
+    // the CUDA exports).
+    if ninfer::cuda::device_count().map_or(true, |n| n == 0) {
+        assert_eq!(
+            PreparedWeight::on(view, Device::Cuda).unwrap_err().status(),
+            Status::NoDevice
+        );
+    }
 }
 
 #[test]
@@ -668,13 +672,16 @@ fn support_query_matches_prepare() {
             Dtype::F16,
             Device::Cpu
         ));
-        assert!(!linear::supported(
-            f,
-            l,
-            Dtype::F32,
-            Dtype::F32,
-            Device::Cuda
-        ));
+        // CUDA answers per format when compiled in (tests/cuda_c.rs), never without.
+        if !ninfer::cuda::compiled() {
+            assert!(!linear::supported(
+                f,
+                l,
+                Dtype::F32,
+                Dtype::F32,
+                Device::Cuda
+            ));
+        }
         // Prepare agrees wherever a view of the format can be built here.
         if let Ok(sizes) = ninfer::layouts::plane_sizes(f, l, 2, 256) {
             let bufs: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0u8; n]).collect();
@@ -1557,12 +1564,14 @@ fn activation_profile_refusals_and_defaults() {
                 Err(e) => panic!("{format} {a:?}: {e}"),
             }
         }
-        assert!(!linear::supported_activation(
-            format,
-            layout,
-            Activation::Q8_1,
-            Device::Cuda
-        ));
+        if !ninfer::cuda::compiled() {
+            assert!(!linear::supported_activation(
+                format,
+                layout,
+                Activation::Q8_1,
+                Device::Cuda
+            ));
+        }
     }
     for f in [Format::Bf16, Format::Fp8E4m3fnRowBf16] {
         assert!(!linear::supported_activation(
