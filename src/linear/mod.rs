@@ -40,6 +40,12 @@
 //!   gives the bits of the scalar path.
 //! - Named tolerance criterion `linear_f32acc_v1`: see [`tolerance`].
 //!
+//! **CUDA** (feature `cuda`, docs/cuda.md): [`PreparedWeight::on_cuda`] uploads the planes
+//! once, [`PreparedWeight::borrow_cuda`] reads planes already in device memory, and
+//! [`PreparedWeight::forward_cuda`] runs on a caller's stream; the outputs are the CPU's
+//! bits (same evaluation orders). The kernel family comes from one table (`plan.rs`) for
+//! every device.
+//!
 //! Non-finite values propagate as IEEE arithmetic does, except that in a q8_1 product (GGUF,
 //! or the opt-in profile) a non-finite activation makes its whole q8_1 block NaN (so every
 //! output is NaN). Products
@@ -66,7 +72,8 @@ use plan::Plan;
 pub enum Device {
     /// The host CPU.
     Cpu = 0,
-    /// An NVIDIA GPU through CUDA (not implemented in this build).
+    /// An NVIDIA GPU through CUDA (the `cuda` feature; docs/cuda.md). Builds without it,
+    /// and machines without the driver or a GPU, answer [`Error::NoDevice`].
     Cuda = 1,
 }
 
