@@ -218,26 +218,23 @@ fn cpu_handles_need_no_workspace() {
 }
 
 /// The support queries: CUDA is supported exactly when the build has it, for every format
-/// but int32 and the seven grid i-quants (whose device kernels are not in this build).
+/// and profile the CPU supports.
 #[test]
 fn support_queries_follow_the_build() {
-    let grid = [
-        Format::GgufIq2Xxs,
-        Format::GgufIq2Xs,
-        Format::GgufIq2S,
-        Format::GgufIq3Xxs,
-        Format::GgufIq3S,
-        Format::GgufIq1S,
-        Format::GgufIq1M,
-    ];
     for f in Format::all() {
         let layout = f.info().layout as u32;
         let got = unsafe { ninfer_linear_supported(f as u32, layout, 0, 0, 1) };
-        let want = cfg!(feature = "cuda") && f != Format::Int32 && !grid.contains(&f);
+        let want = cfg!(feature = "cuda") && f != Format::Int32;
         assert_eq!(got == Status::Ok, want, "{f}");
-        let q8 = unsafe { ninfer_linear_activation_supported(f as u32, layout, 1, 1) };
-        let cpu_q8 = unsafe { ninfer_linear_activation_supported(f as u32, layout, 1, 0) };
-        assert!(q8 != Status::Ok || cpu_q8 == Status::Ok, "{f}");
+        for a in [0, 1] {
+            let gpu = unsafe { ninfer_linear_activation_supported(f as u32, layout, a, 1) };
+            let cpu = unsafe { ninfer_linear_activation_supported(f as u32, layout, a, 0) };
+            assert_eq!(
+                gpu == Status::Ok,
+                cfg!(feature = "cuda") && cpu == Status::Ok,
+                "{f} {a}"
+            );
+        }
     }
     let _ = std::ptr::null::<c_void>();
 }

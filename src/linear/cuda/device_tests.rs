@@ -69,9 +69,20 @@ fn the_kernels_build_without_spills_or_warnings() {
 #[test]
 fn support_answers_match_the_kernel_tables() {
     let v = covered();
-    // Every format but the seven grid i-quants has a CUDA kernel in this build.
+    // Every format the CPU computes (all but int32) has a CUDA kernel, in every profile.
     let formats: std::collections::BTreeSet<u32> = v.iter().map(|c| c.0 as u32).collect();
-    assert_eq!(formats.len(), 30 - 1 - 7, "{formats:?}");
+    assert_eq!(formats.len(), 30 - 1, "{formats:?}");
+    for f in Format::all().filter(|&f| f != Format::Int32) {
+        for layout in LAYOUTS.iter().map(|l| l.0).filter(|&l| compatible(f, l)) {
+            for a in [Activation::Exact, Activation::Q8_1] {
+                assert_eq!(
+                    supported_activation(f, layout, a, Device::Cpu),
+                    supported_activation(f, layout, a, Device::Cuda),
+                    "{f} {layout} {a:?}"
+                );
+            }
+        }
+    }
     for &(format, layout, a) in &v {
         let plan = Plan::with(format, layout, a).unwrap();
         assert!(super::weight::covers(&plan));

@@ -46,6 +46,13 @@ const Q8: &[Format] = &[
     Format::GgufQ6_K,
     Format::GgufIq4Nl,
     Format::GgufIq4Xs,
+    Format::GgufIq2Xxs,
+    Format::GgufIq2Xs,
+    Format::GgufIq2S,
+    Format::GgufIq3Xxs,
+    Format::GgufIq3S,
+    Format::GgufIq1S,
+    Format::GgufIq1M,
 ];
 
 /// Whether the CUDA kernels compute `plan`.

@@ -42,7 +42,7 @@ fn tables_source() -> String {
             d as u32
         );
     }
-    s += "\n#ifdef NF_DEVICE_CODE\n#define NF_TABLE __constant__ const\n#else\n\
+    s += "\n#ifdef NF_DEVICE_CODE\n#define NF_TABLE __device__ const\n#else\n\
           #define NF_TABLE static const\n#endif\n\n";
     let kv: Vec<String> = crate::formats::gguf::grids::KVALUES_IQ4NL
         .iter()
@@ -60,6 +60,49 @@ fn tables_source() -> String {
         "// E2M1 magnitudes of the code words 0..7.\nNF_TABLE float nf_e2m1_magnitudes[8] = {{{}}};\n",
         mags.join(", ")
     );
+    use crate::formats::gguf::grids as g;
+    let u64s = |name: &str, t: &[u64]| -> String {
+        let body: Vec<String> = t.iter().map(|v| format!("0x{v:016x}ull")).collect();
+        format!(
+            "NF_TABLE nf_u64 {name}[{}] = {{\n    {}}};\n",
+            t.len(),
+            body.chunks(4)
+                .map(|c| c.join(", "))
+                .collect::<Vec<_>>()
+                .join(",\n    ")
+        )
+    };
+    let u32s = |name: &str, t: &[u32]| -> String {
+        let body: Vec<String> = t.iter().map(|v| format!("0x{v:08x}u")).collect();
+        format!(
+            "NF_TABLE nf_u32 {name}[{}] = {{\n    {}}};\n",
+            t.len(),
+            body.chunks(6)
+                .map(|c| c.join(", "))
+                .collect::<Vec<_>>()
+                .join(",\n    ")
+        )
+    };
+    let u8s = |name: &str, t: &[u8]| -> String {
+        let body: Vec<String> = t.iter().map(|v| v.to_string()).collect();
+        format!(
+            "NF_TABLE nf_u8 {name}[{}] = {{\n    {}}};\n",
+            t.len(),
+            body.chunks(16)
+                .map(|c| c.join(", "))
+                .collect::<Vec<_>>()
+                .join(",\n    ")
+        )
+    };
+    s += "// ggml's i-quant grids and sign tables.\n";
+    s += &u64s("nf_iq2xxs_grid", &g::IQ2XXS_GRID);
+    s += &u64s("nf_iq2xs_grid", &g::IQ2XS_GRID);
+    s += &u64s("nf_iq2s_grid", &g::IQ2S_GRID);
+    s += &u32s("nf_iq3xxs_grid", &g::IQ3XXS_GRID);
+    s += &u32s("nf_iq3s_grid", &g::IQ3S_GRID);
+    s += &u64s("nf_iq1s_grid", &g::IQ1S_GRID);
+    s += &u8s("nf_ksigns_iq2xs", &g::KSIGNS_IQ2XS);
+    s += &u8s("nf_kmask_iq2xs", &g::KMASK_IQ2XS);
     s
 }
 

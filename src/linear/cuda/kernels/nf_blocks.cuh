@@ -249,6 +249,115 @@ NF_HD nf_i32 nf_twice_e2m1(nf_u32 c) {
     return (c & 8u) ? -m : m;
 }
 
+// The grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M).
+template <int F>
+NF_HD constexpr bool nf_is_iquant() {
+    return F == NF_FMT_GGUF_IQ2_XXS || F == NF_FMT_GGUF_IQ2_XS || F == NF_FMT_GGUF_IQ2_S || F == NF_FMT_GGUF_IQ3_XXS ||
+           F == NF_FMT_GGUF_IQ3_S || F == NF_FMT_GGUF_IQ1_S || F == NF_FMT_GGUF_IQ1_M;
+}
+
+// sc · Σ_j grid_j · ±1 · x_j over one 8-value run (sign bit j of `signs` set: negative).
+NF_HD nf_i32 nf_iq_run(const nf_i8* x, nf_i32 sc, nf_u64 grid, nf_u32 signs) {
+    nf_i32 s = 0;
+    for (int j = 0; j < 8; j++) {
+        nf_i32 g = (nf_i32)((grid >> (8 * j)) & 0xFFu);
+        s += ((signs & nf_kmask_iq2xs[j]) ? -g : g) * x[j];
+    }
+    return sc * s;
+}
+
+// sc · Σ_j (8·grid_j + delta)·x_j over one 8-value IQ1 run (grid bytes are i8 -1, 0, 1).
+NF_HD nf_i32 nf_iq1_run(const nf_i8* x, nf_i32 sc, nf_u64 grid, nf_i32 delta) {
+    nf_i32 s = 0;
+    for (int j = 0; j < 8; j++) s += (8 * (nf_i32)(nf_i8)((grid >> (8 * j)) & 0xFFu) + delta) * x[j];
+    return sc * s;
+}
+
+// Group g (32 values) of an i-quant super-block: the exact integer sum against x and the
+// super-block's factor d·c (c = 1/8, 1/4 or 1: docs/linear.md, grid i-quants).
+template <int F>
+NF_HD nf_i32 nf_iq_group(const nf_u8* blk, int g, const nf_i8* x, float* dc) {
+    nf_i32 t = 0;
+    if constexpr (F == NF_FMT_GGUF_IQ2_XXS) {
+        const nf_u8* q = blk + 2 + 8 * g;
+        nf_u32 aux = nf_u32_at(q + 4);
+        nf_i32 sc = 2 * (nf_i32)(aux >> 28) + 1;
+        for (int l = 0; l < 4; l++) t += nf_iq_run(x + 8 * l, sc, nf_iq2xxs_grid[q[l]], nf_ksigns_iq2xs[(aux >> (7 * l)) & 127u]);
+        *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.125f);
+    } else if constexpr (F == NF_FMT_GGUF_IQ2_XS) {
+        nf_u32 s = blk[66 + g];
+        for (int l = 0; l < 4; l++) {
+            nf_u32 q = nf_u16_at(blk + 2 + 8 * g + 2 * l);
+            nf_i32 sc = 2 * (nf_i32)((s >> (4 * (l / 2))) & 15u) + 1;
+            t += nf_iq_run(x + 8 * l, sc, nf_iq2xs_grid[q & 511u], nf_ksigns_iq2xs[q >> 9]);
+        }
+        *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.125f);
+    } else if constexpr (F == NF_FMT_GGUF_IQ2_S) {
+        const nf_u8 *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *scales = blk + 74;
+        for (int l = 0; l < 4; l++) {
+            int r = 4 * g + l;
+            nf_u32 idx = qs[r] | (((qh[g] >> (2 * l)) & 3u) << 8);
+            nf_i32 sc = 2 * (nf_i32)((scales[g] >> (4 * (l / 2))) & 15u) + 1;
+            t += nf_iq_run(x + 8 * l, sc, nf_iq2s_grid[idx], signs[r]);
+        }
+        *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.125f);
+    } else if constexpr (F == NF_FMT_GGUF_IQ3_XXS) {
+        nf_u32 aux = nf_u32_at(blk + 66 + 4 * g);
+        nf_i32 sc = 2 * (nf_i32)(aux >> 28) + 1;
+        for (int l = 0; l < 4; l++) {
+            nf_u64 g1 = nf_iq3xxs_grid[blk[2 + 8 * g + 2 * l]], g2 = nf_iq3xxs_grid[blk[3 + 8 * g + 2 * l]];
+            t += nf_iq_run(x + 8 * l, sc, g1 | (g2 << 32), nf_ksigns_iq2xs[(aux >> (7 * l)) & 127u]);
+        }
+        *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.25f);
+    } else if constexpr (F == NF_FMT_GGUF_IQ3_S) {
+        const nf_u8 *qs = blk + 2, *qh = blk + 66, *signs = blk + 74, *scales = blk + 106;
+        nf_i32 sc = 2 * (nf_i32)((scales[g / 2] >> (4 * (g % 2))) & 15u) + 1;
+        for (int l = 0; l < 4; l++) {
+            int r = 4 * g + l;
+            nf_u32 i1 = qs[2 * r] | (((qh[g] >> (2 * l)) & 1u) << 8);
+            nf_u32 i2 = qs[2 * r + 1] | (((qh[g] >> (2 * l + 1)) & 1u) << 8);
+            nf_u64 grid = (nf_u64)nf_iq3s_grid[i1] | ((nf_u64)nf_iq3s_grid[i2] << 32);
+            t += nf_iq_run(x + 8 * l, sc, grid, signs[r]);
+        }
+        *dc = nf_f16_to_f32(nf_u16_at(blk));
+    } else if constexpr (F == NF_FMT_GGUF_IQ1_S) {
+        nf_u32 qh = nf_u16_at(blk + 34 + 2 * g);
+        nf_i32 sc = 2 * (nf_i32)((qh >> 12) & 7u) + 1;
+        nf_i32 delta = (qh & 0x8000u) ? -1 : 1;
+        for (int l = 0; l < 4; l++) {
+            nf_u32 idx = blk[2 + 4 * g + l] | (((qh >> (3 * l)) & 7u) << 8);
+            t += nf_iq1_run(x + 8 * l, sc, nf_iq1s_grid[idx], delta);
+        }
+        *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.125f);
+    } else {
+        static_assert(F == NF_FMT_GGUF_IQ1_M, "an i-quant");
+        nf_u32 sw = nf_u16_at(blk + 48 + 2 * (g / 2));
+        for (int l = 0; l < 4; l++) {
+            nf_u32 nib = blk[32 + 2 * g + l / 2] >> (4 * (l % 2));
+            nf_u32 idx = blk[4 * g + l] | ((nib & 7u) << 8);
+            nf_i32 delta = (nib & 8u) ? -1 : 1;
+            nf_i32 sc = 2 * (nf_i32)((sw >> (6 * (g % 2) + 3 * (l / 2))) & 7u) + 1;
+            t += nf_iq1_run(x + 8 * l, sc, nf_iq1s_grid[idx], delta);
+        }
+        // The super-scale: the top nibble of each of the four u16 scale words.
+        nf_u32 dbits = 0;
+        for (int i = 0; i < 4; i++) dbits |= (nf_u16_at(blk + 48 + 2 * i) >> 12) << (4 * i);
+        *dc = nf_mul(nf_f16_to_f32(dbits), 0.125f);
+    }
+    return t;
+}
+
+template <int F>
+NF_HD constexpr int nf_iq_block_bytes() {
+    return F == NF_FMT_GGUF_IQ2_XXS ? 66
+           : F == NF_FMT_GGUF_IQ2_XS ? 74
+           : F == NF_FMT_GGUF_IQ2_S  ? 82
+           : F == NF_FMT_GGUF_IQ3_XXS ? 98
+           : F == NF_FMT_GGUF_IQ3_S  ? 110
+           : F == NF_FMT_GGUF_IQ1_S  ? 50
+                                     : 56;
+}
+
 // Block b of row w against the block's activation codes xq (32 values; nvfp4 16) and the
 // activation block's stored scale dx (nvfp4: of the 32-value block holding it).
 template <int F>
@@ -306,6 +415,10 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         }
         o.t = ((nf_i32)ls - 32) * s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
+    } else if constexpr (nf_is_iquant<F>()) {
+        float dc;
+        o.t = nf_iq_group<F>(w.p0 + nf_iq_block_bytes<F>() * (b / 8), b % 8, xq, &dc);
+        o.d = nf_mul(dc, dx);
     } else if constexpr (nf_is_grouped<F>()) {
         for (int e = 0; e < 32; e++) s += nf_grouped_code<F>(w, 32 * b + e) * xq[e];
         o.t = s;

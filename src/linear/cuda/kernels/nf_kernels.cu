@@ -227,3 +227,10 @@ NF_Q8_KERNEL(19)  // gguf_q5_k
 NF_Q8_KERNEL(20)  // gguf_q6_k
 NF_Q8_KERNEL(25)  // gguf_iq4_nl
 NF_Q8_KERNEL(28)  // gguf_iq4_xs
+NF_Q8_KERNEL(21)  // gguf_iq2_xxs
+NF_Q8_KERNEL(22)  // gguf_iq2_xs
+NF_Q8_KERNEL(23)  // gguf_iq3_xxs
+NF_Q8_KERNEL(24)  // gguf_iq1_s
+NF_Q8_KERNEL(26)  // gguf_iq3_s
+NF_Q8_KERNEL(27)  // gguf_iq2_s
+NF_Q8_KERNEL(29)  // gguf_iq1_m
