@@ -333,21 +333,21 @@ int main() {
     std::uint32_t n = 77;
     CHECK(::ninfer_cuda_device_count(&n) == NINFER_STATUS_NO_DEVICE && n == 77);
     CHECK(::ninfer_cuda_device_count(nullptr) == NINFER_STATUS_NULL_POINTER);
-    ninfer::cuda::device_info info{};
-    info.multiprocessors = 5;
-    CHECK(::ninfer_cuda_device_properties(0, &info) == NINFER_STATUS_NO_DEVICE &&
-          info.multiprocessors == 5);
+    ninfer::cuda::device_info dinfo{};
+    dinfo.multiprocessors = 5;
+    CHECK(::ninfer_cuda_device_properties(0, &dinfo) == NINFER_STATUS_NO_DEVICE &&
+          dinfo.multiprocessors == 5);
     CHECK(::ninfer_cuda_device_properties(0, nullptr) == NINFER_STATUS_NULL_POINTER);
     const ninfer::result<ninfer::cuda::device_info> props = ninfer::cuda::try_device_properties(1);
     CHECK(props.code() == NINFER_STATUS_NO_DEVICE && !props.message().empty());
-    bool thrown = false;
+    bool cuda_thrown = false;
     try {
       (void)ninfer::cuda::device_count();
     } catch (const ninfer::error& e) {
-      thrown = e.code() == NINFER_STATUS_NO_DEVICE &&
+      cuda_thrown = e.code() == NINFER_STATUS_NO_DEVICE &&
                std::string(e.what()).find("NO_DEVICE: ") == 0;
     }
-    CHECK(thrown);
+    CHECK(cuda_thrown);
 
     const std::vector<float> wf = {0, 1, 2, 3, 4, 5};
     std::vector<std::uint8_t> wb(wf.size() * 4);
@@ -361,26 +361,26 @@ int main() {
         {{24, 0, 0}});
     const ninfer::result<ninfer::cuda::linear> borrowed = ninfer::cuda::linear::try_prepare_device(dv);
     CHECK(borrowed.code() == NINFER_STATUS_NO_DEVICE && !borrowed.message().empty());
-    ninfer::cuda::device_view bad = dv;
-    bad.plane_lengths[0] = 20;
-    CHECK(ninfer::cuda::linear::try_prepare_device(bad).code() == NINFER_STATUS_SIZE_MISMATCH);
-    bad = dv;
-    bad.plane_addresses[0] = 0;
-    CHECK(ninfer::cuda::linear::try_prepare_device(bad).code() == NINFER_STATUS_NULL_POINTER);
-    ::ninfer_linear* raw = nullptr;
-    CHECK(::ninfer_cuda_linear_prepare(wv.c_view(), 0, &raw) == NINFER_STATUS_NO_DEVICE &&
-          raw == nullptr);
-    CHECK(::ninfer_cuda_linear_prepare(nullptr, 0, &raw) == NINFER_STATUS_NULL_POINTER);
+    ninfer::cuda::device_view bad_dv = dv;
+    bad_dv.plane_lengths[0] = 20;
+    CHECK(ninfer::cuda::linear::try_prepare_device(bad_dv).code() == NINFER_STATUS_SIZE_MISMATCH);
+    bad_dv = dv;
+    bad_dv.plane_addresses[0] = 0;
+    CHECK(ninfer::cuda::linear::try_prepare_device(bad_dv).code() == NINFER_STATUS_NULL_POINTER);
+    ::ninfer_linear* raw_h = nullptr;
+    CHECK(::ninfer_cuda_linear_prepare(wv.c_view(), 0, &raw_h) == NINFER_STATUS_NO_DEVICE &&
+          raw_h == nullptr);
+    CHECK(::ninfer_cuda_linear_prepare(nullptr, 0, &raw_h) == NINFER_STATUS_NULL_POINTER);
     CHECK(::ninfer_cuda_linear_prepare(wv.c_view(), 0, nullptr) == NINFER_STATUS_NULL_POINTER);
-    CHECK(::ninfer_cuda_linear_prepare_device(nullptr, 0, &raw) == NINFER_STATUS_NULL_POINTER);
+    CHECK(::ninfer_cuda_linear_prepare_device(nullptr, 0, &raw_h) == NINFER_STATUS_NULL_POINTER);
     CHECK(::ninfer_cuda_linear_prepare_device(&dv, 0, nullptr) == NINFER_STATUS_NULL_POINTER);
-    thrown = false;
+    cuda_thrown = false;
     try {
       ninfer::cuda::linear refused(wv);
     } catch (const ninfer::error& e) {
-      thrown = e.code() == NINFER_STATUS_NO_DEVICE;
+      cuda_thrown = e.code() == NINFER_STATUS_NO_DEVICE;
     }
-    CHECK(thrown);
+    CHECK(cuda_thrown);
 
     // The device entry points on a CPU handle and on NULL.
     ninfer::linear cpu(wv);
