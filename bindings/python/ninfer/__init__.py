@@ -707,7 +707,7 @@ def linear_activation_supported(fmt: Union[int, str], layout: Optional[int] = No
     """True when this build computes ``linear`` for ``fmt`` in ``layout`` (default: the
     format's registered layout) on ``device`` with the :class:`Activation` profile
     ``activation`` (default: Q8_1, the opt-in one), False when the numbers are valid but it does not (EXACT on GGUF formats,
-    Q8_1 on bf16, fp32, fp8 rows, CUDA); raises NinferError for numbers that name
+    Q8_1 on bf16, fp32, fp8 rows, CUDA in a build without CUDA support); raises NinferError for numbers that name
     nothing (UNKNOWN_FORMAT, UNKNOWN_LAYOUT, INCOMPATIBLE_LAYOUT, INVALID_ARGUMENT for the
     activation or device). Q8_1 also needs K to be a multiple of 32, checked by
     :meth:`Linear.set_activation`."""
@@ -747,7 +747,8 @@ class Linear:
             raise ValueError("ordinal applies to device=DEVICE_CUDA only")
         else:
             _check(_linear_prepare(ctypes.byref(view._view), device, ctypes.byref(handle)))
-        self._adopt(handle, view, device, ordinal)
+        # A CPU handle reads the view's planes until close(); a CUDA one holds its own copy.
+        self._adopt(handle, None if device == DEVICE_CUDA else view, device, ordinal)
         if threads is not None:
             self.set_threads(threads)
         if activation is not None:

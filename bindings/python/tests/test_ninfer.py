@@ -398,7 +398,8 @@ class ActivationTests(unittest.TestCase):
             ("bf16", A.Q8_1, ninfer.DEVICE_CPU, False),
             ("fp32", A.Q8_1, ninfer.DEVICE_CPU, False),
             ("nvfp4", A.Q8_1, ninfer.DEVICE_CPU, True),
-            ("q4_g64_fp16", A.Q8_1, ninfer.DEVICE_CUDA, False),
+            # CUDA: only in a build with CUDA support (a question about the build).
+            ("q4_g64_fp16", A.Q8_1, ninfer.DEVICE_CUDA, ninfer.cuda_compiled()),
         ]:
             layout = rs if fmt[0] in "qt" else None
             self.assertIs(ninfer.linear_activation_supported(fmt, layout, act, device), want,
