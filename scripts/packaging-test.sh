@@ -5,7 +5,7 @@
 # runs the Go, Zig and Python binding tests against it. Fails first when an export of
 # ninfer.h lacks a wrapper in the C++ header or a binding (tests/cmake/binding_coverage.sh).
 # Last, when NVRTC is importable, a second build with -DNINFER_CUDA=ON must report
-# ninfer_cuda_compiled() = 1 (tests/cmake/cuda_build.sh).
+# ninfer_cuda_compiled() = 1 and pass the C++ and binding tests (tests/cmake/cuda_build.sh).
 #
 # Installs what it needs: apt cmake golang-go valgrind pkg-config (when missing), pip
 # ziglang. Environment: NINFER_PKG_BUILD (build dir, default build/packaging),
