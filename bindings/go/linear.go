@@ -95,8 +95,12 @@ type Linear struct {
 	Cols   uint64                    // K: inputs per row of x
 }
 
-// PrepareLinear prepares the weight v for device.
+// PrepareLinear prepares the weight v for device. DeviceCUDA is PrepareLinearCUDA(v, 0):
+// the planes are uploaded, and no host copy is kept.
 func PrepareLinear(v *WeightView, device Device) (*Linear, error) {
+	if device == DeviceCUDA {
+		return PrepareLinearCUDA(v, 0)
+	}
 	l := &Linear{}
 	var ptrs [MaxPlanes]*C.uint8_t
 	var lens [MaxPlanes]C.size_t
