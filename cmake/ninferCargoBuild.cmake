@@ -1,6 +1,7 @@
 # Run with `cmake -P` (from the top-level CMakeLists.txt): builds the library with cargo,
 # records rustc's native static libraries, and stages the artifacts with their SONAME links.
-# Inputs: CARGO MANIFEST TARGET_DIR PROFILE NATIVE_LIBS_FILE STAGE_DIR SO_REAL SO_SONAME.
+# Inputs: CARGO MANIFEST TARGET_DIR PROFILE NATIVE_LIBS_FILE STAGE_DIR SO_REAL SO_SONAME;
+# FEATURES (optional): cargo features of the ninfer crate, e.g. "cuda".
 foreach(_v CARGO MANIFEST TARGET_DIR PROFILE NATIVE_LIBS_FILE STAGE_DIR SO_REAL SO_SONAME)
   if(NOT DEFINED ${_v})
     message(FATAL_ERROR "ninferCargoBuild.cmake: ${_v} not set")
@@ -15,8 +16,12 @@ endif()
 
 # The extra rustc argument is part of cargo's fingerprint, so a new build directory (a new
 # file path) recompiles the crate (not its dependencies) and the list is always written.
+set(_features "")
+if(FEATURES)
+  set(_features --features "${FEATURES}")
+endif()
 set(_cmd "${CARGO}" rustc --manifest-path "${MANIFEST}" --profile "${PROFILE}" -p ninfer --lib
-    -- "--print=native-static-libs=${NATIVE_LIBS_FILE}.new")
+    ${_features} -- "--print=native-static-libs=${NATIVE_LIBS_FILE}.new")
 function(_ninfer_run)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env "CARGO_TARGET_DIR=${TARGET_DIR}" ${_cmd}
                   RESULT_VARIABLE rc)

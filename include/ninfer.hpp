@@ -1096,4 +1096,179 @@ inline bool linear_supported(format f, layout l, dtype x = NINFER_DTYPE_F32,
 
 }  // namespace ninfer
 
+// ==== CUDA ===============================================================================
+// ninfer::cuda: the CUDA entry points (ninfer_cuda_*). Every build of the library has them;
+// without CUDA support in the build, without the NVIDIA driver or without a GPU they fail
+// with NINFER_STATUS_NO_DEVICE and a message saying which. Device memory travels as
+// std::uint64_t addresses (CUdeviceptr), streams as void* (CUstream; nullptr = the
+// device's default stream). Errors as above: try_* return ninfer::result, the others throw
+// ninfer::error.
+//
+//   if (ninfer::cuda::try_device_count().value_or(0) > 0) {
+//     ninfer::cuda::linear lin(w);                        // planes uploaded to device 0
+//     lin.forward(d_x, NINFER_DTYPE_BF16, m, d_y, NINFER_DTYPE_F32, stream);  // enqueued
+//   }
+namespace ninfer {
+namespace cuda {
+
+/// Properties of one device (name, compute capability, memory, SMs, L2, native_cubin).
+using device_info = ::ninfer_cuda_device_info;
+/// A weight whose planes are device memory (addresses and byte lengths).
+using device_view = ::ninfer_device_view;
+
+/// True when the linked library was built with CUDA support (says nothing about the machine).
+inline bool compiled() noexcept { return ::ninfer_cuda_compiled() != 0; }
+
+/// The number of CUDA devices (NO_DEVICE without CUDA support or driver).
+inline result<std::uint32_t> try_device_count() {
+  std::uint32_t n = 0;
+  ::ninfer_status st = ::ninfer_cuda_device_count(&n);
+  return detail::call(st, n);
+}
+/// The properties of device `ordinal`.
+inline result<device_info> try_device_properties(std::uint32_t ordinal = 0) {
+  device_info info{};
+  ::ninfer_status st = ::ninfer_cuda_device_properties(ordinal, &info);
+  return detail::call(st, info);
+}
+
+/// A device_view of `f` in `l` with up to three device planes {address, bytes}.
+inline device_view make_device_view(format f, layout l, std::uint64_t rows, std::uint64_t cols,
+                                    std::array<std::uint64_t, 3> addresses,
+                                    std::array<std::uint64_t, 3> lengths) noexcept {
+  device_view v{};
+  v.format = f;
+  v.layout = l;
+  v.rows = rows;
+  v.cols = cols;
+  for (std::size_t i = 0; i < 3; ++i) {
+    v.plane_addresses[i] = addresses[i];
+    v.plane_lengths[i] = lengths[i];
+  }
+  return v;
+}
+
+/// Device workspace bytes ninfer_cuda_linear_forward of `m` rows needs on `h`.
+inline result<std::uint64_t> try_workspace_size(const ::ninfer_linear* h, std::uint64_t m) {
+  std::uint64_t n = 0;
+  ::ninfer_status st = ::ninfer_cuda_linear_workspace_size(h, m, &n);
+  return detail::call(st, n);
+}
+/// y[m, N] = x[m, k] · Wᵀ (+ bias[N]) on device buffers, enqueued on `stream` (no wait).
+/// `workspace` 0: the library allocates in stream order.
+inline result<void> try_forward(const ::ninfer_linear* h, std::uint64_t x, dtype x_type,
+                                std::uint64_t m, std::uint64_t k, std::uint64_t y, dtype y_type,
+                                void* stream = nullptr, std::uint64_t bias = 0,
+                                std::uint64_t workspace = 0, std::uint64_t workspace_bytes = 0) {
+  return detail::call(::ninfer_cuda_linear_forward(h, x, x_type, m, k, bias, y, y_type, stream,
+                                                   workspace, workspace_bytes));
+}
+/// Rows first .. first + count of the weight decoded into device memory `out`.
+inline result<void> try_decode_rows(const ::ninfer_linear* h, std::uint64_t first,
+                                    std::uint64_t count, std::uint64_t out, dtype out_type,
+                                    void* stream = nullptr) {
+  return detail::call(::ninfer_cuda_linear_decode_rows(h, first, count, out, out_type, stream));
+}
+
+/// A weight prepared on a CUDA device (a ninfer_linear handle; move-only, freed with
+/// ninfer_linear_free). try_prepare uploads a host view's planes (they may be freed
+/// afterwards); try_prepare_device borrows planes already in device memory, which must
+/// outlive this object. forward() works on device buffers; forward_host() on host ones.
+class linear {
+ public:
+  linear() noexcept = default;
+
+  /// Uploads `w`'s planes to device `ordinal` (ninfer_cuda_linear_prepare).
+  static result<linear> try_prepare(const weight_view& w, std::uint32_t ordinal = 0) {
+    ::ninfer_linear* raw = nullptr;
+    ::ninfer_status st = ::ninfer_cuda_linear_prepare(w.c_view(), ordinal, &raw);
+    return adopt(st, raw);
+  }
+  /// Borrows device planes (ninfer_cuda_linear_prepare_device, zero copy).
+  static result<linear> try_prepare_device(const device_view& v, std::uint32_t ordinal = 0) {
+    ::ninfer_linear* raw = nullptr;
+    ::ninfer_status st = ::ninfer_cuda_linear_prepare_device(&v, ordinal, &raw);
+    return adopt(st, raw);
+  }
+#if NINFER_HPP_EXCEPTIONS
+  explicit linear(const weight_view& w, std::uint32_t ordinal = 0)
+      : linear(try_prepare(w, ordinal).value()) {}
+  explicit linear(const device_view& v, std::uint32_t ordinal = 0)
+      : linear(try_prepare_device(v, ordinal).value()) {}
+#endif
+
+  explicit operator bool() const noexcept { return handle_ != nullptr; }
+  /// N: outputs per row of x.
+  std::uint64_t rows() const noexcept { return rows_; }
+  /// K: inputs per row of x.
+  std::uint64_t cols() const noexcept { return cols_; }
+  ::ninfer_linear* get() const noexcept { return handle_.get(); }
+
+  result<std::uint64_t> try_workspace_size(std::uint64_t m) const {
+    return cuda::try_workspace_size(handle_.get(), m);
+  }
+  /// x: m × K values of x_type, y: m × N of y_type, bias: N floats or 0 (device addresses).
+  result<void> try_forward(std::uint64_t x, dtype x_type, std::uint64_t m, std::uint64_t y,
+                           dtype y_type, void* stream = nullptr, std::uint64_t bias = 0,
+                           std::uint64_t workspace = 0,
+                           std::uint64_t workspace_bytes = 0) const {
+    return cuda::try_forward(handle_.get(), x, x_type, m, cols_, y, y_type, stream, bias,
+                             workspace, workspace_bytes);
+  }
+  result<void> try_decode_rows(std::uint64_t first, std::uint64_t count, std::uint64_t out,
+                               dtype out_type, void* stream = nullptr) const {
+    return cuda::try_decode_rows(handle_.get(), first, count, out, out_type, stream);
+  }
+  /// Host buffers (ninfer_linear_forward: copies in and out, synchronous); f32 x [m, K],
+  /// y [m, N].
+  result<void> try_forward_host(span<const float> x, std::uint64_t m, span<float> y,
+                                span<const float> bias = span<const float>()) const {
+    return detail::call(::ninfer_linear_forward(handle_.get(), x.data(), x.size() * sizeof(float),
+                                                NINFER_DTYPE_F32, m, cols_, bias.data(),
+                                                bias.size(), y.data(), y.size() * sizeof(float),
+                                                NINFER_DTYPE_F32));
+  }
+
+#if NINFER_HPP_EXCEPTIONS
+  std::uint64_t workspace_size(std::uint64_t m) const { return try_workspace_size(m).value(); }
+  void forward(std::uint64_t x, dtype x_type, std::uint64_t m, std::uint64_t y, dtype y_type,
+               void* stream = nullptr, std::uint64_t bias = 0, std::uint64_t workspace = 0,
+               std::uint64_t workspace_bytes = 0) const {
+    try_forward(x, x_type, m, y, y_type, stream, bias, workspace, workspace_bytes).value();
+  }
+  void decode_rows(std::uint64_t first, std::uint64_t count, std::uint64_t out, dtype out_type,
+                   void* stream = nullptr) const {
+    try_decode_rows(first, count, out, out_type, stream).value();
+  }
+  void forward_host(span<const float> x, std::uint64_t m, span<float> y,
+                    span<const float> bias = span<const float>()) const {
+    try_forward_host(x, m, y, bias).value();
+  }
+#endif
+
+ private:
+  static result<linear> adopt(::ninfer_status st, ::ninfer_linear* raw) {
+    if (st != NINFER_STATUS_OK) return result<linear>(st, last_error_message());
+    linear out;
+    out.handle_.reset(raw);
+    st = ::ninfer_linear_shape(raw, &out.rows_, &out.cols_);
+    if (st != NINFER_STATUS_OK) return result<linear>(st, last_error_message());
+    return result<linear>(std::move(out));
+  }
+
+  handle<::ninfer_linear, ::ninfer_linear_free> handle_{};
+  std::uint64_t rows_ = 0;
+  std::uint64_t cols_ = 0;
+};
+
+#if NINFER_HPP_EXCEPTIONS
+inline std::uint32_t device_count() { return try_device_count().value(); }
+inline device_info device_properties(std::uint32_t ordinal = 0) {
+  return try_device_properties(ordinal).value();
+}
+#endif
+
+}  // namespace cuda
+}  // namespace ninfer
+
 #endif  // NINFER_HPP

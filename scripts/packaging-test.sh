@@ -4,10 +4,13 @@
 # moved consumer with find_package and pkg-config), installs into a temporary prefix and
 # runs the Go, Zig and Python binding tests against it. Fails first when an export of
 # ninfer.h lacks a wrapper in the C++ header or a binding (tests/cmake/binding_coverage.sh).
+# Last, when NVRTC is importable, a second build with -DNINFER_CUDA=ON must report
+# ninfer_cuda_compiled() = 1 and pass the C++ and binding tests (tests/cmake/cuda_build.sh).
 #
 # Installs what it needs: apt cmake golang-go valgrind pkg-config (when missing), pip
 # ziglang. Environment: NINFER_PKG_BUILD (build dir, default build/packaging),
-# NINFER_SKIP_GO / NINFER_SKIP_ZIG / NINFER_SKIP_PYTHON=1 to skip a binding.
+# NINFER_SKIP_GO / NINFER_SKIP_ZIG / NINFER_SKIP_PYTHON=1 to skip a binding,
+# NINFER_SKIP_CUDA=1 to skip the CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -53,6 +56,7 @@ cmake --install "$BUILD" --prefix "$PREFIX" >/dev/null
 export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NINFER_LIBRARY="$PREFIX/lib/libninfer.so.0"
+export NINFER_EXPECT_CUDA=0  # this build has no CUDA support: the binding tests check it
 
 for b in go zig python; do
   if [ -x "bindings/$b/test.sh" ]; then
@@ -62,4 +66,10 @@ for b in go zig python; do
     "bindings/$b/test.sh"
   fi
 done
+if [ -n "${NINFER_SKIP_CUDA:-}" ]; then
+  step "CMake -DNINFER_CUDA=ON: skipped (NINFER_SKIP_CUDA)"
+else
+  step "CMake -DNINFER_CUDA=ON build (${BUILD}-cuda): ninfer_cuda_compiled() = 1"
+  NINFER_PKG_JOBS=$JOBS tests/cmake/cuda_build.sh "${BUILD}-cuda"
+fi
 step "packaging tests passed"

@@ -68,7 +68,7 @@ func LinearSupported(f Format, l Layout, x, y Dtype, device Device) (bool, error
 // ActivationSupported reports whether this build computes linear for weights of f in l on
 // device with the activation profile a: (true, nil) when it does, (false, nil) when the
 // numbers are valid but it does not (Exact on GGUF formats, Q8_1 on bf16, fp32, fp8 rows,
-// any CUDA combination), and an error for numbers that name nothing
+// any CUDA combination in a build without CUDA support), and an error for numbers that name nothing
 // (ErrUnknownFormat, ErrUnknownLayout, ErrIncompatibleLayout, ErrInvalidArgument for the
 // activation or device). Q8_1 also needs K to be a multiple of 32, checked by SetActivation.
 func ActivationSupported(f Format, l Layout, a Activation, device Device) (bool, error) {
@@ -95,8 +95,12 @@ type Linear struct {
 	Cols   uint64                    // K: inputs per row of x
 }
 
-// PrepareLinear prepares the weight v for device.
+// PrepareLinear prepares the weight v for device. DeviceCUDA is PrepareLinearCUDA(v, 0):
+// the planes are uploaded, and no host copy is kept.
 func PrepareLinear(v *WeightView, device Device) (*Linear, error) {
+	if device == DeviceCUDA {
+		return PrepareLinearCUDA(v, 0)
+	}
 	l := &Linear{}
 	var ptrs [MaxPlanes]*C.uint8_t
 	var lens [MaxPlanes]C.size_t

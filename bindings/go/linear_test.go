@@ -170,7 +170,7 @@ func TestActivationSupportedTable(t *testing.T) {
 		{FormatBF16, cl, ActivationQ8_1, DeviceCPU, false},
 		{FormatFP32, cl, ActivationQ8_1, DeviceCPU, false},
 		{FormatNVFP4, LayoutBlockScaleK16M128x4V1, ActivationQ8_1, DeviceCPU, true},
-		{FormatQ4G64FP16, rs, ActivationQ8_1, DeviceCUDA, false}, // not in this build
+		{FormatQ4G64FP16, rs, ActivationQ8_1, DeviceCUDA, CUDACompiled()}, // in CUDA builds only
 	}
 	for _, c := range cases {
 		got, err := ActivationSupported(c.f, c.l, c.a, c.dev)

@@ -106,6 +106,8 @@ var (
 	ErrUnsupported        = &Error{Status: StatusUnsupported}
 	ErrInvalidEncoding    = &Error{Status: StatusInvalidEncoding}
 	ErrUnknownDtype       = &Error{Status: StatusUnknownDtype}
+	ErrNoDevice           = &Error{Status: StatusNoDevice}
+	ErrCuda               = &Error{Status: StatusCuda}
 )
 
 // call runs one C call that returns a ninfer_status and, on failure, reads its message on

@@ -51,6 +51,11 @@ int main() {
   }
   ninfer::result<std::vector<float>> bad = w.try_decode_row(1);
   check(bad.code() == NINFER_STATUS_ROW_OUT_OF_RANGE && !bad.message().empty(), __LINE__);
+  // CUDA without exceptions: the try_* forms only; no device on the test machines.
+  const ninfer::result<std::uint32_t> count = ninfer::cuda::try_device_count();
+  check(count.code() == NINFER_STATUS_NO_DEVICE && !count.message().empty(), __LINE__);
+  const ninfer::result<ninfer::cuda::linear> up = ninfer::cuda::linear::try_prepare(w);
+  check(!up.ok() && !up.message().empty(), __LINE__);
   std::printf("%d passed, %d failed\n", checks - failures, failures);
   return failures != 0;
 }

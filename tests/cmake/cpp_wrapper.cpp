@@ -471,6 +471,101 @@ int main() {
     CHECK(thrown);
   }
 
+  // CUDA (ninfer::cuda) on a machine without GPU or driver: NO_DEVICE with a message,
+  // outputs untouched, NULL refused; compiled() agrees with the build (NINFER_CUDA).
+  {
+#ifdef EXPECT_CUDA_COMPILED
+    CHECK(ninfer::cuda::compiled() == (EXPECT_CUDA_COMPILED != 0));
+#endif
+    const ninfer::result<std::uint32_t> count = ninfer::cuda::try_device_count();
+    CHECK(count.code() == NINFER_STATUS_NO_DEVICE && !count.message().empty());
+    CHECK((count.message().find("no CUDA support") != std::string::npos) !=
+          ninfer::cuda::compiled());
+    CHECK(ninfer::cuda::try_device_count().value_or(7) == 7);
+    std::uint32_t n = 77;
+    CHECK(::ninfer_cuda_device_count(&n) == NINFER_STATUS_NO_DEVICE && n == 77);
+    CHECK(::ninfer_cuda_device_count(nullptr) == NINFER_STATUS_NULL_POINTER);
+    ninfer::cuda::device_info dinfo{};
+    dinfo.multiprocessors = 5;
+    CHECK(::ninfer_cuda_device_properties(0, &dinfo) == NINFER_STATUS_NO_DEVICE &&
+          dinfo.multiprocessors == 5);
+    CHECK(::ninfer_cuda_device_properties(0, nullptr) == NINFER_STATUS_NULL_POINTER);
+    const ninfer::result<ninfer::cuda::device_info> props = ninfer::cuda::try_device_properties(1);
+    CHECK(props.code() == NINFER_STATUS_NO_DEVICE && !props.message().empty());
+    bool cuda_thrown = false;
+    try {
+      (void)ninfer::cuda::device_count();
+    } catch (const ninfer::error& e) {
+      cuda_thrown = e.code() == NINFER_STATUS_NO_DEVICE &&
+               std::string(e.what()).find("NO_DEVICE: ") == 0;
+    }
+    CHECK(cuda_thrown);
+
+    const std::vector<float> wf = {0, 1, 2, 3, 4, 5};
+    std::vector<std::uint8_t> wb(wf.size() * 4);
+    std::memcpy(wb.data(), wf.data(), wb.size());
+    const ninfer::weight_view wv(NINFER_FORMAT_FP32, NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, wb);
+    const ninfer::result<ninfer::cuda::linear> up = ninfer::cuda::linear::try_prepare(wv);
+    CHECK(up.code() == NINFER_STATUS_NO_DEVICE && !up.message().empty());
+    CHECK(ninfer::linear::try_prepare(wv, NINFER_DEVICE_CUDA).code() == NINFER_STATUS_NO_DEVICE);
+    const ninfer::cuda::device_view dv = ninfer::cuda::make_device_view(
+        NINFER_FORMAT_FP32, NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, {{0x7f0000000000u, 0, 0}},
+        {{24, 0, 0}});
+    const ninfer::result<ninfer::cuda::linear> borrowed = ninfer::cuda::linear::try_prepare_device(dv);
+    CHECK(borrowed.code() == NINFER_STATUS_NO_DEVICE && !borrowed.message().empty());
+    ninfer::cuda::device_view bad_dv = dv;
+    bad_dv.plane_lengths[0] = 20;
+    CHECK(ninfer::cuda::linear::try_prepare_device(bad_dv).code() == NINFER_STATUS_SIZE_MISMATCH);
+    bad_dv = dv;
+    bad_dv.plane_addresses[0] = 0;
+    CHECK(ninfer::cuda::linear::try_prepare_device(bad_dv).code() == NINFER_STATUS_NULL_POINTER);
+    ::ninfer_linear* raw_h = nullptr;
+    CHECK(::ninfer_cuda_linear_prepare(wv.c_view(), 0, &raw_h) == NINFER_STATUS_NO_DEVICE &&
+          raw_h == nullptr);
+    CHECK(::ninfer_cuda_linear_prepare(nullptr, 0, &raw_h) == NINFER_STATUS_NULL_POINTER);
+    CHECK(::ninfer_cuda_linear_prepare(wv.c_view(), 0, nullptr) == NINFER_STATUS_NULL_POINTER);
+    CHECK(::ninfer_cuda_linear_prepare_device(nullptr, 0, &raw_h) == NINFER_STATUS_NULL_POINTER);
+    CHECK(::ninfer_cuda_linear_prepare_device(&dv, 0, nullptr) == NINFER_STATUS_NULL_POINTER);
+    cuda_thrown = false;
+    try {
+      ninfer::cuda::linear refused(wv);
+    } catch (const ninfer::error& e) {
+      cuda_thrown = e.code() == NINFER_STATUS_NO_DEVICE;
+    }
+    CHECK(cuda_thrown);
+
+    // The device entry points on a CPU handle and on NULL.
+    ninfer::linear cpu(wv);
+    CHECK(ninfer::cuda::try_workspace_size(cpu.get(), 4).value_or(9) == 0);
+    CHECK(ninfer::cuda::try_workspace_size(nullptr, 4).code() == NINFER_STATUS_NULL_POINTER);
+    CHECK(ninfer::cuda::try_forward(cpu.get(), 0x1000, NINFER_DTYPE_F32, 1, 3, 0x2000,
+                                    NINFER_DTYPE_F32)
+              .code() == NINFER_STATUS_UNSUPPORTED);
+    CHECK(ninfer::cuda::try_forward(cpu.get(), 0, NINFER_DTYPE_F32, 1, 3, 0x2000, NINFER_DTYPE_F32)
+              .code() == NINFER_STATUS_NULL_POINTER);
+    CHECK(ninfer::cuda::try_forward(nullptr, 0x1000, NINFER_DTYPE_F32, 1, 3, 0x2000,
+                                    NINFER_DTYPE_F32)
+              .code() == NINFER_STATUS_NULL_POINTER);
+    CHECK(ninfer::cuda::try_decode_rows(cpu.get(), 0, 1, 0x3000, NINFER_DTYPE_F32).code() ==
+          NINFER_STATUS_UNSUPPORTED);
+    CHECK(ninfer::cuda::try_decode_rows(cpu.get(), 0, 1, 0, NINFER_DTYPE_F32).code() ==
+          NINFER_STATUS_NULL_POINTER);
+    CHECK(ninfer::cuda::try_decode_rows(nullptr, 0, 1, 0x3000, NINFER_DTYPE_F32).code() ==
+          NINFER_STATUS_NULL_POINTER);
+    // An empty cuda::linear: every call refuses its NULL handle.
+    const ninfer::cuda::linear none;
+    CHECK(!none && none.rows() == 0);
+    CHECK(none.try_workspace_size(1).code() == NINFER_STATUS_NULL_POINTER);
+    CHECK(none.try_forward(0x1000, NINFER_DTYPE_F32, 1, 0x2000, NINFER_DTYPE_F32).code() ==
+          NINFER_STATUS_NULL_POINTER);
+    CHECK(none.try_decode_rows(0, 1, 0x3000, NINFER_DTYPE_F32).code() ==
+          NINFER_STATUS_NULL_POINTER);
+    std::vector<float> yh(2, 5.0f);
+    CHECK(none.try_forward_host(ninfer::span<const float>(wf.data(), 3), 1, yh).code() ==
+          NINFER_STATUS_NULL_POINTER);
+    CHECK(yh[0] == 5.0f && yh[1] == 5.0f);
+  }
+
   // RAII handles: freed exactly once, movable, NULL-safe.
   int frees = 0;
   {

@@ -11,7 +11,12 @@ Encoders: :func:`quantize_grouped`, :func:`fp8_row_maxabs`, :func:`nvfp4_quantiz
 :meth:`WeightView.rows_copy`, :meth:`WeightView.rows_gather`; products: :class:`Linear`
 (``y = x · Wᵀ + bias`` over a prepared weight; a handle freed by ``close()``, ``with`` or
 garbage collection), its :class:`Activation` profile (:meth:`Linear.set_activation`,
-:func:`linear_activation_supported`). A new export is one ``_declare`` line plus a function.
+:func:`linear_activation_supported`). CUDA: :func:`cuda_compiled`, :func:`cuda_device_count`,
+:func:`cuda_device_properties`, ``Linear(view, device=DEVICE_CUDA)`` (uploads numpy planes),
+:meth:`Linear.from_device` (borrows device planes), :meth:`Linear.forward_device` and
+:meth:`Linear.decode_rows_device` on device arrays exposing ``__cuda_array_interface__``
+(torch, CuPy), parsed by :func:`cuda_array`. A new export is one ``_declare`` line plus a
+function.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ __all__ = [
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
     "nvfp4_unpack_scales", "Provenance", "Linear", "linear_supported", "DEVICE_CPU",
     "DEVICE_CUDA", "import_gguf", "fp8_row_pack", "fp8_row_unpack", "Activation",
-    "linear_activation_supported",
+    "linear_activation_supported", "cuda_compiled", "cuda_device_count", "cuda_device_properties",
+    "CudaDeviceInfo", "CudaArray", "cuda_array",
 ]
 
 MAX_PLANES = 3
@@ -209,6 +215,45 @@ _fp8_row_pack = _declare("ninfer_fp8_row_pack", _u32, _u32, _u64, _u64, ctypes.c
                          ctypes.c_void_p, _sz, _P(_MutBytes))
 _fp8_row_unpack = _declare("ninfer_fp8_row_unpack", _u32, _P(_View), ctypes.c_void_p, _sz,
                            ctypes.c_void_p, _sz)
+
+
+class _CudaDeviceInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * 256),
+        ("compute_capability_major", ctypes.c_uint32),
+        ("compute_capability_minor", ctypes.c_uint32),
+        ("total_memory_bytes", ctypes.c_uint64),
+        ("multiprocessors", ctypes.c_uint32),
+        ("l2_cache_bytes", ctypes.c_uint32),
+        ("native_cubin", ctypes.c_uint32),
+    ]
+
+
+class _DeviceView(ctypes.Structure):
+    _fields_ = [
+        ("format", ctypes.c_uint32),
+        ("layout", ctypes.c_uint32),
+        ("rows", ctypes.c_uint64),
+        ("cols", ctypes.c_uint64),
+        ("plane_addresses", ctypes.c_uint64 * MAX_PLANES),
+        ("plane_lengths", ctypes.c_uint64 * MAX_PLANES),
+    ]
+
+
+_cuda_compiled = _declare("ninfer_cuda_compiled", _u32)
+_cuda_device_count = _declare("ninfer_cuda_device_count", _u32, _P(_u32))
+_cuda_device_properties = _declare("ninfer_cuda_device_properties", _u32, _u32,
+                                   _P(_CudaDeviceInfo))
+_cuda_linear_prepare = _declare("ninfer_cuda_linear_prepare", _u32, _P(_View), _u32,
+                                _P(_LinearP))
+_cuda_linear_prepare_device = _declare("ninfer_cuda_linear_prepare_device", _u32,
+                                       _P(_DeviceView), _u32, _P(_LinearP))
+_cuda_linear_workspace_size = _declare("ninfer_cuda_linear_workspace_size", _u32, _LinearP,
+                                       _u64, _P(_u64))
+_cuda_linear_forward = _declare("ninfer_cuda_linear_forward", _u32, _LinearP, _u64, _u32, _u64,
+                                _u64, _u64, _u64, _u32, ctypes.c_void_p, _u64, _u64)
+_cuda_linear_decode_rows = _declare("ninfer_cuda_linear_decode_rows", _u32, _LinearP, _u64,
+                                    _u64, _u64, _u32, ctypes.c_void_p)
 
 DEVICE_CPU = 0
 DEVICE_CUDA = 1
@@ -711,7 +756,7 @@ def linear_activation_supported(fmt: Union[int, str], layout: Optional[int] = No
     """True when this build computes ``linear`` for ``fmt`` in ``layout`` (default: the
     format's registered layout) on ``device`` with the :class:`Activation` profile
     ``activation`` (default: Q8_1, the opt-in one), False when the numbers are valid but it does not (EXACT on GGUF formats,
-    Q8_1 on bf16, fp32, fp8 rows, CUDA); raises NinferError for numbers that name
+    Q8_1 on bf16, fp32, fp8 rows, CUDA in a build without CUDA support); raises NinferError for numbers that name
     nothing (UNKNOWN_FORMAT, UNKNOWN_LAYOUT, INCOMPATIBLE_LAYOUT, INVALID_ARGUMENT for the
     activation or device). Q8_1 also needs K to be a multiple of 32, checked by
     :meth:`Linear.set_activation`."""
@@ -730,21 +775,42 @@ class Linear:
     """A weight prepared for ``y = x · Wᵀ (+ bias)`` (ninfer_linear). It borrows the view's
     planes, which this object keeps alive; free it with ``close()`` or ``with``.
     ``threads`` and ``activation``, when given, are passed to :meth:`set_threads` and
-    :meth:`set_activation`."""
+    :meth:`set_activation`.
+
+    CUDA: ``Linear(view, device=DEVICE_CUDA, ordinal=0)`` copies the view's planes (numpy
+    arrays or any buffer) once to CUDA device ``ordinal``; :meth:`forward` then still takes
+    and returns host arrays (copies in and out, synchronous), and :meth:`forward_device` /
+    :meth:`decode_rows_device` work on device arrays (torch, CuPy, Numba: anything with
+    ``__cuda_array_interface__``) on a stream. :meth:`from_device` borrows planes already in
+    device memory. Without a GPU, driver or CUDA support in the library these raise
+    NinferError with ``Status.NO_DEVICE`` (see :func:`cuda_compiled`)."""
 
     def __init__(self, view: WeightView, device: int = DEVICE_CPU, threads: Optional[int] = None,
-                 activation: Optional[int] = None):
+                 activation: Optional[int] = None, ordinal: int = 0):
         handle = _LinearP()
-        _check(_linear_prepare(ctypes.byref(view._view), device, ctypes.byref(handle)))
-        self._handle = handle
-        self._view = view  # the handle reads its planes until close()
-        rows, cols = _u64(), _u64()
-        _check(_linear_shape(handle, ctypes.byref(rows), ctypes.byref(cols)))
-        self.shape = (rows.value, cols.value)
+        if device == DEVICE_CUDA:
+            # Uploads the planes once to CUDA device `ordinal` (ninfer_cuda_linear_prepare;
+            # ninfer_linear_prepare with NINFER_DEVICE_CUDA is the same on device 0).
+            _check(_cuda_linear_prepare(ctypes.byref(view._view), ordinal, ctypes.byref(handle)))
+        elif ordinal != 0:
+            raise ValueError("ordinal applies to device=DEVICE_CUDA only")
+        else:
+            _check(_linear_prepare(ctypes.byref(view._view), device, ctypes.byref(handle)))
+        # A CPU handle reads the view's planes until close(); a CUDA one holds its own copy.
+        self._adopt(handle, None if device == DEVICE_CUDA else view, device, ordinal)
         if threads is not None:
             self.set_threads(threads)
         if activation is not None:
             self.set_activation(activation)
+
+    def _adopt(self, handle, keep, device: int, ordinal: int) -> None:
+        self._handle = handle
+        self._view = keep  # the handle reads these planes until close()
+        self.device = device
+        self.ordinal = ordinal
+        rows, cols = _u64(), _u64()
+        _check(_linear_shape(handle, ctypes.byref(rows), ctypes.byref(cols)))
+        self.shape = (rows.value, cols.value)
 
     def _live(self):
         if not self._handle:
@@ -776,6 +842,101 @@ class Linear:
                                None if b is None else _ptr(b), 0 if b is None else b.size,
                                _ptr(y), y.nbytes, y_dtype))
         return y
+
+    @classmethod
+    def from_device(cls, format: Union[int, str], rows: int, cols: int, planes: Sequence,
+                    layout: Optional[int] = None, ordinal: int = 0) -> "Linear":
+        """A weight whose planes are already in the memory of CUDA device ``ordinal``
+        (ninfer_cuda_linear_prepare_device, zero copy). ``planes``: the layout's planes in
+        order, each an object with ``__cuda_array_interface__`` (C-contiguous, any dtype:
+        its bytes are the plane) or an ``(address, nbytes)`` pair. The planes are borrowed:
+        this object keeps the array objects alive, and they must not change until
+        ``close()``."""
+        fmt = format_lookup(format) if isinstance(format, str) else int(format)
+        if layout is None:
+            layout = format_info(fmt).layout
+        if len(planes) > MAX_PLANES:
+            raise ValueError(f"at most {MAX_PLANES} planes")
+        v = _DeviceView()
+        v.format, v.layout, v.rows, v.cols = fmt, layout, rows, cols
+        keep = []
+        for i, p in enumerate(planes):
+            if isinstance(p, tuple) and len(p) == 2 and all(isinstance(n, int) for n in p):
+                address, nbytes = p
+            else:
+                a = cuda_array(p, f"plane {i}")
+                address, nbytes = a.address, a.nbytes
+            if address < 0 or nbytes < 0:
+                raise ValueError(f"plane {i}: negative address or length")
+            v.plane_addresses[i], v.plane_lengths[i] = address, nbytes
+            keep.append(p)
+        handle = _LinearP()
+        _check(_cuda_linear_prepare_device(ctypes.byref(v), ordinal, ctypes.byref(handle)))
+        self = cls.__new__(cls)
+        self._adopt(handle, keep, DEVICE_CUDA, ordinal)
+        return self
+
+    def workspace_size(self, m: int) -> int:
+        """Bytes of device workspace :meth:`forward_device` of ``m`` rows needs (0 for a
+        CPU handle and for products that need none)."""
+        n = _u64()
+        _check(_cuda_linear_workspace_size(self._live(), m, ctypes.byref(n)))
+        return n.value
+
+    def forward_device(self, x, y, bias=None, stream=None, workspace=None,
+                       bf16: bool = False) -> None:
+        """``y = x · Wᵀ (+ bias)`` on the handle's CUDA device, enqueued on ``stream``
+        (ninfer_cuda_linear_forward; returns without waiting).
+
+        ``x`` [m, K] and ``y`` [m, N] (or [K] and [N] for m = 1) are device arrays exposing
+        ``__cuda_array_interface__`` (torch CUDA tensors, CuPy arrays), C-contiguous. ``x``:
+        float32, float16, or bf16; ``y``: float32 or bf16. bf16 travels as 2-byte words
+        (``<u2``, ``<i2`` or ``<V2``, e.g. ``t.view(torch.int16)``) with ``bf16=True``.
+        ``bias``: None or N float32 values on the device. ``stream``: None (the default
+        stream), an address (int), or an object with ``cuda_stream`` (torch) or ``ptr``
+        (CuPy). ``workspace``: None (the library allocates in stream order) or a device
+        array of at least :meth:`workspace_size` bytes (then nothing is allocated, so the
+        call can be captured in a CUDA graph). The arrays must stay alive until the stream
+        has run the product. Raises ValueError / TypeError for a missing or non-contiguous
+        interface, a wrong dtype or shape, a read-only ``y``; NinferError for the library's
+        refusals (UNSUPPORTED on a CPU handle)."""
+        xa = cuda_array(x, "x")
+        ya = cuda_array(y, "y")
+        x_dtype = _cuda_dtype(xa, "x", bf16, (Dtype.F32, Dtype.F16, Dtype.BF16))
+        y_dtype = _cuda_dtype(ya, "y", bf16, (Dtype.F32, Dtype.BF16))
+        if ya.readonly:
+            raise ValueError("y: the array is read-only")
+        m, k = _matrix(xa, "x")
+        n = self.shape[0]
+        if _matrix(ya, "y") != (m, n):
+            raise ValueError(f"y: shape {ya.shape}, expected ({m}, {n})")
+        b = 0
+        if bias is not None:
+            ba = cuda_array(bias, "bias")
+            _cuda_dtype(ba, "bias", False, (Dtype.F32,))
+            if ba.size != n:
+                raise ValueError(f"bias: {ba.size} values, expected {n}")
+            b = ba.address
+        ws, ws_bytes = 0, 0
+        if workspace is not None:
+            wa = cuda_array(workspace, "workspace")
+            ws, ws_bytes = wa.address, wa.nbytes
+        _check(_cuda_linear_forward(self._live(), xa.address, x_dtype, m, k, b, ya.address,
+                                    y_dtype, _stream(stream), ws, ws_bytes))
+
+    def decode_rows_device(self, first: int, out, stream=None, bf16: bool = False) -> None:
+        """Rows ``first .. first + count`` of the weight decoded into the device array
+        ``out`` [count, K] (float32, or bf16 words with ``bf16=True``), enqueued on
+        ``stream`` (ninfer_cuda_linear_decode_rows; arguments as :meth:`forward_device`)."""
+        oa = cuda_array(out, "out")
+        dtype = _cuda_dtype(oa, "out", bf16, (Dtype.F32, Dtype.BF16))
+        if oa.readonly:
+            raise ValueError("out: the array is read-only")
+        count, k = _matrix(oa, "out")
+        if k != self.shape[1]:
+            raise ValueError(f"out: {k} columns, expected K = {self.shape[1]}")
+        _check(_cuda_linear_decode_rows(self._live(), first, count, oa.address, dtype,
+                                        _stream(stream)))
 
     def close(self) -> None:
         if getattr(self, "_handle", None):
@@ -830,3 +991,155 @@ def fp8_row_unpack(view: WeightView):
     _check(_fp8_row_unpack(ctypes.byref(view._view), _ptr(codes), codes.size, _ptr(scales),
                            scales.size))
     return codes, scales
+
+
+# ---- CUDA -------------------------------------------------------------------------------
+
+
+def cuda_compiled() -> bool:
+    """True when the loaded library was built with CUDA support (cargo feature ``cuda``,
+    CMake ``-DNINFER_CUDA=ON``); says nothing about the machine (:func:`cuda_device_count`)."""
+    return bool(_cuda_compiled())
+
+
+def cuda_device_count() -> int:
+    """The number of CUDA devices. Raises NinferError with ``Status.NO_DEVICE`` when the
+    library has no CUDA support or the NVIDIA driver is missing (the message says which)."""
+    n = _u32()
+    _check(_cuda_device_count(ctypes.byref(n)))
+    return n.value
+
+
+@dataclass(frozen=True)
+class CudaDeviceInfo:
+    """Properties of one CUDA device (ninfer_cuda_device_info)."""
+
+    name: str
+    compute_capability: Tuple[int, int]
+    total_memory_bytes: int
+    multiprocessors: int
+    l2_cache_bytes: int
+    native_cubin: bool  # the library holds a CUBIN for it (else the PTX is JIT-compiled)
+
+
+def cuda_device_properties(ordinal: int = 0) -> CudaDeviceInfo:
+    """The properties of CUDA device ``ordinal``; NinferError NO_DEVICE as
+    :func:`cuda_device_count`, or for an ordinal with no device."""
+    info = _CudaDeviceInfo()
+    _check(_cuda_device_properties(ordinal, ctypes.byref(info)))
+    return CudaDeviceInfo(info.name.decode("utf-8", "replace"),
+                          (info.compute_capability_major, info.compute_capability_minor),
+                          info.total_memory_bytes, info.multiprocessors, info.l2_cache_bytes,
+                          bool(info.native_cubin))
+
+
+@dataclass(frozen=True)
+class CudaArray:
+    """A device array as read from its ``__cuda_array_interface__``: address, shape,
+    ``typestr`` (e.g. ``<f4``), item size in bytes, read-only flag; ``obj`` keeps the
+    owner alive."""
+
+    address: int
+    shape: Tuple[int, ...]
+    typestr: str
+    itemsize: int
+    readonly: bool
+    obj: object
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+
+def cuda_array(obj, what: str = "array") -> CudaArray:
+    """Reads ``obj.__cuda_array_interface__`` (versions 0 to 3: ``data``, ``shape``,
+    ``typestr``, ``strides``, ``mask``). Raises TypeError when ``obj`` has no interface,
+    ValueError for a malformed one, a mask, a big-endian type, or strides that are not
+    C-contiguous (``x.contiguous()`` / ``cupy.ascontiguousarray(x)`` first)."""
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:
+        cai = None
+    if not isinstance(cai, dict):
+        raise TypeError(f"{what}: expected a CUDA device array (an object with "
+                        f"__cuda_array_interface__, e.g. a torch CUDA tensor or a CuPy array), "
+                        f"got {type(obj).__name__}")
+    version = cai.get("version", 0)
+    if not isinstance(version, int) or not 0 <= version <= 3:
+        raise ValueError(f"{what}: __cuda_array_interface__ version {version!r} (0 to 3 known)")
+    try:
+        shape = tuple(int(d) for d in cai["shape"])
+        typestr = cai["typestr"]
+        address, readonly = cai["data"]
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{what}: malformed __cuda_array_interface__ "
+                         f"(shape, typestr, data=(address, readonly)): {e!r}") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{what}: negative extent in shape {shape}")
+    if not isinstance(typestr, str) or len(typestr) < 3 or typestr[0] not in "<>|=" \
+            or not typestr[2:].isdigit():
+        raise ValueError(f"{what}: malformed typestr {typestr!r}")
+    itemsize = int(typestr[2:])
+    if typestr[0] == ">" and itemsize > 1:
+        raise ValueError(f"{what}: big-endian typestr {typestr!r}")
+    if cai.get("mask") is not None:
+        raise ValueError(f"{what}: masked arrays are not supported")
+    address = 0 if address is None else int(address)
+    strides = cai.get("strides")
+    if strides is not None:
+        strides = tuple(int(s) for s in strides)
+        if len(strides) != len(shape):
+            raise ValueError(f"{what}: strides {strides} do not match shape {shape}")
+        expect = itemsize
+        if 0 not in shape:
+            for d, s in zip(reversed(shape), reversed(strides)):
+                if d != 1 and s != expect:
+                    raise ValueError(f"{what}: not C-contiguous (shape {shape}, strides "
+                                     f"{strides}); make a contiguous copy first")
+                expect *= d
+    return CudaArray(address, shape, typestr, itemsize, bool(readonly), obj)
+
+
+def _cuda_dtype(a: CudaArray, what: str, bf16: bool, allowed) -> Dtype:
+    kind = a.typestr[1:]
+    if kind == "f4":
+        dt = Dtype.F32
+    elif kind == "f2":
+        dt = Dtype.F16
+    elif kind in ("u2", "i2", "V2") and bf16:
+        dt = Dtype.BF16
+    else:
+        dt = None
+    if dt not in allowed:
+        names = {Dtype.F32: "float32", Dtype.F16: "float16", Dtype.BF16: "bf16 words (bf16=True)"}
+        raise ValueError(f"{what}: dtype {a.typestr!r} not accepted "
+                         f"({', '.join(names[d] for d in allowed)})")
+    return dt
+
+
+def _matrix(a: CudaArray, what: str) -> Tuple[int, int]:
+    if len(a.shape) == 2:
+        return a.shape
+    if len(a.shape) == 1:
+        return 1, a.shape[0]
+    raise ValueError(f"{what}: shape {a.shape}, expected 1-D or 2-D")
+
+
+def _stream(stream) -> Optional[int]:
+    if stream is None:
+        return None
+    if isinstance(stream, int):
+        return stream or None
+    for attr in ("cuda_stream", "ptr", "handle"):
+        h = getattr(stream, attr, None)
+        if isinstance(h, int):
+            return h or None
+    raise TypeError(f"stream: expected None, an address or a stream object "
+                    f"(cuda_stream / ptr), got {type(stream).__name__}")

@@ -2,6 +2,8 @@
 decoded GGUF rows compared bit for bit with gguf-py's dequantizers (an independent oracle).
 Run: python3 -m unittest discover -s bindings/python/tests -v (PYTHONPATH=bindings/python)."""
 
+import ctypes
+import os
 import threading
 import unittest
 
@@ -441,7 +443,8 @@ class ActivationTests(unittest.TestCase):
             ("bf16", A.Q8_1, ninfer.DEVICE_CPU, False),
             ("fp32", A.Q8_1, ninfer.DEVICE_CPU, False),
             ("nvfp4", A.Q8_1, ninfer.DEVICE_CPU, True),
-            ("q4_g64_fp16", A.Q8_1, ninfer.DEVICE_CUDA, False),
+            # CUDA: only in a build with CUDA support (a question about the build).
+            ("q4_g64_fp16", A.Q8_1, ninfer.DEVICE_CUDA, ninfer.cuda_compiled()),
         ]:
             layout = rs if fmt[0] in "qt" else None
             self.assertIs(ninfer.linear_activation_supported(fmt, layout, act, device), want,
@@ -652,6 +655,211 @@ class CheckingAProduct(unittest.TestCase):
         np.testing.assert_array_equal(back, bf.view(ml_dtypes.bfloat16).astype(np.float32))
         np.testing.assert_array_equal(ninfer.convert(h, ninfer.Dtype.F16, ninfer.Dtype.F32),
                                       h.astype(np.float32))
+
+
+class FakeCudaArray:
+    """A stand-in for a torch / CuPy device array: only ``__cuda_array_interface__``."""
+
+    def __init__(self, shape, typestr="<f4", address=0x7F0000000000, strides=None,
+                 readonly=False, version=3, **extra):
+        self.__cuda_array_interface__ = dict(shape=tuple(shape), typestr=typestr,
+                                             data=(address, readonly), strides=strides,
+                                             version=version, **extra)
+
+
+def fp32_view():
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)  # N = 2, K = 3
+    return ninfer.WeightView("fp32", 2, 3, [w])
+
+
+class CudaTests(unittest.TestCase):
+    """The CUDA entry points on a machine without GPU or driver (and, in the default
+    build, without CUDA support): NO_DEVICE with a message, outputs untouched, NULL refused,
+    and the __cuda_array_interface__ parsing up to the library call."""
+
+    def assertNoDevice(self, cm):
+        self.assertEqual(cm.exception.status, Status.NO_DEVICE)
+        self.assertTrue(cm.exception.message)
+
+    def test_statuses(self):
+        self.assertEqual(Status.NO_DEVICE, 20)
+        self.assertEqual(Status.CUDA, 21)
+
+    def test_compiled_agrees_with_the_build(self):
+        compiled = ninfer.cuda_compiled()
+        self.assertIsInstance(compiled, bool)
+        expect = os.environ.get("NINFER_EXPECT_CUDA")
+        if expect is not None:
+            self.assertEqual(compiled, expect == "1")
+        with self.assertRaises(NinferError) as cm:
+            ninfer.cuda_device_count()
+        self.assertNoDevice(cm)
+        # The message says which: no CUDA support in this build, or no driver / GPU.
+        self.assertEqual("no CUDA support" in cm.exception.message, not compiled)
+
+    def test_no_device(self):
+        with self.assertRaises(NinferError) as cm:
+            ninfer.cuda_device_properties(0)
+        self.assertNoDevice(cm)
+        with self.assertRaises(NinferError) as cm:
+            ninfer.Linear(fp32_view(), device=ninfer.DEVICE_CUDA)
+        self.assertNoDevice(cm)
+        with self.assertRaises(NinferError) as cm:
+            ninfer.Linear(fp32_view(), device=ninfer.DEVICE_CUDA, ordinal=3)
+        self.assertNoDevice(cm)
+        with self.assertRaises(ValueError):
+            ninfer.Linear(fp32_view(), ordinal=1)  # ordinal without DEVICE_CUDA
+
+    def test_outputs_untouched(self):
+        n = ctypes.c_uint32(77)
+        self.assertEqual(ninfer._cuda_device_count(ctypes.byref(n)), Status.NO_DEVICE)
+        self.assertEqual(n.value, 77)
+        info = ninfer._CudaDeviceInfo()
+        info.multiprocessors, info.name = 5, b"untouched"
+        self.assertEqual(ninfer._cuda_device_properties(0, ctypes.byref(info)), Status.NO_DEVICE)
+        self.assertEqual((info.multiprocessors, info.name), (5, b"untouched"))
+        v = fp32_view()
+        h = ctypes.cast(ctypes.c_void_p(0x1230), ninfer._LinearP)
+        st = ninfer._cuda_linear_prepare(ctypes.byref(v._view), 0, ctypes.byref(h))
+        self.assertEqual(st, Status.NO_DEVICE)
+        self.assertEqual(ctypes.cast(h, ctypes.c_void_p).value, 0x1230)
+        dv = ninfer._DeviceView()
+        dv.format, dv.layout, dv.rows, dv.cols = v.format, v.layout, 2, 3
+        dv.plane_addresses[0], dv.plane_lengths[0] = 0x7F0000000000, 24
+        st = ninfer._cuda_linear_prepare_device(ctypes.byref(dv), 0, ctypes.byref(h))
+        self.assertEqual(st, Status.NO_DEVICE)
+        self.assertTrue(ninfer._last_message())
+        self.assertEqual(ctypes.cast(h, ctypes.c_void_p).value, 0x1230)
+
+    def test_null_pointers(self):
+        h = ninfer._LinearP()
+        n64 = ctypes.c_uint64(9)
+        v = fp32_view()
+        for st in [
+            ninfer._cuda_device_count(None),
+            ninfer._cuda_device_properties(0, None),
+            ninfer._cuda_linear_prepare(None, 0, ctypes.byref(h)),
+            ninfer._cuda_linear_prepare(ctypes.byref(v._view), 0, None),
+            ninfer._cuda_linear_prepare_device(None, 0, ctypes.byref(h)),
+            ninfer._cuda_linear_workspace_size(None, 1, ctypes.byref(n64)),
+            ninfer._cuda_linear_forward(None, 1, 0, 1, 3, 0, 1, 0, None, 0, 0),
+            ninfer._cuda_linear_decode_rows(None, 0, 1, 1, 0, None),
+        ]:
+            self.assertEqual(st, Status.NULL_POINTER)
+            self.assertTrue(ninfer._last_message())
+        self.assertEqual(n64.value, 9)
+        with ninfer.Linear(v) as lin:  # x / y address 0 with m > 0
+            st = ninfer._cuda_linear_forward(lin._handle, 0, 0, 1, 3, 0, 0, 0, None, 0, 0)
+            self.assertEqual(st, Status.NULL_POINTER)
+            self.assertEqual(ninfer._cuda_linear_workspace_size(lin._handle, 1, None),
+                             Status.NULL_POINTER)
+        # A device plane at address 0 with a length.
+        with self.assertRaises(NinferError) as cm:
+            ninfer.Linear.from_device("fp32", 2, 3, [(0, 24)])
+        self.assertEqual(cm.exception.status, Status.NULL_POINTER)
+
+    def test_from_device_parses_planes(self):
+        # A well-formed plane reaches the library, which has no device.
+        for plane in [FakeCudaArray((6,)), FakeCudaArray((2, 3)), FakeCudaArray((24,), "|u1"),
+                      (0x7F0000000000, 24)]:
+            with self.assertRaises(NinferError) as cm:
+                ninfer.Linear.from_device("fp32", 2, 3, [plane])
+            self.assertNoDevice(cm)
+        # The plane length is the array's bytes: 5 floats are refused as such.
+        with self.assertRaises(NinferError) as cm:
+            ninfer.Linear.from_device("fp32", 2, 3, [FakeCudaArray((5,))])
+        self.assertEqual(cm.exception.status, Status.SIZE_MISMATCH)
+        with self.assertRaises(TypeError):
+            ninfer.Linear.from_device("fp32", 2, 3, [np.zeros(6, np.float32)])
+        with self.assertRaises(ValueError):
+            ninfer.Linear.from_device("fp32", 2, 3, [FakeCudaArray((2, 3), strides=(4, 8))])
+
+    def spy_forward(self):
+        calls = []
+        real = ninfer._cuda_linear_forward
+
+        def spy(*args):
+            calls.append(args[1:])
+            return real(*args)
+        ninfer._cuda_linear_forward = spy
+        self.addCleanup(setattr, ninfer, "_cuda_linear_forward", real)
+        return calls
+
+    def test_forward_device_parses_interfaces(self):
+        calls = self.spy_forward()
+
+        class Stream:
+            cuda_stream = 0x5000
+
+        with ninfer.Linear(fp32_view()) as lin:
+            self.assertEqual(lin.workspace_size(4), 0)  # a CPU handle needs none
+            x = FakeCudaArray((4, 3), address=0x1000, strides=(12, 4))
+            y = FakeCudaArray((4, 2), address=0x2000)
+            bias = FakeCudaArray((2,), address=0x3000)
+            ws = FakeCudaArray((256,), "|u1", address=0x4000)
+            # The library is reached and refuses a CPU handle.
+            with self.assertRaises(NinferError) as cm:
+                lin.forward_device(x, y, bias=bias, stream=Stream(), workspace=ws)
+            self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
+            self.assertEqual(calls[-1], (0x1000, ninfer.Dtype.F32, 4, 3, 0x3000, 0x2000,
+                                         ninfer.Dtype.F32, 0x5000, 0x4000, 256))
+            # f16 x, bf16 words for y, a 1-D row, a stream address, no bias / workspace.
+            with self.assertRaises(NinferError):
+                lin.forward_device(FakeCudaArray((3,), "<f2", address=0x1100),
+                                   FakeCudaArray((2,), "<i2", address=0x2200), stream=0x77,
+                                   bf16=True)
+            self.assertEqual(calls[-1], (0x1100, ninfer.Dtype.F16, 1, 3, 0, 0x2200,
+                                         ninfer.Dtype.BF16, 0x77, 0, 0))
+            # Size-1 dimensions may carry any stride; an empty x has no strides to check.
+            with self.assertRaises(NinferError):
+                lin.forward_device(FakeCudaArray((1, 3), strides=(0, 4)), FakeCudaArray((1, 2)))
+            n_calls = len(calls)
+            # Refused before the library is called.
+            refusals = [
+                (TypeError, dict(x=np.zeros((4, 3), np.float32))),
+                (ValueError, dict(x=FakeCudaArray((4, 3), strides=(4, 16)))),  # column-major
+                (ValueError, dict(x=FakeCudaArray((4, 3), strides=(24, 4)))),  # a slice
+                (ValueError, dict(x=FakeCudaArray((4, 3), "<f8"))),
+                (ValueError, dict(x=FakeCudaArray((4, 3), "<i4"))),
+                (ValueError, dict(x=FakeCudaArray((4, 3), "<u2"))),  # bf16 words need bf16=True
+                (ValueError, dict(x=FakeCudaArray((4, 3), ">f4"))),
+                (ValueError, dict(x=FakeCudaArray((4, 3), "f4"))),
+                (ValueError, dict(x=FakeCudaArray((2, 2, 3)))),
+                (ValueError, dict(x=FakeCudaArray((4, 3), mask=FakeCudaArray((4, 3), "|b1")))),
+                (ValueError, dict(x=FakeCudaArray((4, 3), version=9))),
+                (ValueError, dict(y=FakeCudaArray((4, 2), "<f2", ))),  # f16 outputs
+                (ValueError, dict(y=FakeCudaArray((4, 3)))),  # N = 2
+                (ValueError, dict(y=FakeCudaArray((3, 2)))),  # m = 4
+                (ValueError, dict(y=FakeCudaArray((4, 2), readonly=True))),
+                (ValueError, dict(bias=FakeCudaArray((3,)))),
+                (ValueError, dict(bias=FakeCudaArray((2,), "<f2"))),
+                (TypeError, dict(stream="default")),
+            ]
+            for exc, kw in refusals:
+                args = dict(x=FakeCudaArray((4, 3)), y=FakeCudaArray((4, 2)))
+                args.update(kw)
+                with self.assertRaises(exc, msg=repr(kw)) as cm:
+                    lin.forward_device(**args)
+                self.assertTrue(str(cm.exception))
+            broken = FakeCudaArray((4, 3))
+            del broken.__cuda_array_interface__["data"]
+            with self.assertRaises(ValueError):
+                lin.forward_device(broken, FakeCudaArray((4, 2)))
+            self.assertEqual(len(calls), n_calls)
+
+    def test_decode_rows_device(self):
+        with ninfer.Linear(fp32_view()) as lin:
+            with self.assertRaises(NinferError) as cm:  # a CPU handle
+                lin.decode_rows_device(0, FakeCudaArray((2, 3)))
+            self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
+            with self.assertRaises(NinferError):
+                lin.decode_rows_device(1, FakeCudaArray((1, 3), "<u2"), stream=0x9, bf16=True)
+            with self.assertRaises(ValueError):
+                lin.decode_rows_device(0, FakeCudaArray((2, 4)))  # K = 3
+            with self.assertRaises(ValueError):
+                lin.decode_rows_device(0, FakeCudaArray((2, 3), "<f2"))
+            with self.assertRaises(ValueError):
+                lin.decode_rows_device(0, FakeCudaArray((2, 3), readonly=True))
 
 
 class AgainstGgufPy(unittest.TestCase):

@@ -475,7 +475,90 @@ pub const Linear = struct {
         const b: []const f32 = bias orelse &.{};
         return check(c.ninfer_linear_forward(l.handle, if (x.len == 0) null else x.ptr, x.len * @sizeOf(f32), c.NINFER_DTYPE_F32, m, l.cols, if (b.len == 0) null else b.ptr, b.len, if (y.len == 0) null else y.ptr, y.len * @sizeOf(f32), c.NINFER_DTYPE_F32));
     }
+
+    /// Copies v's planes once to CUDA device `ordinal` (ninfer_cuda_linear_prepare;
+    /// `prepare` with NINFER_DEVICE_CUDA does the same on device 0): v may be freed
+    /// afterwards. `forward` then copies host buffers in and out; `cudaForward` works on
+    /// device buffers. error.NoDevice without CUDA support, driver or GPU.
+    pub fn prepareCuda(v: *const WeightView, ordinal: u32) Error!Linear {
+        var h: ?*c.ninfer_linear = null;
+        try check(c.ninfer_cuda_linear_prepare(&v.raw, ordinal, &h));
+        return adopt(h.?);
+    }
+
+    /// A weight whose planes are already in the memory of CUDA device `ordinal`
+    /// (ninfer_cuda_linear_prepare_device, zero copy): they must stay valid and unchanged
+    /// until `deinit`.
+    pub fn prepareCudaDevice(v: *const DeviceView, ordinal: u32) Error!Linear {
+        var h: ?*c.ninfer_linear = null;
+        try check(c.ninfer_cuda_linear_prepare_device(v, ordinal, &h));
+        return adopt(h.?);
+    }
+
+    fn adopt(h: *c.ninfer_linear) Error!Linear {
+        var l = Linear{ .handle = h, .rows = 0, .cols = 0 };
+        errdefer l.deinit();
+        try check(c.ninfer_linear_shape(l.handle, &l.rows, &l.cols));
+        return l;
+    }
+
+    /// Device workspace bytes `cudaForward` of `m` rows needs (0 for a CPU handle).
+    pub fn cudaWorkspaceSize(l: *const Linear, m: u64) Error!u64 {
+        var n: u64 = 0;
+        try check(c.ninfer_cuda_linear_workspace_size(l.handle, m, &n));
+        return n;
+    }
+
+    /// y = x · Wᵀ (+ bias) on the handle's device, enqueued on `stream` (no wait): x holds
+    /// m × K values of `x_dtype`, y m × N of `y_dtype` (F32 or BF16), bias N floats or 0,
+    /// all device addresses; `workspace` 0 lets the library allocate in stream order.
+    /// error.Unsupported on a CPU handle.
+    pub fn cudaForward(l: *const Linear, x: u64, x_dtype: Dtype, m: u64, bias: u64, y: u64, y_dtype: Dtype, stream: CudaStream, workspace: u64, workspace_bytes: u64) Error!void {
+        return check(c.ninfer_cuda_linear_forward(l.handle, x, x_dtype, m, l.cols, bias, y, y_dtype, stream, workspace, workspace_bytes));
+    }
+
+    /// Rows first .. first + count decoded into device memory `out` (count × K values of
+    /// `out_dtype`, F32 or BF16), enqueued on `stream`.
+    pub fn cudaDecodeRows(l: *const Linear, first: u64, count: u64, out: u64, out_dtype: Dtype, stream: CudaStream) Error!void {
+        return check(c.ninfer_cuda_linear_decode_rows(l.handle, first, count, out, out_dtype, stream));
+    }
 };
+
+// ---- CUDA -------------------------------------------------------------------------------
+// Every build has these entry points; without CUDA support in the build, the NVIDIA driver
+// or a GPU they fail with error.NoDevice (lastMessage says which). Device memory travels as
+// u64 addresses (CUdeviceptr), streams as CudaStream (a CUstream; null = default stream).
+
+/// Properties of one CUDA device (`cudaDeviceName` reads its name).
+pub const CudaDeviceInfo = c.ninfer_cuda_device_info;
+/// A weight whose planes are device memory: addresses and byte lengths.
+pub const DeviceView = c.ninfer_device_view;
+/// A CUstream; null is the device's default stream.
+pub const CudaStream = ?*anyopaque;
+
+/// True when the linked library was built with CUDA support (says nothing about the machine).
+pub fn cudaCompiled() bool {
+    return c.ninfer_cuda_compiled() != 0;
+}
+
+/// The number of CUDA devices.
+pub fn cudaDeviceCount() Error!u32 {
+    var n: u32 = 0;
+    try check(c.ninfer_cuda_device_count(&n));
+    return n;
+}
+
+/// The properties of device `ordinal`.
+pub fn cudaDeviceProperties(ordinal: u32) Error!CudaDeviceInfo {
+    var info = std.mem.zeroes(CudaDeviceInfo);
+    try check(c.ninfer_cuda_device_properties(ordinal, &info));
+    return info;
+}
+
+/// The device's name (borrowed from `info`).
+pub fn cudaDeviceName(info: *const CudaDeviceInfo) []const u8 {
+    return std.mem.sliceTo(@as([*:0]const u8, @ptrCast(&info.name)), 0);
+}
 
 // ---- tests (run by `zig build test`) ----------------------------------------------------
 
@@ -831,7 +914,6 @@ test "activation: the documented support table" {
         .{ .f = c.NINFER_FORMAT_BF16, .l = cl, .a = .q8_1, .d = cpu, .want = false },
         .{ .f = c.NINFER_FORMAT_FP32, .l = cl, .a = .q8_1, .d = cpu, .want = false },
         .{ .f = c.NINFER_FORMAT_NVFP4, .l = c.NINFER_LAYOUT_BLOCK_SCALE_K16_M128X4_V1, .a = .q8_1, .d = cpu, .want = true },
-        .{ .f = c.NINFER_FORMAT_Q4_G64_FP16, .l = rs, .a = .q8_1, .d = c.NINFER_DEVICE_CUDA, .want = false },
     };
     for (cases) |k| {
         testing.expectEqual(k.want, try linearActivationSupported(k.f, k.l, k.a, k.d)) catch |e| {
@@ -839,6 +921,8 @@ test "activation: the documented support table" {
             return e;
         };
     }
+    // CUDA: only in a build with CUDA support (a question about the build).
+    try testing.expectEqual(cudaCompiled(), try linearActivationSupported(c.NINFER_FORMAT_Q4_G64_FP16, rs, .q8_1, c.NINFER_DEVICE_CUDA));
     var buf: [256]u8 = undefined;
     try testing.expectError(error.InvalidArgument, linearActivationSupported(c.NINFER_FORMAT_Q4_G64_FP16, rs, @fromBackingInt(@intCast(7)), cpu));
     try testing.expect(lastMessage(&buf).len > 0);
@@ -1041,4 +1125,75 @@ test "activation: bf16 refuses q8_1" {
     var y: [2]f32 = undefined;
     try lin.forward(&.{ 0.5, 0.25 }, 1, null, &y);
     try testing.expectEqualSlices(f32, &.{ 1, 2.5 }, &y);
+}
+
+test "cuda: no device, outputs untouched, NULL refused" {
+    var buf: [256]u8 = undefined;
+    if (std.c.getenv("NINFER_EXPECT_CUDA")) |want| {
+        try testing.expectEqual(std.mem.eql(u8, std.mem.span(want), "1"), cudaCompiled());
+    }
+    try testing.expectEqual(@as(u32, 20), c.NINFER_STATUS_NO_DEVICE);
+    try testing.expectEqual(@as(u32, 21), c.NINFER_STATUS_CUDA);
+    try testing.expectError(error.Cuda, check(c.NINFER_STATUS_CUDA));
+    try testing.expectError(error.NoDevice, cudaDeviceCount());
+    const msg = lastMessage(&buf);
+    try testing.expect(msg.len > 0);
+    // The message says which: no CUDA support in this build, or no driver / GPU.
+    try testing.expectEqual(!cudaCompiled(), std.mem.indexOf(u8, msg, "no CUDA support") != null);
+    try testing.expectError(error.NoDevice, cudaDeviceProperties(0));
+    try testing.expect(lastMessage(&buf).len > 0);
+
+    var n: u32 = 77;
+    try testing.expectEqual(@as(u32, c.NINFER_STATUS_NO_DEVICE), c.ninfer_cuda_device_count(&n));
+    try testing.expectEqual(@as(u32, 77), n);
+    var info = std.mem.zeroes(CudaDeviceInfo);
+    info.multiprocessors = 5;
+    try testing.expectEqual(@as(u32, c.NINFER_STATUS_NO_DEVICE), c.ninfer_cuda_device_properties(0, &info));
+    try testing.expectEqual(@as(u32, 5), info.multiprocessors);
+    try testing.expectEqual(@as(usize, 0), cudaDeviceName(&info).len);
+
+    const w = [_]f32{ 0, 1, 2, 3, 4, 5 };
+    const v = WeightView.init(c.NINFER_FORMAT_FP32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, &.{std.mem.sliceAsBytes(&w)});
+    try testing.expectError(error.NoDevice, Linear.prepareCuda(&v, 0));
+    try testing.expectError(error.NoDevice, Linear.prepare(&v, c.NINFER_DEVICE_CUDA));
+    var h: ?*c.ninfer_linear = @ptrFromInt(0x1230);
+    try testing.expectEqual(@as(u32, c.NINFER_STATUS_NO_DEVICE), c.ninfer_cuda_linear_prepare(&v.raw, 0, &h));
+    try testing.expectEqual(@as(usize, 0x1230), @intFromPtr(h));
+    var dv = std.mem.zeroes(DeviceView);
+    dv.format = c.NINFER_FORMAT_FP32;
+    dv.layout = c.NINFER_LAYOUT_CONTIGUOUS_LE_V1;
+    dv.rows = 2;
+    dv.cols = 3;
+    dv.plane_addresses[0] = 0x7F0000000000;
+    dv.plane_lengths[0] = 24;
+    try testing.expectError(error.NoDevice, Linear.prepareCudaDevice(&dv, 0));
+    try testing.expect(lastMessage(&buf).len > 0);
+    var bad = dv;
+    bad.plane_lengths[0] = 20;
+    try testing.expectError(error.SizeMismatch, Linear.prepareCudaDevice(&bad, 0));
+    bad = dv;
+    bad.plane_addresses[0] = 0;
+    try testing.expectError(error.NullPointer, Linear.prepareCudaDevice(&bad, 0));
+
+    // NULL pointers.
+    var ws: u64 = 9;
+    try testing.expectError(error.NullPointer, check(c.ninfer_cuda_device_count(null)));
+    try testing.expectError(error.NullPointer, check(c.ninfer_cuda_device_properties(0, null)));
+    try testing.expectError(error.NullPointer, check(c.ninfer_cuda_linear_prepare(null, 0, &h)));
+    try testing.expectError(error.NullPointer, check(c.ninfer_cuda_linear_prepare(&v.raw, 0, null)));
+    try testing.expectError(error.NullPointer, check(c.ninfer_cuda_linear_prepare_device(null, 0, &h)));
+    try testing.expectError(error.NullPointer, check(c.ninfer_cuda_linear_prepare_device(&dv, 0, null)));
+    try testing.expectError(error.NullPointer, check(c.ninfer_cuda_linear_workspace_size(null, 1, &ws)));
+    try testing.expectError(error.NullPointer, check(c.ninfer_cuda_linear_forward(null, 1, c.NINFER_DTYPE_F32, 1, 3, 0, 1, c.NINFER_DTYPE_F32, null, 0, 0)));
+    try testing.expectError(error.NullPointer, check(c.ninfer_cuda_linear_decode_rows(null, 0, 1, 1, c.NINFER_DTYPE_F32, null)));
+    try testing.expectEqual(@as(u64, 9), ws);
+
+    // The device entry points on a CPU handle.
+    var lin = try Linear.prepare(&v, c.NINFER_DEVICE_CPU);
+    defer lin.deinit();
+    try testing.expectEqual(@as(u64, 0), try lin.cudaWorkspaceSize(4));
+    try testing.expectError(error.Unsupported, lin.cudaForward(0x1000, c.NINFER_DTYPE_F32, 1, 0, 0x2000, c.NINFER_DTYPE_F32, null, 0, 0));
+    try testing.expectError(error.NullPointer, lin.cudaForward(0, c.NINFER_DTYPE_F32, 1, 0, 0x2000, c.NINFER_DTYPE_F32, null, 0, 0));
+    try testing.expectError(error.Unsupported, lin.cudaDecodeRows(0, 1, 0x3000, c.NINFER_DTYPE_F32, null));
+    try testing.expectError(error.NullPointer, lin.cudaDecodeRows(0, 1, 0, c.NINFER_DTYPE_F32, null));
 }
