@@ -20,7 +20,8 @@ fi
 # exports the default build's prefix).
 export LD_LIBRARY_PATH="$BUILD/stage/lib"
 unset NINFER_LIBRARY
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNINFER_CUDA=ON -DNINFER_TEST_ASAN=OFF >/dev/null
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNINFER_CUDA=ON -DNINFER_BUILD_TESTS=ON \
+  -DNINFER_TEST_ASAN=OFF >/dev/null
 cmake --build "$BUILD" -j "$JOBS" --target c_cuda_compiled cpp_wrapper_cxx17 cpp_wrapper_noexcept
 ctest --test-dir "$BUILD" -R '^(c_cuda_compiled|cpp_wrapper_cxx17|cpp_wrapper_noexcept)$' \
   --output-on-failure

@@ -10,7 +10,7 @@ pub(crate) mod abi;
 mod device_tests;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod host;
-#[cfg(test)]
+#[cfg(all(test, any(target_arch = "x86_64", feature = "cuda")))]
 mod testdata;
 #[cfg(feature = "cuda")]
 pub(crate) mod weight;
