@@ -219,9 +219,12 @@ impl CudaWeight {
         }
         let (n, k) = (self.desc.rows as usize, self.desc.cols as usize);
         let grid_y = m.div_ceil(MMAX);
-        if grid_y > 65535 || i32::try_from(m).is_err() {
+        // Launch geometry: 65535 grid rows of 8 activation rows, and the q8_1 quantizer's
+        // one thread per 32-value block in at most 2³¹ − 1 blocks of 128.
+        if grid_y > 65535 || (m * k / 32).div_ceil(128) > i32::MAX as usize {
             return Err(Error::Unsupported(format!(
-                "linear on CUDA: M = {m} rows in one call (at most {})",
+                "linear on CUDA: M = {m} rows of K = {k} in one call (at most {} rows, and M·K \
+                 below 2⁴³)",
                 65535 * MMAX
             )));
         }
@@ -343,6 +346,12 @@ impl CudaWeight {
             return Ok(());
         }
         let total = mul(count, self.desc.cols as usize, "rows × K")?;
+        if total.div_ceil(256) > i32::MAX as usize {
+            return Err(Error::Unsupported(format!(
+                "device decode of {count} rows of K = {} in one call (fewer rows per call)",
+                self.desc.cols
+            )));
+        }
         self.dev.bind()?;
         let (mut desc, mut first, mut count, mut out, mut od) =
             (self.desc, first as i32, count as i32, out, out_dtype as i32);
