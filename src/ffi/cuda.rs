@@ -272,8 +272,8 @@ pub unsafe extern "C" fn ninfer_cuda_linear_forward(
 /// even: the exact represented values, as `ninfer_decode_row`), enqueued on `stream`.
 ///
 /// Errors: `NULL_POINTER` (handle; out 0 with count > 0), `ROW_OUT_OF_RANGE`,
-/// `UNKNOWN_DTYPE`, `UNSUPPORTED` (f16, a CPU handle, a format without a device decoder:
-/// the GGUF types in this build), `CUDA`.
+/// `UNKNOWN_DTYPE`, `UNSUPPORTED` (f16, a CPU handle), `CUDA`. Every format a CUDA handle
+/// holds has a device decoder (the GGUF types included: ggml's dequantized values).
 ///
 /// # Safety
 /// `handle` from a CUDA prepare function and not freed; `out` device memory of its device

@@ -66,9 +66,10 @@ pub(crate) fn covers(plan: &Plan) -> bool {
     }
 }
 
-/// Whether the device decodes rows of `format` (`nf_decode_<n>`).
+/// Whether the device decodes rows of `format` (`nf_decode_<n>`): the exact-family formats
+/// and the GGUF types (the q8_1 kernels' formats that have no exact-family kernel).
 pub(crate) fn decodes(format: Format) -> bool {
-    EXACT.contains(&format)
+    EXACT.contains(&format) || Q8.contains(&format)
 }
 
 /// GEMV geometry (nf_kernels.cu): 16 weight rows per 128-thread block, 8 activation rows

@@ -76,6 +76,16 @@ void q8_rows(const nf_weight& w, const nf_i8* q, const float* d, int m, float* y
     }
 }
 
+// Rows first .. first + count decoded element by element, as nf_decode<F> does.
+template <int F>
+void decode_rows(const nf_weight& w, int first, int count, float* out) {
+    const int k = w.cols;
+    for (int i = 0; i < count; i++) {
+        nf_wrow row = nf_row<F>(w, first + i);
+        for (int e = 0; e < k; e++) out[(size_t)i * k + e] = nf_decoded<F>(row, e);
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -148,6 +158,48 @@ int nfh_q8(int fmt, const nf_weight* w, const float* x, int m, float* y) {
         NF_Q8(NF_FMT_Q8_G32_FP16)
         NF_Q8(NF_FMT_NVFP4)
 #undef NF_Q8
+    }
+    return -1;
+}
+
+// Rows first .. first + count of the weight decoded as nf_decode<F> decodes them (out
+// [count][K] f32). 0, or -1 for a format the kernels do not decode.
+int nfh_decode(int fmt, const nf_weight* w, int first, int count, float* out) {
+    switch (fmt) {
+#define NF_DECODE(F) \
+    case F:          \
+        decode_rows<F>(*w, first, count, out); \
+        return 0;
+        NF_DECODE(NF_FMT_BF16)
+        NF_DECODE(NF_FMT_FP32)
+        NF_DECODE(NF_FMT_Q2_G64_FP16)
+        NF_DECODE(NF_FMT_T2_G128_FP16)
+        NF_DECODE(NF_FMT_Q4_G64_FP16)
+        NF_DECODE(NF_FMT_Q5_G64_FP16)
+        NF_DECODE(NF_FMT_Q6_G64_FP16)
+        NF_DECODE(NF_FMT_Q8_G32_FP16)
+        NF_DECODE(NF_FMT_FP8_E4M3FN_ROW_BF16)
+        NF_DECODE(NF_FMT_FP8_E4M3FN_ROW_FP16)
+        NF_DECODE(NF_FMT_NVFP4)
+        NF_DECODE(NF_FMT_GGUF_Q8_0)
+        NF_DECODE(NF_FMT_GGUF_Q4_0)
+        NF_DECODE(NF_FMT_GGUF_Q5_0)
+        NF_DECODE(NF_FMT_GGUF_Q2_0)
+        NF_DECODE(NF_FMT_GGUF_Q2_K)
+        NF_DECODE(NF_FMT_GGUF_Q3_K)
+        NF_DECODE(NF_FMT_GGUF_Q4_K)
+        NF_DECODE(NF_FMT_GGUF_Q5_K)
+        NF_DECODE(NF_FMT_GGUF_Q6_K)
+        NF_DECODE(NF_FMT_GGUF_IQ2_XXS)
+        NF_DECODE(NF_FMT_GGUF_IQ2_XS)
+        NF_DECODE(NF_FMT_GGUF_IQ2_S)
+        NF_DECODE(NF_FMT_GGUF_IQ3_XXS)
+        NF_DECODE(NF_FMT_GGUF_IQ3_S)
+        NF_DECODE(NF_FMT_GGUF_IQ1_S)
+        NF_DECODE(NF_FMT_GGUF_IQ1_M)
+        NF_DECODE(NF_FMT_GGUF_IQ4_NL)
+        NF_DECODE(NF_FMT_GGUF_IQ4_XS)
+#undef NF_DECODE
     }
     return -1;
 }

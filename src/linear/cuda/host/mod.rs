@@ -125,6 +125,7 @@ struct Harness {
     q8_1: unsafe extern "C" fn(*const f32, i32, i32, *mut i8, *mut f32, *mut i32),
     exact: unsafe extern "C" fn(i32, *const NfWeight, *const f32, i32, *mut f32) -> i32,
     q8: unsafe extern "C" fn(i32, *const NfWeight, *const f32, i32, *mut f32) -> i32,
+    decode: unsafe extern "C" fn(i32, *const NfWeight, i32, i32, *mut f32) -> i32,
     swizzle: unsafe extern "C" fn(u64, u64, u64) -> u64,
     f16_to_f32: unsafe extern "C" fn(u32) -> f32,
     f32_to_f16: unsafe extern "C" fn(f32) -> u32,
@@ -171,6 +172,7 @@ fn harness() -> &'static Harness {
                 q8_1: sym(lib, "nfh_q8_1"),
                 exact: sym(lib, "nfh_exact"),
                 q8: sym(lib, "nfh_q8"),
+                decode: sym(lib, "nfh_decode"),
                 swizzle: sym(lib, "nfh_nvfp4_scale_offset"),
                 f16_to_f32: sym(lib, "nfh_f16_to_f32"),
                 f32_to_f16: sym(lib, "nfh_f32_to_f16"),
@@ -391,4 +393,155 @@ fn kernels_match_the_cpu_in_the_q8_1_profile() {
     let n = compare_all(Activation::Q8_1);
     println!("{n} outputs bit-identical");
     assert!(n > 0);
+}
+
+/// `payload`, made decodable for the grouped formats (whose decoder checks every group):
+/// q4..q8 encoded from random values, t2 with its one illegal word (−2) cleared and nonzero
+/// scales (its padding columns, K not a multiple of 128, still hold random codes); nvfp4
+/// and fp8 without the E4M3FN NaN words.
+fn valid_payload(
+    format: Format,
+    layout: crate::registry::Layout,
+    n: usize,
+    k: usize,
+    rng: &mut Rng,
+) -> [Vec<u8>; 3] {
+    use crate::formats::float_source::FloatSource;
+    use crate::formats::grouped::encode::{Options, quantize};
+    let mut p = payload(format, layout, n, k, rng);
+    match format {
+        Format::Q4_G64Fp16 | Format::Q5_G64Fp16 | Format::Q6_G64Fp16 | Format::Q8_G32Fp16 => {
+            let src: Vec<f32> = (0..n * k)
+                .map(|i| rng.unit() * if i % 300 < 64 { 0.0 } else { 1.0 })
+                .collect();
+            let [a, b, c] = &mut p;
+            quantize(
+                format,
+                FloatSource::F32(&src),
+                n,
+                k,
+                &Options::ABSMAX,
+                [a, b, c],
+            )
+            .unwrap();
+        }
+        Format::T2_G128Fp16 => {
+            for b in &mut p[0] {
+                for i in 0..4 {
+                    if (*b >> (2 * i)) & 3 == 2 {
+                        *b &= !(3 << (2 * i));
+                    }
+                }
+            }
+            for w in p[2].chunks_exact_mut(2) {
+                if w == [0, 0] || w == [0, 0x80] {
+                    w.copy_from_slice(&0x3c00u16.to_le_bytes());
+                }
+            }
+        }
+        Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => {
+            // The E4M3FN NaN words are not valid codes.
+            let skip = if layout == crate::registry::Layout::RowInterleavedV1 {
+                2
+            } else {
+                0
+            };
+            let rec = p[0].len() / n;
+            for r in p[0].chunks_exact_mut(rec) {
+                for c in &mut r[skip..] {
+                    if *c & 0x7F == 0x7F {
+                        *c &= 0xFE;
+                    }
+                }
+            }
+        }
+        Format::Nvfp4 => {
+            for w in &mut p[1] {
+                if *w == 0x7F {
+                    *w = 0x7E; // the E4M3FN NaN word is not a valid block scale
+                }
+            }
+        }
+        _ => {}
+    }
+    p
+}
+
+/// The device row decoder's arithmetic (`nf_decoded`, which `nf_decode<F>` stores) against
+/// `decode::decode_row`, bit for bit, on every decodable format and layout: random
+/// payloads, several rows (all of them, and a range not starting at row 0), every K of a
+/// list the format admits.
+#[test]
+fn device_decoders_match_decode_row() {
+    let h = harness();
+    let mut rng = Rng(5);
+    let mut formats = 0;
+    for format in Format::all() {
+        if !crate::decode::is_decodable_format(format) {
+            continue;
+        }
+        let bv = format.info().block_values as usize;
+        let mut compared = 0;
+        for layout in LAYOUTS.iter().map(|l| l.0) {
+            if !compatible(format, layout) {
+                continue;
+            }
+            for k in [16usize, 32, 37, 48, 64, 96, 200, 256, 768, 1040] {
+                let n = 9;
+                if layouts::plane_sizes(format, layout, n, k).is_err()
+                    || (format.info().category == Category::GgufBlock && k % bv != 0)
+                {
+                    continue;
+                }
+                let p = valid_payload(format, layout, n, k, &mut rng);
+                let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+                let desc = NfWeight::host(&view).unwrap();
+                let mut want = vec![0f32; n * k];
+                let decoded = want
+                    .chunks_exact_mut(k)
+                    .enumerate()
+                    .all(|(r, row)| crate::decode::decode_row(&view, r as u64, row).is_ok());
+                if !decoded {
+                    // Random codes in a grouped format's padding columns: not a valid row.
+                    assert!(k % 128 != 0, "{format} K={k}: payload not decodable");
+                    continue;
+                }
+                for (first, count) in [(0, n), (2, 6), (n - 1, 1)] {
+                    let mut got = vec![0f32; count * k];
+                    // SAFETY: a descriptor of `view`'s host planes; `got` holds count × K.
+                    let rc = unsafe {
+                        (h.decode)(
+                            format as i32,
+                            &desc,
+                            first as i32,
+                            count as i32,
+                            got.as_mut_ptr(),
+                        )
+                    };
+                    assert_eq!(rc, 0, "{format}: the kernels do not decode it");
+                    for (i, (&g, &w)) in got.iter().zip(&want[first * k..]).enumerate() {
+                        assert!(
+                            same(g, w),
+                            "{format} {layout} K={k}: row {}, element {}: CPU {w:e} ({:#x}), \
+                             kernels {g:e} ({:#x})",
+                            first + i / k,
+                            i % k,
+                            w.to_bits(),
+                            g.to_bits()
+                        );
+                    }
+                    compared += got.len();
+                }
+            }
+        }
+        assert!(compared > 0, "{format}: no shape compared");
+        #[cfg(feature = "cuda")]
+        assert!(
+            super::weight::decodes(format),
+            "{format}: decodes() says no"
+        );
+        println!("{format}: {compared} decoded values bit-identical");
+        formats += 1;
+    }
+    assert_eq!(formats, 29);
 }

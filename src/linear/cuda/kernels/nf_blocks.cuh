@@ -537,3 +537,170 @@ NF_HD float nf_nvfp4_exact_weight(const nf_wrow& w, int k, float d) { return nf_
 
 // Rows' output word: y (+ bias) as f32 or bf16.
 NF_HD float nf_with_bias(float y, const float* bias, int n) { return bias ? nf_add(y, bias[n]) : y; }
+
+// ---- GGUF rows: element values (ggml's dequantize_row_*) ----
+
+template <int F>
+NF_HD constexpr bool nf_is_gguf() {
+    return F == NF_FMT_GGUF_Q8_0 || F == NF_FMT_GGUF_Q4_0 || F == NF_FMT_GGUF_Q5_0 || F == NF_FMT_GGUF_Q2_0 ||
+           F == NF_FMT_GGUF_Q2_K || F == NF_FMT_GGUF_Q3_K || F == NF_FMT_GGUF_Q4_K || F == NF_FMT_GGUF_Q5_K ||
+           F == NF_FMT_GGUF_Q6_K || F == NF_FMT_GGUF_IQ2_XXS || F == NF_FMT_GGUF_IQ2_XS || F == NF_FMT_GGUF_IQ2_S ||
+           F == NF_FMT_GGUF_IQ3_XXS || F == NF_FMT_GGUF_IQ3_S || F == NF_FMT_GGUF_IQ1_S || F == NF_FMT_GGUF_IQ1_M ||
+           F == NF_FMT_GGUF_IQ4_NL || F == NF_FMT_GGUF_IQ4_XS;
+}
+
+// ±1 for element j of an i-quant sign byte (bit set: negative).
+NF_HD float nf_iq_sign(nf_u32 signs, int j) { return (signs & nf_kmask_iq2xs[j]) ? -1.0f : 1.0f; }
+
+// Byte j of an i-quant grid point.
+NF_HD nf_u32 nf_grid_byte(nf_u64 grid, int j) { return (nf_u32)((grid >> (8 * j)) & 0xFFu); }
+
+// An i-quant group scale: d·(0.5 + s)·c (c = 0.25, or 0.5 for IQ3_XXS).
+NF_HD float nf_iq_db(float d, nf_u32 s, float c) { return nf_mul(nf_mul(d, nf_add(0.5f, (float)s)), c); }
+
+// ±0.125, negative when bit `bit` of `bits` is set (IQ1_S / IQ1_M's delta).
+NF_HD float nf_iq1_delta(nf_u32 bits, int bit) { return ((bits >> bit) & 1u) ? -0.125f : 0.125f; }
+
+// The value of element k of a GGUF row (its blocks from `row`): the f32 that ggml's
+// dequantize_row_* (and the library's CPU dequantizers) compute, the same operations in
+// the same order (no contraction).
+template <int F>
+NF_HD float nf_gguf_value(const nf_u8* row, int k) {
+    if constexpr (F == NF_FMT_GGUF_Q8_0) {
+        const nf_u8* b = row + 34 * (k / 32);
+        return nf_mul((float)(nf_i8)b[2 + k % 32], nf_f16_to_f32(nf_u16_at(b)));
+    } else if constexpr (F == NF_FMT_GGUF_Q4_0 || F == NF_FMT_GGUF_IQ4_NL) {
+        const nf_u8* b = row + 18 * (k / 32);
+        int e = k % 32;
+        nf_u32 c = (b[2 + e % 16] >> (4 * (e / 16))) & 0x0Fu;
+        float d = nf_f16_to_f32(nf_u16_at(b));
+        if constexpr (F == NF_FMT_GGUF_Q4_0) return nf_mul((float)((nf_i32)c - 8), d);
+        else return nf_mul(d, (float)nf_kvalues_iq4nl[c]);
+    } else if constexpr (F == NF_FMT_GGUF_Q5_0) {
+        const nf_u8* b = row + 22 * (k / 32);
+        int e = k % 32;
+        nf_u32 c = ((b[6 + e % 16] >> (4 * (e / 16))) & 0x0Fu) | (((nf_u32_at(b + 2) >> e) & 1u) << 4);
+        return nf_mul((float)((nf_i32)c - 16), nf_f16_to_f32(nf_u16_at(b)));
+    } else if constexpr (F == NF_FMT_GGUF_Q2_0) {
+        const nf_u8* b = row + 18 * (k / 64);
+        int e = k % 64;
+        nf_u32 c = (b[2 + e / 4] >> (2 * (e % 4))) & 3u;
+        return nf_mul((float)((nf_i32)c - 1), nf_f16_to_f32(nf_u16_at(b)));
+    } else if constexpr (F == NF_FMT_GGUF_Q2_K) {
+        const nf_u8* b = row + 84 * (k / 256);
+        int v = k % 256, h = v / 128, i = (v / 32) % 4, l = v % 32;
+        nf_u32 sc = b[v / 16], q = (b[16 + 32 * h + l] >> (2 * i)) & 3u;
+        float dl = nf_mul(nf_f16_to_f32(nf_u16_at(b + 80)), (float)(sc & 0x0Fu));
+        float ml = nf_mul(nf_f16_to_f32(nf_u16_at(b + 82)), (float)(sc >> 4));
+        return nf_sub(nf_mul(dl, (float)q), ml);
+    } else if constexpr (F == NF_FMT_GGUF_Q3_K) {
+        const nf_u8* b = row + 110 * (k / 256);
+        int v = k % 256, h = v / 128, i = (v / 32) % 4, l = v % 32, si = v / 16;
+        nf_i32 low = (b[32 + 32 * h + l] >> (2 * i)) & 3;
+        nf_i32 sub = ((b[l] >> (4 * h + i)) & 1) ? 0 : 4;
+        nf_i32 lo = (b[96 + si % 8] >> (4 * (si / 8))) & 15;
+        nf_i32 hi = (b[104 + si % 4] >> (2 * (si / 4))) & 3;
+        float dl = nf_mul(nf_f16_to_f32(nf_u16_at(b + 108)), (float)((lo | (hi << 4)) - 32));
+        return nf_mul(dl, (float)(low - sub));
+    } else if constexpr (F == NF_FMT_GGUF_Q4_K || F == NF_FMT_GGUF_Q5_K) {
+        constexpr bool five = F == NF_FMT_GGUF_Q5_K;
+        const nf_u8* b = row + (five ? 176 : 144) * (k / 256);
+        int v = k % 256, j = v / 32, l = v % 32;
+        nf_i32 sc, m;
+        nf_scale_min_k4(j, b + 4, &sc, &m);
+        nf_u32 q = (b[(five ? 48 : 16) + 32 * (j / 2) + l] >> (4 * (j % 2))) & 0x0Fu;
+        if (five) q |= ((b[16 + l] >> j) & 1u) << 4;
+        float d1 = nf_mul(nf_f16_to_f32(nf_u16_at(b)), (float)sc);
+        float m1 = nf_mul(nf_f16_to_f32(nf_u16_at(b + 2)), (float)m);
+        return nf_sub(nf_mul(d1, (float)q), m1);
+    } else if constexpr (F == NF_FMT_GGUF_Q6_K) {
+        const nf_u8* b = row + 210 * (k / 256);
+        int v = k % 256, h = v / 128, i = (v / 32) % 4, l = v % 32;
+        nf_i32 lo = (b[64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
+        nf_i32 hi = (b[128 + 32 * h + l] >> (2 * i)) & 3;
+        float sc = (float)(nf_i8)b[192 + v / 16];
+        return nf_mul(nf_mul(nf_f16_to_f32(nf_u16_at(b + 208)), sc), (float)((lo | (hi << 4)) - 32));
+    } else if constexpr (F == NF_FMT_GGUF_IQ4_XS) {
+        const nf_u8* b = row + 136 * (k / 256);
+        int v = k % 256, g = v / 32, e = v % 32;
+        nf_u32 lo = (b[4 + g / 2] >> (4 * (g % 2))) & 0x0Fu, hi = (nf_u16_at(b + 2) >> (2 * g)) & 3u;
+        float dl = nf_mul(nf_f16_to_f32(nf_u16_at(b)), (float)((nf_i32)(lo | (hi << 4)) - 32));
+        nf_u32 c = (b[8 + 16 * g + e % 16] >> (4 * (e / 16))) & 0x0Fu;
+        return nf_mul(dl, (float)nf_kvalues_iq4nl[c]);
+    } else {
+        static_assert(nf_is_iquant<F>(), "a GGUF format");
+        const nf_u8* b = row + nf_iq_block_bytes<F>() * (k / 256);
+        int v = k % 256, g = v / 32, l = (v / 8) % 4, j = v % 8;
+        float d = nf_f16_to_f32(nf_u16_at(b));
+        if constexpr (F == NF_FMT_GGUF_IQ1_S || F == NF_FMT_GGUF_IQ1_M) {
+            float dl, delta;
+            nf_u32 idx;
+            if constexpr (F == NF_FMT_GGUF_IQ1_S) {
+                nf_u32 qh = nf_u16_at(b + 34 + 2 * g);
+                dl = nf_mul(d, (float)(2 * (nf_i32)((qh >> 12) & 7u) + 1));
+                delta = nf_iq1_delta(qh, 15);
+                idx = b[2 + 4 * g + l] | (((qh >> (3 * l)) & 7u) << 8);
+            } else {
+                nf_u32 dbits = 0;
+                for (int w = 0; w < 4; w++) dbits |= (nf_u16_at(b + 48 + 2 * w) >> 12) << (4 * w);
+                nf_u32 sc = nf_u16_at(b + 48 + 2 * (g / 2));
+                nf_u32 nib = b[32 + 2 * g + l / 2] >> (4 * (l % 2));
+                dl = nf_mul(nf_f16_to_f32(dbits), (float)(2 * (nf_i32)((sc >> (6 * (g % 2) + 3 * (l / 2))) & 7u) + 1));
+                delta = nf_iq1_delta(nib, 3);
+                idx = b[4 * g + l] | ((nib & 7u) << 8);
+            }
+            float gv = (float)(nf_i8)nf_grid_byte(nf_iq1s_grid[idx], j);
+            return nf_mul(dl, nf_add(gv, delta));
+        } else {
+            float db;
+            nf_u64 grid;
+            nf_u32 signs;
+            if constexpr (F == NF_FMT_GGUF_IQ2_XXS) {
+                const nf_u8* q = b + 2 + 8 * g;
+                nf_u32 aux = nf_u32_at(q + 4);
+                db = nf_iq_db(d, aux >> 28, 0.25f);
+                grid = nf_iq2xxs_grid[q[l]];
+                signs = nf_ksigns_iq2xs[(aux >> (7 * l)) & 127u];
+            } else if constexpr (F == NF_FMT_GGUF_IQ2_XS) {
+                nf_u32 q = nf_u16_at(b + 2 + 8 * g + 2 * l);
+                db = nf_iq_db(d, (b[66 + g] >> (4 * (l / 2))) & 0x0Fu, 0.25f);
+                grid = nf_iq2xs_grid[q & 511u];
+                signs = nf_ksigns_iq2xs[q >> 9];
+            } else if constexpr (F == NF_FMT_GGUF_IQ2_S) {
+                int r = 4 * g + l;
+                db = nf_iq_db(d, (b[74 + g] >> (4 * (l / 2))) & 0x0Fu, 0.25f);
+                grid = nf_iq2s_grid[b[2 + r] | (((b[66 + g] >> (2 * l)) & 3u) << 8)];
+                signs = b[34 + r];
+            } else if constexpr (F == NF_FMT_GGUF_IQ3_XXS) {
+                nf_u32 aux = nf_u32_at(b + 66 + 4 * g);
+                db = nf_iq_db(d, aux >> 28, 0.5f);
+                grid = (nf_u64)nf_iq3xxs_grid[b[2 + 8 * g + 2 * l]] | ((nf_u64)nf_iq3xxs_grid[b[3 + 8 * g + 2 * l]] << 32);
+                signs = nf_ksigns_iq2xs[(aux >> (7 * l)) & 127u];
+            } else {
+                static_assert(F == NF_FMT_GGUF_IQ3_S, "a grid i-quant");
+                int r = 4 * g + l;
+                nf_u32 s = (b[106 + g / 2] >> (4 * (g % 2))) & 0x0Fu;
+                db = nf_mul(d, (float)(1 + 2 * (nf_i32)s));
+                nf_u32 i1 = b[2 + 2 * r] | (((b[66 + g] >> (2 * l)) & 1u) << 8);
+                nf_u32 i2 = b[3 + 2 * r] | (((b[66 + g] >> (2 * l + 1)) & 1u) << 8);
+                grid = (nf_u64)nf_iq3s_grid[i1] | ((nf_u64)nf_iq3s_grid[i2] << 32);
+                signs = b[74 + r];
+            }
+            return nf_mul(nf_mul(db, (float)nf_grid_byte(grid, j)), nf_iq_sign(signs, j));
+        }
+    }
+}
+
+// The decoded value of element k of row r of any format the kernels decode: the exact
+// represented value (the plain order's value; for GGUF, ggml's dequantized f32).
+template <int F>
+NF_HD float nf_decoded(const nf_wrow& r, int k) {
+    if constexpr (nf_is_gguf<F>()) {
+        return nf_gguf_value<F>(r.p0, k);
+    } else {
+        float rs = 0.0f;
+        if constexpr (F == NF_FMT_NVFP4) rs = nf_nvfp4_divisor(r);
+        if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) rs = nf_fp8_scale<F>(r);
+        return nf_value<F>(r, k, false, rs);
+    }
+}

@@ -166,30 +166,29 @@ __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m,
 }
 
 // Rows first .. first + count of the weight decoded to f32 or bf16 (row-major [count][K]):
-// the exact represented values (the plain order's values). One thread per element.
+// the exact represented values (the plain order's values; GGUF: ggml's dequantized
+// values). One thread per element.
 template <int F>
 __device__ void nf_decode(const nf_weight& w, int first, int count, void* out, int out_dtype) {
     nf_u64 i = (nf_u64)blockIdx.x * blockDim.x + threadIdx.x;
     nf_u64 k = (nf_u64)w.cols;
     if (i >= (nf_u64)count * k) return;
     int row = first + (int)(i / k), e = (int)(i % k);
-    nf_wrow r = nf_row<F>(w, row);
-    float rs = 0.0f;
-    if constexpr (F == NF_FMT_NVFP4) rs = nf_nvfp4_divisor(r);
-    if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) rs = nf_fp8_scale<F>(r);
-    nf_store_y(out, out_dtype, i, nf_value<F>(r, e, false, rs));
+    nf_store_y(out, out_dtype, i, nf_decoded<F>(nf_row<F>(w, row), e));
 }
 
 // One entry point per format: nf_exact_<format number>, nf_q8_<n>, nf_decode_<n>.
+#define NF_DECODE_KERNEL(F)                                                                                          \
+    extern "C" __global__ void nf_decode_##F(nf_weight w, int first, int count, void* out, int out_dtype) {          \
+        nf_decode<F>(w, first, count, out, out_dtype);                                                               \
+    }
 #define NF_EXACT_KERNELS(F)                                                                                          \
     extern "C" __global__ void __launch_bounds__(128, 4) nf_exact_##F(nf_weight w, const void* x, int x_dtype, int m,   \
                                                                   const nf_u8* xok, const float* bias, void* y,      \
                                                                   int y_dtype) {                                     \
         nf_exact<F>(w, x, x_dtype, m, xok, bias, y, y_dtype);                                                        \
     }                                                                                                                \
-    extern "C" __global__ void nf_decode_##F(nf_weight w, int first, int count, void* out, int out_dtype) {          \
-        nf_decode<F>(w, first, count, out, out_dtype);                                                               \
-    }
+    NF_DECODE_KERNEL(F)
 #define NF_Q8_KERNEL(F)                                                                                              \
     extern "C" __global__ void __launch_bounds__(128, 4) nf_q8_##F(nf_weight w, const nf_i8* q, const float* d, int m,  \
                                                                const float* bias, void* y, int y_dtype) {            \
@@ -234,3 +233,21 @@ NF_Q8_KERNEL(24)  // gguf_iq1_s
 NF_Q8_KERNEL(26)  // gguf_iq3_s
 NF_Q8_KERNEL(27)  // gguf_iq2_s
 NF_Q8_KERNEL(29)  // gguf_iq1_m
+NF_DECODE_KERNEL(12)  // gguf_q8_0
+NF_DECODE_KERNEL(13)  // gguf_q4_0
+NF_DECODE_KERNEL(14)  // gguf_q5_0
+NF_DECODE_KERNEL(15)  // gguf_q2_0
+NF_DECODE_KERNEL(16)  // gguf_q2_k
+NF_DECODE_KERNEL(17)  // gguf_q3_k
+NF_DECODE_KERNEL(18)  // gguf_q4_k
+NF_DECODE_KERNEL(19)  // gguf_q5_k
+NF_DECODE_KERNEL(20)  // gguf_q6_k
+NF_DECODE_KERNEL(21)  // gguf_iq2_xxs
+NF_DECODE_KERNEL(22)  // gguf_iq2_xs
+NF_DECODE_KERNEL(23)  // gguf_iq3_xxs
+NF_DECODE_KERNEL(24)  // gguf_iq1_s
+NF_DECODE_KERNEL(25)  // gguf_iq4_nl
+NF_DECODE_KERNEL(26)  // gguf_iq3_s
+NF_DECODE_KERNEL(27)  // gguf_iq2_s
+NF_DECODE_KERNEL(28)  // gguf_iq4_xs
+NF_DECODE_KERNEL(29)  // gguf_iq1_m
