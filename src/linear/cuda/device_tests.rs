@@ -66,6 +66,40 @@ fn the_kernels_build_without_spills_or_warnings() {
     println!("{entries} kernel builds, no spill, no warning");
 }
 
+/// Every covered (format, profile) and every decodable format has its entry point in the
+/// kernel source (`NF_EXACT_KERNELS(n)` declares nf_exact_n and nf_decode_n,
+/// `NF_Q8_KERNEL(n)` nf_q8_n, `NF_DECODE_KERNEL(n)` nf_decode_n).
+#[test]
+fn every_covered_format_has_its_entry_points() {
+    let src = include_str!("kernels/nf_kernels.cu");
+    let declared = |mac: &str| -> Vec<u32> {
+        src.lines()
+            .filter(|l| l.starts_with(mac))
+            .filter_map(|l| l[mac.len()..].split(')').next()?.trim().parse().ok())
+            .collect()
+    };
+    let (exact, q8, dec) = (
+        declared("NF_EXACT_KERNELS("),
+        declared("NF_Q8_KERNEL("),
+        declared("NF_DECODE_KERNEL("),
+    );
+    for (format, layout, a) in covered() {
+        let plan = Plan::with(format, layout, a).unwrap();
+        let list = if plan.quantizes_x() { &q8 } else { &exact };
+        assert!(
+            list.contains(&(format as u32)),
+            "{format} {a:?}: no entry point"
+        );
+    }
+    for f in Format::all().filter(|&f| super::weight::decodes(f)) {
+        let n = f as u32;
+        assert!(
+            exact.contains(&n) || dec.contains(&n),
+            "{f}: no nf_decode_{n}"
+        );
+    }
+}
+
 #[test]
 fn support_answers_match_the_kernel_tables() {
     let v = covered();

@@ -11,65 +11,17 @@ use crate::registry::{Format, Layout};
 use cudarc::driver::{result, sys};
 use std::ffi::c_void;
 
-/// Formats with an exact-family kernel (`nf_exact_<n>`, `nf_decode_<n>`).
-const EXACT: [Format; 11] = [
-    Format::Bf16,
-    Format::Fp32,
-    Format::Q2_G64Fp16,
-    Format::Q4_G64Fp16,
-    Format::Q5_G64Fp16,
-    Format::Q6_G64Fp16,
-    Format::Q8_G32Fp16,
-    Format::T2_G128Fp16,
-    Format::Nvfp4,
-    Format::Fp8E4m3fnRowBf16,
-    Format::Fp8E4m3fnRowFp16,
-];
-
-/// Formats with a q8_1-family kernel (`nf_q8_<n>`).
-const Q8: &[Format] = &[
-    Format::Q2_G64Fp16,
-    Format::Q4_G64Fp16,
-    Format::Q5_G64Fp16,
-    Format::Q6_G64Fp16,
-    Format::Q8_G32Fp16,
-    Format::T2_G128Fp16,
-    Format::Nvfp4,
-    Format::GgufQ8_0,
-    Format::GgufQ4_0,
-    Format::GgufQ5_0,
-    Format::GgufQ2_0,
-    Format::GgufQ2_K,
-    Format::GgufQ3_K,
-    Format::GgufQ4_K,
-    Format::GgufQ5_K,
-    Format::GgufQ6_K,
-    Format::GgufIq4Nl,
-    Format::GgufIq4Xs,
-    Format::GgufIq2Xxs,
-    Format::GgufIq2Xs,
-    Format::GgufIq2S,
-    Format::GgufIq3Xxs,
-    Format::GgufIq3S,
-    Format::GgufIq1S,
-    Format::GgufIq1M,
-];
-
-/// Whether the CUDA kernels compute `plan`.
+/// Whether the CUDA kernels compute `plan`: every family of the plan table but the generic
+/// decoded one has an entry point per format (`nf_exact_<n>` or `nf_q8_<n>`; a test checks
+/// the kernel source declares each one).
 pub(crate) fn covers(plan: &Plan) -> bool {
-    match plan.family {
-        Family::Direct | Family::Grouped | Family::Fp8Row | Family::Nvfp4 => {
-            EXACT.contains(&plan.format)
-        }
-        Family::Gguf | Family::GroupedQ8 | Family::Nvfp4Q8 => Q8.contains(&plan.format),
-        Family::Decoded => false,
-    }
+    plan.family != Family::Decoded
 }
 
-/// Whether the device decodes rows of `format` (`nf_decode_<n>`): the exact-family formats
-/// and the GGUF types (the q8_1 kernels' formats that have no exact-family kernel).
+/// Whether the device decodes rows of `format` (`nf_decode_<n>`): every format the CPU
+/// decodes.
 pub(crate) fn decodes(format: Format) -> bool {
-    EXACT.contains(&format) || Q8.contains(&format)
+    crate::decode::is_decodable_format(format)
 }
 
 /// GEMV geometry (nf_kernels.cu): 16 weight rows per 128-thread block, 8 activation rows

@@ -196,7 +196,8 @@ __device__ void nf_decode(const nf_weight& w, int first, int count, void* out, i
     }
 
 // Format numbers (NF_FMT_*, from the registry) spelled as literals for the kernel names;
-// src/linear/cuda/mod.rs checks each against the registry.
+// a test (src/linear/cuda/device_tests.rs) checks that every format the plan table gives
+// the CUDA backend has its entry points here.
 NF_EXACT_KERNELS(0)   // bf16
 NF_EXACT_KERNELS(1)   // fp32
 NF_EXACT_KERNELS(3)   // q2_g64_fp16
