@@ -66,6 +66,10 @@ for b in go zig python; do
     "bindings/$b/test.sh"
   fi
 done
+if [ -z "${NINFER_SKIP_PYTHON:-}" ]; then
+  step "python: pip install ./bindings/python into a fresh venv (bundled library)"
+  bindings/python/install_test.sh
+fi
 if [ -n "${NINFER_SKIP_CUDA:-}" ]; then
   step "CMake -DNINFER_CUDA=ON: skipped (NINFER_SKIP_CUDA)"
 else

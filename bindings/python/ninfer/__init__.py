@@ -1,6 +1,7 @@
 """ctypes binding of libninfer: format registry lookups and row decoding over numpy arrays.
 
-The shared library is found, in order, at ``$NINFER_LIBRARY`` (a path), through the
+The shared library is found, in order, at ``$NINFER_LIBRARY`` (a path), inside the
+installed package (``pip install ./bindings/python`` builds and bundles it), through the
 system loader (``libninfer.so.0``: an installed library, or ``LD_LIBRARY_PATH``), or in
 the source tree's ``target/release``. Every failing call raises :class:`NinferError`
 carrying the :class:`Status` and the library's message, read on the calling thread right
@@ -52,6 +53,9 @@ def _candidates():
     if env:
         yield env
         return
+    bundled = Path(__file__).resolve().parent / f"libninfer.so.{ABI_VERSION}"
+    if bundled.exists():
+        yield str(bundled)
     yield f"libninfer.so.{ABI_VERSION}"
     found = ctypes.util.find_library("ninfer")
     if found:
@@ -603,6 +607,10 @@ class WeightView:
             v.planes[i].len = p.size
         self._view = v
 
+    def __repr__(self) -> str:
+        return (f"WeightView({format_name(self.format)!r}, {layout_name(self.layout)!r}, "
+                f"shape={list(self.shape)}, planes={[p.size for p in self._planes]} bytes)")
+
     @property
     def format(self) -> int:
         return self._view.format
@@ -831,8 +839,13 @@ class Linear:
 
     def forward(self, x, bias=None, y_dtype: Dtype = Dtype.F32, bf16: bool = False) -> np.ndarray:
         """``x`` [m, K] (float32, float16, or bf16 words) -> y [m, N] float32 (or bf16 words
-        as uint16 with ``y_dtype=Dtype.BF16``)."""
-        a, x_dtype = _source(np.atleast_2d(x), bf16)
+        as uint16 with ``y_dtype=Dtype.BF16``); a 1-D ``x`` [K] gives a 1-D y [N]."""
+        one = np.ndim(x) == 1
+        y = self._forward2d(np.atleast_2d(x), bias, y_dtype, bf16)
+        return y[0] if one else y
+
+    def _forward2d(self, x, bias, y_dtype, bf16) -> np.ndarray:
+        a, x_dtype = _source(x, bf16)
         m, k = a.shape
         n = self.shape[0]
         y_dtype = Dtype(y_dtype)
