@@ -98,7 +98,7 @@ fn planes(format: Format, n: usize, k: usize) -> Vec<Vec<u8>> {
                 b[2..4].copy_from_slice(&bytes_f16(0.002));
             }
         }
-        Format::Q4G64Fp16 | Format::Q2G64Fp16 => {
+        Format::Q4_G64Fp16 | Format::Q2_G64Fp16 => {
             let info = format.info();
             let g = info.block_values as usize;
             let span = (info.code_max - info.code_min + 1) as usize;
@@ -141,9 +141,9 @@ fn product_temporaries_do_not_grow_with_m() {
         (Format::Bf16, Activation::Exact),
         (Format::GgufQ4_0, Activation::Q8_1),
         (Format::GgufQ4_K, Activation::Q8_1),
-        (Format::Q4G64Fp16, Activation::Exact),
-        (Format::Q4G64Fp16, Activation::Q8_1),
-        (Format::Q2G64Fp16, Activation::Exact),
+        (Format::Q4_G64Fp16, Activation::Exact),
+        (Format::Q4_G64Fp16, Activation::Q8_1),
+        (Format::Q2_G64Fp16, Activation::Exact),
         (Format::Nvfp4, Activation::Exact),
     ];
     for (format, activation) in cases {
