@@ -206,7 +206,7 @@ impl<'a> Engine<'a> {
     /// `ws.yt[.. N·mt]`, N × mt (row of W major), using only the workspace's memory.
     pub(crate) fn compute_tile(&self, x: &[f32], mt: usize, ws: &mut Workspace) -> Result<()> {
         let (n, k) = (self.rows(), self.cols());
-        debug_assert!(mt >= 1 && mt <= TILE_M && x.len() == mt * k);
+        debug_assert!((1..=TILE_M).contains(&mt) && x.len() == mt * k);
         let Workspace { q, xhat, yt, slots } = ws;
         if let Some(q) = q.as_mut() {
             let mut rows = std::mem::take(q);
