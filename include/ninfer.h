@@ -188,6 +188,13 @@ enum ninfer_status
    * `CUDA_ERROR_OUT_OF_MEMORY`) and the call. Device outputs are unspecified.
    */
   NINFER_STATUS_CUDA = 21,
+  /**
+   * Memory for a temporary could not be allocated (the allocator refused it, e.g. under
+   * a memory limit). The message names the buffer and its size in bytes. Never an abort:
+   * the process keeps running, and the call's outputs are as its documentation says for
+   * errors (untouched unless stated otherwise).
+   */
+  NINFER_STATUS_OUT_OF_MEMORY = 22,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1217,9 +1224,16 @@ ninfer_status ninfer_linear_shape(const struct ninfer_linear *handle,
  * other formats multiply the exact weight values with x in f32. The
  * named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
  *
- * Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),
- * `BUFFER_TOO_SMALL` (x, y or bias shorter than needed), `UNKNOWN_DTYPE`, `UNSUPPORTED`
- * (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`, `INVALID_ENCODING` from formats
+ * Memory (CPU handles): rows of x are processed 64 at a time, so the temporaries are
+ * bounded by one tile of 64 rows, N, K and the thread count, never by m; they are all
+ * allocated before any output is written. Results do not depend on the tiling.
+ *
+ * Errors (nothing is written unless OK, `OUT_OF_MEMORY` included): `NULL_POINTER`,
+ * `BAD_SHAPE` (k differs from K), `BUFFER_TOO_SMALL` (x, y or bias shorter than needed),
+ * `UNKNOWN_DTYPE`, `UNSUPPORTED` (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`,
+ * `OUT_OF_MEMORY` (a temporary could not be allocated, e.g. under a memory limit: the
+ * message names it and its bytes; `y` is untouched and the process keeps running),
+ * `INVALID_ENCODING` from formats
  * computed through `decode_row` (q2_g64_fp16, q5_g64_fp16, q6_g64_fp16, t2_g128_fp16)
  * when a weight row breaks a rule `ninfer_decode_row` checks (a NaN, ±Inf or −0 group
  * scale, non-canonical padding). Formats read in place (bf16, fp32, q4_g64_fp16,

@@ -69,7 +69,7 @@ pub fn decode_row_as(view: &WeightView<'_>, row: u64, dtype: Dtype, out: &mut [u
             actual: out.len(),
         });
     }
-    let mut tmp = vec![0f32; k];
+    let mut tmp = scratch_row(k)?;
     decode_row(view, row, &mut tmp)?;
     match dtype {
         Dtype::F32 => {
@@ -100,13 +100,10 @@ fn rows_can_be_refused(view: &WeightView<'_>) -> bool {
     )
 }
 
-/// A zeroed scratch row of `k` floats, allocated fallibly (`k` comes from the caller's view).
+/// A zeroed scratch row of `k` floats, allocated fallibly (`k` comes from the caller's
+/// view): [`Error::OutOfMemory`] when the allocator refuses it.
 fn scratch_row(k: usize) -> Result<Vec<f32>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(k)
-        .map_err(|_| Error::Overflow(format!("a scratch row of {k} floats cannot be allocated")))?;
-    v.resize(k, 0f32);
-    Ok(v)
+    crate::error::try_filled(k, 0f32, "a decoded row")
 }
 
 /// Checks the row range `first .. first + count` of `view` and that `out_len` elements

@@ -64,12 +64,17 @@ pub enum Status {
     /// A CUDA driver call failed; the message names the CUDA error (e.g.
     /// `CUDA_ERROR_OUT_OF_MEMORY`) and the call. Device outputs are unspecified.
     Cuda = 21,
+    /// Memory for a temporary could not be allocated (the allocator refused it, e.g. under
+    /// a memory limit). The message names the buffer and its size in bytes. Never an abort:
+    /// the process keeps running, and the call's outputs are as its documentation says for
+    /// errors (untouched unless stated otherwise).
+    OutOfMemory = 22,
 }
 
 impl Status {
     /// Every status, in numeric order.
     /// cbindgen:ignore
-    pub const ALL: [Status; 22] = [
+    pub const ALL: [Status; 23] = [
         Status::Ok,
         Status::NullPointer,
         Status::Misaligned,
@@ -92,6 +97,7 @@ impl Status {
         Status::Internal,
         Status::NoDevice,
         Status::Cuda,
+        Status::OutOfMemory,
     ];
 
     /// The status for a raw number, if there is one.
@@ -129,6 +135,7 @@ impl Status {
             Status::Internal => c"INTERNAL",
             Status::NoDevice => c"NO_DEVICE",
             Status::Cuda => c"CUDA",
+            Status::OutOfMemory => c"OUT_OF_MEMORY",
         }
     }
 }
@@ -237,6 +244,8 @@ pub enum Error {
     NoDevice(String),
     #[error("CUDA: {0}")]
     Cuda(String),
+    #[error("out of memory: {0}")]
+    OutOfMemory(String),
 }
 
 impl Error {
@@ -264,6 +273,7 @@ impl Error {
             Error::Internal(_) => Status::Internal,
             Error::NoDevice(_) => Status::NoDevice,
             Error::Cuda(_) => Status::Cuda,
+            Error::OutOfMemory(_) => Status::OutOfMemory,
         }
     }
 
@@ -284,6 +294,41 @@ pub(crate) fn mul(a: usize, b: usize, what: &str) -> Result<usize> {
     a.checked_mul(b)
         .filter(|&v| v <= isize::MAX as usize)
         .ok_or_else(|| Error::Overflow(format!("{what}: {a} × {b}")))
+}
+
+/// An empty vector with room for `len` elements, allocated fallibly: an
+/// [`Error::OutOfMemory`] naming `what` and the bytes when the allocator refuses.
+pub(crate) fn try_vec<T>(len: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    try_grow(&mut v, len, what)?;
+    Ok(v)
+}
+
+/// `v` holding `len` copies of `fill` (its first elements overwritten), allocated fallibly
+/// (see [`try_vec`]).
+pub(crate) fn try_filled<T: Clone>(len: usize, fill: T, what: &str) -> Result<Vec<T>> {
+    let mut v = try_vec(len, what)?;
+    v.resize(len, fill);
+    Ok(v)
+}
+
+/// Makes room in `v` for `len` elements in all (no-op when it has it), fallibly (see
+/// [`try_vec`]).
+pub(crate) fn try_grow<T>(v: &mut Vec<T>, len: usize, what: &str) -> Result<()> {
+    v.try_reserve_exact(len.saturating_sub(v.len()))
+        .map_err(|_| oom(what, len, size_of::<T>()))
+}
+
+/// The [`Error::OutOfMemory`] of `len` elements of `size` bytes for `what`.
+pub(crate) fn oom(what: &str, len: usize, size: usize) -> Error {
+    match len.checked_mul(size) {
+        Some(bytes) => Error::OutOfMemory(format!(
+            "{what}: {bytes} bytes ({len} × {size}) could not be allocated"
+        )),
+        None => Error::OutOfMemory(format!(
+            "{what}: {len} elements of {size} bytes could not be allocated"
+        )),
+    }
 }
 
 /// `u64` to `usize`, or an [`Error::Overflow`].

@@ -61,6 +61,7 @@ const (
 	StatusInternal           = Status(C.NINFER_STATUS_INTERNAL)
 	StatusNoDevice           = Status(C.NINFER_STATUS_NO_DEVICE)
 	StatusCuda               = Status(C.NINFER_STATUS_CUDA)
+	StatusOutOfMemory        = Status(C.NINFER_STATUS_OUT_OF_MEMORY)
 )
 
 // String is the status name without its prefix ("SIZE_MISMATCH").

@@ -253,9 +253,16 @@ pub unsafe extern "C" fn ninfer_linear_shape(
 /// other formats multiply the exact weight values with x in f32. The
 /// named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
 ///
-/// Errors (nothing is written unless OK): `NULL_POINTER`, `BAD_SHAPE` (k differs from K),
-/// `BUFFER_TOO_SMALL` (x, y or bias shorter than needed), `UNKNOWN_DTYPE`, `UNSUPPORTED`
-/// (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`, `INVALID_ENCODING` from formats
+/// Memory (CPU handles): rows of x are processed 64 at a time, so the temporaries are
+/// bounded by one tile of 64 rows, N, K and the thread count, never by m; they are all
+/// allocated before any output is written. Results do not depend on the tiling.
+///
+/// Errors (nothing is written unless OK, `OUT_OF_MEMORY` included): `NULL_POINTER`,
+/// `BAD_SHAPE` (k differs from K), `BUFFER_TOO_SMALL` (x, y or bias shorter than needed),
+/// `UNKNOWN_DTYPE`, `UNSUPPORTED` (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`,
+/// `OUT_OF_MEMORY` (a temporary could not be allocated, e.g. under a memory limit: the
+/// message names it and its bytes; `y` is untouched and the process keeps running),
+/// `INVALID_ENCODING` from formats
 /// computed through `decode_row` (q2_g64_fp16, q5_g64_fp16, q6_g64_fp16, t2_g128_fp16)
 /// when a weight row breaks a rule `ninfer_decode_row` checks (a NaN, ±Inf or −0 group
 /// scale, non-canonical padding). Formats read in place (bf16, fp32, q4_g64_fp16,

@@ -4,7 +4,7 @@
 //! rounding, negating or canonicalizing anything: a GGUF block is exactly one native group
 //! (64 values for Q2_0, 32 for Q8_0), its `d` the group's binary16 scale word.
 
-use crate::error::{Error, Result, mul};
+use crate::error::{Error, Result, mul, try_filled};
 use crate::formats::gguf::u16_at;
 use crate::layouts::{MAX_PLANES, row_split};
 use crate::registry::Format;
@@ -31,7 +31,9 @@ pub fn native_target(source: Format) -> Option<Format> {
 /// [`Error::InvalidEncoding`] naming the row and block.
 ///
 /// Errors: [`Error::Unsupported`] (no native target, or a different target),
-/// [`Error::SizeMismatch`] (a plane of the wrong length), [`Error::InvalidEncoding`].
+/// [`Error::SizeMismatch`] (a plane of the wrong length), [`Error::InvalidEncoding`],
+/// [`Error::OutOfMemory`] (the logical codes and scales are staged in temporaries of
+/// rows × K bytes and rows × K / block × 2 bytes).
 pub fn import_gguf(
     view: &WeightView<'_>,
     target: Format,
@@ -46,8 +48,12 @@ pub fn import_gguf(
     let (rows, cols) = (view.rows(), view.cols());
     let info = source.info();
     let (bv, bb) = (info.block_values as usize, info.block_bytes as usize);
-    let mut codes = vec![0i8; mul(rows, cols, "rows × K")?];
-    let mut scales = vec![0u16; mul(rows, cols / bv, "rows × blocks")?];
+    let mut codes = try_filled(mul(rows, cols, "rows × K")?, 0i8, "import codes")?;
+    let mut scales = try_filled(
+        mul(rows, cols / bv, "rows × blocks")?,
+        0u16,
+        "import scales",
+    )?;
     for (block, (c, s)) in view
         .plane(0)
         .chunks_exact(bb)

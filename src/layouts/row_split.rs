@@ -16,7 +16,7 @@
 //! 0 (stored word 0, except q2 whose zero code is word 0b01), and every group starting at or
 //! past K has scale +0 (0x0000). Sizes depend on (format, N, K) only.
 
-use crate::error::{Error, Result, mul};
+use crate::error::{Error, Result, mul, try_filled};
 use crate::formats::grouped::Scheme;
 use crate::layouts::{MAX_PLANES, PlaneSizes};
 use crate::registry::Format;
@@ -260,7 +260,7 @@ pub fn pack(
     let ng = s.groups(cols);
     let per = row_plane_bytes(format, cols)?;
     let [p0, p1, p2] = planes;
-    let mut padded = vec![0i8; padded_k(cols)?];
+    let mut padded = try_filled(padded_k(cols)?, 0i8, "a padded row of codes")?;
     for r in 0..rows {
         pack_row(
             &s,
@@ -280,16 +280,17 @@ pub fn pack(
 /// The logical codes (N × K) and scales (N × ceil(K/G)) of a view, validated: every group's
 /// rules (§5–§6) and the canonical padding.
 ///
-/// Errors: [`Error::InvalidEncoding`] naming the first offending row and group.
+/// Errors: [`Error::InvalidEncoding`] naming the first offending row and group,
+/// [`Error::OutOfMemory`] when the N × K codes cannot be allocated.
 pub fn unpack(view: &crate::WeightView<'_>) -> Result<(Vec<i8>, Vec<u16>)> {
     let s = Scheme::of(view.format())?;
     let (rows, cols) = (view.rows(), view.cols());
     let kp = padded_k(cols)?;
     let ng = s.groups(cols);
-    let mut codes = vec![0i8; mul(rows, cols, "codes")?];
-    let mut scales = vec![0u16; mul(rows, ng, "scales")?];
-    let mut rc = vec![0i8; kp];
-    let mut rs = vec![0u16; kp / s.group];
+    let mut codes = try_filled(mul(rows, cols, "codes")?, 0i8, "unpacked codes")?;
+    let mut scales = try_filled(mul(rows, ng, "scales")?, 0u16, "unpacked scales")?;
+    let mut rc = try_filled(kp, 0i8, "a row of codes")?;
+    let mut rs = try_filled(kp / s.group, 0u16, "a row of scales")?;
     for r in 0..rows {
         unpack_row(&s, cols, r, row_planes(view, r), &mut rc, &mut rs)?;
         codes[r * cols..(r + 1) * cols].copy_from_slice(&rc[..cols]);
@@ -304,8 +305,8 @@ pub fn unpack(view: &crate::WeightView<'_>) -> Result<(Vec<i8>, Vec<u16>)> {
 pub fn validate(view: &crate::WeightView<'_>) -> Result<()> {
     let s = Scheme::of(view.format())?;
     let kp = padded_k(view.cols())?;
-    let mut rc = vec![0i8; kp];
-    let mut rs = vec![0u16; kp / s.group];
+    let mut rc = try_filled(kp, 0i8, "a row of codes")?;
+    let mut rs = try_filled(kp / s.group, 0u16, "a row of scales")?;
     for r in 0..view.rows() {
         unpack_row(&s, view.cols(), r, row_planes(view, r), &mut rc, &mut rs)?;
     }
@@ -318,8 +319,8 @@ pub fn decode_row(view: &crate::WeightView<'_>, row: usize, out: &mut [f32]) -> 
     let s = Scheme::of(view.format())?;
     let cols = view.cols();
     let kp = padded_k(cols)?;
-    let mut rc = vec![0i8; kp];
-    let mut rs = vec![0u16; kp / s.group];
+    let mut rc = try_filled(kp, 0i8, "a row of codes")?;
+    let mut rs = try_filled(kp / s.group, 0u16, "a row of scales")?;
     let planes = row_planes(view, row);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {

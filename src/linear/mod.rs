@@ -61,7 +61,7 @@ pub mod q8_1;
 pub use cpu::Isa;
 
 use crate::dtype::Dtype;
-use crate::error::{Error, Result, mul};
+use crate::error::{Error, Result, mul, try_vec};
 use crate::registry::{Format, Layout};
 use crate::view::WeightView;
 use plan::Plan;
@@ -473,17 +473,50 @@ impl<'a> PreparedWeight<'a> {
         }
     }
 
-    /// The products as an N × M (row of W major) array.
-    fn compute(&self, x: &[f32], m: usize) -> Result<Vec<f32>> {
+    /// `y = x · Wᵀ (+ bias)` for `m ≥ 1` rows of `x` (checked shapes and lengths), y
+    /// written through `put` (first row, row count, their N × count products). Every
+    /// temporary is allocated before the first output is written; on the CPU they hold
+    /// one tile of rows, not M.
+    fn tiled(
+        &self,
+        m: usize,
+        x: TileX<'_>,
+        put: &mut dyn FnMut(usize, usize, &[f32]),
+    ) -> Result<()> {
+        let k = self.cols;
+        let rows = match &self.backend {
+            Backend::Cpu(_) => cpu::engine::TILE_M.min(m),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => m,
+        };
+        let mut xf: Vec<f32> = match x {
+            TileX::F32(_) => Vec::new(),
+            TileX::Bytes(..) => try_vec(mul(rows, k, "a tile of x")?, "a tile of x as f32")?,
+        };
         match &self.backend {
-            Backend::Cpu(e) => e.compute(x, m),
+            Backend::Cpu(e) => {
+                let mut ws = e.workspace(m)?;
+                let mut first = 0;
+                while first < m {
+                    let count = rows.min(m - first);
+                    e.compute_tile(x.rows(first, count, k, &mut xf), count, &mut ws)?;
+                    put(first, count, &ws.yt[..self.rows * count]);
+                    first += count;
+                }
+                Ok(())
+            }
             #[cfg(feature = "cuda")]
             Backend::Cuda(c) => {
-                // The synchronous host path: x up, y [M][N] down, transposed to N × M.
-                let xb: Vec<u8> = x.iter().flat_map(|v| v.to_ne_bytes()).collect();
+                // The synchronous host path, one call for all rows: x up, y [M][N] down,
+                // transposed to N × M.
+                let x = x.rows(0, m, k, &mut xf);
                 let n = self.rows;
+                let mut xb: Vec<u8> = crate::error::try_vec(mul(x.len(), 4, "x bytes")?, "x")?;
+                xb.extend(x.iter().flat_map(|v| v.to_ne_bytes()));
                 let dx = c.to_device(&xb)?;
-                let dy = cuda::weight::DeviceBuffer::new(mul(mul(m, n, "M × N")?, 4, "y bytes")?)?;
+                drop(xb);
+                let mn = mul(m, n, "M × N")?;
+                let dy = cuda::weight::DeviceBuffer::new(mul(mn, 4, "y bytes")?)?;
                 c.forward(
                     &self.plan,
                     dx.0,
@@ -496,13 +529,14 @@ impl<'a> PreparedWeight<'a> {
                     0,
                     0,
                 )?;
-                let mut yb = vec![0u8; m * n * 4];
+                let mut yb = crate::error::try_filled(mn * 4, 0u8, "y from the device")?;
                 c.to_host(&dy, &mut yb)?;
-                let mut yt = vec![0f32; m * n];
+                let mut yt = crate::error::try_filled(mn, 0f32, "products")?;
                 for (i, w) in yb.chunks_exact(4).enumerate() {
                     yt[(i % n) * m + i / n] = f32::from_ne_bytes([w[0], w[1], w[2], w[3]]);
                 }
-                Ok(yt)
+                put(0, m, &yt);
+                Ok(())
             }
         }
     }
@@ -638,10 +672,19 @@ impl<'a> PreparedWeight<'a> {
     /// Longer buffers are accepted; only their first elements are used. `m = 0` does
     /// nothing.
     ///
-    /// Errors (nothing is written on error): [`Error::BadShape`] when `k` is not the
-    /// weight's K, [`Error::Unsupported`] for f16 outputs, [`Error::BufferTooSmall`] for a
-    /// short x, y or bias, [`Error::Overflow`], and a decoder's error for a weight decoded
-    /// row by row.
+    /// **Memory**: on the CPU, rows of x are taken 64 at a time (converted to f32,
+    /// quantized where the profile does, multiplied, written to y), so the temporaries are
+    /// bounded by one tile of 64 rows, N, K and the thread count, whatever M is (the bits
+    /// do not depend on the tiling: every output is computed in its family's fixed order).
+    /// They are all allocated, fallibly, before any output is written. (A CUDA weight's
+    /// host path converts and transfers all M rows at once, also fallibly.)
+    ///
+    /// Errors (nothing is written on error, [`Error::OutOfMemory`] included): [`Error::BadShape`]
+    /// when `k` is not the weight's K, [`Error::Unsupported`] for f16 outputs,
+    /// [`Error::BufferTooSmall`] for a short x, y or bias, [`Error::Overflow`],
+    /// [`Error::OutOfMemory`] when the allocator refuses a temporary (the message names it
+    /// and its bytes; the process keeps running), and a decoder's error for a weight decoded
+    /// row by row (raised on the first tile, before any output is written).
     #[allow(clippy::too_many_arguments)]
     pub fn forward(
         &self,
@@ -679,27 +722,32 @@ impl<'a> PreparedWeight<'a> {
         if m == 0 {
             return Ok(());
         }
-        let xf = to_f32(&x[..x_bytes], x_dtype);
-        let yt = self.compute(&xf, m)?;
-        let y = &mut y[..y_bytes];
-        match y_dtype {
-            Dtype::F32 => {
-                for (i, o) in y.chunks_exact_mut(4).enumerate() {
-                    let v = output(&yt, bias, m, i / n, i % n);
-                    o.copy_from_slice(&v.to_ne_bytes());
+        let ys = n * y_dtype.size();
+        self.tiled(
+            m,
+            TileX::Bytes(&x[..x_bytes], x_dtype),
+            &mut |first, count, yt| {
+                let y = &mut y[first * ys..(first + count) * ys];
+                match y_dtype {
+                    Dtype::F32 => {
+                        for (i, o) in y.chunks_exact_mut(4).enumerate() {
+                            let v = output(yt, bias, count, i / n, i % n);
+                            o.copy_from_slice(&v.to_ne_bytes());
+                        }
+                    }
+                    _ => {
+                        for (i, o) in y.chunks_exact_mut(2).enumerate() {
+                            let v = output(yt, bias, count, i / n, i % n);
+                            o.copy_from_slice(&half::bf16::from_f32(v).to_bits().to_ne_bytes());
+                        }
+                    }
                 }
-            }
-            _ => {
-                for (i, o) in y.chunks_exact_mut(2).enumerate() {
-                    let v = output(&yt, bias, m, i / n, i % n);
-                    o.copy_from_slice(&half::bf16::from_f32(v).to_bits().to_ne_bytes());
-                }
-            }
-        }
-        Ok(())
+            },
+        )
     }
 
-    /// [`forward`](Self::forward) for f32 x and y (x: m × K, y: m × N).
+    /// [`forward`](Self::forward) for f32 x and y (x: m × K, y: m × N; x is read in place,
+    /// the same bounded temporaries, the same errors, nothing written on error).
     pub fn forward_f32(
         &self,
         x: &[f32],
@@ -728,11 +776,11 @@ impl<'a> PreparedWeight<'a> {
         if m == 0 {
             return Ok(());
         }
-        let yt = self.compute(&x[..xl], m)?;
-        for (i, o) in y[..yl].iter_mut().enumerate() {
-            *o = output(&yt, bias, m, i / n, i % n);
-        }
-        Ok(())
+        self.tiled(m, TileX::F32(&x[..xl]), &mut |first, count, yt| {
+            for (i, o) in y[first * n..(first + count) * n].iter_mut().enumerate() {
+                *o = output(yt, bias, count, i / n, i % n);
+            }
+        })
     }
 
     fn check_shapes(&self, _m: usize, k: usize, bias: Option<&[f32]>) -> Result<()> {
@@ -765,20 +813,48 @@ fn output(yt: &[f32], bias: Option<&[f32]>, m: usize, mi: usize, ni: usize) -> f
     }
 }
 
-/// Native-endian words of `dtype` to f32 (exact).
-fn to_f32(x: &[u8], dtype: Dtype) -> Vec<f32> {
+/// The activations of a product: f32 rows read in place, or native-endian words of a
+/// dtype converted one tile at a time.
+#[derive(Clone, Copy)]
+enum TileX<'b> {
+    F32(&'b [f32]),
+    Bytes(&'b [u8], Dtype),
+}
+
+impl<'b> TileX<'b> {
+    /// Rows `first .. first + count` (of `k` values) as f32: in place, or converted into
+    /// `buf` (its contents replaced).
+    fn rows<'s>(self, first: usize, count: usize, k: usize, buf: &'s mut Vec<f32>) -> &'s [f32]
+    where
+        'b: 's,
+    {
+        match self {
+            TileX::F32(x) => &x[first * k..(first + count) * k],
+            TileX::Bytes(x, dtype) => {
+                let s = k * dtype.size();
+                buf.clear();
+                to_f32(&x[first * s..(first + count) * s], dtype, buf);
+                buf
+            }
+        }
+    }
+}
+
+/// Native-endian words of `dtype` to f32 (exact), appended to `out` (within its capacity
+/// when it has room).
+fn to_f32(x: &[u8], dtype: Dtype, out: &mut Vec<f32>) {
     match dtype {
-        Dtype::F32 => x
-            .chunks_exact(4)
-            .map(|w| f32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
-            .collect(),
-        Dtype::Bf16 => x
-            .chunks_exact(2)
-            .map(|w| f32::from_bits((u16::from_ne_bytes([w[0], w[1]]) as u32) << 16))
-            .collect(),
-        Dtype::F16 => x
-            .chunks_exact(2)
-            .map(|w| half::f16::from_bits(u16::from_ne_bytes([w[0], w[1]])).to_f32())
-            .collect(),
+        Dtype::F32 => out.extend(
+            x.chunks_exact(4)
+                .map(|w| f32::from_ne_bytes([w[0], w[1], w[2], w[3]])),
+        ),
+        Dtype::Bf16 => out.extend(
+            x.chunks_exact(2)
+                .map(|w| f32::from_bits((u16::from_ne_bytes([w[0], w[1]]) as u32) << 16)),
+        ),
+        Dtype::F16 => out.extend(
+            x.chunks_exact(2)
+                .map(|w| half::f16::from_bits(u16::from_ne_bytes([w[0], w[1]])).to_f32()),
+        ),
     }
 }

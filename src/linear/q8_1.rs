@@ -21,7 +21,7 @@
 //! reading `s`: `s` is a rounded copy of `d·Σq`, and the exact
 //! sums keep the product within the named criterion without the 2⁻¹¹ error of `s`.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, mul, try_vec};
 
 /// Values per q8_1 block.
 pub const QK8_1: usize = 32;
@@ -115,6 +115,7 @@ pub fn quantize_row_q8_1(x: &[f32], out: &mut [u8]) -> Result<()> {
 }
 
 /// The q8_1 image of M activation rows, split in planes the kernels read directly.
+#[derive(Default)]
 pub(crate) struct Rows {
     /// Values per row (K, a multiple of 32).
     pub k: usize,
@@ -153,35 +154,81 @@ pub(crate) struct Row<'a> {
     pub pairs_abs: &'a [i8],
 }
 
+impl Row<'_> {
+    /// A row of no blocks.
+    pub const EMPTY: Row<'static> = Row {
+        qs: &[],
+        d: &[],
+        sum: &[],
+        sum16: &[],
+        sum8: &[],
+        pairs: &[],
+        pairs_abs: &[],
+    };
+}
+
 impl Rows {
     /// Quantizes `m` rows of `k` values (`x.len() == m·k`, k a multiple of 32).
+    #[cfg(test)]
     pub fn quantize(x: &[f32], m: usize, k: usize) -> Rows {
+        let mut rows = Rows::with_capacity(m, k, false).expect("q8_1 rows");
+        rows.quantize_into(x, m);
+        rows
+    }
+
+    /// Empty rows of `k` values with room for `m` rows (and, with `arranged`, their
+    /// [`Rows::arrange_pairs`] planes), allocated fallibly: the temporaries of a product's
+    /// activation tile, reused tile after tile without allocating again.
+    ///
+    /// Errors: [`Error::OutOfMemory`], [`Error::Overflow`].
+    pub fn with_capacity(m: usize, k: usize, arranged: bool) -> Result<Rows> {
+        let mk = mul(m, k, "q8_1 codes")?;
+        let nb = mk / QK8_1;
+        let planes = if arranged { mk } else { 0 };
+        Ok(Rows {
+            k,
+            qs: try_vec(mk, "q8_1 activation codes")?,
+            d: try_vec(nb, "q8_1 activation scales")?,
+            sum: try_vec(nb, "q8_1 block sums")?,
+            sum16: try_vec(mul(2, nb, "q8_1 half-block sums")?, "q8_1 half-block sums")?,
+            sum8: try_vec(mul(4, nb, "q8_1 8-value sums")?, "q8_1 8-value sums")?,
+            pairs: try_vec(planes, "q8_1 rearranged codes")?,
+            pairs_abs: try_vec(planes, "q8_1 rearranged |codes|")?,
+        })
+    }
+
+    /// Quantizes `m` rows of K values (`x.len() == m·K`) into these planes, replacing what
+    /// they held (and clearing the arranged planes). Allocates only beyond the capacity
+    /// the planes already have.
+    pub fn quantize_into(&mut self, x: &[f32], m: usize) {
+        let k = self.k;
         debug_assert_eq!(x.len(), m * k);
         debug_assert_eq!(k % QK8_1, 0);
         let nb = m * k / QK8_1;
-        let mut rows = Rows {
-            k,
-            qs: vec![0; m * k],
-            d: vec![0.0; nb],
-            sum: vec![0; nb],
-            sum16: vec![0; 2 * nb],
-            sum8: vec![0; 4 * nb],
-            pairs: Vec::new(),
-            pairs_abs: Vec::new(),
-        };
+        self.qs.clear();
+        self.qs.resize(m * k, 0);
+        self.d.clear();
+        self.d.resize(nb, 0.0);
+        self.sum.clear();
+        self.sum.resize(nb, 0);
+        self.sum16.clear();
+        self.sum16.resize(2 * nb, 0);
+        self.sum8.clear();
+        self.sum8.resize(4 * nb, 0);
+        self.pairs.clear();
+        self.pairs_abs.clear();
         for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
             let b = quantize_block(xb);
-            rows.qs[i * QK8_1..(i + 1) * QK8_1].copy_from_slice(&b.qs);
-            rows.d[i] = half::f16::from_bits(b.d_bits).to_f32();
-            rows.sum[i] = b.sum;
+            self.qs[i * QK8_1..(i + 1) * QK8_1].copy_from_slice(&b.qs);
+            self.d[i] = half::f16::from_bits(b.d_bits).to_f32();
+            self.sum[i] = b.sum;
             for (h, c) in b.qs.chunks_exact(16).enumerate() {
-                rows.sum16[2 * i + h] = c.iter().map(|&q| q as i16).sum();
+                self.sum16[2 * i + h] = c.iter().map(|&q| q as i16).sum();
             }
             for (r, c) in b.qs.chunks_exact(8).enumerate() {
-                rows.sum8[4 * i + r] = c.iter().map(|&q| q as i16).sum();
+                self.sum8[4 * i + r] = c.iter().map(|&q| q as i16).sum();
             }
         }
-        rows
     }
 
     /// Row `i`.
@@ -207,7 +254,8 @@ impl Rows {
     /// that read a block pair's codes in the order of their weight bytes.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub fn arrange_pairs(&mut self, perm: &[u8; 64], abs: bool) {
-        self.pairs = self.qs.clone();
+        self.pairs.clear();
+        self.pairs.extend_from_slice(&self.qs);
         for row in self.pairs.chunks_exact_mut(self.k) {
             for pair in row.chunks_exact_mut(64) {
                 let src: [i8; 64] = pair.try_into().expect("64 codes");
@@ -218,17 +266,29 @@ impl Rows {
         }
         if abs {
             // Codes are in [−127, 127]: |q| fits i8.
-            self.pairs_abs = self.pairs.iter().map(|q| q.abs()).collect();
+            self.pairs_abs.clear();
+            self.pairs_abs.extend(self.pairs.iter().map(|q| q.abs()));
         }
     }
 
     /// The represented activation x̂ = d·q of all rows, as f32 (exact).
+    #[cfg(test)]
     pub fn dequantized(&self) -> Vec<f32> {
-        self.qs
-            .iter()
-            .enumerate()
-            .map(|(i, &q)| self.d[i / QK8_1] * q as f32)
-            .collect()
+        let mut out = Vec::new();
+        self.dequantize_into(&mut out);
+        out
+    }
+
+    /// [`Rows::dequantized`] into `out` (its contents replaced; allocates only beyond its
+    /// capacity).
+    pub fn dequantize_into(&self, out: &mut Vec<f32>) {
+        out.clear();
+        out.extend(
+            self.qs
+                .iter()
+                .enumerate()
+                .map(|(i, &q)| self.d[i / QK8_1] * q as f32),
+        );
     }
 }
 

@@ -48,6 +48,7 @@ class Registry(unittest.TestCase):
         self.assertEqual(ninfer.plane_sizes(f, info.layout, 2, 32), (68, 0, 0))
         self.assertEqual(Status.OK, 0)
         self.assertEqual(Status.SIZE_MISMATCH, 9)
+        self.assertEqual(Status.OUT_OF_MEMORY, 22)
 
     def test_refused(self):
         with self.assertRaises(NinferError) as cm:

@@ -30,6 +30,7 @@ pub const Error = error{
     Internal,
     NoDevice,
     Cuda,
+    OutOfMemory,
     /// A status number this binding does not know (a newer library).
     UnknownStatus,
 };
@@ -59,6 +60,7 @@ pub fn check(status: u32) Error!void {
         c.NINFER_STATUS_INTERNAL => error.Internal,
         c.NINFER_STATUS_NO_DEVICE => error.NoDevice,
         c.NINFER_STATUS_CUDA => error.Cuda,
+        c.NINFER_STATUS_OUT_OF_MEMORY => error.OutOfMemory,
         else => error.UnknownStatus,
     };
 }

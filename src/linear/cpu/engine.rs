@@ -9,7 +9,7 @@ use super::float::{self, Grouped, WRow};
 use super::gguf::Kind;
 use super::{Isa, grouped_q8, nvfp4_q8};
 use crate::decode;
-use crate::error::{Error, Result, mul};
+use crate::error::{Error, Result, mul, try_filled, try_grow, try_vec};
 use crate::formats::nvfp4;
 use crate::layouts::{self, block_scale};
 use crate::linear::plan::{Family, Plan};
@@ -17,7 +17,7 @@ use crate::linear::q8_1;
 use crate::registry::Format;
 use crate::view::WeightView;
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The CPU kernel a prepared weight runs: its plan's family, resolved to the format's code
 /// reader or GGUF block kernel.
@@ -131,98 +131,183 @@ impl<'a> Engine<'a> {
         self.view.cols()
     }
 
-    /// The products as an N × M (row of W major) array.
-    pub(crate) fn compute(&self, x: &[f32], m: usize) -> Result<Vec<f32>> {
+    /// Threads a product may run on at once (the pool's size; 1 on the calling thread).
+    fn parallelism(&self) -> usize {
+        match self.threads {
+            0 => rayon::current_num_threads(),
+            t => t,
+        }
+    }
+
+    /// Weight rows per parallel work item (a function of N and the thread count only).
+    fn rows_per_chunk(&self) -> usize {
+        self.rows()
+            .div_ceil(self.parallelism() * 8)
+            .clamp(1, 64)
+            .next_multiple_of(FLOAT_GROUP)
+    }
+
+    /// The temporaries of a product of `m` activation rows, all allocated here, before any
+    /// output is computed: they are sized by one tile of at most [`TILE_M`] rows, K, N and
+    /// the thread count, never by M. Errors: [`Error::OutOfMemory`], [`Error::Overflow`].
+    pub(crate) fn workspace(&self, m: usize) -> Result<Workspace> {
         let (n, k) = (self.rows(), self.cols());
-        let mut yt = vec![0f32; mul(n, m, "N × M")?];
+        let mt = m.clamp(1, TILE_M);
+        let mk = mul(mt, k, "a tile of x")?;
+        let arranged = self.isa == Isa::Avx2;
         let q = match self.kernel {
-            Kernel::Gguf(kind) => Some(super::gguf::prepare(
-                self.isa,
-                kind,
-                q8_1::Rows::quantize(x, m, k),
-            )),
-            Kernel::GgufDecoded => Some(q8_1::Rows::quantize(x, m, k)),
-            Kernel::GroupedQ8(kind) => Some(grouped_q8::prepare(
-                self.isa,
-                kind,
-                q8_1::Rows::quantize(x, m, k),
-            )),
-            Kernel::Nvfp4Q8 => Some(nvfp4_q8::prepare(self.isa, q8_1::Rows::quantize(x, m, k))),
+            Kernel::Gguf(_) | Kernel::GgufDecoded | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
+                Some(q8_1::Rows::with_capacity(mt, k, arranged)?)
+            }
             _ => None,
         };
-        let xhat = match (self.kernel, &q) {
-            (Kernel::GgufDecoded, Some(q)) => Some(q.dequantized()),
-            _ => None,
-        };
-        let qrows: Vec<q8_1::Row<'_>> = q
-            .as_ref()
-            .map_or(Vec::new(), |q| (0..m).map(|i| q.row(i)).collect());
-        let xf: &[f32] = xhat.as_deref().unwrap_or(x);
-        // Which activation rows may meet fp8 / nvfp4 rows in the scaled order (once per
-        // forward).
-        let xok: Vec<bool> = match self.kernel {
-            Kernel::Fp8Row => xf.chunks(k).map(float::fp8_scaled_x).collect(),
-            Kernel::Nvfp4 => xf.chunks(k).map(float::nvfp4_scaled_x).collect(),
+        let xhat = match self.kernel {
+            Kernel::GgufDecoded => try_vec(mk, "a tile of q8_1 activation values x̂")?,
             _ => Vec::new(),
         };
+        let yt = try_filled(mul(n, mt, "N × tile rows")?, 0f32, "a tile of products")?;
+        // What each thread's work items use (the most any one of them needs).
+        let group = FLOAT_GROUP * k;
+        let materialize = mt >= MATERIALIZE_M;
+        let (f, values, other, words) = match self.kernel {
+            Kernel::RowSplit(kind) => (
+                FLOAT_GROUP * k.div_ceil(kind.group()),
+                if materialize { group } else { 0 },
+                0,
+                0,
+            ),
+            Kernel::Fp8Row => (0, if materialize { group } else { 0 }, FLOAT_GROUP * mt, 0),
+            Kernel::Nvfp4 => {
+                let nkb = k / block_scale::BLOCK;
+                (
+                    FLOAT_GROUP * nkb,
+                    if materialize { group } else { 0 },
+                    FLOAT_GROUP * mt,
+                    self.rows_per_chunk() * nkb,
+                )
+            }
+            Kernel::Decoded | Kernel::GgufDecoded => (group, 0, 0, 0),
+            _ => (0, 0, 0, 0),
+        };
+        let threads = self.parallelism();
+        let mut slots = try_vec(threads, "per-thread scratch")?;
+        for _ in 0..threads {
+            slots.push(Mutex::new(Scratch {
+                f: try_vec(f, "a scratch of decoded weight rows")?,
+                values: try_vec(values, "a scratch of weight values")?,
+                other: try_vec(other, "a scratch of products")?,
+                words: try_vec(words, "a scratch of nvfp4 scale words")?,
+            }));
+        }
+        Ok(Workspace { q, xhat, yt, slots })
+    }
+
+    /// The products of `mt` ≤ [`TILE_M`] activation rows `x` (`mt × K` f32) into
+    /// `ws.yt[.. N·mt]`, N × mt (row of W major), using only the workspace's memory.
+    pub(crate) fn compute_tile(&self, x: &[f32], mt: usize, ws: &mut Workspace) -> Result<()> {
+        let (n, k) = (self.rows(), self.cols());
+        debug_assert!((1..=TILE_M).contains(&mt) && x.len() == mt * k);
+        let Workspace { q, xhat, yt, slots } = ws;
+        if let Some(q) = q.as_mut() {
+            let mut rows = std::mem::take(q);
+            rows.quantize_into(x, mt);
+            *q = match self.kernel {
+                Kernel::Gguf(kind) => super::gguf::prepare(self.isa, kind, rows),
+                Kernel::GroupedQ8(kind) => grouped_q8::prepare(self.isa, kind, rows),
+                Kernel::Nvfp4Q8 => nvfp4_q8::prepare(self.isa, rows),
+                _ => rows,
+            };
+        }
+        let xf: &[f32] = match (self.kernel, q.as_ref()) {
+            (Kernel::GgufDecoded, Some(q)) => {
+                q.dequantize_into(xhat);
+                xhat
+            }
+            _ => x,
+        };
+        let mut qrow = [q8_1::Row::EMPTY; TILE_M];
+        if let Some(q) = q.as_ref() {
+            for (i, r) in qrow.iter_mut().enumerate().take(mt) {
+                *r = q.row(i);
+            }
+        }
+        let qrows: &[q8_1::Row<'_>] = if q.is_some() { &qrow[..mt] } else { &[] };
+        // Which activation rows may meet fp8 / nvfp4 rows in the scaled order.
+        let mut xok_all = [false; TILE_M];
+        let xok: &[bool] = match self.kernel {
+            Kernel::Fp8Row | Kernel::Nvfp4 => {
+                for (o, r) in xok_all.iter_mut().zip(xf.chunks(k)) {
+                    *o = match self.kernel {
+                        Kernel::Fp8Row => float::fp8_scaled_x(r),
+                        _ => float::nvfp4_scaled_x(r),
+                    };
+                }
+                &xok_all[..mt]
+            }
+            _ => &[],
+        };
+        let slots: &[Mutex<Scratch>] = slots;
+        let yt = &mut yt[..n * mt];
 
         // Chunks of whole W rows; each output is computed entirely inside one chunk, so the
         // partition (and the thread count) never changes a bit.
-        let per_thread = match self.threads {
-            0 => rayon::current_num_threads(),
-            t => t,
-        };
-        let rows_per_chunk = n
-            .div_ceil(per_thread * 8)
-            .clamp(1, 64)
-            .next_multiple_of(FLOAT_GROUP);
+        let rows_per_chunk = self.rows_per_chunk();
         // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
         // M = 1 (eight independent accumulator chains), the GGUF ones 4.
         let group = match self.kernel {
             Kernel::Gguf(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => ROW_GROUP,
             _ => FLOAT_GROUP,
         };
+        let m = mt;
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
-            let mut scratch = [Vec::new(), Vec::new()];
-            let first = ci * rows_per_chunk;
-            // nvfp4 (exact profile): the chunk's scale words in block order, gathered once
-            // (tile by tile, not row by row: a row's words are 512 bytes apart).
-            let mut words = Vec::new();
-            let nkb = match self.kernel {
-                Kernel::Nvfp4 => {
-                    let nkb = k / block_scale::BLOCK;
-                    words.resize(out.len() / m * nkb, 0);
-                    block_scale::rows_scales(self.view.plane(1), first, nkb, &mut words);
-                    nkb
+            with_scratch(slots, |s| {
+                let first = ci * rows_per_chunk;
+                // nvfp4 (exact profile): the chunk's scale words in block order, gathered
+                // once (tile by tile, not row by row: a row's words are 512 bytes apart).
+                let nkb = match self.kernel {
+                    Kernel::Nvfp4 => {
+                        let nkb = k / block_scale::BLOCK;
+                        let words = fill(&mut s.words, out.len() / m * nkb, 0, "scale words")?;
+                        block_scale::rows_scales(self.view.plane(1), first, nkb, words);
+                        nkb
+                    }
+                    _ => 0,
+                };
+                let Scratch {
+                    f,
+                    values,
+                    other,
+                    words,
+                } = s;
+                for (g, o) in out.chunks_mut(group * m).enumerate() {
+                    let w = words
+                        .get(g * group * nkb..(g * group + o.len() / m) * nkb)
+                        .unwrap_or(&[]);
+                    let mut bufs = Bufs { f, values, other };
+                    self.row_group(first + g * group, xf, m, qrows, xok, o, &mut bufs, w)?;
                 }
-                _ => 0,
-            };
-            for (g, o) in out.chunks_mut(group * m).enumerate() {
-                let w = words
-                    .get(g * group * nkb..(g * group + o.len() / m) * nkb)
-                    .unwrap_or(&[]);
-                self.row_group(first + g * group, xf, m, &qrows, &xok, o, &mut scratch, w)?;
-            }
-            Ok(())
+                Ok(())
+            })
         };
-        let chunks = yt.chunks_mut(rows_per_chunk * m).enumerate();
         match (self.threads, &self.pool) {
-            (1, _) => chunks.into_iter().try_for_each(work)?,
+            (1, _) => yt
+                .chunks_mut(rows_per_chunk * m)
+                .enumerate()
+                .try_for_each(work),
             (_, Some(pool)) => pool.install(|| {
                 yt.par_chunks_mut(rows_per_chunk * m)
                     .enumerate()
                     .try_for_each(work)
-            })?,
+            }),
             _ => yt
                 .par_chunks_mut(rows_per_chunk * m)
                 .enumerate()
-                .try_for_each(work)?,
+                .try_for_each(work),
         }
-        Ok(yt)
     }
 
     /// Output rows `r0 .. r0 + out.len() / m` of W against every activation row (`out` is
-    /// row of W major). `scratch` holds reused buffers; `words` the rows' nvfp4 scale
+    /// row of W major). `bufs` holds reused buffers; `words` the rows' nvfp4 scale
     /// words in block order (nvfp4 paths only).
     #[allow(clippy::too_many_arguments)]
     fn row_group(
@@ -233,11 +318,10 @@ impl<'a> Engine<'a> {
         q: &[q8_1::Row<'_>],
         xok: &[bool],
         out: &mut [f32],
-        scratch: &mut [Vec<f32>; 2],
+        bufs: &mut Bufs<'_>,
         words: &[u8],
     ) -> Result<()> {
         let v = &self.view;
-        let [scratch, values] = scratch;
         let count = out.len() / m;
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
         match self.kernel {
@@ -249,7 +333,7 @@ impl<'a> Engine<'a> {
                         _ => WRow::F32Le(bytes(i)),
                     };
                 }
-                self.float_rows(&ws[..count], x, m, out, values)
+                self.float_rows(&ws[..count], x, m, out, bufs.values)?
             }
             Kernel::Fp8Row => {
                 let (mut scaled, mut plain) =
@@ -268,13 +352,23 @@ impl<'a> Engine<'a> {
                         plain[i]
                     };
                 }
-                self.scaled_rows(&scaled[..count], &plain[..count], x, m, xok, out, values);
+                let (values, other) = (&mut *bufs.values, &mut *bufs.other);
+                self.scaled_rows(
+                    &scaled[..count],
+                    &plain[..count],
+                    x,
+                    m,
+                    xok,
+                    out,
+                    values,
+                    other,
+                )?;
             }
             Kernel::RowSplit(kind) => {
                 // The logical groups' binary16 scales as f32 (exact), once per row.
                 let k = v.cols();
                 let ng = k.div_ceil(kind.group());
-                scratch.resize(count * ng, 0.0);
+                let scratch = fill(bufs.f, count * ng, 0.0, "group scales")?;
                 for (i, sf) in scratch.chunks_exact_mut(ng).enumerate() {
                     float::f16_words_to_f32(self.isa, v.row_bytes(2, r0 + i), sf);
                 }
@@ -288,11 +382,11 @@ impl<'a> Engine<'a> {
                         k,
                     };
                 }
-                self.float_rows(&ws[..count], x, m, out, values)
+                self.float_rows(&ws[..count], x, m, out, bufs.values)?
             }
             Kernel::Nvfp4 => {
                 let nkb = v.cols() / block_scale::BLOCK;
-                scratch.resize(count * nkb, 0.0);
+                let scratch = fill(bufs.f, count * nkb, 0.0, "block scales")?;
                 float::e4m3fn_to_f32(self.isa, words, scratch);
                 let (mut scaled, mut plain) =
                     ([WRow::F32(&[]); FLOAT_GROUP], [WRow::F32(&[]); FLOAT_GROUP]);
@@ -306,7 +400,17 @@ impl<'a> Engine<'a> {
                         plain[i]
                     };
                 }
-                self.scaled_rows(&scaled[..count], &plain[..count], x, m, xok, out, values);
+                let (values, other) = (&mut *bufs.values, &mut *bufs.other);
+                self.scaled_rows(
+                    &scaled[..count],
+                    &plain[..count],
+                    x,
+                    m,
+                    xok,
+                    out,
+                    values,
+                    other,
+                )?;
             }
             Kernel::Nvfp4Q8 => {
                 // The kernel reads each row's scale words in place: 4 contiguous words per
@@ -353,7 +457,7 @@ impl<'a> Engine<'a> {
             }
             Kernel::GgufDecoded | Kernel::Decoded => {
                 let k = v.cols();
-                scratch.resize(count * k, 0.0);
+                let scratch = fill(bufs.f, count * k, 0.0, "decoded weight rows")?;
                 for (i, d) in scratch.chunks_exact_mut(k).enumerate() {
                     decode::decode_row(v, (r0 + i) as u64, d)?;
                 }
@@ -382,31 +486,41 @@ impl<'a> Engine<'a> {
         xok: &[bool],
         out: &mut [f32],
         values: &mut Vec<f32>,
-    ) {
+        other: &mut Vec<f32>,
+    ) -> Result<()> {
         let (all, any) = (xok.iter().all(|&o| o), xok.iter().any(|&o| o));
-        self.runs(if any { scaled } else { plain }, x, m, out, values);
+        self.runs(if any { scaled } else { plain }, x, m, out, values)?;
         if any && !all {
-            let mut other = vec![0f32; out.len()];
-            self.runs(plain, x, m, &mut other, values);
+            let other = fill(other, out.len(), 0.0, "products in the plain order")?;
+            self.runs(plain, x, m, other, values)?;
             for (i, o) in out.iter_mut().enumerate() {
                 if !xok[i % m] {
                     *o = other[i];
                 }
             }
         }
+        Ok(())
     }
 
     /// [`Self::float_rows`] over runs of consecutive rows of one kind.
-    fn runs(&self, ws: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32], values: &mut Vec<f32>) {
+    fn runs(
+        &self,
+        ws: &[WRow<'_>],
+        x: &[f32],
+        m: usize,
+        out: &mut [f32],
+        values: &mut Vec<f32>,
+    ) -> Result<()> {
         let mut start = 0;
         while start < ws.len() {
             let kind = std::mem::discriminant(&ws[start]);
             let end = (start..ws.len())
                 .find(|&i| std::mem::discriminant(&ws[i]) != kind)
                 .unwrap_or(ws.len());
-            self.float_rows(&ws[start..end], x, m, &mut out[start * m..end * m], values);
+            self.float_rows(&ws[start..end], x, m, &mut out[start * m..end * m], values)?;
             start = end;
         }
+        Ok(())
     }
 
     /// The f32 kernel over weight rows read in place. With many activation rows, rows
@@ -420,16 +534,17 @@ impl<'a> Engine<'a> {
         m: usize,
         out: &mut [f32],
         values: &mut Vec<f32>,
-    ) {
+    ) -> Result<()> {
         let cheap = matches!(
             ws.first(),
             Some(WRow::Bf16Le(_) | WRow::F32Le(_) | WRow::F32(_))
         );
         if cheap || m < MATERIALIZE_M {
-            return float::dot_rows(self.isa, ws, x, m, out);
+            float::dot_rows(self.isa, ws, x, m, out);
+            return Ok(());
         }
         let k = self.cols();
-        values.resize(ws.len() * k, 0.0);
+        let values = fill(values, ws.len() * k, 0.0, "weight values")?;
         for (w, vals) in ws.iter().zip(values.chunks_exact_mut(k)) {
             float::materialize(self.isa, w, vals);
         }
@@ -441,7 +556,66 @@ impl<'a> Engine<'a> {
         for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
             o.iter_mut().for_each(|y| *y = w.finish(*y));
         }
+        Ok(())
     }
+}
+
+/// Activation rows per tile of a CPU product: x is converted, quantized and multiplied one
+/// tile at a time, so a product's temporaries do not grow with M.
+pub(crate) const TILE_M: usize = 64;
+
+/// The temporaries of a CPU product ([`Engine::workspace`]), reused tile after tile.
+pub(crate) struct Workspace {
+    /// The tile's q8_1 activations (q8_1 kernels only).
+    q: Option<q8_1::Rows>,
+    /// The tile's x̂ as f32 (the decoded GGUF path only).
+    xhat: Vec<f32>,
+    /// The tile's products, N × rows of the tile (row of W major).
+    pub(crate) yt: Vec<f32>,
+    /// One scratch per thread that may run a work item at once.
+    slots: Vec<Mutex<Scratch>>,
+}
+
+/// One thread's reused buffers.
+#[derive(Default)]
+struct Scratch {
+    /// Group or block scales as f32, or decoded weight rows.
+    f: Vec<f32>,
+    /// Materialized weight values ([`Engine::float_rows`]).
+    values: Vec<f32>,
+    /// A row group's products in the plain order ([`Engine::scaled_rows`]).
+    other: Vec<f32>,
+    /// A chunk's nvfp4 scale words in block order.
+    words: Vec<u8>,
+}
+
+/// The buffers of [`Scratch`] a row group uses.
+struct Bufs<'s> {
+    f: &'s mut Vec<f32>,
+    values: &'s mut Vec<f32>,
+    other: &'s mut Vec<f32>,
+}
+
+/// Runs `f` with a free scratch: the current thread's slot when it is free, else any free
+/// one. The workspace holds one per thread that can run at once, so one is always free;
+/// were none, `f` gets a fresh one that grows fallibly.
+fn with_scratch<R>(slots: &[Mutex<Scratch>], f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let n = slots.len();
+    let start = rayon::current_thread_index().unwrap_or(0);
+    for i in 0..n {
+        if let Ok(mut s) = slots[(start + i) % n].try_lock() {
+            return f(&mut s);
+        }
+    }
+    f(&mut Scratch::default())
+}
+
+/// `v` resized to `len` elements (new ones `zero`), growing fallibly: no allocation within
+/// the capacity the workspace reserved.
+fn fill<'v, T: Copy>(v: &'v mut Vec<T>, len: usize, zero: T, what: &str) -> Result<&'v mut [T]> {
+    try_grow(v, len, what)?;
+    v.resize(len, zero);
+    Ok(&mut v[..])
 }
 
 /// Weight rows computed together (the float kernels' tile height).
