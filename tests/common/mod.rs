@@ -128,3 +128,4 @@ pub fn f16_rne(x: f32) -> u16 {
     let mant = (r / 2f64.powi(e - 10)) as u16 - 1024;
     sign | (((e + 15) as u16) << 10) | mant
 }
+pub mod random;
