@@ -60,8 +60,8 @@ fn verify_runs_on_the_built_in_sample_from_any_directory() {
     assert!(o.status.success(), "verify failed:\n{out}");
     assert!(out.contains("built-in sample"), "{out}");
     assert!(out.contains(" 0 failed (0 invalid encodings);"), "{out}");
-    // The five types of issue 2 and the direct words decode; more decode as the library
-    // grows, so only these are pinned. Columns: type, tensors, values, non-finite, ms,
+    // The sample's Q8_0, Q4_0, Q5_0, Q4_K, Q6_K tensors and the direct words decode; more
+    // decode as the library grows, so only these are pinned. Columns: type, tensors, values, non-finite, ms,
     // Mvalues/s, result.
     for (key, tensors) in [
         ("Q8_0 (gguf_q8_0)", "2"),
