@@ -3,7 +3,7 @@
 //! kernels' build report (no local-memory spills); and the device benchmark
 //! (`cuda_bench`, ignored by default: `scripts/device-check.sh` runs it).
 
-use super::testdata::{Rng, payload};
+use super::testdata::{Rng, payload, same};
 use crate::cuda::driver::cuda_error;
 use crate::dtype::Dtype;
 use crate::error::Error;
@@ -26,10 +26,6 @@ fn have_device() -> bool {
             false
         }
     }
-}
-
-fn same(a: f32, b: f32) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
 /// Every (format, layout, activation) the CUDA kernels cover.

@@ -115,3 +115,8 @@ pub(crate) fn payload(
     }
     p
 }
+
+/// Equal bits, or both NaN (a NaN's sign and payload are not specified: docs/linear.md).
+pub(crate) fn same(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}

@@ -6,7 +6,7 @@
 //! proved; the device run (`scripts/device-check.sh`) then proves the indexing.
 
 use super::abi::NfWeight;
-use super::testdata::{Rng, payload};
+use super::testdata::{Rng, payload, same};
 use crate::layouts;
 use crate::linear::{Activation, Isa, PreparedWeight, q8_1};
 use crate::registry::{Category, Format, LAYOUTS, compatible};
@@ -181,11 +181,6 @@ fn harness() -> &'static Harness {
             }
         }
     })
-}
-
-/// Equal bits, or both NaN (a NaN's sign and payload are not specified: docs/linear.md).
-fn same(a: f32, b: f32) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
 #[test]
