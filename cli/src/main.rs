@@ -4,6 +4,7 @@
 //! This binary is a workspace member of its own (`ninfer-cli`): its dependencies (argument
 //! parsing, progress bars, .npy writing, file mapping) are never linked into libninfer.so.
 
+mod check;
 mod cmd;
 mod gguf;
 mod import;
@@ -59,15 +60,25 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Validate and decode every tensor; per-type counts, non-finite values, throughput,
-    /// and Σ(W·x) in f64 for every 2-D weight. Exits non-zero when a decodable tensor
-    /// fails.
+    /// Self-test of the library on a file and this machine: validate and decode every
+    /// tensor, compare the decoded values with reference checksums (the built-in sample's,
+    /// recorded with gguf-py; `--checksums`), and check `linear` (y = x·Wᵀ) of every 2-D
+    /// weight on every CPU instruction set and CUDA device against an f64 oracle from the
+    /// decoded rows (criterion linear_f32acc_v1), the paths bit for bit against each other.
+    /// Prints per-type counts, non-finite values, throughput and Σ(W·x) in f64. Exits
+    /// non-zero when a check fails.
     Verify {
         /// The GGUF or safetensors file (default: the built-in sample).
         file: Option<PathBuf>,
-        /// Only the per-type table, refusals and failures.
+        /// Only the per-type table, refusals, failures and the summary.
         #[arg(long)]
         brief: bool,
+        /// Reference checksums to compare the decoded values with: one line per tensor,
+        /// `name ggml-type values fnv1a64-hex oracle` (FNV-1a 64 of the values' f32
+        /// little-endian words in row order; tests/data/sample.checksums is the built-in
+        /// sample's, used by default for it).
+        #[arg(long, value_name = "LIST")]
+        checksums: Option<PathBuf>,
     },
     /// Encode the 2-D F32/BF16/F16 tensors of a safetensors file into a registered
     /// format's planes (docs/safetensors.md), with a per-tensor error report. Other
@@ -169,13 +180,35 @@ fn run(cli: Cli) -> Result<bool> {
             }
             Ok(true)
         }
-        Command::Verify { file, brief } => match safetensors_path(&file) {
-            Some(p) => cmd::st_files::verify(&StFile::open(p)?, &p.display().to_string()),
-            None => {
-                let (f, label) = open(&file)?;
-                cmd::verify::run(&f, &label, &cmd::verify::Options { brief })
+        Command::Verify {
+            file,
+            brief,
+            checksums,
+        } => {
+            let checksums = match &checksums {
+                Some(p) => Some(check::Checksums::read(p)?),
+                None => None,
+            };
+            match safetensors_path(&file) {
+                Some(p) => cmd::st_files::verify(
+                    &StFile::open(p)?,
+                    &p.display().to_string(),
+                    &cmd::verify::Options { brief, checksums },
+                ),
+                None => {
+                    let (f, label) = open(&file)?;
+                    // The built-in sample, by content: its own list unless one is given.
+                    let checksums = match checksums {
+                        None if f.bytes() == SAMPLE => Some(check::Checksums::parse(
+                            check::SAMPLE_CHECKSUMS,
+                            "the built-in sample's reference list (tests/data/sample.checksums)",
+                        )?),
+                        c => c,
+                    };
+                    cmd::verify::run(&f, &label, &cmd::verify::Options { brief, checksums })
+                }
             }
-        },
+        }
         Command::Quantize {
             input,
             format,

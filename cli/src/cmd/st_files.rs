@@ -1,7 +1,8 @@
 //! `inspect`, `verify` and `decode` on a safetensors file holding ninfer-encoded tensors
 //! (docs/safetensors.md) and plain data.
 
-use crate::cmd::verify::{activation, dot};
+use crate::check::{self, Devices, Fnv1a64, Linear, Sum};
+use crate::cmd::verify::{Options, activation, dot};
 use crate::rows::{chunk_rows, decode_range};
 use crate::st::{self, Entry, Plain, StFile};
 use crate::table::{self, count};
@@ -152,7 +153,7 @@ fn check_rows(rows: &Rows<'_>) -> Result<(Vec<f32>, u64, f64), String> {
     Ok((out, nf, y.iter().sum()))
 }
 
-pub fn verify(file: &StFile, label: &str) -> Result<bool> {
+pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
     rayon::broadcast(|_| ());
     let start = Instant::now();
     println!(
@@ -161,13 +162,35 @@ pub fn verify(file: &StFile, label: &str) -> Result<bool> {
         count(file.bytes().len() as u64),
         rayon::current_num_threads()
     );
+    let devices = Devices::probe();
+    println!(
+        "linear: y = x·Wᵀ on {}; x seeded (splitmix64, seed 0x{:016x}), M = {} and {}, f32 outputs; \
+         against an f64 oracle from the decoded rows (q8_1 activations: of the values x̂ of x), \
+         criterion linear_f32acc_v1; at most {} rows per weight (evenly spaced)",
+        devices.describe(),
+        check::SEED,
+        check::MS[0],
+        check::MS[1],
+        check::MAX_ROWS
+    );
+    if let Some(c) = &opts.checksums {
+        println!(
+            "checksums: {} tensors in {} (FNV-1a 64 of the f32 words, from {})",
+            c.tensors.len(),
+            c.source,
+            c.oracles()
+        );
+    }
+    let mut reports: Vec<check::LinearReport> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let (mut matched, mut mismatched) = (0usize, 0usize);
     let mut rows_out = Vec::new();
     let mut failures = Vec::new();
     let (mut enc_n, mut data_n, mut skipped) = (0, 0, 0);
     let mut decode_secs = 0f64;
     let mut values = 0u64;
     for e in &file.entries {
-        let (name, kind, shape, rows) = match e {
+        let (name, kind, shape, rows, two_d) = match e {
             Entry::Broken { name, message } => {
                 failures.push(format!("  {name}  {message}"));
                 continue;
@@ -189,7 +212,7 @@ pub fn verify(file: &StFile, label: &str) -> Result<bool> {
                             ));
                         }
                         enc_n += 1;
-                        (&t.name, kind, t.desc.shape_text(), Rows::View(v))
+                        (&t.name, kind, t.desc.shape_text(), Rows::View(v), true)
                     }
                 }
             }
@@ -209,6 +232,7 @@ pub fn verify(file: &StFile, label: &str) -> Result<bool> {
                         format!("{} (direct data)", st::dtype_name(p.dtype)),
                         format!("{:?}", p.shape),
                         r,
+                        p.shape.len() == 2,
                     )
                 }
             },
@@ -224,12 +248,49 @@ pub fn verify(file: &StFile, label: &str) -> Result<bool> {
                     String::new(),
                     String::new(),
                     String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
                     "FAILED".into(),
                 ]);
             }
             Ok((v, nf, sy)) => {
                 decode_secs += t0.elapsed().as_secs_f64();
                 values += v.len() as u64;
+                seen.push(name.clone());
+                let entry = check::entry(opts.checksums.as_ref(), name);
+                let mut hash = Fnv1a64::default();
+                hash.update(&v);
+                let sum = check::compare(entry, v.len() as u64, &hash);
+                match &sum {
+                    Sum::Matched(_) => matched += 1,
+                    Sum::Mismatch(m) => {
+                        mismatched += 1;
+                        failures.push(format!("  {name}  {kind}  checksum: {m}"));
+                    }
+                    Sum::None => {}
+                }
+                let invalid = failures
+                    .iter()
+                    .any(|f| f.starts_with(&format!("  {name}  ")));
+                let lin = match &rows {
+                    Rows::View(view) if two_d && !invalid && !v.is_empty() => {
+                        let k = view.cols();
+                        let decoded = |r: usize, out: &mut [f32]| {
+                            out[..k].copy_from_slice(&v[r * k..(r + 1) * k]);
+                            Ok(())
+                        };
+                        check::linear(view, &decoded, &devices)
+                    }
+                    _ => Linear::Skipped(String::new()),
+                };
+                let (lin_cell, paths_cell) = (lin.cell(), lin.paths_cell());
+                if let Linear::Checked(r) = lin {
+                    for f in &r.failures {
+                        failures.push(format!("  {name}  {kind}  linear: {f}"));
+                    }
+                    reports.push(r);
+                }
                 let failed = failures
                     .iter()
                     .any(|f| f.starts_with(&format!("  {name}  ")));
@@ -239,6 +300,9 @@ pub fn verify(file: &StFile, label: &str) -> Result<bool> {
                     shape,
                     count(v.len() as u64),
                     nf.to_string(),
+                    sum.cell(),
+                    lin_cell,
+                    paths_cell,
                     format!("{sy:.6}"),
                     if failed { "FAILED" } else { "ok" }.into(),
                 ]);
@@ -253,12 +317,22 @@ pub fn verify(file: &StFile, label: &str) -> Result<bool> {
             "shape",
             "values",
             "non-finite",
+            "checksum",
+            "linear: rows, worst |y−ref|/tol",
+            "paths",
             "Σy (f64, x[i]=sin(0.1·i))",
             "",
         ],
-        &[false, false, false, true, true, true, false],
+        &[false, false, false, true, true, false, false, false, true, false],
         &rows_out,
     );
+    for n in opts.checksums.iter().flat_map(|c| c.tensors.keys()) {
+        if !seen.contains(n) {
+            failures.push(format!(
+                "  {n}  listed in the reference checksums but not decoded from the file"
+            ));
+        }
+    }
     if !failures.is_empty() {
         println!("\nFAILED ({}):", failures.len());
         for f in &failures {
@@ -273,6 +347,23 @@ pub fn verify(file: &StFile, label: &str) -> Result<bool> {
         decode_secs,
         start.elapsed().as_secs_f64()
     );
+    let refs: Vec<&check::LinearReport> = reports.iter().collect();
+    let checksums = match &opts.checksums {
+        Some(c) => format!(
+            "checksums: {matched} matched, {mismatched} mismatched ({})",
+            c.oracles()
+        ),
+        None => "checksums: none".to_owned(),
+    };
+    println!(
+        "checks: {checksums}; {}",
+        check::linear_summary(&refs, &devices)
+    );
+    if failures.is_empty() {
+        println!("verify: passed");
+    } else {
+        println!("verify: FAILED ({} failures, see FAILED above)", failures.len());
+    }
     Ok(failures.is_empty())
 }
 

@@ -1,12 +1,20 @@
-//! `ninfer verify [FILE.gguf]`: checks the structure of every tensor, validates its
-//! encoding with the library (`ninfer::validate`: e.g. every GGUF scale field finite; an
-//! invalid tensor is a failure, and is still decoded so its values can be looked at),
-//! decodes every row,
-//! counts non-finite values, measures decode throughput, and for every 2-D weight computes
-//! the mat-vec y = W·x in f64 (x[i] = sin(0.1·i)) from the decoded rows, printing Σy so a
-//! reader can compare it with an independent decoder's figure
-//! (`tests/real_models.py` lists Gemma's).
+//! `ninfer verify [FILE.gguf]`: a self-test of the library on the file and this machine.
+//! It checks the structure of every tensor, validates its encoding with the library
+//! (`ninfer::validate`: e.g. every GGUF scale field finite; an invalid tensor is a failure,
+//! and is still decoded so its values can be looked at), decodes every row, counts
+//! non-finite values and measures decode throughput. Then it compares:
+//!
+//! - the decoded values with reference checksums recorded by an independent decoder, when
+//!   there are any (the built-in sample's, from gguf-py; `--checksums LIST`);
+//! - for every 2-D weight, `linear` on every CPU instruction set and on CUDA against an f64
+//!   oracle computed from the decoded rows, and the paths with each other word for word
+//!   ([`crate::check`]).
+//!
+//! It also prints Σy of y = W·x in f64 (x[i] = sin(0.1·i)) from the decoded rows, a figure
+//! a reader can compare with an independent decoder's (`tests/real_models.py` lists
+//! Gemma's). Any failed comparison makes the exit status non-zero.
 
+use crate::check::{self, Checksums, Devices, Fnv1a64, Linear, Sum};
 use crate::gguf::GgufFile;
 use crate::rows::{chunk_rows, decode_range, value_bar};
 use crate::table::{self, count};
@@ -19,6 +27,8 @@ use std::time::{Duration, Instant};
 pub struct Options {
     /// Print only the per-type table, refusals and failures.
     pub brief: bool,
+    /// Reference checksums of the decoded values, when there are any.
+    pub checksums: Option<Checksums>,
 }
 
 /// What the library's encoding validation said about one tensor.
@@ -57,6 +67,21 @@ struct Outcome {
     check: Duration,
     sum_y: Option<f64>,
     error: Option<String>,
+    /// The decoded values against the reference checksums.
+    sum: Sum,
+    /// `linear` against the f64 oracle, and its time.
+    linear: Linear,
+    linear_time: Duration,
+}
+
+impl Outcome {
+    /// Whether any check failed.
+    fn failed(&self) -> bool {
+        self.error.is_some()
+            || matches!(self.validation, Validation::Invalid(_))
+            || matches!(self.sum, Sum::Mismatch(_))
+            || self.linear.failed()
+    }
 }
 
 /// The activation of the reference mat-vec: x[i] = sin(0.1·i), in f64.
@@ -108,6 +133,28 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .max()
         .unwrap_or(0);
     let x = activation(max_k);
+    let devices = Devices::probe();
+    println!(
+        "linear: y = x·Wᵀ on {}; x seeded (splitmix64, seed 0x{:016x}), M = {} and {}, f32 outputs; \
+         against an f64 oracle from the decoded rows (GGUF: of the q8_1 values x̂ of x), criterion \
+         linear_f32acc_v1; at most {} rows per weight (evenly spaced)",
+        devices.describe(),
+        check::SEED,
+        check::MS[0],
+        check::MS[1],
+        check::MAX_ROWS
+    );
+    match &opts.checksums {
+        Some(c) => println!(
+            "checksums: {} tensors in {} (FNV-1a 64 of the f32 words, from {})",
+            c.tensors.len(),
+            c.source,
+            c.oracles()
+        ),
+        None => println!(
+            "checksums: none for this file (`--checksums LIST` compares the decoded values with a list)"
+        ),
+    }
     let bar = value_bar(total);
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(tensors.len());
     let mut buf: Vec<f32> = Vec::new();
@@ -132,7 +179,12 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             check: Duration::ZERO,
             sum_y: two_d.then_some(0.0),
             error: None,
+            sum: Sum::None,
+            linear: Linear::Skipped(String::new()),
+            linear_time: Duration::ZERO,
         };
+        let entry = check::entry(opts.checksums.as_ref(), &t.info.name);
+        let mut hash = Fnv1a64::default();
         let mut y: Vec<f64> = Vec::with_capacity(if two_d { n } else { 0 });
         let mut r0 = 0;
         while r0 < n {
@@ -144,6 +196,9 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             if let Err((row, e)) = res {
                 o.error = Some(format!("row {row}: {}: {e}", e.status().name()));
                 break;
+            }
+            if entry.is_some() {
+                hash.update(chunk);
             }
             let t1 = Instant::now();
             o.non_finite += chunk
@@ -161,6 +216,20 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             // Summed in row order, so the figure does not depend on the thread count.
             // `+ 0.0` so that an all-zero product prints 0, not -0.
             o.sum_y = o.sum_y.map(|_| y.iter().sum::<f64>() + 0.0);
+            o.sum = check::compare(entry, o.values, &hash);
+            o.linear = match rows {
+                _ if !two_d => Linear::Skipped(String::new()),
+                _ if matches!(o.validation, Validation::Invalid(_)) => {
+                    Linear::Skipped("invalid encoding".into())
+                }
+                Rows::View(view) => {
+                    let t2 = Instant::now();
+                    let l = check::linear(view, &|r, out| rows.decode(r, out), &devices);
+                    o.linear_time = t2.elapsed();
+                    l
+                }
+                _ => Linear::Skipped("no registered format".into()),
+            };
         } else {
             o.sum_y = None;
         }
@@ -181,8 +250,11 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                     t.info.shape_text(),
                     count(o.values),
                     o.non_finite.to_string(),
+                    o.sum.cell(),
+                    o.linear.cell(),
+                    o.linear.paths_cell(),
                     o.sum_y.map(|s| format!("{s:.6}")).unwrap_or_default(),
-                    if o.error.is_some() || matches!(o.validation, Validation::Invalid(_)) {
+                    if o.failed() {
                         "FAILED"
                     } else {
                         "ok"
@@ -199,10 +271,13 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 "shape",
                 "values",
                 "non-finite",
+                "checksum",
+                "linear: rows, worst |y−ref|/tol",
+                "paths",
                 "Σy (f64, x[i]=sin(0.1·i))",
                 "",
             ],
-            &[false, false, false, true, true, true, false],
+            &[false, false, false, true, true, false, false, false, true, false],
             &rows,
         );
     }
@@ -244,15 +319,41 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 if let Some(e) = &o.error {
                     failures.push(format!("  {}  {}  {e}", t.info.name, t.format_text()));
                 }
+                if let Sum::Mismatch(m) = &o.sum {
+                    failures.push(format!(
+                        "  {}  {}  checksum: {m}",
+                        t.info.name,
+                        t.format_text()
+                    ));
+                }
+                if let Linear::Checked(r) = &o.linear {
+                    for f in &r.failures {
+                        failures.push(format!(
+                            "  {}  {}  linear: {f}",
+                            t.info.name,
+                            t.format_text()
+                        ));
+                    }
+                }
             }
             _ => {}
         }
         failed_tensors += usize::from(failures.len() > before);
     }
-    if !failures.is_empty() {
+    // Tensors the checksum list names that the file does not have.
+    let missing: Vec<&String> = opts
+        .checksums
+        .iter()
+        .flat_map(|c| c.tensors.keys())
+        .filter(|n| !tensors.iter().any(|t| &t.info.name == *n))
+        .collect();
+    if !failures.is_empty() || !missing.is_empty() {
         println!("\nFAILED ({failed_tensors}):");
         for f in &failures {
             println!("{f}");
+        }
+        for n in &missing {
+            println!("  {n}  listed in the reference checksums but not in the file");
         }
     }
 
@@ -268,6 +369,9 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         valid: u64,
         not_available: u64,
         invalid: u64,
+        /// Checksums matched and mismatched; linear checks passed and failed.
+        sums: (u64, u64),
+        linear: (u64, u64),
     }
     let mut by_type: BTreeMap<(u32, String), Agg> = BTreeMap::new();
     for (t, o) in tensors.iter().zip(&outcomes) {
@@ -282,16 +386,19 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 Validation::NotAvailable => a.not_available += 1,
                 Validation::Invalid(_) => a.invalid += 1,
             }
+            match o.sum {
+                Sum::Matched(_) => a.sums.0 += 1,
+                Sum::Mismatch(_) => a.sums.1 += 1,
+                Sum::None => {}
+            }
+            match &o.linear {
+                Linear::Checked(_) if o.linear.failed() => a.linear.1 += 1,
+                Linear::Checked(_) => a.linear.0 += 1,
+                Linear::Skipped(_) => {}
+            }
         }
         let s = match (&t.plan, o) {
-            (
-                Plan::Decode(_),
-                Some(Outcome {
-                    error: None,
-                    validation: Validation::Valid | Validation::NotAvailable,
-                    ..
-                }),
-            ) => "decoded",
+            (Plan::Decode(_), Some(o)) if !o.failed() => "decoded",
             (Plan::Decode(_), _) => "FAILED",
             (Plan::Broken(..), _) => "FAILED",
             (p, _) => p.status_name(),
@@ -333,6 +440,16 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                     (_, _, 0) => format!("{} of {}", a.valid, a.valid + a.not_available),
                     (_, _, bad) => format!("{bad} INVALID"),
                 },
+                match a.sums {
+                    (0, 0) => "-".to_owned(),
+                    (ok, 0) => format!("{ok} matched"),
+                    (_, bad) => format!("{bad} MISMATCH"),
+                },
+                match a.linear {
+                    (0, 0) => "-".to_owned(),
+                    (ok, 0) => format!("{ok} ok"),
+                    (_, bad) => format!("{bad} FAILED"),
+                },
                 a.status.clone(),
             ]
         })
@@ -347,21 +464,17 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             "decode ms",
             "Mvalues/s",
             "validated",
+            "checksums",
+            "linear",
             "result",
         ],
-        &[false, true, true, true, true, true, false, false],
+        &[false, true, true, true, true, true, false, false, false, false],
         &rows,
     );
 
     // Each tensor is counted once: decoded (and not invalid), refused, or failed (broken,
     // invalid, or a decode error), so the three add up to the tensor count.
-    let decoded = outcomes
-        .iter()
-        .filter(|o| {
-            matches!(o, Some(Outcome { error: None, validation, .. })
-                if !matches!(validation, Validation::Invalid(_)))
-        })
-        .count();
+    let decoded = outcomes.iter().flatten().filter(|o| !o.failed()).count();
     let failed = failed_tensors;
     debug_assert_eq!(decoded + refused.len() + failed, tensors.len());
     let invalid = outcomes
@@ -386,7 +499,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
     };
     let decode_secs = secs(|o| o.decode);
     println!(
-        "\n{} tensors: {decoded} decoded, {} refused, {} failed ({invalid} invalid encodings); {} values decoded in {:.3} s ({:.1} Mvalues/s), {:.3} s in all (validation {:.3} s, counts and mat-vec {:.3} s)",
+        "\n{} tensors: {decoded} decoded, {} refused, {} failed ({invalid} invalid encodings); {} values decoded in {:.3} s ({:.1} Mvalues/s), {:.3} s in all (validation {:.3} s, counts and mat-vec {:.3} s, linear {:.3} s)",
         tensors.len(),
         refused.len(),
         failed,
@@ -400,8 +513,47 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         elapsed.as_secs_f64(),
         secs(|o| o.validate),
         secs(|o| o.check),
+        secs(|o| o.linear_time),
     );
-    Ok(failures.is_empty())
+    // What was compared with what.
+    let validated = outcomes
+        .iter()
+        .flatten()
+        .filter(|o| o.validation == Validation::Valid)
+        .count();
+    let sums: Vec<&Sum> = outcomes.iter().flatten().map(|o| &o.sum).collect();
+    let matched = sums.iter().filter(|s| matches!(s, Sum::Matched(_))).count();
+    let mismatched = sums.iter().filter(|s| matches!(s, Sum::Mismatch(_))).count();
+    let reports: Vec<&check::LinearReport> = outcomes
+        .iter()
+        .flatten()
+        .filter_map(|o| match &o.linear {
+            Linear::Checked(r) => Some(r),
+            Linear::Skipped(_) => None,
+        })
+        .collect();
+    let checksums = match &opts.checksums {
+        Some(c) => format!(
+            "checksums: {matched} matched, {mismatched} mismatched, {} not in the file ({})",
+            missing.len(),
+            c.oracles()
+        ),
+        None => "checksums: none".to_owned(),
+    };
+    println!(
+        "checks: {validated} tensors validated; {checksums}; {}",
+        check::linear_summary(&reports, &devices)
+    );
+    let ok = failures.is_empty() && missing.is_empty();
+    if ok {
+        println!("verify: passed");
+    } else {
+        println!(
+            "verify: FAILED ({} tensors, see FAILED above)",
+            failed_tensors + missing.len()
+        );
+    }
+    Ok(ok)
 }
 
 /// `--brief`'s refusals: one line per (type, status) in order of first appearance, with

@@ -46,6 +46,10 @@ pub enum Isa {
 }
 
 impl Isa {
+    /// Every instruction set of this build, the portable reference first ([`Isa::available`]
+    /// says which this machine runs); a new variant is added here too.
+    pub const ALL: &'static [Isa] = &[Isa::Scalar, Isa::Avx2];
+
     /// The best instruction set of this machine.
     pub fn detect() -> Isa {
         if Isa::Avx2.available() {
