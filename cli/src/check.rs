@@ -521,7 +521,12 @@ impl Checksums {
                 continue;
             }
             let c: Vec<&str> = line.split_whitespace().collect();
-            let bad = || anyhow::anyhow!("{source}, line {}: expected `name type values fnv1a64 oracle`, found {line:?}", i + 1);
+            let bad = || {
+                anyhow::anyhow!(
+                    "{source}, line {}: expected `name type values fnv1a64 oracle`, found {line:?}",
+                    i + 1
+                )
+            };
             if c.len() != 5 {
                 return Err(bad());
             }
@@ -621,4 +626,114 @@ pub fn linear_summary(reports: &[&LinearReport], devices: &Devices) -> String {
         s.push_str("; CUDA: not present");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a64_hashes_the_little_endian_words() {
+        let mut h = Fnv1a64::default();
+        assert_eq!(h.value(), 0xCBF2_9CE4_8422_2325);
+        // FNV-1a 64 of the bytes "abcd" (the published algorithm, computed independently).
+        h.update(&[f32::from_bits(u32::from_le_bytes(*b"abcd"))]);
+        assert_eq!(h.value(), 0xFC17_9F83_EE07_24DD);
+    }
+
+    #[test]
+    fn row_subsets_are_evenly_spaced_and_keep_both_ends() {
+        assert_eq!(row_subset(3), vec![0, 1, 2]);
+        let s = row_subset(100_000);
+        assert_eq!(s.len(), MAX_ROWS);
+        assert_eq!((s[0], s[MAX_ROWS - 1]), (0, 99_999));
+        assert!(s.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// A Q8_0 weight [n, 64] from a fixed pattern: d = 1/64, codes (r·7 + j·3) mod 255 − 127.
+    fn q8_0(n: usize) -> Vec<u8> {
+        let mut b = Vec::new();
+        for r in 0..n {
+            for blk in 0..2 {
+                b.extend_from_slice(&half::f16::from_f32(1.0 / 64.0).to_bits().to_le_bytes());
+                for j in 0..32 {
+                    b.push((((r * 7 + (blk * 32 + j) * 3) % 255) as i32 - 127) as i8 as u8);
+                }
+            }
+        }
+        b
+    }
+
+    fn devices() -> Devices {
+        Devices {
+            isas: Isa::ALL.iter().copied().filter(|i| i.available()).collect(),
+            cuda: Err("not probed in unit tests".into()),
+        }
+    }
+
+    #[test]
+    fn products_pass_against_the_decoded_rows_and_fail_against_other_values() {
+        for n in [5, 300] {
+            let bytes = q8_0(n);
+            let view = WeightView::single(Format::GgufQ8_0, n, 64, &bytes).unwrap();
+            let decode =
+                |r: usize, out: &mut [f32]| ninfer::decode::decode_row(&view, r as u64, out);
+            let Linear::Checked(r) = linear(&view, &decode, &devices()) else {
+                panic!("not checked");
+            };
+            assert!(r.failures.is_empty(), "{:?}", r.failures);
+            assert!(r.identical);
+            assert_eq!(r.rows, n.min(MAX_ROWS));
+            assert_eq!(r.n, n);
+            assert_eq!(r.paths.len(), devices().isas.len());
+            // An oracle whose row 0 differs from the weight in one value by one code step:
+            // every path fails, naming the output.
+            let wrong = |r: usize, out: &mut [f32]| {
+                ninfer::decode::decode_row(&view, r as u64, out)?;
+                if r == 0 {
+                    out[5] += 1.0 / 64.0;
+                }
+                Ok(())
+            };
+            let Linear::Checked(r) = linear(&view, &wrong, &devices()) else {
+                panic!("not checked");
+            };
+            assert_eq!(
+                r.failures.len(),
+                devices().isas.len() * MS.len(),
+                "{:?}",
+                r.failures
+            );
+            assert!(
+                r.failures[0].contains("outside linear_f32acc_v1, first y[0, row 0]"),
+                "{:?}",
+                r.failures
+            );
+        }
+    }
+
+    #[test]
+    fn gguf_oracles_multiply_the_q8_1_values() {
+        // With x instead of x̂ a correct product is outside the criterion: checked here so
+        // that the oracle above is known to use x̂ (docs/linear.md, "Checking a product").
+        let n = 16;
+        let bytes = q8_0(n);
+        let view = WeightView::single(Format::GgufQ8_0, n, 64, &bytes).unwrap();
+        let mut p = PreparedWeight::new(view).unwrap();
+        p.set_threads(1).unwrap();
+        let x = activations(64);
+        let mut y = vec![0f32; n];
+        p.forward_f32(&x[..64], 1, None, &mut y).unwrap();
+        let mut w = vec![0f32; n * 64];
+        for r in 0..n {
+            ninfer::decode::decode_row(&view, r as u64, &mut w[r * 64..(r + 1) * 64]).unwrap();
+        }
+        let plain: Vec<f64> = x[..64].iter().map(|&v| v as f64).collect();
+        let outside = oracle(&w, None, &plain, 64)
+            .iter()
+            .zip(&y)
+            .filter(|((rf, s), got)| !within(**got, *rf, *s, 64).0)
+            .count();
+        assert!(outside > n / 2, "{outside} of {n}");
+    }
 }

@@ -61,8 +61,8 @@ fn verify_runs_on_the_built_in_sample_from_any_directory() {
     assert!(out.contains("built-in sample"), "{out}");
     assert!(out.contains(" 0 failed (0 invalid encodings);"), "{out}");
     // The sample's Q8_0, Q4_0, Q5_0, Q4_K, Q6_K tensors and the direct words decode; more
-    // decode as the library grows, so only these are pinned. Columns: type, tensors, values, non-finite, ms,
-    // Mvalues/s, result.
+    // decode as the library grows, so only these are pinned. Columns: type, tensors, values,
+    // non-finite, ms, Mvalues/s, validated, checksums, linear, result.
     for (key, tensors) in [
         ("Q8_0 (gguf_q8_0)", "2"),
         ("Q4_0 (gguf_q4_0)", "1"),
@@ -78,7 +78,7 @@ fn verify_runs_on_the_built_in_sample_from_any_directory() {
         assert_eq!(row[1], tensors, "{row:?}");
         assert_eq!(row[3], "0", "non-finite values: {row:?}");
         assert_eq!(row[6], if key == "F16 (data)" { "n/a" } else { "yes" });
-        assert_eq!(row[7], "decoded", "{row:?}");
+        assert_eq!(row[9], "decoded", "{row:?}");
     }
     assert!(type_row(&out, "Q4_1").ends_with("UNREGISTERED_TYPE"));
     assert!(
@@ -341,7 +341,11 @@ fn a_non_finite_scale_fails_validation_but_the_tensor_is_still_decoded() {
         .find(|l| l.starts_with("smollm2.token_embd.weight "))
         .unwrap();
     let c = cols(line);
-    assert_eq!((c[4], c[6]), ("32", "FAILED"), "{line}");
+    assert_eq!(
+        (c[4], c[6], c[9]),
+        ("32", "- (invalid encoding)", "FAILED"),
+        "{line}"
+    );
     let row = cols(type_row(&out, "Q8_0 (gguf_q8_0)"));
     assert_eq!((row[3], row[6]), ("32", "1 INVALID"), "{row:?}");
 }
@@ -567,4 +571,215 @@ fn tensors_with_a_zero_dimension_are_empty_tensors() {
     let (descr, shape, payload) = read_npy(&bytes);
     assert_eq!((descr.as_str(), payload.len()), ("<f4", 0));
     assert_eq!(shape.replace(", )", ")"), "(0, 64)");
+}
+
+fn checksums_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sample.checksums")
+}
+
+/// The per-tensor row of the verify table for `name`.
+fn tensor_row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    cols(
+        out.lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name} in\n{out}")),
+    )
+}
+
+#[test]
+fn verify_compares_linear_on_every_path_and_the_sample_checksums() {
+    let dir = scratch("checks");
+    let o = ninfer(&["verify"], &dir);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    // What is compared with what, said up front.
+    assert!(out.contains("linear: y = x·Wᵀ on CPU scalar"), "{out}");
+    assert!(out.contains("criterion linear_f32acc_v1"), "{out}");
+    assert!(
+        out.contains("CUDA: not present (") || out.contains("CUDA: NVIDIA"),
+        "{out}"
+    );
+    assert!(
+        out.contains("checksums: 25 tensors in the built-in sample's reference list"),
+        "{out}"
+    );
+    // Every decodable 2-D weight: its checksum matched gguf-py's (Q2_0: the numpy
+    // decode of its block facts), its products checked on every path, bit-identical.
+    let paths = if out.contains("on CPU scalar, avx2") {
+        "scalar=avx2"
+    } else {
+        "scalar"
+    };
+    for name in [
+        "smollm2.token_embd.weight",
+        "minilm.q8_0",
+        "minilm.q4_0",
+        "minilm.q5_0",
+        "minilm.q4_k",
+        "minilm.q6_k",
+        "minilm.word_embeddings.f32",
+        "minilm.word_embeddings.bf16",
+    ] {
+        let row = tensor_row(&out, name);
+        assert_eq!(row[5], "= gguf-py", "{row:?}");
+        assert!(row[6].contains(" rows: "), "{row:?}");
+        assert!(row[7].starts_with(paths), "{row:?}");
+        assert_eq!(*row.last().unwrap(), "ok", "{row:?}");
+    }
+    assert_eq!(tensor_row(&out, "minilm.q2_0")[5], "= numpy-q2_0");
+    // F16 data has no registered format: decoded and checksummed, no product.
+    let row = tensor_row(&out, "minilm.word_embeddings.f16");
+    assert_eq!(
+        (row[5], row[6]),
+        ("= gguf-py", "- (no registered format)"),
+        "{row:?}"
+    );
+    let row = cols(type_row(&out, "Q8_0 (gguf_q8_0)"));
+    assert_eq!((row[7], row[8], row[9]), ("2 matched", "2 ok", "decoded"));
+    assert!(
+        out.contains("checksums: 24 matched, 0 mismatched, 0 not in the file"),
+        "{out}"
+    );
+    assert!(out.contains("paths bit-identical, 0 failed"), "{out}");
+    assert!(out.trim_end().ends_with("verify: passed"), "{out}");
+    // --brief keeps the per-type comparisons and the summary.
+    let brief = text(&ninfer(&["verify", "--brief"], &dir));
+    assert!(brief.contains("2 matched  2 ok"), "{brief}");
+    assert!(
+        brief.contains("checks: ") && brief.contains("verify: passed"),
+        "{brief}"
+    );
+}
+
+#[test]
+fn a_valid_payload_with_other_values_fails_only_on_the_checksums() {
+    let dir = scratch("changed");
+    let sample = sample_path();
+    let f = gguf::GgufFile::open(&sample).unwrap();
+    let t = f.tensor("minilm.q8_0").unwrap();
+    let at = (f.data_start + t.offset) as usize;
+    let mut bytes = std::fs::read(&sample).unwrap();
+    // Row 0, block 0: one int8 code (after the binary16 scale) changes. Every code is
+    // valid, so validation passes, and the products agree with the oracle, which is
+    // computed from the decoded values: only the recorded checksum sees the change.
+    bytes[at + 2] ^= 0x01;
+    let changed = dir.join("changed.gguf");
+    std::fs::write(&changed, &bytes).unwrap();
+    let list = checksums_path();
+    let o = ninfer(
+        &[
+            "verify",
+            changed.to_str().unwrap(),
+            "--checksums",
+            list.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("  minilm.q8_0  gguf_q8_0  checksum: decoded values hash to fnv1a64 "),
+        "{out}"
+    );
+    assert!(out.contains("FAILED (1):"), "{out}");
+    let row = tensor_row(&out, "minilm.q8_0");
+    assert_eq!(
+        (row[5], *row.last().unwrap()),
+        ("MISMATCH", "FAILED"),
+        "{row:?}"
+    );
+    assert!(
+        row[6].starts_with("32 rows: ") && !row[7].contains("DIFFER"),
+        "{row:?}"
+    );
+    assert!(!out.contains("minilm.q8_0  gguf_q8_0  linear"), "{out}");
+    assert!(out.contains("checksums: 23 matched, 1 mismatched"), "{out}");
+    assert!(out.contains("verify: FAILED (1 tensors"), "{out}");
+    let [_, _, _, failed] = summary_counts(&out);
+    assert_eq!(failed, 1, "{out}");
+    // Without the list nothing else notices: validation, decoding and the products pass.
+    let o = ninfer(&["verify", changed.to_str().unwrap()], &dir);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("checksums: none for this file"), "{out}");
+    // The unchanged sample named by path is recognised and checked with its own list.
+    let o = ninfer(&["verify", sample.to_str().unwrap()], &dir);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("checksums: 24 matched"), "{out}");
+}
+
+#[test]
+fn a_corrupted_scale_fails_validation_and_the_checksum_naming_the_tensor() {
+    let dir = scratch("corrupt");
+    let sample = sample_path();
+    let f = gguf::GgufFile::open(&sample).unwrap();
+    let t = f.tensor("minilm.q4_k").unwrap();
+    let at = (f.data_start + t.offset) as usize;
+    let mut bytes = std::fs::read(&sample).unwrap();
+    // Row 0, super-block 0: d (binary16 @0) becomes +Inf.
+    bytes[at..at + 2].copy_from_slice(&0x7C00u16.to_le_bytes());
+    let bad = dir.join("corrupt.gguf");
+    std::fs::write(&bad, &bytes).unwrap();
+    let list = checksums_path();
+    let o = ninfer(
+        &[
+            "verify",
+            "--brief",
+            bad.to_str().unwrap(),
+            "--checksums",
+            list.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("  minilm.q4_k  gguf_q4_k  INVALID_ENCODING"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  minilm.q4_k  gguf_q4_k  checksum: "),
+        "{out}"
+    );
+    assert!(out.contains("verify: FAILED"), "{out}");
+}
+
+#[test]
+fn checksum_lists_are_read_strictly() {
+    let dir = scratch("lists");
+    let sample = sample_path();
+    let s = sample.to_str().unwrap();
+    // Malformed: a message and exit status 2.
+    let bad = dir.join("bad.checksums");
+    std::fs::write(&bad, "minilm.q8_0 Q8_0 12288 not-hex gguf-py\n").unwrap();
+    let o = ninfer(&["verify", s, "--checksums", bad.to_str().unwrap()], &dir);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("line 1: expected `name type values fnv1a64 oracle`"),
+        "{err}"
+    );
+    let o = ninfer(
+        &[
+            "verify",
+            s,
+            "--checksums",
+            dir.join("none").to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    // A tensor the list names that the file lacks is a failure.
+    let extra = dir.join("extra.checksums");
+    let mut list = std::fs::read_to_string(checksums_path()).unwrap();
+    list.push_str("no.such.tensor Q8_0 32 0123456789abcdef gguf-py\n");
+    std::fs::write(&extra, list).unwrap();
+    let o = ninfer(&["verify", s, "--checksums", extra.to_str().unwrap()], &dir);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("  no.such.tensor  listed in the reference checksums but not in the file"),
+        "{out}"
+    );
 }

@@ -323,7 +323,9 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
             "Σy (f64, x[i]=sin(0.1·i))",
             "",
         ],
-        &[false, false, false, true, true, false, false, false, true, false],
+        &[
+            false, false, false, true, true, false, false, false, true, false,
+        ],
         &rows_out,
     );
     for n in opts.checksums.iter().flat_map(|c| c.tensors.keys()) {
@@ -362,7 +364,10 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
     if failures.is_empty() {
         println!("verify: passed");
     } else {
-        println!("verify: FAILED ({} failures, see FAILED above)", failures.len());
+        println!(
+            "verify: FAILED ({} failures, see FAILED above)",
+            failures.len()
+        );
     }
     Ok(failures.is_empty())
 }

@@ -254,12 +254,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                     o.linear.cell(),
                     o.linear.paths_cell(),
                     o.sum_y.map(|s| format!("{s:.6}")).unwrap_or_default(),
-                    if o.failed() {
-                        "FAILED"
-                    } else {
-                        "ok"
-                    }
-                    .into(),
+                    if o.failed() { "FAILED" } else { "ok" }.into(),
                 ])
             })
             .collect();
@@ -277,7 +272,9 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 "Σy (f64, x[i]=sin(0.1·i))",
                 "",
             ],
-            &[false, false, false, true, true, false, false, false, true, false],
+            &[
+                false, false, false, true, true, false, false, false, true, false,
+            ],
             &rows,
         );
     }
@@ -468,7 +465,9 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             "linear",
             "result",
         ],
-        &[false, true, true, true, true, true, false, false, false, false],
+        &[
+            false, true, true, true, true, true, false, false, false, false,
+        ],
         &rows,
     );
 
@@ -523,7 +522,10 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .count();
     let sums: Vec<&Sum> = outcomes.iter().flatten().map(|o| &o.sum).collect();
     let matched = sums.iter().filter(|s| matches!(s, Sum::Matched(_))).count();
-    let mismatched = sums.iter().filter(|s| matches!(s, Sum::Mismatch(_))).count();
+    let mismatched = sums
+        .iter()
+        .filter(|s| matches!(s, Sum::Mismatch(_)))
+        .count();
     let reports: Vec<&check::LinearReport> = outcomes
         .iter()
         .flatten()
