@@ -193,6 +193,9 @@ def check_sample(ninfer: str) -> None:
 def verify_output(ninfer: str, path: str) -> str:
     r = subprocess.run([ninfer, "verify", path], capture_output=True, text=True)
     check(r.returncode == 0, f"ninfer verify {path} exited {r.returncode}: {r.stderr}")
+    # Its self-test: linear on every path against the f64 oracle, bit-identical paths.
+    check("paths bit-identical, 0 failed" in r.stdout and "verify: passed" in r.stdout,
+          f"ninfer verify {path}: linear checks")
     return r.stdout
 
 

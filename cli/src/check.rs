@@ -12,6 +12,7 @@
 
 use ninfer::linear::{self, Activation, Device, Isa, PreparedWeight};
 use ninfer::{Dtype, Format, WeightView};
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -118,11 +119,15 @@ impl Linear {
             Linear::Skipped(why) if why.is_empty() => "-".into(),
             Linear::Skipped(why) => format!("- ({why})"),
             Linear::Checked(r) => {
-                let rows = if r.rows == r.n {
+                let mut rows = if r.rows == r.n {
                     format!("{} rows", r.n)
                 } else {
                     format!("{} of {} rows", r.rows, r.n)
                 };
+                if r.profiles.len() > 1 {
+                    let p: Vec<&str> = r.profiles.iter().map(|p| p.name()).collect();
+                    rows = format!("{rows} ({})", p.join("+"));
+                }
                 let verdict = if r.failures.is_empty() {
                     format!("{:.1e}", r.worst)
                 } else {
@@ -195,10 +200,10 @@ fn selected<'a>(
 }
 
 /// The f64 oracle of one activation row v against decoded rows `w` [S, K]:
-/// (Σ_k w·v, Σ_k |w·v|), Σ|·| over the two terms of the decoding equation when `w0` (the
-/// min terms) is given.
+/// (Σ_k w·v, Σ_k |w·v|) summed in k order, Σ|·| over the two terms of the decoding equation
+/// when `w0` (the min terms) is given (one row per task; the order within a row is fixed).
 fn oracle(w: &[f32], w0: Option<&[f32]>, v: &[f64], k: usize) -> Vec<(f64, f64)> {
-    w.chunks_exact(k)
+    w.par_chunks_exact(k)
         .enumerate()
         .map(|(r, row)| {
             let (mut y, mut s) = (0f64, 0f64);
@@ -252,13 +257,12 @@ fn first_difference(a: &[f32], b: &[f32], n: usize) -> Option<String> {
     ))
 }
 
+/// Decodes row r of a tensor into `out[..K]`.
+pub type DecodeRow<'a> = dyn Fn(usize, &mut [f32]) -> Result<(), ninfer::Error> + 'a;
+
 /// Checks `linear` on `view` (N × K) on every path of `devices`; `decode` gives a decoded
 /// row of the tensor (the oracle's weights).
-pub fn linear(
-    view: &WeightView<'_>,
-    decode: &dyn Fn(usize, &mut [f32]) -> Result<(), ninfer::Error>,
-    devices: &Devices,
-) -> Linear {
+pub fn linear(view: &WeightView<'_>, decode: &DecodeRow<'_>, devices: &Devices) -> Linear {
     let (format, layout) = (view.format(), view.layout());
     let (n, k) = (view.rows(), view.cols());
     if !linear::supported(format, layout, Dtype::F32, Dtype::F32, Device::Cpu) {
@@ -459,13 +463,13 @@ pub fn linear(
             }
             // M = 1 gives the words of row 0 of M = 5 (any M, the same bits per row).
         }
-        if let (Some((_, y1)), Some((name, y5))) = (&first[0], &first[1]) {
-            if let Some(d) = first_difference(y1, &y5[..y1.len()], w_view.rows()) {
-                report.identical = false;
-                report.failures.push(format!(
-                    "{name}{tag}: M = 1 differs from row 0 of M = 5: {d}"
-                ));
-            }
+        if let (Some((_, y1)), Some((name, y5))) = (&first[0], &first[1])
+            && let Some(d) = first_difference(y1, &y5[..y1.len()], w_view.rows())
+        {
+            report.identical = false;
+            report.failures.push(format!(
+                "{name}{tag}: M = 1 differs from row 0 of M = 5: {d}"
+            ));
         }
     }
     report.profiles = profiles;
