@@ -183,6 +183,7 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
     }
     let mut reports: Vec<check::LinearReport> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let (mut matched, mut mismatched) = (0usize, 0usize);
     let mut rows_out = Vec::new();
     let mut failures = Vec::new();
@@ -286,6 +287,9 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
                 };
                 let (lin_cell, paths_cell) = (lin.cell(), lin.paths_cell());
                 if let Linear::Checked(r) = lin {
+                    if !r.notes.is_empty() {
+                        notes.push(format!("  {name}  {}", r.notes.join("; ")));
+                    }
                     for f in &r.failures {
                         failures.push(format!("  {name}  {kind}  linear: {f}"));
                     }
@@ -309,25 +313,33 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
             }
         }
     }
-    println!();
-    table::print(
-        &[
-            "tensor",
-            "format",
-            "shape",
-            "values",
-            "non-finite",
-            "checksum",
-            "linear: rows, worst |y−ref|/tol",
-            "paths",
-            "Σy (f64, x[i]=sin(0.1·i))",
-            "",
-        ],
-        &[
-            false, false, false, true, true, false, false, false, true, false,
-        ],
-        &rows_out,
-    );
+    if !opts.brief {
+        println!();
+        table::print(
+            &[
+                "tensor",
+                "format",
+                "shape",
+                "values",
+                "non-finite",
+                "checksum",
+                "linear: rows, worst |y−ref|/tol",
+                "paths",
+                "Σy (f64, x[i]=sin(0.1·i))",
+                "",
+            ],
+            &[
+                false, false, false, true, true, false, false, false, true, false,
+            ],
+            &rows_out,
+        );
+    }
+    if !notes.is_empty() && !opts.brief {
+        println!("\nlinear not run on every path ({}):", notes.len());
+        for n in &notes {
+            println!("{n}");
+        }
+    }
     for n in opts.checksums.iter().flat_map(|c| c.tensors.keys()) {
         if !seen.contains(n) {
             failures.push(format!(

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 /// Options of `verify`.
 pub struct Options {
-    /// Print only the per-type table, refusals and failures.
+    /// Print only the per-type table, refusals, failures and the summary.
     pub brief: bool,
     /// Reference checksums of the decoded values, when there are any.
     pub checksums: Option<Checksums>,
@@ -277,6 +277,24 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             ],
             &rows,
         );
+    }
+
+    // Paths a product could not run on (e.g. no CUDA kernel for a format): not failures.
+    let notes: Vec<String> = tensors
+        .iter()
+        .zip(&outcomes)
+        .filter_map(|(t, o)| match &o.as_ref()?.linear {
+            Linear::Checked(r) if !r.notes.is_empty() => {
+                Some(format!("  {}  {}", t.info.name, r.notes.join("; ")))
+            }
+            _ => None,
+        })
+        .collect();
+    if !notes.is_empty() && !opts.brief {
+        println!("\nlinear not run on every path ({}):", notes.len());
+        for n in &notes {
+            println!("{n}");
+        }
     }
 
     // Refusals and failures, each named.
