@@ -6,11 +6,13 @@
 #   scripts/device-check.sh run     # on the GPU machine (driver; no Rust needed), from the
 #                                   # repository root with target/device/ carried over
 #
-# `run` prints the device, then: CUDA vs CPU bit for bit on every format the kernels cover
-# (M = 1, 2, 7, 8, 9, 17; odd N; K not a multiple of 128 where allowed; f32/bf16 in and
-# out, bias; host-buffer and device paths; device row decode), a compute-sanitizer memcheck
-# of that test, the GEMV benchmark (µs, weight GB/s, % of the read bandwidth measured in
-# the same run) and, when torch is importable, torch's bf16 GEMV on the same shapes.
+# `run` prints the device, then: `ninfer verify` on the built-in sample (the CLI built with
+# the feature: linear on CUDA too, against the f64 oracle and the CPU's bits), CUDA vs CPU
+# bit for bit on every format the kernels cover (M = 1, 2, 7, 8, 9, 17; odd N; K not a
+# multiple of 128 where allowed; f32/bf16 in and out, bias; host-buffer and device paths;
+# device row decode), a compute-sanitizer memcheck of that test, the GEMV benchmark (µs,
+# weight GB/s, % of the read bandwidth measured in the same run) and, when torch is
+# importable, torch's bf16 GEMV on the same shapes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/device
@@ -21,6 +23,8 @@ case "${1:-}" in
       sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p' | tail -1)
     [ -n "$exe" ] || { echo "device-check: no test binary built" >&2; exit 1; }
     cp "$exe" "$out/ninfer-lib-tests"
+    cargo build --release --quiet -p ninfer-cli --features cuda
+    cp target/release/ninfer "$out/ninfer"
     cp scripts/device-check.sh "$out/"
     ls -la "$out"
     ;;
@@ -28,6 +32,8 @@ case "${1:-}" in
     t="$out/ninfer-lib-tests"
     [ -x "$t" ] || { echo "device-check: $t missing: run '$0 build' first" >&2; exit 1; }
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+    echo "== ninfer verify (built-in sample: linear on every CPU path and CUDA vs the f64 oracle)"
+    "$out/ninfer" verify --brief | tail -3
     echo "== CUDA vs CPU, bit for bit"
     "$t" --test-threads=1 --nocapture linear::cuda::device_tests 2>&1 | tail -15
     if command -v compute-sanitizer >/dev/null; then
