@@ -20,6 +20,10 @@ use st::StFile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The built-in sample's `general.name`: a file with this name is checked against the
+/// sample's reference checksums.
+const SAMPLE_NAME: &str = "ninfer built-in sample";
+
 /// The built-in sample: real Apache-2.0 weights (SmolLM2 Q8_0 embedding rows,
 /// all-MiniLM-L6-v2 rows quantized by PyPI libgguf) made by scripts/fixtures/sample_gguf.py.
 static SAMPLE: &[u8] = include_bytes!(concat!(
@@ -75,8 +79,9 @@ enum Command {
         brief: bool,
         /// Reference checksums to compare the decoded values with: one line per tensor,
         /// `name ggml-type values fnv1a64-hex oracle` (FNV-1a 64 of the values' f32
-        /// little-endian words in row order; tests/data/sample.checksums is the built-in
-        /// sample's, used by default for it).
+        /// little-endian words in row order). Default for the built-in sample and files
+        /// whose general.name is the sample's: tests/data/sample.checksums, recorded with
+        /// gguf-py.
         #[arg(long, value_name = "LIST")]
         checksums: Option<PathBuf>,
     },
@@ -197,11 +202,19 @@ fn run(cli: Cli) -> Result<bool> {
                 ),
                 None => {
                     let (f, label) = open(&file)?;
-                    // The built-in sample, by content: its own list unless one is given.
+                    // The built-in sample, or a copy of it (by its general.name): its own
+                    // list unless one is given.
+                    let named = matches!(f.meta("general.name"),
+                        Some(gguf::Value::Str(s)) if s == SAMPLE_NAME);
                     let checksums = match checksums {
-                        None if f.bytes() == SAMPLE => Some(check::Checksums::parse(
+                        None if f.bytes() == SAMPLE || named => Some(check::Checksums::parse(
                             check::SAMPLE_CHECKSUMS,
-                            "the built-in sample's reference list (tests/data/sample.checksums)",
+                            if f.bytes() == SAMPLE {
+                                "the built-in sample's reference list (tests/data/sample.checksums)"
+                            } else {
+                                "the built-in sample's reference list (tests/data/sample.checksums; \
+                                 the file's general.name is the sample's)"
+                            },
                         )?),
                         c => c,
                     };

@@ -665,18 +665,14 @@ fn a_valid_payload_with_other_values_fails_only_on_the_checksums() {
     bytes[at + 2] ^= 0x01;
     let changed = dir.join("changed.gguf");
     std::fs::write(&changed, &bytes).unwrap();
-    let list = checksums_path();
-    let o = ninfer(
-        &[
-            "verify",
-            changed.to_str().unwrap(),
-            "--checksums",
-            list.to_str().unwrap(),
-        ],
-        &dir,
-    );
+    // A copy of the sample (its general.name) is checked with the sample's list.
+    let o = ninfer(&["verify", changed.to_str().unwrap()], &dir);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("the file's general.name is the sample's"),
+        "{out}"
+    );
     assert!(
         out.contains("  minilm.q8_0  gguf_q8_0  checksum: decoded values hash to fnv1a64 "),
         "{out}"
@@ -697,11 +693,35 @@ fn a_valid_payload_with_other_values_fails_only_on_the_checksums() {
     assert!(out.contains("verify: FAILED (1 tensors"), "{out}");
     let [_, _, _, failed] = summary_counts(&out);
     assert_eq!(failed, 1, "{out}");
-    // Without the list nothing else notices: validation, decoding and the products pass.
-    let o = ninfer(&["verify", changed.to_str().unwrap()], &dir);
+    // Without the list (an empty one given instead) nothing else notices: validation,
+    // decoding and the products pass.
+    let empty = dir.join("empty.checksums");
+    std::fs::write(&empty, "# no tensors\n").unwrap();
+    let o = ninfer(
+        &[
+            "verify",
+            changed.to_str().unwrap(),
+            "--checksums",
+            empty.to_str().unwrap(),
+        ],
+        &dir,
+    );
     let out = text(&o);
     assert!(o.status.success(), "{out}");
-    assert!(out.contains("checksums: none for this file"), "{out}");
+    assert!(out.contains("checksums: 0 matched, 0 mismatched"), "{out}");
+    // The explicit list gives the same verdict as the built-in one.
+    let list = checksums_path();
+    let o = ninfer(
+        &[
+            "verify",
+            changed.to_str().unwrap(),
+            "--checksums",
+            list.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("  minilm.q8_0  gguf_q8_0  checksum: "));
     // The unchanged sample named by path is recognised and checked with its own list.
     let o = ninfer(&["verify", sample.to_str().unwrap()], &dir);
     let out = text(&o);
@@ -721,17 +741,7 @@ fn a_corrupted_scale_fails_validation_and_the_checksum_naming_the_tensor() {
     bytes[at..at + 2].copy_from_slice(&0x7C00u16.to_le_bytes());
     let bad = dir.join("corrupt.gguf");
     std::fs::write(&bad, &bytes).unwrap();
-    let list = checksums_path();
-    let o = ninfer(
-        &[
-            "verify",
-            "--brief",
-            bad.to_str().unwrap(),
-            "--checksums",
-            list.to_str().unwrap(),
-        ],
-        &dir,
-    );
+    let o = ninfer(&["verify", "--brief", bad.to_str().unwrap()], &dir);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(
