@@ -310,6 +310,11 @@ fn quantize_then_verify_inspect_decode_every_target() {
             vt.contains("3 encoded tensors validated and decoded, 1 direct data, 1 not decodable dtypes, 0 failed"),
             "{vt}"
         );
+        // Every encoded matrix's products checked against the f64 oracle on every path.
+        assert!(
+            vt.contains("linear: 3 weights, ") && vt.contains("paths bit-identical, 0 failed"),
+            "{fmt}: {vt}"
+        );
         let i = ninfer(&["inspect", s(&out)]);
         let it = out_text(&i);
         assert!(i.status.success(), "{it}");
