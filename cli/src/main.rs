@@ -89,6 +89,11 @@ enum Command {
         /// Encode only tensors whose name contains this substring (others are copied).
         #[arg(long)]
         tensors: Option<String>,
+        /// grouped_search only: let negative scales compete (a group whose
+        /// largest-magnitude value is positive can then use the most negative code).
+        /// Recorded in each tensor's provenance.
+        #[arg(long)]
+        negative_scales: bool,
     },
     /// Copy the FP8 per-channel and NVFP4 (compressed-tensors, ModelOpt) layers of a
     /// safetensors checkpoint into ninfer planes without requantizing; refused layers are
@@ -182,10 +187,12 @@ fn run(cli: Cli) -> Result<bool> {
             out,
             method,
             tensors,
+            negative_scales,
         } => {
             let f = ninfer::Format::from_name(&format)
                 .map_err(|e| anyhow::anyhow!("--format {format:?}: {e}"))?;
-            cmd::quantize::run(&input, f, method, &out, tensors.as_deref())
+            let search = cmd::quantize::SearchArgs { negative_scales };
+            cmd::quantize::run(&input, f, method, &search, &out, tensors.as_deref())
         }
         Command::Import {
             input,

@@ -28,8 +28,18 @@ pub enum MethodArg {
     Search,
 }
 
+/// The grouped_search parameters given on the command line.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SearchArgs {
+    /// `--negative-scales`: negative candidate scales compete (spec §7.3).
+    pub negative_scales: bool,
+}
+
 /// The encoder for a target format, or why the target is refused.
-pub fn check_target(format: Format, method: MethodArg) -> Result<()> {
+pub fn check_target(format: Format, method: MethodArg, search: &SearchArgs) -> Result<()> {
+    if search.negative_scales && method != MethodArg::Search {
+        bail!("--negative-scales is a grouped_search parameter: it needs --method search");
+    }
     let info = format.info();
     let ok = match info.category {
         Category::GroupedInt => info.qmax > 0,
@@ -66,6 +76,7 @@ pub fn check_target(format: Format, method: MethodArg) -> Result<()> {
 fn encode(
     format: Format,
     method: MethodArg,
+    search: &SearchArgs,
     dtype: Dtype,
     bytes: &[u8],
     rows: usize,
@@ -102,7 +113,7 @@ fn encode(
                     MethodArg::Search => Method::GroupedSearch,
                 },
                 importance: None,
-                negative_scales: false,
+                negative_scales: search.negative_scales,
             };
             let [p0, p1, p2] = &mut planes;
             let p = grouped::quantize(format, fsrc, rows, cols, &opts, [p0, p1, p2])?;
@@ -167,10 +178,11 @@ pub fn run(
     input: &Path,
     format: Format,
     method: MethodArg,
+    search: &SearchArgs,
     out: &Path,
     filter: Option<&str>,
 ) -> Result<bool> {
-    check_target(format, method)?;
+    check_target(format, method, search)?;
     let file = StFile::open(input)?;
     if input.canonicalize().ok() == out.canonicalize().ok() && out.exists() {
         bail!("--out {} is the input file", out.display());
@@ -259,7 +271,7 @@ pub fn run(
             continue;
         };
         let t0 = Instant::now();
-        let res = encode(format, method, p.dtype, data, rows, cols);
+        let res = encode(format, method, search, p.dtype, data, rows, cols);
         let secs = t0.elapsed().as_secs_f64();
         let (planes, prov) = match res {
             Ok(x) => x,
@@ -318,6 +330,8 @@ pub fn run(
         out.display(),
         match (format.info().category, method) {
             (Category::GroupedInt, MethodArg::Absmax) => "grouped_absmax",
+            (Category::GroupedInt, MethodArg::Search) if search.negative_scales =>
+                "grouped_search, negative scales",
             (Category::GroupedInt, MethodArg::Search) => "grouped_search",
             (Category::RowScaledFloat, _) => "fp8_row_maxabs",
             _ => "nvfp4_quantize, one source per tensor",
