@@ -69,12 +69,14 @@ enum Command {
         #[arg(long)]
         brief: bool,
     },
-    /// Encode the 2-D F32/BF16/F16 tensors of a safetensors file into a registered
-    /// format's planes (docs/safetensors.md), with a per-tensor error report. Other
-    /// tensors, and tensors the encoder refuses, are copied through unchanged; exits 1
-    /// when a tensor was refused or none was encoded.
+    /// Encode the 2-D F32/BF16/F16 tensors of a safetensors or GGUF file into a registered
+    /// format's planes, written as a safetensors file (docs/safetensors.md), with a
+    /// per-tensor error report. Other tensors, and tensors the encoder refuses, are copied
+    /// through unchanged (GGUF blocks of a gguf_* format as that format); exits 1 when a
+    /// tensor was refused or none was encoded.
     Quantize {
-        /// The input safetensors file.
+        /// The input safetensors or GGUF file (GGUF: the shape of a tensor is its `ne`
+        /// reversed, `[rows, K]` for a matrix).
         input: PathBuf,
         /// Target format: q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16,
         /// fp8_e4m3fn_row_bf16, fp8_e4m3fn_row_fp16 or nvfp4.
