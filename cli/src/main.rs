@@ -7,6 +7,7 @@
 mod cmd;
 mod gguf;
 mod import;
+mod input;
 mod rows;
 mod st;
 mod table;
@@ -98,10 +99,11 @@ enum Command {
         negative_scales: bool,
     },
     /// Copy the FP8 per-channel and NVFP4 (compressed-tensors, ModelOpt) layers of a
-    /// safetensors checkpoint into ninfer planes without requantizing; refused layers are
-    /// reported and copied through (exit 1).
+    /// safetensors checkpoint, or the ternary TQ1_0/TQ2_0 tensors of a GGUF file
+    /// (into t2_g128_fp16), into ninfer planes without requantizing; refused layers are
+    /// reported and copied through (exit 1; a refused GGUF tensor: nothing written).
     Import {
-        /// The input checkpoint (.safetensors).
+        /// The input checkpoint (.safetensors or .gguf).
         input: PathBuf,
         /// Output safetensors path.
         #[arg(long)]

@@ -7,6 +7,7 @@
 //! the imported ternary planes must decode (the library's decode) to gguf-py's
 //! dequantized values word for word.
 
+use ninfer::{Format, Layout, WeightView};
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -168,8 +169,87 @@ fn quantize_refuses_a_gguf_file_it_cannot_carry_whole() {
     let t = out_text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(
-        t.contains("blk.0.ffn_up.weight (TQ2_0)") && t.contains("ninfer import"),
+        t.contains("blk.0.ffn_up.weight is a ternary GGUF tensor (TQ2_0)")
+            && t.contains("ninfer import"),
         "{t}"
     );
     assert!(!out.exists(), "nothing is written");
+}
+
+#[test]
+fn import_ternary_gguf_tensors_decode_to_gguf_py_values() {
+    let dir = scratch("tq");
+    let out = dir.join("t.safetensors");
+    let o = ninfer(&["import", &data("ternary.gguf"), "--out", s(&out)]);
+    let t = out_text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("2 ternary tensors imported"), "{t}");
+    let bytes = std::fs::read(&out).unwrap();
+    let expected = std::fs::read(data("ternary_expected.safetensors")).unwrap();
+    let expected = SafeTensors::deserialize(&expected).unwrap();
+    let mut compared = 0;
+    for (name, ty, rows, cols) in [
+        ("blk.0.ffn_up.weight", "tq2_0", 4usize, 512usize),
+        ("blk.0.ffn_down.weight", "tq1_0", 3, 768),
+    ] {
+        let e = encoded(&bytes, name);
+        assert_eq!(
+            e.desc,
+            format!("format=t2_g128_fp16;layout=row_split_k128_v1;shape={rows},{cols}")
+        );
+        assert_eq!(
+            e.provenance,
+            format!("method=import_encoded;scheme=gguf-{ty};source={name}")
+        );
+        assert!(!e.planes.contains_key("high_bits"));
+        let v = WeightView::new(
+            Format::T2_G128Fp16,
+            Layout::RowSplitK128_V1,
+            rows,
+            cols,
+            [&e.planes["codes"], &[], &e.planes["scales"]],
+        )
+        .unwrap();
+        let want: Vec<u32> = expected
+            .tensor(name)
+            .unwrap()
+            .data()
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+        let mut row = vec![0f32; cols];
+        for r in 0..rows {
+            ninfer::decode::decode_row(&v, r as u64, &mut row).unwrap();
+            for (k, x) in row.iter().enumerate() {
+                assert_eq!(x.to_bits(), want[r * cols + k], "{name} [{r}, {k}]");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 4 * 512 + 3 * 768);
+    // The norm is carried as F32; the output verifies and decodes.
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    assert_eq!(st.tensor("output_norm.weight").unwrap().dtype(), Dtype::F32);
+    let o = ninfer(&["verify", s(&out)]);
+    assert!(o.status.success(), "{}", out_text(&o));
+}
+
+#[test]
+fn import_refuses_a_non_ternary_code_and_writes_nothing() {
+    let dir = scratch("tq-bad");
+    let out = dir.join("t.safetensors");
+    let o = ninfer(&["import", &data("ternary_bad.gguf"), "--out", s(&out)]);
+    let t = out_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("blk.0.ffn_up.weight  (TQ2_0)  INVALID_ENCODING")
+            && t.contains("row 1, block 0")
+            && t.contains("element 69 has the 2-bit word 3"),
+        "{t}"
+    );
+    assert!(!out.exists(), "nothing is written");
+    // A GGUF file without ternary tensors has nothing to import.
+    let o = ninfer(&["import", &data("floats.gguf"), "--out", s(&out)]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert!(!out.exists());
 }

@@ -9,14 +9,14 @@
 //! gguf_* format are copied as that format's `gguf_blocks_v1` tensor. GGUF metadata is not
 //! carried (safetensors metadata holds strings only).
 
-use crate::gguf::GgufFile;
-use crate::st::{self, Descriptor, Entry, StFile, Writer};
+use crate::input::{Item, Source};
+use crate::st::{self, Descriptor, Writer};
 use crate::table::{self, count};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use ninfer::formats::float_source::FloatSource;
 use ninfer::formats::grouped::{self, Method, Options};
 use ninfer::formats::{fp8_row, nvfp4};
-use ninfer::{Category, Format, Layout, WeightView, layouts};
+use ninfer::{Category, Format, WeightView, layouts};
 use rayon::prelude::*;
 use safetensors::Dtype;
 use std::path::Path;
@@ -144,154 +144,6 @@ fn encode(
     Ok((planes, prov))
 }
 
-/// The input file: safetensors (plain and ninfer-encoded tensors) or GGUF.
-enum Source {
-    St(StFile),
-    Gguf(GgufFile),
-}
-
-/// A plain input tensor: safetensors dtype, shape outermost first, little-endian bytes.
-struct PlainItem<'a> {
-    name: String,
-    dtype: Dtype,
-    shape: Vec<usize>,
-    data: &'a [u8],
-}
-
-/// One input tensor, whichever file it comes from.
-enum Item<'a> {
-    /// Plain data: encoded when selected and a 2-D F32/BF16/F16 matrix, else copied.
-    Plain(PlainItem<'a>),
-    /// A ninfer-encoded tensor of a safetensors input: its planes are copied (its
-    /// descriptor and provenance travel with the file's metadata).
-    Copied {
-        name: String,
-        desc: Descriptor,
-        planes: [&'a [u8]; 3],
-    },
-    /// A GGUF tensor of a registered gguf_* format: its blocks are copied as that format's
-    /// `gguf_blocks_v1` tensor [rows, K] (`shape` is the GGUF shape, outermost first).
-    GgufBlocks {
-        name: String,
-        desc: Descriptor,
-        blocks: &'a [u8],
-        shape: Vec<usize>,
-    },
-}
-
-/// The safetensors dtype a GGUF scalar type is stored as, if it has one.
-fn gguf_plain_dtype(ggml_type: u32) -> Option<Dtype> {
-    Some(match ggml_type {
-        0 => Dtype::F32,
-        1 => Dtype::F16,
-        30 => Dtype::BF16,
-        24 => Dtype::I8,
-        25 => Dtype::I16,
-        26 => Dtype::I32,
-        27 => Dtype::I64,
-        28 => Dtype::F64,
-        _ => return None,
-    })
-}
-
-impl Source {
-    /// Opens a safetensors file (by extension or header) or else a GGUF file.
-    fn open(path: &Path) -> Result<Source> {
-        Ok(match st::is_safetensors(path) {
-            true => Source::St(StFile::open(path)?),
-            false => Source::Gguf(GgufFile::open(path)?),
-        })
-    }
-
-    /// Every tensor, in the file's order (safetensors: by name). A GGUF tensor of a type
-    /// that has no safetensors dtype and no registered gguf_* format (Q4_1, TQ2_0, MXFP4,
-    /// ...) cannot be carried into the output: the file is refused before anything is
-    /// written.
-    fn items(&self) -> Result<Vec<Item<'_>>> {
-        let mut items = Vec::new();
-        match self {
-            Source::St(file) => {
-                for e in &file.entries {
-                    items.push(match e {
-                        Entry::Plain(p) => Item::Plain(PlainItem {
-                            name: p.name.clone(),
-                            dtype: p.dtype,
-                            shape: p.shape.clone(),
-                            data: file.data(p),
-                        }),
-                        Entry::Encoded(enc) => Item::Copied {
-                            name: enc.name.clone(),
-                            desc: enc.desc,
-                            planes: file.view(enc)?.planes(),
-                        },
-                        Entry::Broken { name, message } => bail!("{name}: {message}"),
-                    });
-                }
-            }
-            Source::Gguf(file) => {
-                let mut uncarried = Vec::new();
-                for t in &file.tensors {
-                    let data = file
-                        .data(t)
-                        .with_context(|| format!("tensor {:?}", t.name))?;
-                    let shape = t
-                        .shape()
-                        .into_iter()
-                        .map(usize::try_from)
-                        .collect::<Result<Vec<usize>, _>>()
-                        .with_context(|| format!("tensor {:?}: shape too large", t.name))?;
-                    if let Some(dtype) = gguf_plain_dtype(t.ggml_type) {
-                        items.push(Item::Plain(PlainItem {
-                            name: t.name.clone(),
-                            dtype,
-                            shape,
-                            data,
-                        }));
-                        continue;
-                    }
-                    let Ok(format) = Format::from_ggml_type(t.ggml_type) else {
-                        uncarried.push(format!(
-                            "{} ({})",
-                            t.name,
-                            ninfer::registry::ggml_type_name(t.ggml_type).unwrap_or("unknown")
-                        ));
-                        continue;
-                    };
-                    let (rows, cols) = (t.rows().unwrap_or(0) as usize, t.k() as usize);
-                    WeightView::new(format, Layout::GgufBlocksV1, rows, cols, [data, &[], &[]])
-                        .with_context(|| format!("tensor {:?} ({format})", t.name))?;
-                    items.push(Item::GgufBlocks {
-                        name: t.name.clone(),
-                        desc: Descriptor {
-                            format,
-                            layout: Layout::GgufBlocksV1,
-                            rows,
-                            cols,
-                        },
-                        blocks: data,
-                        shape,
-                    });
-                }
-                if !uncarried.is_empty() {
-                    bail!(
-                        "{} GGUF tensor(s) of a type with no safetensors dtype and no registered \
-                         gguf_* format cannot be carried into the output (nothing written): {}{}",
-                        uncarried.len(),
-                        uncarried.join(", "),
-                        match uncarried.iter().any(|u| u.contains("(TQ")) {
-                            true =>
-                                "; `ninfer import` moves TQ1_0/TQ2_0 tensors into \
-                                     t2_g128_fp16 without rounding",
-                            false => "",
-                        }
-                    );
-                }
-            }
-        }
-        Ok(items)
-    }
-}
-
 /// Error of the decoded planes against the source: (max |d - x|, RMS(d - x), RMS(x)).
 pub fn errors(view: &WeightView<'_>, src: &[f32]) -> Result<(f64, f64, f64), ninfer::Error> {
     let k = view.cols();
@@ -385,6 +237,13 @@ pub fn run(
                 ]);
                 continue;
             }
+            Item::Ternary {
+                name, ggml_type, ..
+            } => bail!(
+                "{name} is a ternary GGUF tensor ({}): `ninfer import` moves TQ1_0/TQ2_0 \
+                 tensors into t2_g128_fp16 without rounding (nothing written)",
+                ninfer::registry::ggml_type_name(ggml_type).unwrap_or("?")
+            ),
             Item::GgufBlocks {
                 name,
                 desc,
