@@ -309,6 +309,31 @@ class ImportAndPacking(unittest.TestCase):
             ninfer.import_gguf(gguf, "q4_g64_fp16")
         self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
 
+    def test_import_gguf_ternary_matches_gguf_py(self):
+        from gguf import GGMLQuantizationType as G
+        from gguf.quants import dequantize, quantize
+        rng = np.random.default_rng(23)
+        rows, cols = 3, 512
+        x = (rng.integers(-1, 2, size=(rows, cols)) * rng.uniform(0.5, 1, size=(rows, cols)))
+        for name, ty in (("TQ1_0", G.TQ1_0), ("TQ2_0", G.TQ2_0)):
+            blocks = quantize(x.astype(np.float32), ty)
+            t2 = ninfer.import_gguf_ternary(name, blocks, rows, cols)
+            self.assertEqual(ninfer.format_name(t2.format), "t2_g128_fp16")
+            want = dequantize(blocks, ty).astype(np.float32).reshape(rows, cols)
+            np.testing.assert_array_equal(t2.decode().view(np.uint32), want.view(np.uint32))
+        bad = quantize(x.astype(np.float32), G.TQ2_0)
+        bad[2, 7] = 0xFF  # four 2-bit words 3: not ternary
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf_ternary("TQ2_0", bad, rows, cols)
+        self.assertEqual(cm.exception.status, Status.INVALID_ENCODING)
+        self.assertIn("row 2, block 0", str(cm.exception))
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf_ternary(35, bad, rows, 384)
+        self.assertEqual(cm.exception.status, Status.BAD_SHAPE)
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf_ternary("Q8_0", bad, rows, cols)
+        self.assertEqual(cm.exception.status, Status.UNREGISTERED_TYPE)
+
     def test_fp8_pack_unpack(self):
         rng = np.random.default_rng(19)
         codes = rng.integers(0, 0x7F, size=(4, 16), dtype=np.uint8)
