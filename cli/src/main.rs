@@ -6,6 +6,7 @@
 
 mod cmd;
 mod gguf;
+mod imatrix;
 mod import;
 mod input;
 mod rows;
@@ -97,6 +98,12 @@ enum Command {
         /// Recorded in each tensor's provenance.
         #[arg(long)]
         negative_scales: bool,
+        /// grouped_search only: a llama.cpp importance matrix (llama-imatrix's GGUF or
+        /// legacy .dat file). A weight with an entry of the same name is searched with
+        /// that entry's per-input-channel importance (sum / count); its length must be K.
+        /// Recorded in each tensor's provenance.
+        #[arg(long, value_name = "FILE")]
+        imatrix: Option<PathBuf>,
     },
     /// Copy the FP8 per-channel and NVFP4 (compressed-tensors, ModelOpt) layers of a
     /// safetensors checkpoint, or the ternary TQ1_0/TQ2_0 tensors of a GGUF file
@@ -192,10 +199,14 @@ fn run(cli: Cli) -> Result<bool> {
             method,
             tensors,
             negative_scales,
+            imatrix,
         } => {
             let f = ninfer::Format::from_name(&format)
                 .map_err(|e| anyhow::anyhow!("--format {format:?}: {e}"))?;
-            let search = cmd::quantize::SearchArgs { negative_scales };
+            let search = cmd::quantize::SearchArgs {
+                negative_scales,
+                imatrix: imatrix.as_deref().map(imatrix::Imatrix::open).transpose()?,
+            };
             cmd::quantize::run(&input, f, method, &search, &out, tensors.as_deref())
         }
         Command::Import {

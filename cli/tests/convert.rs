@@ -253,3 +253,159 @@ fn import_refuses_a_non_ternary_code_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
     assert!(!out.exists());
 }
+
+/// The words of an F32/F16/BF16 safetensors tensor widened to binary32.
+fn f32_values(st: &SafeTensors<'_>, name: &str) -> Vec<f32> {
+    let t = st.tensor(name).unwrap();
+    let d = t.data();
+    match t.dtype() {
+        Dtype::F32 => d
+            .chunks_exact(4)
+            .map(|w| f32::from_le_bytes(w.try_into().unwrap()))
+            .collect(),
+        Dtype::F16 => d
+            .chunks_exact(2)
+            .map(|w| half::f16::from_le_bytes([w[0], w[1]]).to_f32())
+            .collect(),
+        _ => d
+            .chunks_exact(2)
+            .map(|w| f32::from_bits((u16::from_le_bytes([w[0], w[1]]) as u32) << 16))
+            .collect(),
+    }
+}
+
+/// The planes (codes, scales) the library's grouped_search gives with `importance`.
+fn search_planes(src: &[f32], rows: usize, cols: usize, importance: &[f32]) -> (Vec<u8>, Vec<u8>) {
+    use ninfer::formats::float_source::FloatSource;
+    use ninfer::formats::grouped::{Method, Options, quantize};
+    let f = Format::Q4_G64Fp16;
+    let sizes = ninfer::layouts::plane_sizes(f, Layout::RowSplitK128_V1, rows, cols).unwrap();
+    let [mut a, mut b, mut c] = sizes.map(|n| vec![0u8; n]);
+    let opts = Options {
+        method: Method::GroupedSearch,
+        importance: Some(importance),
+        negative_scales: false,
+    };
+    quantize(
+        f,
+        FloatSource::F32(src),
+        rows,
+        cols,
+        &opts,
+        [&mut a, &mut b, &mut c],
+    )
+    .unwrap();
+    (a, c)
+}
+
+/// `--imatrix` with llama.cpp's two file forms: each weight is searched with the importance
+/// llama-quantize derives from its entry (computed by the fixture script in numpy), a wrong
+/// length is refused for that weight, and the file and entry are recorded in provenance.
+#[test]
+fn quantize_with_a_llama_cpp_imatrix() {
+    let dir = scratch("imatrix");
+    let src_bytes = std::fs::read(data("floats.safetensors")).unwrap();
+    let src = SafeTensors::deserialize(&src_bytes).unwrap();
+    let exp_bytes = std::fs::read(data("imatrix_expected.safetensors")).unwrap();
+    let exp = SafeTensors::deserialize(&exp_bytes).unwrap();
+    let plain = dir.join("plain.safetensors");
+    let o = ninfer(&[
+        "quantize",
+        &data("floats.gguf"),
+        "--format",
+        "q4_g64_fp16",
+        "--method",
+        "search",
+        "--out",
+        s(&plain),
+    ]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let plain = std::fs::read(&plain).unwrap();
+    for form in ["gguf", "dat"] {
+        let file = data(&format!("imatrix.{form}"));
+        let out = dir.join(format!("{form}.safetensors"));
+        let o = ninfer(&[
+            "quantize",
+            &data("floats.gguf"),
+            "--format",
+            "q4_g64_fp16",
+            "--method",
+            "search",
+            "--imatrix",
+            &file,
+            "--out",
+            s(&out),
+        ]);
+        let t = out_text(&o);
+        // ffn_down's entry holds 64 values for K = 320: refused (copied, exit 1).
+        assert_eq!(o.status.code(), Some(1), "{t}");
+        assert!(
+            t.contains("blk.0.ffn_down.weight  INVALID_ARGUMENT — imatrix entry blk.0.ffn_down.weight has 64 values; the weight has K = 320"),
+            "{t}"
+        );
+        let bytes = std::fs::read(&out).unwrap();
+        let st = SafeTensors::deserialize(&bytes).unwrap();
+        assert_eq!(
+            st.tensor("blk.0.ffn_down.weight").unwrap().dtype(),
+            Dtype::BF16
+        );
+        for (name, rows, cols) in [
+            ("blk.0.attn_q.weight", 3, 200),
+            ("blk.0.ffn_up.weight", 5, 128),
+        ] {
+            let imp = f32_values(&exp, &format!("{form}.{name}"));
+            let (codes, scales) = search_planes(&f32_values(&src, name), rows, cols, &imp);
+            let e = encoded(&bytes, name);
+            assert_eq!(e.planes["codes"], codes, "{form} {name}");
+            assert_eq!(e.planes["scales"], scales, "{form} {name}");
+            assert!(
+                e.provenance.contains(&format!(
+                    "importance=true;imatrix={file};imatrix_entry={name};"
+                )),
+                "{}",
+                e.provenance
+            );
+        }
+        // The skewed attn_q importance changes the search's choice somewhere.
+        assert_ne!(
+            encoded(&bytes, "blk.0.attn_q.weight").planes,
+            encoded(&plain, "blk.0.attn_q.weight").planes,
+            "{form}"
+        );
+    }
+    // Refusals before anything is read or written.
+    let out = dir.join("x.safetensors");
+    let o = ninfer(&[
+        "quantize",
+        &data("floats.gguf"),
+        "--format",
+        "q4_g64_fp16",
+        "--imatrix",
+        &data("imatrix.gguf"),
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(out_text(&o).contains("needs --method search"));
+    for bad in [data("floats.gguf"), data("tq2_0.bin")] {
+        let o = ninfer(&[
+            "quantize",
+            &data("floats.gguf"),
+            "--format",
+            "q4_g64_fp16",
+            "--method",
+            "search",
+            "--imatrix",
+            &bad,
+            "--out",
+            s(&out),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+        assert!(
+            out_text(&o).contains("importance matrix"),
+            "{}",
+            out_text(&o)
+        );
+    }
+    assert!(!out.exists());
+}

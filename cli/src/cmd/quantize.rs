@@ -9,6 +9,7 @@
 //! gguf_* format are copied as that format's `gguf_blocks_v1` tensor. GGUF metadata is not
 //! carried (safetensors metadata holds strings only).
 
+use crate::imatrix::Imatrix;
 use crate::input::{Item, Source};
 use crate::st::{self, Descriptor, Writer};
 use crate::table::{self, count};
@@ -33,16 +34,22 @@ pub enum MethodArg {
 }
 
 /// The grouped_search parameters given on the command line.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct SearchArgs {
     /// `--negative-scales`: negative candidate scales compete (spec §7.3).
     pub negative_scales: bool,
+    /// `--imatrix`: a llama.cpp importance matrix; a weight with an entry of its name is
+    /// searched with that entry's per-input-channel importance.
+    pub imatrix: Option<Imatrix>,
 }
 
 /// The encoder for a target format, or why the target is refused.
 pub fn check_target(format: Format, method: MethodArg, search: &SearchArgs) -> Result<()> {
     if search.negative_scales && method != MethodArg::Search {
         bail!("--negative-scales is a grouped_search parameter: it needs --method search");
+    }
+    if search.imatrix.is_some() && method != MethodArg::Search {
+        bail!("--imatrix weights grouped_search's error: it needs --method search");
     }
     let info = format.info();
     let ok = match info.category {
@@ -81,10 +88,10 @@ fn encode(
     format: Format,
     method: MethodArg,
     search: &SearchArgs,
+    importance: Option<(&str, &[f32])>,
     dtype: Dtype,
     bytes: &[u8],
-    rows: usize,
-    cols: usize,
+    (rows, cols): (usize, usize),
 ) -> Result<([Vec<u8>; 3], String), ninfer::Error> {
     let sizes = layouts::plane_sizes(format, format.info().layout, rows, cols)?;
     let mut planes = [
@@ -116,13 +123,19 @@ fn encode(
                     MethodArg::Absmax => Method::GroupedAbsmax,
                     MethodArg::Search => Method::GroupedSearch,
                 },
-                importance: None,
+                importance: importance.map(|(_, v)| v),
                 negative_scales: search.negative_scales,
             };
             let [p0, p1, p2] = &mut planes;
             let p = grouped::quantize(format, fsrc, rows, cols, &opts, [p0, p1, p2])?;
+            let source = match (importance, &search.imatrix) {
+                (Some((entry, _)), Some(m)) => {
+                    format!(";imatrix={};imatrix_entry={entry}", m.path)
+                }
+                _ => String::new(),
+            };
             format!(
-                "method={};parameters_version={};negative_scales={};importance={};source_dtype={src_name}",
+                "method={};parameters_version={};negative_scales={};importance={}{source};source_dtype={src_name}",
                 p.method.name(),
                 p.parameters_version,
                 p.negative_scales,
@@ -204,6 +217,7 @@ pub fn run(
     }
     let mut rows_out: Vec<Vec<String>> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
+    let mut unweighted: Vec<String> = Vec::new();
     let mut encoded = 0usize;
     let (mut all_se, mut all_sx, mut all_n) = (0f64, 0f64, 0f64);
     let mut encode_secs = 0f64;
@@ -313,8 +327,28 @@ pub fn run(
             )?;
             continue;
         };
+        let importance = match search.imatrix.as_ref().map(|m| m.importance(&p.name, cols)) {
+            None | Some(Ok(None)) => None,
+            Some(Ok(Some(v))) => Some((p.name.as_str(), v)),
+            Some(Err(why)) => {
+                refusals.push(format!("  {}  INVALID_ARGUMENT — {why}", p.name));
+                copy("REFUSED (imatrix), copied".into(), &mut rows_out)?;
+                continue;
+            }
+        };
+        if search.imatrix.is_some() && importance.is_none() {
+            unweighted.push(p.name.clone());
+        }
         let t0 = Instant::now();
-        let res = encode(format, method, search, p.dtype, data, rows, cols);
+        let res = encode(
+            format,
+            method,
+            search,
+            importance,
+            p.dtype,
+            data,
+            (rows, cols),
+        );
         let secs = t0.elapsed().as_secs_f64();
         let (planes, prov) = match res {
             Ok(x) => x,
@@ -396,9 +430,22 @@ pub fn run(
         &[false, false, false, false, true, true, true, true, true],
         &rows_out,
     );
+    if let Some(m) = &search.imatrix {
+        println!(
+            "\nimportance matrix {} ({}, {} entries): {} searched matrices without an entry of their name weigh every channel 1{}",
+            m.path,
+            m.form,
+            m.entries.len(),
+            unweighted.len(),
+            match unweighted.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", unweighted.join(", ")),
+            }
+        );
+    }
     if !refusals.is_empty() {
         println!(
-            "\nrefused by the encoder ({}), copied through unchanged:",
+            "\nrefused ({}; by the encoder, or an --imatrix entry that does not fit), copied through unchanged:",
             refusals.len()
         );
         for r in &refusals {
