@@ -5,7 +5,7 @@
 //! scripts/fixtures/convert_fixtures.py must come back word for word from the library's
 //! decode of the imported planes; each group's scale word must be its block's `d` read
 //! plainly here; and the refusals are predicted from the t2 rules of the spec (§3.2: codes
-//! −1, 0, +1; §5: a scale is +0 or finite non-zero, never −0; +0 only over zero codes).
+//! −1, 0, +1; §6.1: a scale is +0 or finite non-zero, never −0; +0 only over zero codes).
 
 mod common;
 use common::MutBytes;

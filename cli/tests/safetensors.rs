@@ -396,7 +396,7 @@ fn search_method_and_tensor_filter() {
 }
 
 /// `--negative-scales` from the command line. The source is built so that a negative scale
-/// wins (hand-worked, spec §3.2/§7.3): every value is an integer in [−7, 8] and each group
+/// wins (hand-worked, spec §6.1/§7.3): every value is an integer in [−7, 8] and each group
 /// holds +8, so scale −1 (extreme / qmin = 8 / −8) reproduces every value exactly with codes
 /// −v ∈ [−8, 7], while the positive max-abs scale 8/7 cannot (e.g. 1.0 is no multiple of
 /// binary16(8/7)).

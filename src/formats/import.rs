@@ -150,7 +150,7 @@ fn ternary_words(ggml_type: u32, block: &[u8], out: &mut [u8; TERNARY_BLOCK_VALU
 /// requantized to fit); [`Error::SizeMismatch`] (`blocks` or a plane of the wrong length);
 /// [`Error::Overflow`]; [`Error::InvalidEncoding`] naming the row and t2 group (and the
 /// GGUF block) when a block breaks t2_g128_fp16's rules: a TQ2_0 2-bit word 3 (value +2,
-/// not ternary), a NaN or infinite `d`, a `d` of −0 (t2 admits +0 but not −0, spec §5),
+/// not ternary), a NaN or infinite `d`, a `d` of −0 (t2 admits +0 but not −0, spec §6.1),
 /// or a `d` of +0 over a non-zero code; [`Error::OutOfMemory`] (the logical codes and
 /// scales are staged in temporaries of rows × cols bytes and rows × cols / 64 bytes).
 pub fn import_gguf_ternary(
