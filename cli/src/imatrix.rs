@@ -55,13 +55,20 @@ fn try_vec<T>(n: usize, what: &str) -> Result<Vec<T>> {
 impl Imatrix {
     /// Reads a GGUF or legacy `.dat` importance matrix (by the GGUF magic).
     pub fn open(path: &Path) -> Result<Imatrix> {
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
         let shown = path.display().to_string();
-        let m = if bytes.starts_with(b"GGUF") {
-            let f = GgufFile::open(path)?;
-            Self::from_gguf(&f, shown.clone())
+        let mut magic = [0u8; 4];
+        let gguf = {
+            use std::io::Read;
+            let mut f = std::fs::File::open(path)
+                .with_context(|| format!("importance matrix {shown}: opening"))?;
+            f.read_exact(&mut magic).is_ok() && &magic == b"GGUF"
+        };
+        let m = if gguf {
+            GgufFile::open(path).and_then(|f| Self::from_gguf(&f, shown.clone()))
         } else {
-            Self::from_dat(&bytes, shown.clone())
+            std::fs::read(path)
+                .with_context(|| format!("reading {shown}"))
+                .and_then(|b| Self::from_dat(&b, shown.clone()))
         };
         m.with_context(|| format!("importance matrix {shown}"))
     }
