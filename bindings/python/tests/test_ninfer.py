@@ -207,6 +207,20 @@ class Encoders(unittest.TestCase):
         self.assertEqual((prov.method, prov.parameters_version), (1, 1))
         self.assertLessEqual(prov.error, prov.absmax_error)
 
+    def test_grouped_search_negative_scales(self):
+        # Hand-worked: integers in [-7, 8] with +8 in each 64-group are exact under scale -1
+        # (codes -v in [-8, 7]), which only a negative scale reaches.
+        i = np.arange(2 * 128)
+        src = np.where(i % 64 == 3, 8.0, (i * 7) % 15 - 7.0).astype(np.float32).reshape(2, 128)
+        pos, prov = ninfer.quantize_grouped("q4_g64_fp16", src, method="grouped_search")
+        self.assertEqual(prov.negative_scales, 0)
+        self.assertFalse(np.array_equal(pos.decode(), src))
+        neg, prov = ninfer.quantize_grouped("q4_g64_fp16", src, method="grouped_search",
+                                            negative_scales=True)
+        self.assertEqual(prov.negative_scales, 1)
+        self.assertTrue(np.all(neg.planes[2].view("<u2") == 0xBC00))  # every scale is -1
+        np.testing.assert_array_equal(neg.decode(), src)
+
     def test_quantize_refusals(self):
         bad = np.zeros((2, 64), dtype=np.float32)
         bad[1, 5] = np.nan
