@@ -205,6 +205,16 @@ pub fn run(
         bail!("--out {} is the input file", out.display());
     }
     let items = source.items()?;
+    if let Some(Item::Ternary {
+        name, ggml_type, ..
+    }) = items.iter().find(|i| matches!(i, Item::Ternary { .. }))
+    {
+        bail!(
+            "{name} is a ternary GGUF tensor ({}): `ninfer import` moves TQ1_0/TQ2_0 \
+             tensors into t2_g128_fp16 without rounding (nothing written)",
+            ninfer::registry::ggml_type_name(*ggml_type).unwrap_or("?")
+        );
+    }
     rayon::broadcast(|_| ());
     let start = Instant::now();
     let mut w = Writer::default();
@@ -251,13 +261,8 @@ pub fn run(
                 ]);
                 continue;
             }
-            Item::Ternary {
-                name, ggml_type, ..
-            } => bail!(
-                "{name} is a ternary GGUF tensor ({}): `ninfer import` moves TQ1_0/TQ2_0 \
-                 tensors into t2_g128_fp16 without rounding (nothing written)",
-                ninfer::registry::ggml_type_name(ggml_type).unwrap_or("?")
-            ),
+            // Refused before the loop.
+            Item::Ternary { .. } => continue,
             Item::GgufBlocks {
                 name,
                 desc,
