@@ -19,6 +19,21 @@
 #include <stdint.h>
 
 /**
+ * ggml type id of TQ1_0 (ternary, base-3 packed, 256 values in 54 bytes).
+ */
+#define GGML_TYPE_TQ1_0 34
+
+/**
+ * ggml type id of TQ2_0 (ternary, 2 bits per value, 256 values in 66 bytes).
+ */
+#define GGML_TYPE_TQ2_0 35
+
+/**
+ * Values per TQ1_0 / TQ2_0 block (ggml's `QK_K`).
+ */
+#define TERNARY_BLOCK_VALUES 256
+
+/**
  * `ninfer_linear_prepare`'s device: the host CPU.
  */
 #define NINFER_DEVICE_CPU 0
@@ -1111,6 +1126,41 @@ ninfer_status ninfer_fp8_row_unpack(const struct ninfer_weight_view *view,
 ninfer_status ninfer_import_gguf(const struct ninfer_weight_view *view,
                                  uint32_t target_format,
                                  const struct ninfer_mut_bytes *planes);
+
+/**
+ * Imports a ternary GGUF tensor, TQ1_0 (`ggml_type` 34) or TQ2_0 (35), into the
+ * `row_split_k128_v1` planes of `NINFER_FORMAT_T2_G128_FP16`, moving codes and scales
+ * without rounding (spec §2 `import_encoded`, §3.2): each 256-value block's binary16 `d`
+ * word becomes the scale word of both 128-value groups it covers, unchanged; codes map to
+ * −1, 0, +1 exactly, so every decoded value equals ggml's dequantized `d × code`.
+ *
+ * - `blocks`, `blocks_len`: the tensor's data as in the GGUF file, `rows × cols / 256`
+ *   consecutive ggml blocks (TQ1_0: 54 bytes = `qs[48]`, `qh[4]`, `d`; TQ2_0: 66 bytes =
+ *   `qs[64]`, `d`; `d` little-endian binary16), row-major `[rows, cols]`, `cols` being
+ *   GGUF's `ne[0]`. No alignment required.
+ * - `planes`: 3 `ninfer_mut_bytes` (`codes`, `high_bits` = `{NULL, 0}`, `scales`), each
+ *   exactly as long as `ninfer_layout_plane_sizes(NINFER_FORMAT_T2_G128_FP16,
+ *   NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols)` gives.
+ *
+ * Errors: `NULL_POINTER`; `UNREGISTERED_TYPE` (another ggml type); `BAD_SHAPE` (zero rows
+ * or cols, or cols not a multiple of 256: nothing is requantized to fit); `SIZE_MISMATCH`
+ * (`blocks_len` or a plane, naming it); `OVERFLOW`; `INVALID_ENCODING` when a block breaks
+ * t2_g128_fp16's rules (a TQ2_0 2-bit word 3, i.e. value +2; a NaN, infinite or −0 `d`;
+ * a +0 `d` over a non-zero code), the message naming the row, the t2 group (as "block")
+ * and the GGUF block; `OUT_OF_MEMORY` (temporaries of rows × cols bytes). Nothing is
+ * written on error.
+ *
+ * # Safety
+ * `blocks` must point to `blocks_len` readable bytes; `planes` must point to 3
+ * `ninfer_mut_bytes` whose ranges are writable and overlap neither each other nor
+ * `blocks`.
+ */
+ninfer_status ninfer_import_gguf_ternary(uint32_t ggml_type,
+                                         const uint8_t *blocks,
+                                         size_t blocks_len,
+                                         uint64_t rows,
+                                         uint64_t cols,
+                                         const struct ninfer_mut_bytes *planes);
 
 /**
  * Whether this build implements `linear` for weights of `format` stored in `layout`,

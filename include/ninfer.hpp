@@ -780,6 +780,36 @@ inline result<owned_tensor> try_import_gguf(const weight_view& gguf, format targ
   return t;
 }
 
+/// Moves a ternary GGUF tensor into the row_split_k128_v1 planes of t2_g128_fp16 without
+/// rounding (spec §2 import_encoded): `ggml_type` 34 (TQ1_0, 54-byte blocks) or 35 (TQ2_0,
+/// 66-byte blocks), `blocks` the tensor's data as in the file (rows × cols / 256 blocks),
+/// `cols` = GGUF ne[0], a multiple of 256. Each block's binary16 d is the scale of its two
+/// 128-value groups; codes map to -1, 0, +1. Refusals (INVALID_ENCODING: a TQ2_0 word 3, a
+/// NaN/Inf/-0 d, a +0 d over non-zero codes; BAD_SHAPE; SIZE_MISMATCH; UNREGISTERED_TYPE)
+/// come back with the library's status and message.
+inline result<owned_tensor> try_import_gguf_ternary(std::uint32_t ggml_type,
+                                                    span<const std::uint8_t> blocks,
+                                                    std::uint64_t rows, std::uint64_t cols) {
+  const std::uint64_t block_bytes = ggml_type == 34 ? 54 : ggml_type == 35 ? 66 : 0;
+  const bool fits = block_bytes != 0 && cols % 256 == 0 &&
+                    (rows == 0 || cols / 256 <= UINT64_MAX / block_bytes / rows) &&
+                    rows * (cols / 256) * block_bytes == blocks.size();
+  if (!fits) {
+    // The library names the problem; the planes are not sized from an unchecked shape.
+    const ::ninfer_mut_bytes none[NINFER_MAX_PLANES] = {};
+    return detail::refused(
+        ::ninfer_import_gguf_ternary(ggml_type, blocks.data(), blocks.size(), rows, cols, none));
+  }
+  result<owned_tensor> t =
+      detail::alloc_tensor(NINFER_FORMAT_T2_G128_FP16, NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
+  if (!t) return t;
+  std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> planes = detail::mut_planes(*t);
+  ::ninfer_status st = ::ninfer_import_gguf_ternary(ggml_type, blocks.data(), blocks.size(), rows,
+                                                    cols, planes.data());
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
 /// Lays out logical FP8 words (`codes` rows × cols E4M3FN, `scales` rows 16-bit words) in
 /// the planes of an fp8_e4m3fn_row_* format; follow with fp8_row_validate().
 inline result<owned_tensor> try_fp8_row_pack(format f, std::uint64_t rows, std::uint64_t cols,
@@ -834,6 +864,10 @@ inline void nvfp4_unpack_scales(std::uint64_t rows, std::uint64_t k_blocks,
 }
 inline owned_tensor import_gguf(const weight_view& gguf, format target) {
   return try_import_gguf(gguf, target).value();
+}
+inline owned_tensor import_gguf_ternary(std::uint32_t ggml_type, span<const std::uint8_t> blocks,
+                                        std::uint64_t rows, std::uint64_t cols) {
+  return try_import_gguf_ternary(ggml_type, blocks, rows, cols).value();
 }
 inline owned_tensor fp8_row_pack(format f, std::uint64_t rows, std::uint64_t cols,
                                  span<const std::uint8_t> codes, span<const std::uint16_t> scales) {

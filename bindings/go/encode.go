@@ -73,6 +73,16 @@ static ninfer_status ninfer_go_import_gguf(uint32_t format, uint32_t layout, uin
   return ninfer_import_gguf(&v, target, planes);
 }
 
+static ninfer_status ninfer_go_import_gguf_ternary(uint32_t ggml_type, const uint8_t *blocks,
+    size_t blocks_len, uint64_t rows, uint64_t cols, uint8_t *p0, size_t n0, uint8_t *p1,
+    size_t n1, uint8_t *p2, size_t n2) {
+  ninfer_mut_bytes planes[3];
+  planes[0].ptr = p0; planes[0].len = n0;
+  planes[1].ptr = p1; planes[1].len = n1;
+  planes[2].ptr = p2; planes[2].len = n2;
+  return ninfer_import_gguf_ternary(ggml_type, blocks, blocks_len, rows, cols, planes);
+}
+
 static ninfer_status ninfer_go_fp8_row_unpack(uint32_t format, uint32_t layout, uint64_t rows,
     uint64_t cols, const uint8_t *p0, size_t n0, const uint8_t *p1, size_t n1,
     const uint8_t *p2, size_t n2, uint8_t *codes, size_t codes_len, uint16_t *scales,
@@ -262,6 +272,49 @@ func ImportGGUF(gguf *WeightView, target Format) (*WeightView, error) {
 	err = call(func() C.ninfer_status {
 		return C.ninfer_go_import_gguf(g.format, g.layout, g.rows, g.cols, g.p0, g.n0,
 			C.uint32_t(target), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// GGML type ids of the ternary GGUF types ImportGGUFTernary takes.
+const (
+	GGMLTypeTQ1_0 uint32 = 34 // 256 values in 54 bytes: qs[48], qh[4], d
+	GGMLTypeTQ2_0 uint32 = 35 // 256 values in 66 bytes: qs[64], d
+)
+
+// ImportGGUFTernary moves a ternary GGUF tensor (GGMLTypeTQ1_0 or GGMLTypeTQ2_0; blocks is
+// its data as in the file, rows × cols / 256 blocks, cols = GGUF ne[0], a multiple of 256)
+// into a new row_split_k128_v1 view of t2_g128_fp16 without rounding (spec §2
+// import_encoded): each block's binary16 d becomes the scale of its two 128-value groups,
+// and codes map to -1, 0, +1. A TQ2_0 word 3, a NaN/Inf/-0 d or a +0 d over non-zero codes
+// is ErrInvalidEncoding; a bad shape ErrBadShape; a wrong blocks length ErrSizeMismatch.
+func ImportGGUFTernary(ggmlType uint32, blocks []byte, rows, cols uint64) (*WeightView, error) {
+	bb := map[uint32]uint64{GGMLTypeTQ1_0: 54, GGMLTypeTQ2_0: 66}[ggmlType]
+	bp, bn := bytesArg(blocks)
+	fits := bb != 0 && cols%256 == 0 && (rows == 0 || cols/256 <= ^uint64(0)/bb/rows) &&
+		rows*(cols/256)*bb == uint64(len(blocks))
+	if !fits {
+		// The library names the problem; no plane is sized from an unchecked shape.
+		err := call(func() C.ninfer_status {
+			return C.ninfer_go_import_gguf_ternary(C.uint32_t(ggmlType), bp, bn, C.uint64_t(rows),
+				C.uint64_t(cols), nil, 0, nil, 0, nil, 0)
+		})
+		if err == nil {
+			err = ErrSizeMismatch
+		}
+		return nil, err
+	}
+	v, err := newPlanes(FormatT2G128FP16, LayoutRowSplitK128V1, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	a := v.args()
+	err = call(func() C.ninfer_status {
+		return C.ninfer_go_import_gguf_ternary(C.uint32_t(ggmlType), bp, bn, C.uint64_t(rows),
+			C.uint64_t(cols), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
 	})
 	if err != nil {
 		return nil, err

@@ -161,6 +161,39 @@ func TestImportGGUF(t *testing.T) {
 	}
 }
 
+func TestImportGGUFTernary(t *testing.T) {
+	// TQ2_0: words 2 (code +1) everywhere, d = -0.5 (0xB800): every value is -0.5.
+	block := make([]byte, 66)
+	for i := 0; i < 64; i++ {
+		block[i] = 0xAA
+	}
+	block[64], block[65] = 0x00, 0xB8
+	v, err := ImportGGUFTernary(GGMLTypeTQ2_0, block, 1, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := v.Row(0)
+	if err != nil || v.Format != FormatT2G128FP16 {
+		t.Fatalf("%v %v", v.Format, err)
+	}
+	for k, x := range row {
+		if x != -0.5 {
+			t.Fatalf("[%d] = %v", k, x)
+		}
+	}
+	bad := append([]byte{}, block...)
+	bad[9] = 0xFF // 2-bit words 3: not ternary
+	if _, err := ImportGGUFTernary(GGMLTypeTQ2_0, bad, 1, 256); !errors.Is(err, ErrInvalidEncoding) {
+		t.Fatalf("word 3: %v", err)
+	}
+	if _, err := ImportGGUFTernary(GGMLTypeTQ2_0, block, 1, 384); !errors.Is(err, ErrBadShape) {
+		t.Fatalf("K = 384: %v", err)
+	}
+	if _, err := ImportGGUFTernary(GGMLTypeTQ1_0, block, 1, 256); !errors.Is(err, ErrSizeMismatch) {
+		t.Fatalf("66 bytes as TQ1_0: %v", err)
+	}
+}
+
 func TestPacking(t *testing.T) {
 	codes := make([]byte, 2*16)
 	for i := range codes {

@@ -7,7 +7,9 @@
 mod check;
 mod cmd;
 mod gguf;
+mod imatrix;
 mod import;
+mod input;
 mod rows;
 mod st;
 mod table;
@@ -85,12 +87,14 @@ enum Command {
         #[arg(long, value_name = "LIST")]
         checksums: Option<PathBuf>,
     },
-    /// Encode the 2-D F32/BF16/F16 tensors of a safetensors file into a registered
-    /// format's planes (docs/safetensors.md), with a per-tensor error report. Other
-    /// tensors, and tensors the encoder refuses, are copied through unchanged; exits 1
-    /// when a tensor was refused or none was encoded.
+    /// Encode the 2-D F32/BF16/F16 tensors of a safetensors or GGUF file into a registered
+    /// format's planes, written as a safetensors file (docs/safetensors.md), with a
+    /// per-tensor error report. Other tensors, and tensors the encoder refuses, are copied
+    /// through unchanged (GGUF blocks of a gguf_* format as that format); exits 1 when a
+    /// tensor was refused or none was encoded.
     Quantize {
-        /// The input safetensors file.
+        /// The input safetensors or GGUF file (GGUF: the shape of a tensor is its `ne`
+        /// reversed, `[rows, K]` for a matrix).
         input: PathBuf,
         /// Target format: q4_g64_fp16, q5_g64_fp16, q6_g64_fp16, q8_g32_fp16,
         /// fp8_e4m3fn_row_bf16, fp8_e4m3fn_row_fp16 or nvfp4.
@@ -105,12 +109,24 @@ enum Command {
         /// Encode only tensors whose name contains this substring (others are copied).
         #[arg(long)]
         tensors: Option<String>,
+        /// grouped_search only: let negative scales compete (a group whose
+        /// largest-magnitude value is positive can then use the most negative code).
+        /// Recorded in each tensor's provenance.
+        #[arg(long)]
+        negative_scales: bool,
+        /// grouped_search only: a llama.cpp importance matrix (llama-imatrix's GGUF or
+        /// legacy .dat file). A weight with an entry of the same name is searched with
+        /// that entry's per-input-channel importance (sum / count); its length must be K.
+        /// Recorded in each tensor's provenance.
+        #[arg(long, value_name = "FILE")]
+        imatrix: Option<PathBuf>,
     },
     /// Copy the FP8 per-channel and NVFP4 (compressed-tensors, ModelOpt) layers of a
-    /// safetensors checkpoint into ninfer planes without requantizing; refused layers are
-    /// reported and copied through (exit 1).
+    /// safetensors checkpoint, or the ternary TQ1_0/TQ2_0 tensors of a GGUF file
+    /// (into t2_g128_fp16), into ninfer planes without requantizing; refused layers are
+    /// reported and copied through (exit 1; a refused GGUF tensor: nothing written).
     Import {
-        /// The input checkpoint (.safetensors).
+        /// The input checkpoint (.safetensors or .gguf).
         input: PathBuf,
         /// Output safetensors path.
         #[arg(long)]
@@ -228,10 +244,16 @@ fn run(cli: Cli) -> Result<bool> {
             out,
             method,
             tensors,
+            negative_scales,
+            imatrix,
         } => {
             let f = ninfer::Format::from_name(&format)
                 .map_err(|e| anyhow::anyhow!("--format {format:?}: {e}"))?;
-            cmd::quantize::run(&input, f, method, &out, tensors.as_deref())
+            let search = cmd::quantize::SearchArgs {
+                negative_scales,
+                imatrix: imatrix.as_deref().map(imatrix::Imatrix::open).transpose()?,
+            };
+            cmd::quantize::run(&input, f, method, &search, &out, tensors.as_deref())
         }
         Command::Import {
             input,

@@ -400,6 +400,85 @@ fn search_method_and_tensor_filter() {
     assert!(rms_s <= rms_a, "search {rms_s} > absmax {rms_a}");
 }
 
+/// `--negative-scales` from the command line. The source is built so that a negative scale
+/// wins (hand-worked, spec §6.1/§7.3): every value is an integer in [−7, 8] and each group
+/// holds +8, so scale −1 (extreme / qmin = 8 / −8) reproduces every value exactly with codes
+/// −v ∈ [−8, 7], while the positive max-abs scale 8/7 cannot (e.g. 1.0 is no multiple of
+/// binary16(8/7)).
+#[test]
+fn search_negative_scales_flag() {
+    let dir = scratch("negscale");
+    let input = dir.join("in.safetensors");
+    let (rows, cols) = (2usize, 128usize);
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| {
+            if i % 64 == 3 {
+                8.0
+            } else {
+                ((i * 7) % 15) as f32 - 7.0
+            }
+        })
+        .collect();
+    write_st(
+        &input,
+        &[("w.n", Dtype::F32, vec![rows, cols], f32_bytes(&x))],
+    );
+    let run = |extra: &[&str], out: &Path| {
+        let mut args = vec![
+            "quantize",
+            s(&input),
+            "--format",
+            "q4_g64_fp16",
+            "--out",
+            s(out),
+        ];
+        args.extend_from_slice(extra);
+        ninfer(&args)
+    };
+    let negative = |p: &Planes| {
+        p.planes[2]
+            .chunks_exact(2)
+            .filter(|w| u16::from_le_bytes([w[0], w[1]]) & 0x8000 != 0)
+            .count()
+    };
+    // Without the flag: recorded false, no negative scale.
+    let off = dir.join("off.safetensors");
+    let o = run(&["--method", "search"], &off);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let p = read_planes(&std::fs::read(&off).unwrap(), "w.n");
+    assert!(
+        p.provenance.contains("method=grouped_search")
+            && p.provenance.contains("negative_scales=false"),
+        "{}",
+        p.provenance
+    );
+    assert_eq!(negative(&p), 0);
+    assert_ne!(p.decode(), x, "the positive scales cannot be exact here");
+    // With it: recorded true, every group takes scale −1 (0xBC00) and decodes exactly.
+    let on = dir.join("on.safetensors");
+    let o = run(&["--method", "search", "--negative-scales"], &on);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let p = read_planes(&std::fs::read(&on).unwrap(), "w.n");
+    assert!(
+        p.provenance.contains("negative_scales=true"),
+        "{}",
+        p.provenance
+    );
+    assert_eq!(negative(&p), rows * cols / 64);
+    assert!(p.planes[2].chunks_exact(2).all(|w| w == [0x00, 0xBC]));
+    // Equal values (a zero source value decodes as 0 × −1 = −0).
+    assert_eq!(p.decode(), x);
+    // The flag belongs to grouped_search only.
+    let o = run(&["--negative-scales"], &dir.join("absmax.safetensors"));
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(
+        out_text(&o).contains("--negative-scales is a grouped_search parameter"),
+        "{}",
+        out_text(&o)
+    );
+    assert!(!dir.join("absmax.safetensors").exists());
+}
+
 #[test]
 fn refused_inputs_are_named_with_clear_messages() {
     let dir = scratch("refused");

@@ -361,6 +361,16 @@ int main() {
     }
     CHECK(same == 64);
     CHECK(ninfer::try_import_gguf(w, NINFER_FORMAT_Q4_G64_FP16).code() == NINFER_STATUS_UNSUPPORTED);
+    // import_gguf_ternary: a TQ2_0 block of words 2 (code +1) with d = -0.5 decodes to -0.5;
+    // a word 3 is refused.
+    std::vector<std::uint8_t> tq2(66, 0xAA);
+    tq2[64] = 0x00;
+    tq2[65] = 0xB8;
+    const ninfer::owned_tensor t2 = ninfer::import_gguf_ternary(35, tq2, 1, 256);
+    CHECK(t2.format == NINFER_FORMAT_T2_G128_FP16 && t2.view().decode_row(0)[255] == -0.5f);
+    tq2[3] = 0xFF;
+    CHECK(ninfer::try_import_gguf_ternary(35, tq2, 1, 256).code() == NINFER_STATUS_INVALID_ENCODING);
+    CHECK(ninfer::try_import_gguf_ternary(35, tq2, 1, 384).code() == NINFER_STATUS_BAD_SHAPE);
     const std::vector<std::uint8_t> codes(2 * 16, 0x38);  // E4M3FN 1.0
     const std::vector<std::uint16_t> scales = {0x3F80, 0x4000};  // bf16 1.0, 2.0
     const ninfer::owned_tensor f8 = ninfer::fp8_row_pack(NINFER_FORMAT_FP8_E4M3FN_ROW_BF16, 2, 16, codes, scales);

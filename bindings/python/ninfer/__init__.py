@@ -39,7 +39,7 @@ __all__ = [
     "format_layout_compatible", "plane_sizes", "library_path", "MAX_PLANES",
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
     "nvfp4_unpack_scales", "Provenance", "Linear", "linear_supported", "DEVICE_CPU",
-    "DEVICE_CUDA", "import_gguf", "fp8_row_pack", "fp8_row_unpack", "Activation",
+    "DEVICE_CUDA", "import_gguf", "import_gguf_ternary", "fp8_row_pack", "fp8_row_unpack", "Activation",
     "linear_activation_supported", "cuda_compiled", "cuda_device_count", "cuda_device_properties",
     "CudaDeviceInfo", "CudaArray", "cuda_array",
 ]
@@ -215,6 +215,8 @@ _linear_forward = _declare("ninfer_linear_forward", _u32, _LinearP, ctypes.c_voi
                            _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz, _u32)
 _linear_free = _declare("ninfer_linear_free", None, _LinearP)
 _import_gguf = _declare("ninfer_import_gguf", _u32, _P(_View), _u32, _P(_MutBytes))
+_import_gguf_ternary = _declare("ninfer_import_gguf_ternary", _u32, _u32, ctypes.c_void_p, _sz,
+                                _u64, _u64, _P(_MutBytes))
 _fp8_row_pack = _declare("ninfer_fp8_row_pack", _u32, _u32, _u64, _u64, ctypes.c_void_p, _sz,
                          ctypes.c_void_p, _sz, _P(_MutBytes))
 _fp8_row_unpack = _declare("ninfer_fp8_row_unpack", _u32, _P(_View), ctypes.c_void_p, _sz,
@@ -977,6 +979,37 @@ def import_gguf(view: WeightView, target: Union[int, str]) -> WeightView:
     for i, p in enumerate(planes):
         mut[i].ptr, mut[i].len = _ptr(p), p.size
     _check(_import_gguf(ctypes.byref(view._view), target, mut))
+    return WeightView(target, rows, cols, planes, layout=layout)
+
+
+_TERNARY_TYPES = {"TQ1_0": (34, 54), "TQ2_0": (35, 66)}
+
+
+def import_gguf_ternary(ggml_type: Union[int, str], blocks, rows: int, cols: int) -> WeightView:
+    """Moves a ternary GGUF tensor into the row_split_k128_v1 planes of t2_g128_fp16 without
+    rounding (spec §2 import_encoded).
+
+    ``ggml_type``: ``"TQ1_0"`` / 34 (54-byte blocks) or ``"TQ2_0"`` / 35 (66-byte blocks);
+    ``blocks``: the tensor's data as in the GGUF file (uint8, rows × cols / 256 blocks);
+    ``cols`` is GGUF's ne[0], a multiple of 256. Each block's binary16 d becomes the scale of
+    its two 128-value groups; codes map to -1, 0, +1, so the result decodes to exactly
+    gguf-py's / ggml's dequantized values. Raises NinferError (INVALID_ENCODING for a TQ2_0
+    word 3 or a NaN/Inf/-0 d or a +0 d over non-zero codes; BAD_SHAPE; SIZE_MISMATCH;
+    UNREGISTERED_TYPE)."""
+    ty = _TERNARY_TYPES.get(ggml_type, (0, 0))[0] if isinstance(ggml_type, str) else int(ggml_type)
+    b = np.ascontiguousarray(blocks, dtype=np.uint8).reshape(-1)
+    layout = layout_lookup("row_split_k128_v1")
+    target = format_lookup("t2_g128_fp16")
+    bb = {34: 54, 35: 66}.get(ty, 0)
+    mut = (_MutBytes * MAX_PLANES)()
+    if bb == 0 or rows <= 0 or cols <= 0 or cols % 256 or rows * (cols // 256) * bb != b.size:
+        # The library names the problem; no plane is sized from an unchecked shape.
+        _check(_import_gguf_ternary(ty, _ptr(b), b.size, max(rows, 0), max(cols, 0), mut))
+        raise AssertionError("unreachable: the library accepted a mismatched input")
+    planes = [np.zeros(n, dtype=np.uint8) for n in plane_sizes(target, layout, rows, cols)]
+    for i, p in enumerate(planes):
+        mut[i].ptr, mut[i].len = _ptr(p), p.size
+    _check(_import_gguf_ternary(ty, _ptr(b), b.size, rows, cols, mut))
     return WeightView(target, rows, cols, planes, layout=layout)
 
 

@@ -207,6 +207,20 @@ class Encoders(unittest.TestCase):
         self.assertEqual((prov.method, prov.parameters_version), (1, 1))
         self.assertLessEqual(prov.error, prov.absmax_error)
 
+    def test_grouped_search_negative_scales(self):
+        # Hand-worked: integers in [-7, 8] with +8 in each 64-group are exact under scale -1
+        # (codes -v in [-8, 7]), which only a negative scale reaches.
+        i = np.arange(2 * 128)
+        src = np.where(i % 64 == 3, 8.0, (i * 7) % 15 - 7.0).astype(np.float32).reshape(2, 128)
+        pos, prov = ninfer.quantize_grouped("q4_g64_fp16", src, method="grouped_search")
+        self.assertEqual(prov.negative_scales, 0)
+        self.assertFalse(np.array_equal(pos.decode(), src))
+        neg, prov = ninfer.quantize_grouped("q4_g64_fp16", src, method="grouped_search",
+                                            negative_scales=True)
+        self.assertEqual(prov.negative_scales, 1)
+        self.assertTrue(np.all(neg.planes[2].view("<u2") == 0xBC00))  # every scale is -1
+        np.testing.assert_array_equal(neg.decode(), src)
+
     def test_quantize_refusals(self):
         bad = np.zeros((2, 64), dtype=np.float32)
         bad[1, 5] = np.nan
@@ -308,6 +322,31 @@ class ImportAndPacking(unittest.TestCase):
         with self.assertRaises(NinferError) as cm:
             ninfer.import_gguf(gguf, "q4_g64_fp16")
         self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
+
+    def test_import_gguf_ternary_matches_gguf_py(self):
+        from gguf import GGMLQuantizationType as G
+        from gguf.quants import dequantize, quantize
+        rng = np.random.default_rng(23)
+        rows, cols = 3, 512
+        x = (rng.integers(-1, 2, size=(rows, cols)) * rng.uniform(0.5, 1, size=(rows, cols)))
+        for name, ty in (("TQ1_0", G.TQ1_0), ("TQ2_0", G.TQ2_0)):
+            blocks = quantize(x.astype(np.float32), ty)
+            t2 = ninfer.import_gguf_ternary(name, blocks, rows, cols)
+            self.assertEqual(ninfer.format_name(t2.format), "t2_g128_fp16")
+            want = dequantize(blocks, ty).astype(np.float32).reshape(rows, cols)
+            np.testing.assert_array_equal(t2.decode().view(np.uint32), want.view(np.uint32))
+        bad = quantize(x.astype(np.float32), G.TQ2_0)
+        bad[2, 7] = 0xFF  # four 2-bit words 3: not ternary
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf_ternary("TQ2_0", bad, rows, cols)
+        self.assertEqual(cm.exception.status, Status.INVALID_ENCODING)
+        self.assertIn("row 2, block 0", str(cm.exception))
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf_ternary(35, bad, rows, 384)
+        self.assertEqual(cm.exception.status, Status.BAD_SHAPE)
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_gguf_ternary("Q8_0", bad, rows, cols)
+        self.assertEqual(cm.exception.status, Status.UNREGISTERED_TYPE)
 
     def test_fp8_pack_unpack(self):
         rng = np.random.default_rng(19)

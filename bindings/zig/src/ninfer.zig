@@ -368,6 +368,36 @@ pub fn importGguf(gpa: std.mem.Allocator, gguf: *const WeightView, target: Forma
     return t;
 }
 
+/// Moves a ternary GGUF tensor into the row_split_k128_v1 planes of t2_g128_fp16 without
+/// rounding (spec §2 import_encoded): `ggml_type` 34 (TQ1_0, 54-byte blocks) or 35 (TQ2_0,
+/// 66-byte blocks), `blocks` the tensor's data as in the file (rows × cols / 256 blocks),
+/// `cols` = GGUF ne[0], a multiple of 256. Each block's binary16 d is the scale of its two
+/// 128-value groups; codes map to -1, 0, +1. A TQ2_0 word 3, a NaN/Inf/-0 d or a +0 d over
+/// non-zero codes is error.InvalidEncoding; a bad shape error.BadShape; a blocks length
+/// that does not match error.SizeMismatch.
+pub fn importGgufTernary(gpa: std.mem.Allocator, ggml_type: u32, blocks: []const u8, rows: u64, cols: u64) (Error || std.mem.Allocator.Error)!OwnedTensor {
+    const bb: u64 = switch (ggml_type) {
+        34 => 54,
+        35 => 66,
+        else => 0,
+    };
+    const max = std.math.maxInt(u64);
+    const need: u64 = if (std.math.mul(u64, rows, cols / 256)) |n| (std.math.mul(u64, n, bb) catch max) else |_| max;
+    if (bb == 0 or cols % 256 != 0 or need != @as(u64, blocks.len)) {
+        // The library names the problem; no plane is sized from an unchecked shape.
+        var none: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+        for (&none) |*p| p.* = .{ .ptr = null, .len = 0 };
+        try check(c.ninfer_import_gguf_ternary(ggml_type, if (blocks.len == 0) null else blocks.ptr, blocks.len, rows, cols, &none));
+        return error.SizeMismatch;
+    }
+    var t = try OwnedTensor.alloc(gpa, c.NINFER_FORMAT_T2_G128_FP16, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
+    errdefer t.deinit();
+    var planes: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+    for (t.planes, 0..) |p, i| planes[i] = .{ .ptr = OwnedTensor.mut(p), .len = p.len };
+    try check(c.ninfer_import_gguf_ternary(ggml_type, blocks.ptr, blocks.len, rows, cols, &planes));
+    return t;
+}
+
 /// Lays out logical FP8 words in the planes of `format` (fp8_e4m3fn_row_bf16 / _fp16):
 /// `codes` = rows × cols E4M3FN words row-major, `scales` = rows 16-bit scale words (BF16 or
 /// binary16 bits). Words are copied unchanged, not validated (follow with
@@ -855,6 +885,22 @@ test "importGguf keeps the decoded values" {
         try testing.expectEqualSlices(u32, @as(*const [32]u32, @ptrCast(&a)), @as(*const [32]u32, @ptrCast(&b)));
     }
     try testing.expectError(error.Unsupported, importGguf(testing.allocator, &g, c.NINFER_FORMAT_Q4_G64_FP16));
+}
+
+test "importGgufTernary: TQ2_0 codes and scale moved unchanged, word 3 refused" {
+    // Words 2 (code +1) everywhere, d = -0.5 (0xB800): every value is -0.5.
+    var block: [66]u8 = @splat(0xAA);
+    block[64] = 0x00;
+    block[65] = 0xB8;
+    var t = try importGgufTernary(testing.allocator, 35, &block, 1, 256);
+    defer t.deinit();
+    var out: [256]f32 = undefined;
+    try t.view.decodeRow(0, &out);
+    for (out) |x| try testing.expectEqual(@as(f32, -0.5), x);
+    try testing.expectError(error.BadShape, importGgufTernary(testing.allocator, 35, &block, 1, 384));
+    try testing.expectError(error.SizeMismatch, importGgufTernary(testing.allocator, 34, &block, 1, 256));
+    block[9] = 0xFF; // 2-bit words 3: not ternary
+    try testing.expectError(error.InvalidEncoding, importGgufTernary(testing.allocator, 35, &block, 1, 256));
 }
 
 test "fp8RowPack / fp8RowUnpack and nvfp4 scale swizzling" {

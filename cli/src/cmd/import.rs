@@ -6,12 +6,21 @@
 //! tensor, never stacked), `P.weight` of dtype F8_E4M3 (FP8 per channel). The ninfer
 //! tensor is named `P.weight`. Every other tensor, and every tensor of a refused layer, is
 //! copied through unchanged; a refused layer makes the exit status 1.
+//!
+//! `ninfer import IN.gguf --out OUT.safetensors`: moves the ternary TQ1_0/TQ2_0 tensors of
+//! a GGUF file into t2_g128_fp16 planes (same names) with the library's
+//! `import_gguf_ternary`; other tensors are carried as `ninfer quantize` carries them
+//! (F32/F16/BF16/integer tensors as plain data, gguf_* blocks byte for byte). A refused
+//! ternary tensor cannot be copied through (safetensors has no TQ dtype): the refusals are
+//! reported, nothing is written, and the exit status is 1.
 
 use crate::import::{self, Imported, Nvfp4Scheme};
+use crate::input::{Item, Source};
 use crate::st::{self, Descriptor, StFile, Writer};
 use crate::table::{self, count};
 use anyhow::{Result, bail};
-use ninfer::Format;
+use ninfer::formats::import::import_gguf_ternary;
+use ninfer::{Format, layouts};
 use safetensors::{Dtype, SafeTensors};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -34,6 +43,9 @@ enum Kind {
 }
 
 pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
+    if !st::is_safetensors(input) {
+        return run_gguf(input, out);
+    }
     let file = StFile::open(input)?;
     let bytes = file.bytes();
     let stf = SafeTensors::deserialize(bytes).map_err(|e| anyhow::anyhow!("safetensors: {e}"))?;
@@ -183,4 +195,127 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
         out.display()
     );
     Ok(refusals.is_empty())
+}
+
+/// `ninfer import` of a GGUF file: see the module documentation.
+fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
+    let source = Source::open(input)?;
+    if input.canonicalize().ok() == out.canonicalize().ok() && out.exists() {
+        bail!("--out {} is the input file", out.display());
+    }
+    let mut w = Writer::default();
+    let mut report = Vec::new();
+    let mut refusals = Vec::new();
+    let (mut imported, mut copied) = (0usize, 0usize);
+    for item in source.items()? {
+        match item {
+            Item::Ternary {
+                name,
+                ggml_type,
+                rows,
+                cols,
+                blocks,
+            } => {
+                let ty = ninfer::registry::ggml_type_name(ggml_type).unwrap_or("?");
+                let target = Format::T2_G128Fp16;
+                let res = layouts::plane_sizes(target, target.info().layout, rows, cols).and_then(
+                    |sizes| {
+                        let mut planes = sizes.map(|n| vec![0u8; n]);
+                        let [a, b, c] = &mut planes;
+                        import_gguf_ternary(ggml_type, blocks, rows, cols, [a, b, c])
+                            .map(|()| planes)
+                    },
+                );
+                match res {
+                    Err(e) => {
+                        refusals.push(format!("  {name}  ({ty})  {} — {e}", e.status().name()));
+                        report.push(vec![
+                            name,
+                            ty.to_owned(),
+                            String::new(),
+                            format!("[{rows}, {cols}]"),
+                            String::new(),
+                            "REFUSED".into(),
+                        ]);
+                    }
+                    Ok(planes) => {
+                        let desc = Descriptor {
+                            format: target,
+                            layout: target.info().layout,
+                            rows,
+                            cols,
+                        };
+                        let b: usize = planes.iter().map(Vec::len).sum();
+                        report.push(vec![
+                            name.clone(),
+                            ty.to_owned(),
+                            target.to_string(),
+                            desc.shape_text(),
+                            count(b as u64),
+                            "imported".into(),
+                        ]);
+                        w.encoded(
+                            &name,
+                            desc,
+                            planes,
+                            format!(
+                                "method=import_encoded;scheme=gguf-{};source={name}",
+                                ty.to_ascii_lowercase()
+                            ),
+                        )?;
+                        imported += 1;
+                    }
+                }
+            }
+            Item::GgufBlocks {
+                name, desc, blocks, ..
+            } => {
+                w.encoded(
+                    &name,
+                    desc,
+                    [blocks.to_vec(), vec![], vec![]],
+                    format!("method=import_encoded;scheme=gguf;source={name}"),
+                )?;
+                copied += 1;
+            }
+            Item::Plain(p) => {
+                w.plain(&p.name, p.dtype, &p.shape, p.data)?;
+                copied += 1;
+            }
+            // A GGUF file has no ninfer-encoded tensors.
+            Item::Copied { name, .. } => bail!("{name}: unexpected encoded tensor in a GGUF file"),
+        }
+    }
+    println!("import {} → {}", input.display(), out.display());
+    println!();
+    table::print(
+        &["tensor", "ggml type", "format", "shape", "bytes", "status"],
+        &[false, false, false, false, true, false],
+        &report,
+    );
+    if !refusals.is_empty() {
+        println!(
+            "\nrefused ({}); a ternary tensor cannot be copied through, so {} was not written:",
+            refusals.len(),
+            out.display()
+        );
+        for r in &refusals {
+            println!("{r}");
+        }
+        return Ok(false);
+    }
+    if imported == 0 {
+        println!(
+            "\nno TQ1_0/TQ2_0 tensor in {}: nothing to import, {} not written",
+            input.display(),
+            out.display()
+        );
+        return Ok(false);
+    }
+    w.write(out)?;
+    println!(
+        "\n{imported} ternary tensors imported into t2_g128_fp16, {copied} other tensors carried; wrote {}",
+        out.display()
+    );
+    Ok(true)
 }

@@ -1,12 +1,17 @@
-//! `ninfer quantize IN.safetensors --format FMT --out OUT.safetensors`: encodes every
-//! selected 2-D F32/BF16/F16 tensor with the library's encoder for FMT and writes the
-//! planes (docs/safetensors.md), with a per-tensor error report.
+//! `ninfer quantize IN --format FMT --out OUT.safetensors`: encodes every selected 2-D
+//! F32/BF16/F16 tensor of a safetensors or GGUF file with the library's encoder for FMT and
+//! writes the planes (docs/safetensors.md), with a per-tensor error report.
 //!
 //! Everything else is copied through unchanged: tensors not selected by `--tensors`,
 //! tensors that are not 2-D or not F32/BF16/F16, and tensors the encoder refuses (reported
-//! with the library's status and message; the exit status is then 1).
+//! with the library's status and message; the exit status is then 1). A GGUF tensor keeps
+//! its name; its shape is GGUF's `ne` reversed (`[rows, K]`); GGUF blocks of a registered
+//! gguf_* format are copied as that format's `gguf_blocks_v1` tensor. GGUF metadata is not
+//! carried (safetensors metadata holds strings only).
 
-use crate::st::{self, Descriptor, Entry, StFile, Writer};
+use crate::imatrix::Imatrix;
+use crate::input::{Item, Source};
+use crate::st::{self, Descriptor, Writer};
 use crate::table::{self, count};
 use anyhow::{Result, bail};
 use ninfer::formats::float_source::FloatSource;
@@ -28,8 +33,24 @@ pub enum MethodArg {
     Search,
 }
 
+/// The grouped_search parameters given on the command line.
+#[derive(Debug, Default)]
+pub struct SearchArgs {
+    /// `--negative-scales`: negative candidate scales compete (spec §7.3).
+    pub negative_scales: bool,
+    /// `--imatrix`: a llama.cpp importance matrix; a weight with an entry of its name is
+    /// searched with that entry's per-input-channel importance.
+    pub imatrix: Option<Imatrix>,
+}
+
 /// The encoder for a target format, or why the target is refused.
-pub fn check_target(format: Format, method: MethodArg) -> Result<()> {
+pub fn check_target(format: Format, method: MethodArg, search: &SearchArgs) -> Result<()> {
+    if search.negative_scales && method != MethodArg::Search {
+        bail!("--negative-scales is a grouped_search parameter: it needs --method search");
+    }
+    if search.imatrix.is_some() && method != MethodArg::Search {
+        bail!("--imatrix weights grouped_search's error: it needs --method search");
+    }
     let info = format.info();
     let ok = match info.category {
         Category::GroupedInt => info.qmax > 0,
@@ -66,10 +87,11 @@ pub fn check_target(format: Format, method: MethodArg) -> Result<()> {
 fn encode(
     format: Format,
     method: MethodArg,
+    search: &SearchArgs,
+    importance: Option<(&str, &[f32])>,
     dtype: Dtype,
     bytes: &[u8],
-    rows: usize,
-    cols: usize,
+    (rows, cols): (usize, usize),
 ) -> Result<([Vec<u8>; 3], String), ninfer::Error> {
     let sizes = layouts::plane_sizes(format, format.info().layout, rows, cols)?;
     let mut planes = [
@@ -101,13 +123,19 @@ fn encode(
                     MethodArg::Absmax => Method::GroupedAbsmax,
                     MethodArg::Search => Method::GroupedSearch,
                 },
-                importance: None,
-                negative_scales: false,
+                importance: importance.map(|(_, v)| v),
+                negative_scales: search.negative_scales,
             };
             let [p0, p1, p2] = &mut planes;
             let p = grouped::quantize(format, fsrc, rows, cols, &opts, [p0, p1, p2])?;
+            let source = match (importance, &search.imatrix) {
+                (Some((entry, _)), Some(m)) => {
+                    format!(";imatrix={};imatrix_entry={entry}", m.path)
+                }
+                _ => String::new(),
+            };
             format!(
-                "method={};parameters_version={};negative_scales={};importance={};source_dtype={src_name}",
+                "method={};parameters_version={};negative_scales={};importance={}{source};source_dtype={src_name}",
                 p.method.name(),
                 p.parameters_version,
                 p.negative_scales,
@@ -167,39 +195,53 @@ pub fn run(
     input: &Path,
     format: Format,
     method: MethodArg,
+    search: &SearchArgs,
     out: &Path,
     filter: Option<&str>,
 ) -> Result<bool> {
-    check_target(format, method)?;
-    let file = StFile::open(input)?;
+    check_target(format, method, search)?;
+    let source = Source::open(input)?;
     if input.canonicalize().ok() == out.canonicalize().ok() && out.exists() {
         bail!("--out {} is the input file", out.display());
+    }
+    let items = source.items()?;
+    if let Some(Item::Ternary {
+        name, ggml_type, ..
+    }) = items.iter().find(|i| matches!(i, Item::Ternary { .. }))
+    {
+        bail!(
+            "{name} is a ternary GGUF tensor ({}): `ninfer import` moves TQ1_0/TQ2_0 \
+             tensors into t2_g128_fp16 without rounding (nothing written)",
+            ninfer::registry::ggml_type_name(*ggml_type).unwrap_or("?")
+        );
     }
     rayon::broadcast(|_| ());
     let start = Instant::now();
     let mut w = Writer::default();
-    for (k, v) in &file.metadata {
-        if k != st::FILE_KEY {
-            w.meta(k.clone(), v.clone())?;
+    if let Source::St(file) = &source {
+        for (k, v) in &file.metadata {
+            if k != st::FILE_KEY {
+                w.meta(k.clone(), v.clone())?;
+            }
         }
     }
     let mut rows_out: Vec<Vec<String>> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
+    let mut unweighted: Vec<String> = Vec::new();
     let mut encoded = 0usize;
     let (mut all_se, mut all_sx, mut all_n) = (0f64, 0f64, 0f64);
     let mut encode_secs = 0f64;
     let mut encoded_bytes = 0usize;
-    for e in &file.entries {
-        let p = match e {
-            Entry::Plain(p) => p,
-            Entry::Encoded(enc) => {
+    for item in items {
+        let p = match item {
+            Item::Plain(p) => p,
+            Item::Copied { name, desc, planes } => {
                 // Already encoded: copied through with its descriptor.
-                let v = file.view(enc)?;
-                let names = layouts::plane_names(enc.desc.layout);
-                for (i, plane) in v.planes().iter().enumerate() {
+                let names = layouts::plane_names(desc.layout);
+                for (i, plane) in planes.iter().enumerate() {
                     if i < names.len() && !(plane.is_empty() && names[i] != "divisors") {
                         w.plain(
-                            &format!("{}.{}", enc.name, names[i]),
+                            &format!("{name}.{}", names[i]),
                             Dtype::U8,
                             &[plane.len()],
                             plane,
@@ -207,9 +249,9 @@ pub fn run(
                     }
                 }
                 rows_out.push(vec![
-                    enc.name.clone(),
-                    enc.desc.shape_text(),
-                    enc.desc.format.to_string(),
+                    name.clone(),
+                    desc.shape_text(),
+                    desc.format.to_string(),
                     "copied (already encoded)".into(),
                     String::new(),
                     String::new(),
@@ -219,9 +261,41 @@ pub fn run(
                 ]);
                 continue;
             }
-            Entry::Broken { name, message } => bail!("{name}: {message}"),
+            // Refused before the loop.
+            Item::Ternary { .. } => continue,
+            Item::GgufBlocks {
+                name,
+                desc,
+                blocks,
+                shape,
+            } => {
+                // GGUF blocks of a registered gguf_* format: kept byte for byte (spec §2
+                // import_encoded), described as that format's gguf_blocks_v1 tensor.
+                let note = match shape.len() {
+                    0..=2 => "copied (GGUF blocks)".to_owned(),
+                    _ => format!("copied (GGUF blocks, {shape:?} as [N, K])"),
+                };
+                w.encoded(
+                    &name,
+                    desc,
+                    [blocks.to_vec(), vec![], vec![]],
+                    format!("method=import_encoded;scheme=gguf;source={name}"),
+                )?;
+                rows_out.push(vec![
+                    name.clone(),
+                    desc.shape_text(),
+                    desc.format.to_string(),
+                    note,
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+                continue;
+            }
         };
-        let data = file.data(p);
+        let data = p.data;
         let shape_text = format!("{:?}", p.shape);
         let mut copy = |why: String, rows_out: &mut Vec<Vec<String>>| -> Result<()> {
             w.plain(&p.name, p.dtype, &p.shape, data)?;
@@ -258,8 +332,28 @@ pub fn run(
             )?;
             continue;
         };
+        let importance = match search.imatrix.as_ref().map(|m| m.importance(&p.name, cols)) {
+            None | Some(Ok(None)) => None,
+            Some(Ok(Some(v))) => Some((p.name.as_str(), v)),
+            Some(Err(why)) => {
+                refusals.push(format!("  {}  INVALID_ARGUMENT — {why}", p.name));
+                copy("REFUSED (imatrix), copied".into(), &mut rows_out)?;
+                continue;
+            }
+        };
+        if search.imatrix.is_some() && importance.is_none() {
+            unweighted.push(p.name.clone());
+        }
         let t0 = Instant::now();
-        let res = encode(format, method, p.dtype, data, rows, cols);
+        let res = encode(
+            format,
+            method,
+            search,
+            importance,
+            p.dtype,
+            data,
+            (rows, cols),
+        );
         let secs = t0.elapsed().as_secs_f64();
         let (planes, prov) = match res {
             Ok(x) => x,
@@ -318,6 +412,8 @@ pub fn run(
         out.display(),
         match (format.info().category, method) {
             (Category::GroupedInt, MethodArg::Absmax) => "grouped_absmax",
+            (Category::GroupedInt, MethodArg::Search) if search.negative_scales =>
+                "grouped_search, negative scales",
             (Category::GroupedInt, MethodArg::Search) => "grouped_search",
             (Category::RowScaledFloat, _) => "fp8_row_maxabs",
             _ => "nvfp4_quantize, one source per tensor",
@@ -339,9 +435,22 @@ pub fn run(
         &[false, false, false, false, true, true, true, true, true],
         &rows_out,
     );
+    if let Some(m) = &search.imatrix {
+        println!(
+            "\nimportance matrix {} ({}, {} entries): {} searched matrices without an entry of their name weigh every channel 1{}",
+            m.path,
+            m.form,
+            m.entries.len(),
+            unweighted.len(),
+            match unweighted.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", unweighted.join(", ")),
+            }
+        );
+    }
     if !refusals.is_empty() {
         println!(
-            "\nrefused by the encoder ({}), copied through unchanged:",
+            "\nrefused ({}; by the encoder, or an --imatrix entry that does not fit), copied through unchanged:",
             refusals.len()
         );
         for r in &refusals {
