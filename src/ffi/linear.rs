@@ -417,7 +417,21 @@ pub unsafe extern "C" fn ninfer_linear_forward_rows(
         // SAFETY: y writable for y_bytes (NULL only with m = 0, checked above); the elements
         // written are exclusive to this call and do not overlap x, bias or the weight, by
         // the caller's contract.
-        unsafe { w.forward_rows_ptr(x, x_dtype, m, k, ldx, bias, n0..n1, y, y_bytes, ldy, y_dtype) }
+        unsafe {
+            w.forward_rows_ptr(
+                x,
+                x_dtype,
+                m,
+                k,
+                ldx,
+                bias,
+                n0..n1,
+                y,
+                y_bytes,
+                ldy,
+                y_dtype,
+            )
+        }
     })
 }
 
