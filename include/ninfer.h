@@ -504,9 +504,10 @@ typedef uint32_t ninfer_dtype;
  * `ninfer_cuda_linear_prepare_device` borrows the caller's device planes until
  * `ninfer_linear_free`. The view struct itself may be discarded after preparation. The handle
  * owns its settings and thread pool; `ninfer_linear_free` releases them, after which the
- * handle must not be used (as with `free`). `ninfer_linear_forward` may be called on one
- * handle from several threads at once; `ninfer_linear_set_threads` must not run
- * concurrently with any other call on the same handle.
+ * handle must not be used (as with `free`). `ninfer_linear_forward` and
+ * `ninfer_linear_forward_rows` may be called on one handle from several threads at once;
+ * `ninfer_linear_set_threads` and `ninfer_linear_set_activation` must not run concurrently
+ * with any other call on the same handle.
  */
 typedef struct ninfer_linear ninfer_linear;
 
@@ -1167,10 +1168,11 @@ ninfer_status ninfer_linear_prepare(const struct ninfer_weight_view *view,
                                     struct ninfer_linear **out_handle);
 
 /**
- * Sets the threads `ninfer_linear_forward` uses on this handle: 0 = a process-wide pool
- * with one thread per core (the default), 1 = the calling thread only, n ≥ 2 = a pool of
- * n threads owned by the handle. Results never depend on it (each output is computed by
- * one thread in a fixed order).
+ * Sets the threads `ninfer_linear_forward` and `ninfer_linear_forward_rows` use on this
+ * handle: 0 = rayon's process-wide pool (the default; `RAYON_NUM_THREADS` sizes it, else
+ * one thread per core), 1 = the calling thread only, n ≥ 2 = a pool of n threads owned by
+ * the handle. Results never depend on it (each output is computed by one thread in a
+ * fixed order). A runtime that splits products across its own threads sets 1.
  *
  * Errors: `NULL_POINTER`, `INVALID_ARGUMENT` above 1024, `INTERNAL` if threads cannot be
  * created.
