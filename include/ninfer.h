@@ -1225,6 +1225,9 @@ ninfer_status ninfer_linear_shape(const struct ninfer_linear *handle,
  * `NINFER_ACTIVATION_Q8_1`) quantize each row of x to q8_1 blocks and accumulate in f32;
  * other formats multiply the exact weight values with x in f32. The
  * named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
+ * `ninfer_linear_forward_rows` computes a range of the N outputs with strided x and y (a
+ * runtime's own threads and tensors); this call is its case n0 = 0, n1 = N, ldx = k,
+ * ldy = N.
  *
  * Memory (CPU handles): rows of x are processed 64 at a time, so the temporaries are
  * bounded by one tile of 64 rows, N, K and the thread count, never by m; they are all
