@@ -354,7 +354,9 @@ pub unsafe extern "C" fn ninfer_linear_forward(
 ///
 /// Memory (CPU handles): as `ninfer_linear_forward`, with the temporaries sized by one tile
 /// of 64 rows of x, K, n1 − n0 (not N) and the thread count; all allocated before any
-/// output is written.
+/// output is written. Each call converts all m rows of x to f32 (and, with q8_1
+/// activations, quantizes them) itself, so each of T threads repeats that step: small beside
+/// the product unless the ranges are only a few rows wide.
 ///
 /// CUDA handles: `NINFER_STATUS_UNSUPPORTED` unless the call is the whole product with
 /// packed rows (n0 = 0, n1 = N, ldx = k, ldy = N, i.e. `ninfer_linear_forward`); on the
