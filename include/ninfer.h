@@ -519,9 +519,10 @@ typedef uint32_t ninfer_dtype;
  * `ninfer_cuda_linear_prepare_device` borrows the caller's device planes until
  * `ninfer_linear_free`. The view struct itself may be discarded after preparation. The handle
  * owns its settings and thread pool; `ninfer_linear_free` releases them, after which the
- * handle must not be used (as with `free`). `ninfer_linear_forward` may be called on one
- * handle from several threads at once; `ninfer_linear_set_threads` must not run
- * concurrently with any other call on the same handle.
+ * handle must not be used (as with `free`). `ninfer_linear_forward` and
+ * `ninfer_linear_forward_rows` may be called on one handle from several threads at once;
+ * `ninfer_linear_set_threads` and `ninfer_linear_set_activation` must not run concurrently
+ * with any other call on the same handle.
  */
 typedef struct ninfer_linear ninfer_linear;
 
@@ -1217,10 +1218,11 @@ ninfer_status ninfer_linear_prepare(const struct ninfer_weight_view *view,
                                     struct ninfer_linear **out_handle);
 
 /**
- * Sets the threads `ninfer_linear_forward` uses on this handle: 0 = a process-wide pool
- * with one thread per core (the default), 1 = the calling thread only, n ≥ 2 = a pool of
- * n threads owned by the handle. Results never depend on it (each output is computed by
- * one thread in a fixed order).
+ * Sets the threads `ninfer_linear_forward` and `ninfer_linear_forward_rows` use on this
+ * handle: 0 = rayon's process-wide pool (the default; `RAYON_NUM_THREADS` sizes it, else
+ * one thread per core), 1 = the calling thread only, n ≥ 2 = a pool of n threads owned by
+ * the handle. Results never depend on it (each output is computed by one thread in a
+ * fixed order). A runtime that splits products across its own threads sets 1.
  *
  * Errors: `NULL_POINTER`, `INVALID_ARGUMENT` above 1024, `INTERNAL` if threads cannot be
  * created.
@@ -1273,6 +1275,9 @@ ninfer_status ninfer_linear_shape(const struct ninfer_linear *handle,
  * `NINFER_ACTIVATION_Q8_1`) quantize each row of x to q8_1 blocks and accumulate in f32;
  * other formats multiply the exact weight values with x in f32. The
  * named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
+ * `ninfer_linear_forward_rows` computes a range of the N outputs with strided x and y (a
+ * runtime's own threads and tensors); this call is its case n0 = 0, n1 = N, ldx = k,
+ * ldy = N.
  *
  * Memory (CPU handles): rows of x are processed 64 at a time, so the temporaries are
  * bounded by one tile of 64 rows, N, K and the thread count, never by m; they are all
@@ -1309,6 +1314,81 @@ ninfer_status ninfer_linear_forward(const struct ninfer_linear *handle,
                                     void *y,
                                     size_t y_bytes,
                                     uint32_t y_dtype);
+
+/**
+ * The outputs `n0 .. n1` of `ninfer_linear_forward`, with strided x and y: for every
+ * row r < m of x and every weight row n with n0 ≤ n < n1,
+ * `y[r·ldy + n] = Σ_j x[r·ldx + j] · w[n, j] (+ bias[n])`, with exactly the bits the same
+ * output has in the whole `ninfer_linear_forward` (every format, activation profile,
+ * instruction set, thread setting and m). A runtime splits one product across its own
+ * threads by giving each a range of N, and reads x from / writes y into parts of larger
+ * tensors. `ninfer_linear_forward` is the case n0 = 0, n1 = N, ldx = k, ldy = N.
+ *
+ * - `x`: m rows of `x_dtype` (as for `ninfer_linear_forward`), row r at element
+ *   `r·ldx`; `ldx ≥ k`, in elements (not bytes). `x_bytes` must cover
+ *   `(m − 1)·ldx + k` elements (the last row needs only its k), 0 when m = 0.
+ * - `y`: points at the start of the **full** output row 0, not at column n0: column n of
+ *   row r is element `r·ldy + n`; `ldy ≥ n1`, in elements (`ldy = N` for a packed
+ *   m × N output, the row stride of a larger tensor otherwise). `y_bytes` must cover
+ *   `(m − 1)·ldy + n1` elements of `y_dtype`, 0 when m = 0. Only the elements
+ *   `r·ldy + n` (r < m, n0 ≤ n < n1) are written; every other byte is untouched, so
+ *   threads may write disjoint ranges of one y at once.
+ * - `bias`: NULL (with `bias_len` 0) or at least n1 floats, indexed by the absolute n
+ *   (`bias[n]` is added to column n, as in the whole call).
+ * - `n0 ≤ n1 ≤ N`: an empty range (n0 = n1), like m = 0, checks the arguments and writes
+ *   nothing.
+ *
+ * Threads: on a CPU handle each call runs on the handle's thread setting
+ * (`ninfer_linear_set_threads`): by default (0) on the process-wide rayon pool (sized by
+ * `RAYON_NUM_THREADS`, else one thread per core), with n ≥ 2 on the handle's own pool of
+ * n threads, with 1 on the calling thread only. A runtime that partitions N with its own
+ * threads should set 1, so that each call stays on the thread that makes it instead of
+ * also queueing on the library's pool. Any number of `ninfer_linear_forward` /
+ * `ninfer_linear_forward_rows` calls may run on one handle at once (each call allocates
+ * its own temporaries; the handle is only read); `ninfer_linear_set_threads`,
+ * `ninfer_linear_set_activation` and `ninfer_linear_free` must not run concurrently with
+ * them. Calls sharing a pool (the global one, or the handle's) share its threads.
+ *
+ * Memory (CPU handles): as `ninfer_linear_forward`, with the temporaries sized by one tile
+ * of 64 rows of x, K, n1 − n0 (not N) and the thread count; all allocated before any
+ * output is written. Each call converts all m rows of x to f32 (and, with q8_1
+ * activations, quantizes them) itself, so each of T threads repeats that step: small beside
+ * the product unless the ranges are only a few rows wide.
+ *
+ * CUDA handles: `NINFER_STATUS_UNSUPPORTED` unless the call is the whole product with
+ * packed rows (n0 = 0, n1 = N, ldx = k, ldy = N, i.e. `ninfer_linear_forward`); on the
+ * device, use `ninfer_cuda_linear_forward` on sub-buffers.
+ *
+ * Errors (nothing is written unless OK): `NULL_POINTER`; `BAD_SHAPE` (k differs from K,
+ * `ldx < k`, `ldy < n1`); `INVALID_ARGUMENT` (n0 > n1); `ROW_OUT_OF_RANGE` (n1 > N);
+ * `BUFFER_TOO_SMALL` (bias shorter than n1, x or y shorter than the extents above);
+ * `MISALIGNED` (bias); `UNSUPPORTED` (f16 outputs, the CUDA case above); and as
+ * `ninfer_linear_forward` (`UNKNOWN_DTYPE`, `OVERFLOW`, `OUT_OF_MEMORY`,
+ * `INVALID_ENCODING`).
+ *
+ * # Safety
+ * `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`
+ * readable for `x_bytes`, `y` writable for `y_bytes`, `bias` readable for `bias_len`
+ * floats; the elements the call writes must not overlap the `x_bytes` at `x`, `bias` or
+ * the weight, and no other thread may access them during the call. Other elements of the
+ * same y may be written meanwhile, e.g. by concurrent calls with disjoint ranges n0..n1
+ * (only the range's elements are ever accessed).
+ */
+ninfer_status ninfer_linear_forward_rows(const struct ninfer_linear *handle,
+                                         const void *x,
+                                         size_t x_bytes,
+                                         uint32_t x_dtype,
+                                         uint64_t m,
+                                         uint64_t k,
+                                         uint64_t ldx,
+                                         const float *bias,
+                                         size_t bias_len,
+                                         uint64_t n0,
+                                         uint64_t n1,
+                                         void *y,
+                                         size_t y_bytes,
+                                         uint32_t y_dtype,
+                                         uint64_t ldy);
 
 /**
  * Frees a handle from `ninfer_linear_prepare` (its thread pool included). NULL is a no-op.

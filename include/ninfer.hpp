@@ -1004,13 +1004,16 @@ class bias_ref {
 ///   planes, which must outlive this object. A view of a temporary tensor does not compile
 ///   (owned_tensor::view() is deleted on rvalues).
 ///
-/// forward() may run on several threads at once; set_threads() must not overlap any call.
+/// forward() and forward_rows() may run on several threads at once; set_threads() must not
+/// overlap any call. A runtime that splits N across its own threads calls set_threads(1)
+/// once, then forward_rows() with disjoint ranges n0..n1 from each thread into one y.
 /// Calls (x is [m, K], y is [m, N], row-major f32):
 ///
 ///   lin.forward(x, m, y);                        // y: a std::vector<float> / span of m × N
 ///   lin.forward(x, m, y, bias);                  // bias: N floats
 ///   std::vector<float> y = lin.forward(x, m);
 ///   std::vector<float> y = lin.forward(x, m, ninfer::bias_ref(bias));
+///   lin.forward_rows(x, m, ldx, n0, n1, y, ldy);  // columns n0..n1 of rows ldy apart
 class linear {
  public:
   /// An empty object (no handle); assign a prepared one to use it.
@@ -1077,6 +1080,31 @@ class linear {
     return try_forward(x.data(), x.size() * sizeof(float), NINFER_DTYPE_F32, m, y.data(),
                        y.size() * sizeof(float), NINFER_DTYPE_F32, bias);
   }
+  /// Raw form of ninfer_linear_forward_rows: the outputs n0..n1 only, x rows `ldx`
+  /// elements apart, y pointing at row 0 column 0 of the full output with rows `ldy`
+  /// elements apart (`ldy >= n1`); writes y[r·ldy + n] for r < m, n0 <= n < n1 and nothing
+  /// else. `bias` empty or at least n1 floats, indexed by the absolute n. The bits of the
+  /// same outputs of try_forward.
+  result<void> try_forward_rows(const void* x, std::size_t x_bytes, dtype x_type,
+                                std::uint64_t m, std::uint64_t ldx, std::uint64_t n0,
+                                std::uint64_t n1, void* y, std::size_t y_bytes, dtype y_type,
+                                std::uint64_t ldy,
+                                span<const float> bias = span<const float>()) const {
+    return detail::call(::ninfer_linear_forward_rows(handle_.get(), x, x_bytes, x_type, m,
+                                                     cols_, ldx, bias.data(), bias.size(), n0,
+                                                     n1, y, y_bytes, y_type, ldy));
+  }
+  /// f32 form of try_forward_rows: x holds m rows `ldx` floats apart ((m − 1)·ldx + K
+  /// floats), y m rows `ldy` floats apart ((m − 1)·ldy + n1 floats); columns n0..n1 of
+  /// each row of y are written.
+  result<void> try_forward_rows(span<const float> x, std::uint64_t m, std::uint64_t ldx,
+                                std::uint64_t n0, std::uint64_t n1, span<float> y,
+                                std::uint64_t ldy,
+                                span<const float> bias = span<const float>()) const {
+    return try_forward_rows(x.data(), x.size() * sizeof(float), NINFER_DTYPE_F32, m, ldx, n0,
+                            n1, y.data(), y.size() * sizeof(float), NINFER_DTYPE_F32, ldy,
+                            bias);
+  }
   /// f32 form returning a new [m, N] vector.
   result<std::vector<float>> try_forward(span<const float> x, std::uint64_t m) const {
     return try_forward_new(x, m, span<const float>());
@@ -1099,6 +1127,11 @@ class linear {
   }
   std::vector<float> forward(span<const float> x, std::uint64_t m, const bias_ref& bias) const {
     return try_forward(x, m, bias).value();
+  }
+  void forward_rows(span<const float> x, std::uint64_t m, std::uint64_t ldx, std::uint64_t n0,
+                    std::uint64_t n1, span<float> y, std::uint64_t ldy,
+                    span<const float> bias = span<const float>()) const {
+    try_forward_rows(x, m, ldx, n0, n1, y, ldy, bias).value();
   }
 #endif
 

@@ -33,6 +33,24 @@ unsafe extern "C" {
         y_bytes: usize,
         y_dtype: u32,
     ) -> Status;
+    #[allow(clippy::too_many_arguments)]
+    fn ninfer_linear_forward_rows(
+        h: *const Handle,
+        x: *const c_void,
+        x_bytes: usize,
+        x_dtype: u32,
+        m: u64,
+        k: u64,
+        ldx: u64,
+        bias: *const f32,
+        bias_len: usize,
+        n0: u64,
+        n1: u64,
+        y: *mut c_void,
+        y_bytes: usize,
+        y_dtype: u32,
+        ldy: u64,
+    ) -> Status;
     fn ninfer_linear_free(h: *mut Handle);
     fn ninfer_linear_set_activation(h: *mut Handle, activation: u32) -> Status;
     fn ninfer_linear_activation_supported(
@@ -619,4 +637,222 @@ fn c_nvfp4_activation_setting_and_non_finite_activations() {
         unsafe { ninfer_linear_free(h) };
     }
     println!("non-finite bf16/f16 activations through C: {checked} outputs");
+}
+
+fn last_message() -> String {
+    let mut buf = vec![0u8; 1024];
+    // SAFETY: buf has 1024 writable bytes.
+    let len = unsafe { ninfer_last_error_message(buf.as_mut_ptr().cast(), buf.len()) };
+    buf.truncate(len.min(1023));
+    String::from_utf8(buf).unwrap()
+}
+
+/// `ninfer_linear_forward_rows` through C: statuses and messages for bad ranges, strides,
+/// short, NULL and misaligned buffers with y untouched; a handle set to 1 thread shared by
+/// four threads that each write a range of one strided y at once gives the whole call's
+/// bits and leaves the gaps of y untouched.
+#[test]
+fn c_forward_rows_errors_and_concurrent_ranges() {
+    let (n, k, m) = (13usize, 64usize, 5usize);
+    let w: Vec<u8> = (0..n * k / 32 * 34)
+        .map(|i| {
+            if i % 34 == 1 {
+                0x20
+            } else {
+                (i * 37 % 251) as u8
+            }
+        })
+        .collect();
+    let v = view(Format::GgufQ8_0, n as u64, k as u64, &w);
+    let (ldx, ldy) = (k + 4, n + 3);
+    let x: Vec<f32> = (0..(m - 1) * ldx + k)
+        .map(|i| {
+            if i % ldx < k {
+                (i as f32 * 0.37).sin()
+            } else {
+                f32::NAN
+            }
+        })
+        .collect();
+    let packed: Vec<f32> = (0..m * k).map(|i| x[i / k * ldx + i % k]).collect();
+    let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();
+    const CANARY: u32 = 0x7FC0_1234;
+    let y_len = (m - 1) * ldy + n;
+    unsafe {
+        let mut h: *mut Handle = std::ptr::null_mut();
+        assert_eq!(ninfer_linear_prepare(&v, 0, &mut h), Status::Ok);
+        assert_eq!(ninfer_linear_set_threads(h, 1), Status::Ok);
+        let mut whole = vec![0f32; m * n];
+        assert_eq!(
+            ninfer_linear_forward(
+                h,
+                packed.as_ptr().cast(),
+                packed.len() * 4,
+                0,
+                m as u64,
+                k as u64,
+                bias.as_ptr(),
+                n,
+                whole.as_mut_ptr().cast(),
+                whole.len() * 4,
+                0,
+            ),
+            Status::Ok
+        );
+        let mut y = vec![f32::from_bits(CANARY); y_len + 2];
+        #[allow(clippy::type_complexity)]
+        let call = |x: *const c_void,
+                    xb: usize,
+                    ldx: usize,
+                    b: *const f32,
+                    bl: usize,
+                    (n0, n1): (u64, u64),
+                    y: *mut c_void,
+                    yb: usize,
+                    yd: u32,
+                    ldy: usize| {
+            ninfer_linear_forward_rows(
+                h, x, xb, 0, m as u64, k as u64, ldx as u64, b, bl, n0, n1, y, yb, yd, ldy as u64,
+            )
+        };
+        let xp = x.as_ptr().cast::<c_void>();
+        let xb = x.len() * 4;
+        let yp = y.as_mut_ptr().cast::<c_void>();
+        let yb = y_len * 4;
+        let bp = bias.as_ptr();
+        let untouched = |y: &[f32]| y.iter().all(|v| v.to_bits() == CANARY);
+        let expect = |st: Status, want: Status, words: &str, y: &[f32]| {
+            assert_eq!(st, want, "{words}: {}", last_message());
+            assert!(
+                last_message().contains(words),
+                "{want:?}: message {:?} lacks {words:?}",
+                last_message()
+            );
+            assert!(untouched(y), "{want:?}: y written on error");
+        };
+        let null = std::ptr::null::<f32>();
+        let st = call(xp, xb, ldx, bp, n, (4, 2), yp, yb, 0, ldy);
+        expect(st, Status::InvalidArgument, "n0 = 4 > n1 = 2", &y);
+        let st = call(xp, xb, ldx, bp, n, (4, 14), yp, yb, 0, 14);
+        expect(st, Status::RowOutOfRange, "row 14", &y);
+        let st = call(xp, xb, k - 1, bp, n, (0, 4), yp, yb, 0, ldy);
+        expect(st, Status::BadShape, "ldx", &y);
+        let st = call(xp, xb, ldx, bp, n, (0, 4), yp, yb, 0, 3);
+        expect(st, Status::BadShape, "ldy = 3", &y);
+        let st = call(xp, xb - 1, ldx, bp, n, (0, 4), yp, yb, 0, ldy);
+        expect(st, Status::BufferTooSmall, "x", &y);
+        let st = call(xp, xb, ldx, bp, n, (0, n as u64), yp, yb - 4, 0, ldy);
+        expect(st, Status::BufferTooSmall, "y", &y);
+        let st = call(xp, xb, ldx, bp, 3, (0, 4), yp, yb, 0, ldy);
+        expect(st, Status::BufferTooSmall, "bias", &y);
+        let st = call(
+            xp,
+            xb,
+            ldx,
+            bp.cast::<u8>().add(1).cast(),
+            4,
+            (0, 4),
+            yp,
+            yb,
+            0,
+            ldy,
+        );
+        expect(st, Status::Misaligned, "bias", &y);
+        let st = call(std::ptr::null(), xb, ldx, null, 0, (0, 4), yp, yb, 0, ldy);
+        expect(st, Status::NullPointer, "x", &y);
+        let st = call(
+            xp,
+            xb,
+            ldx,
+            null,
+            0,
+            (0, 4),
+            std::ptr::null_mut(),
+            yb,
+            0,
+            ldy,
+        );
+        expect(st, Status::NullPointer, "y", &y);
+        let st = call(xp, xb, ldx, null, 0, (0, 4), yp, yb, 2, ldy);
+        expect(st, Status::Unsupported, "f16", &y);
+        let st = call(xp, xb, ldx, null, 0, (0, 4), yp, yb, 9, ldy);
+        expect(st, Status::UnknownDtype, "9", &y);
+        let st = ninfer_linear_forward_rows(
+            std::ptr::null(),
+            xp,
+            xb,
+            0,
+            m as u64,
+            k as u64,
+            ldx as u64,
+            null,
+            0,
+            0,
+            4,
+            yp,
+            yb,
+            0,
+            ldy as u64,
+        );
+        expect(st, Status::NullPointer, "handle", &y);
+        // m = 0 and empty ranges: OK, nothing written, NULL buffers allowed with m = 0.
+        assert_eq!(
+            ninfer_linear_forward_rows(
+                h,
+                std::ptr::null(),
+                0,
+                0,
+                0,
+                k as u64,
+                ldx as u64,
+                null,
+                0,
+                0,
+                4,
+                std::ptr::null_mut(),
+                0,
+                0,
+                ldy as u64,
+            ),
+            Status::Ok
+        );
+        assert_eq!(call(xp, xb, ldx, bp, n, (7, 7), yp, yb, 0, ldy), Status::Ok);
+        assert!(untouched(&y));
+
+        // Four threads, one range each, into one strided y at once.
+        let (hp, ypa, bpa, xpa) = (h as usize, yp as usize, bp as usize, xp as usize);
+        std::thread::scope(|s| {
+            for (n0, n1) in [(0u64, 1u64), (1, 6), (6, 6), (6, 13)] {
+                s.spawn(move || {
+                    let st = ninfer_linear_forward_rows(
+                        hp as *const Handle,
+                        xpa as *const c_void,
+                        xb,
+                        0,
+                        m as u64,
+                        k as u64,
+                        ldx as u64,
+                        bpa as *const f32,
+                        n,
+                        n0,
+                        n1,
+                        ypa as *mut c_void,
+                        yb,
+                        0,
+                        ldy as u64,
+                    );
+                    assert_eq!(st, Status::Ok);
+                });
+            }
+        });
+        for (i, v) in y.iter().enumerate() {
+            let (r, c) = (i / ldy, i % ldy);
+            if r < m && c < n {
+                assert_eq!(v.to_bits(), whole[r * n + c].to_bits(), "y[{r}, {c}]");
+            } else {
+                assert_eq!(v.to_bits(), CANARY, "gap element {i} written");
+            }
+        }
+        ninfer_linear_free(h);
+    }
 }

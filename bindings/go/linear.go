@@ -208,6 +208,44 @@ func (l *Linear) ForwardInto(x []float32, m uint64, bias []float32, y []float32)
 	return err
 }
 
+// ForwardRowsInto computes the outputs n0..n1 of ForwardInto with strided rows
+// (ninfer_linear_forward_rows): x holds m rows ldx values apart ((m−1)·ldx + Cols values),
+// y holds m rows ldy values apart (ldy ≥ n1; (m−1)·ldy + n1 values; y[0] is column 0 of
+// row 0, not column n0), and only y[r·ldy + n] for r < m, n0 ≤ n < n1 is written. bias is
+// nil or at least n1 values, indexed by the absolute n. The results are the bits of the
+// same outputs of ForwardInto. Several goroutines may fill disjoint ranges of one y at
+// once (after SetThreads(1), each call runs on its own goroutine's thread). Errors, with
+// nothing written: ErrInvalidArgument (n0 > n1), ErrRowOutOfRange (n1 > Rows),
+// ErrBadShape (ldx < Cols, ldy < n1), ErrBufferTooSmall, ErrUnsupported (a CUDA weight
+// with a range or strides).
+func (l *Linear) ForwardRowsInto(x []float32, m, ldx uint64, bias []float32, n0, n1 uint64,
+	y []float32, ldy uint64) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.handle == nil {
+		return errClosed
+	}
+	var px, py unsafe.Pointer
+	var pb *C.float
+	if len(x) > 0 {
+		px = unsafe.Pointer(&x[0])
+	}
+	if len(y) > 0 {
+		py = unsafe.Pointer(&y[0])
+	}
+	if len(bias) > 0 {
+		pb = (*C.float)(unsafe.Pointer(&bias[0]))
+	}
+	err := call(func() C.ninfer_status {
+		return C.ninfer_linear_forward_rows(l.handle, px, C.size_t(4*len(x)),
+			C.uint32_t(DtypeF32), C.uint64_t(m), C.uint64_t(l.Cols), C.uint64_t(ldx), pb,
+			C.size_t(len(bias)), C.uint64_t(n0), C.uint64_t(n1), py, C.size_t(4*len(y)),
+			C.uint32_t(DtypeF32), C.uint64_t(ldy))
+	})
+	runtime.KeepAlive(l)
+	return err
+}
+
 // Forward computes y = x · Wᵀ (+ bias) for x [m, Cols] and returns y [m, Rows].
 func (l *Linear) Forward(x []float32, m uint64, bias []float32) ([]float32, error) {
 	if m != 0 && l.Rows > uint64(^uint(0)>>1)/4/m {

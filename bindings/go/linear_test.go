@@ -527,3 +527,55 @@ func equalBits(a, b []float32) bool {
 	}
 	return true
 }
+
+// ForwardRowsInto over fp32 weights [[0,1,2],[3,4,5]]: x rows 4 apart, y rows 3 apart;
+// two goroutines fill one column each of one y; the gaps and bad calls leave y untouched.
+func TestLinearForwardRows(t *testing.T) {
+	w := []float32{0, 1, 2, 3, 4, 5}
+	planes := make([]byte, 4*len(w))
+	for i, v := range w {
+		b := math.Float32bits(v)
+		planes[4*i], planes[4*i+1], planes[4*i+2], planes[4*i+3] = byte(b), byte(b>>8), byte(b>>16), byte(b>>24)
+	}
+	l, err := PrepareLinear(&WeightView{FormatFP32, LayoutContiguousLEV1, 2, 3, [MaxPlanes][]byte{planes}}, DeviceCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.SetThreads(1); err != nil {
+		t.Fatal(err)
+	}
+	x := []float32{1, 2, 3, -7, 0, 0, 1} // rows [1 2 3] and [0 0 1], ldx 4
+	bias := []float32{10, 20}
+	y := []float32{-1, -1, -1, -1, -1} // rows 3 apart: (m−1)·3 + 2 values
+	var wg sync.WaitGroup
+	for n0 := uint64(0); n0 < 2; n0++ {
+		wg.Add(1)
+		go func(n0 uint64) {
+			defer wg.Done()
+			if err := l.ForwardRowsInto(x, 2, 4, bias, n0, n0+1, y, 3); err != nil {
+				t.Errorf("range %d: %v", n0, err)
+			}
+		}(n0)
+	}
+	wg.Wait()
+	if want := []float32{18, 46, -1, 12, 25}; !equalF32(y, want) {
+		t.Fatalf("y = %v, want %v", y, want)
+	}
+	before := append([]float32(nil), y...)
+	if err := l.ForwardRowsInto(x, 2, 4, nil, 1, 0, y, 3); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("n0 > n1: %v", err)
+	}
+	if err := l.ForwardRowsInto(x, 2, 4, nil, 0, 3, y, 3); !errors.Is(err, ErrRowOutOfRange) {
+		t.Fatalf("n1 > N: %v", err)
+	}
+	if err := l.ForwardRowsInto(x, 2, 2, nil, 0, 1, y, 3); !errors.Is(err, ErrBadShape) {
+		t.Fatalf("ldx < K: %v", err)
+	}
+	if err := l.ForwardRowsInto(x, 2, 4, nil, 0, 2, y[:4], 3); !errors.Is(err, ErrBufferTooSmall) {
+		t.Fatalf("short y: %v", err)
+	}
+	if !equalF32(y, before) {
+		t.Fatalf("y written on error: %v", y)
+	}
+}

@@ -65,6 +65,7 @@ use crate::error::{Error, Result, mul, try_vec};
 use crate::registry::{Format, Layout};
 use crate::view::WeightView;
 use plan::Plan;
+use std::ops::Range;
 
 /// Where a product runs. Numbers are part of the ABI (`NINFER_DEVICE_*`).
 #[repr(u32)]
@@ -402,9 +403,12 @@ impl<'a> PreparedWeight<'a> {
         }
     }
 
-    /// Threads for [`forward`](Self::forward): 0 = rayon's global pool (the default),
-    /// 1 = the calling thread only, n ≥ 2 = a pool of n threads owned by this weight.
-    /// Results do not depend on it. A CUDA weight keeps the setting and ignores it.
+    /// Threads for [`forward`](Self::forward) and [`forward_rows`](Self::forward_rows):
+    /// 0 = rayon's global pool (the default; `RAYON_NUM_THREADS` sizes it), 1 = the calling
+    /// thread only, n ≥ 2 = a pool of n threads owned by this weight. Results do not depend
+    /// on it. A caller that splits N across its own threads sets 1. Products may run on one
+    /// weight from several threads at once (each allocates its own temporaries); calls
+    /// sharing a pool share its threads. A CUDA weight keeps the setting and ignores it.
     ///
     /// Errors: [`Error::InvalidArgument`] for more than 1024 threads, [`Error::Internal`]
     /// if the pool cannot be created.
@@ -473,40 +477,44 @@ impl<'a> PreparedWeight<'a> {
         }
     }
 
-    /// `y = x · Wᵀ (+ bias)` for `m ≥ 1` rows of `x` (checked shapes and lengths), y
-    /// written through `put` (first row, row count, their N × count products). Every
-    /// temporary is allocated before the first output is written; on the CPU they hold
-    /// one tile of rows, not M.
+    /// `y = x · Wᵀ (+ bias)` for `m ≥ 1` rows of `x` (checked shapes and lengths) and the
+    /// weight rows `rows` (a non-empty range of a CPU weight; all N on CUDA), y written
+    /// through `put` (first row, row count, their `rows.len()` × count products, row of W
+    /// major). Every temporary is allocated before the first output is written; on the CPU
+    /// they hold one tile of rows, not M, and scale with the range, not N.
     fn tiled(
         &self,
         m: usize,
         x: TileX<'_>,
+        rows: Range<usize>,
         put: &mut dyn FnMut(usize, usize, &[f32]),
     ) -> Result<()> {
         let k = self.cols;
-        let rows = match &self.backend {
+        let tile = match &self.backend {
             Backend::Cpu(_) => cpu::engine::TILE_M.min(m),
             #[cfg(feature = "cuda")]
             Backend::Cuda(_) => m,
         };
         let mut xf: Vec<f32> = match x {
             TileX::F32(_) => Vec::new(),
-            TileX::Bytes(..) => try_vec(mul(rows, k, "a tile of x")?, "a tile of x as f32")?,
+            TileX::Bytes(..) => try_vec(mul(tile, k, "a tile of x")?, "a tile of x as f32")?,
         };
         match &self.backend {
             Backend::Cpu(e) => {
-                let mut ws = e.workspace(m)?;
+                let mut ws = e.workspace(m, rows.clone())?;
                 let mut first = 0;
                 while first < m {
-                    let count = rows.min(m - first);
-                    e.compute_tile(x.rows(first, count, k, &mut xf), count, &mut ws)?;
-                    put(first, count, &ws.yt[..self.rows * count]);
+                    let count = tile.min(m - first);
+                    let xt = x.rows(first, count, k, &mut xf);
+                    e.compute_tile(xt, count, rows.clone(), &mut ws)?;
+                    put(first, count, &ws.yt[..rows.len() * count]);
                     first += count;
                 }
                 Ok(())
             }
             #[cfg(feature = "cuda")]
             Backend::Cuda(c) => {
+                debug_assert!(rows == (0..self.rows));
                 // The synchronous host path, one call for all rows: x up, y [M][N] down,
                 // transposed to N × M.
                 let x = x.rows(0, m, k, &mut xf);
@@ -670,7 +678,8 @@ impl<'a> PreparedWeight<'a> {
     /// (native-endian, no alignment required), `y` receives m × N values of `y_dtype`
     /// (f32 or bf16, round-to-nearest-even from the f32 result), `bias` (optional) N f32.
     /// Longer buffers are accepted; only their first elements are used. `m = 0` does
-    /// nothing.
+    /// nothing. The special case of [`forward_rows`](Self::forward_rows) with all N rows
+    /// and packed x and y (`ldx = k`, `ldy = N`).
     ///
     /// **Memory**: on the CPU, rows of x are taken 64 at a time (converted to f32,
     /// quantized where the profile does, multiplied, written to y), so the temporaries are
@@ -697,48 +706,139 @@ impl<'a> PreparedWeight<'a> {
         y_dtype: Dtype,
     ) -> Result<()> {
         let n = self.rows();
-        self.check_shapes(m, k, bias)?;
+        self.forward_rows(x, x_dtype, m, k, k, bias, 0..n, y, n, y_dtype)
+    }
+
+    /// The outputs `rows` = `n0 .. n1` of [`forward`](Self::forward), with strided x and y:
+    /// for every activation row r < m and weight row n in `n0 .. n1`,
+    /// `y[r·ldy + n] = Σ_j x[r·ldx + j] · w[n, j] (+ bias[n])`, the bits of the same output
+    /// of the whole product (every format, activation profile, instruction set, thread
+    /// setting and m). This is how a runtime splits one product across its own threads
+    /// (each takes a range of N; see [`set_threads`](Self::set_threads)) and reads from and
+    /// writes into parts of larger tensors.
+    ///
+    /// - `x`: m rows of `x_dtype`, row r starting at element `r·ldx` (`ldx ≥ k`, in
+    ///   elements); the buffer needs `(m − 1)·ldx + k` elements (the last row only its k),
+    ///   none when m = 0. Elements between rows are not read.
+    /// - `y`: points at the start of the **full** output row 0 (not at column n0); row r
+    ///   starts at element `r·ldy` (`ldy ≥ n1`, in elements) and column n is at `r·ldy + n`.
+    ///   The buffer needs `(m − 1)·ldy + n1` elements, none when m = 0. Only the elements
+    ///   `r·ldy + n`, r < m, n0 ≤ n < n1 are written; every other byte is untouched.
+    /// - `bias`: indexed by the absolute n (`bias[n]` for column n): at least n1 floats.
+    /// - `n0 ≤ n1 ≤ N`; an empty range (n0 = n1), like m = 0, checks the arguments and
+    ///   writes nothing.
+    ///
+    /// Memory: as [`forward`](Self::forward), with the temporaries sized by the range's
+    /// length instead of N.
+    ///
+    /// Errors (checked in this order; nothing is written on error): [`Error::BadShape`]
+    /// (`k` is not K, then `ldx < k`), [`Error::InvalidArgument`] (`n0 > n1`),
+    /// [`Error::RowOutOfRange`] (`n1 > N`, reported as row n1), [`Error::BadShape`]
+    /// (`ldy < n1`), [`Error::BufferTooSmall`] (bias shorter than n1),
+    /// [`Error::Unsupported`] (f16 outputs), [`Error::Overflow`] and
+    /// [`Error::BufferTooSmall`] (x or y shorter than their extents above),
+    /// [`Error::Unsupported`] (a CUDA weight, unless the call is the whole product with
+    /// packed x and y, i.e. [`forward`](Self::forward)), then as
+    /// [`forward`](Self::forward).
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward_rows(
+        &self,
+        x: &[u8],
+        x_dtype: Dtype,
+        m: usize,
+        k: usize,
+        ldx: usize,
+        bias: Option<&[f32]>,
+        rows: Range<usize>,
+        y: &mut [u8],
+        ldy: usize,
+        y_dtype: Dtype,
+    ) -> Result<()> {
+        let (yp, yl) = (y.as_mut_ptr(), y.len());
+        // SAFETY: `y` is an exclusive borrow of `yl` bytes for the whole call.
+        unsafe { self.forward_rows_ptr(x, x_dtype, m, k, ldx, bias, rows, yp, yl, ldy, y_dtype) }
+    }
+
+    /// [`forward_rows`](Self::forward_rows) writing through a pointer: only the elements
+    /// of the range are ever borrowed (one row segment at a time), so threads may fill
+    /// disjoint ranges of one y at once (the C export's contract).
+    ///
+    /// # Safety
+    /// `y` must be valid for writes of `y_bytes` bytes (NULL only if m = 0), and the
+    /// elements this call writes must not be read or written by anyone else during the
+    /// call, nor overlap `x`, `bias` or the weight's planes.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn forward_rows_ptr(
+        &self,
+        x: &[u8],
+        x_dtype: Dtype,
+        m: usize,
+        k: usize,
+        ldx: usize,
+        bias: Option<&[f32]>,
+        rows: Range<usize>,
+        y: *mut u8,
+        y_bytes: usize,
+        ldy: usize,
+        y_dtype: Dtype,
+    ) -> Result<()> {
+        self.check_rows(k, ldx, bias, rows.clone(), ldy)?;
         if y_dtype == Dtype::F16 {
             return Err(Error::Unsupported(
                 "linear: f16 outputs (use f32 or bf16)".into(),
             ));
         }
-        let x_bytes = mul(mul(m, k, "M × K")?, x_dtype.size(), "x bytes")?;
-        if x.len() < x_bytes {
+        let (n0, n1) = (rows.start, rows.end);
+        let x_len = extent(m, ldx, k, x_dtype.size(), "x")?;
+        if x.len() < x_len {
             return Err(Error::BufferTooSmall {
                 what: "x",
-                needed: x_bytes,
+                needed: x_len,
                 actual: x.len(),
             });
         }
-        let y_bytes = mul(mul(m, n, "M × N")?, y_dtype.size(), "y bytes")?;
-        if y.len() < y_bytes {
+        let y_len = extent(m, ldy, n1, y_dtype.size(), "y")?;
+        if y_bytes < y_len {
             return Err(Error::BufferTooSmall {
                 what: "y",
-                needed: y_bytes,
-                actual: y.len(),
+                needed: y_len,
+                actual: y_bytes,
             });
         }
-        if m == 0 {
+        if self.device() != Device::Cpu && (rows != (0..self.rows) || ldx != k || ldy != n1) {
+            return Err(Error::Unsupported(
+                "linear: a row range or strided x / y on a CUDA weight (use the whole \
+                 product with packed rows, or forward_cuda)"
+                    .into(),
+            ));
+        }
+        if m == 0 || n0 == n1 {
             return Ok(());
         }
-        let ys = n * y_dtype.size();
+        let (ys, width) = (y_dtype.size(), n1 - n0);
         self.tiled(
             m,
-            TileX::Bytes(&x[..x_bytes], x_dtype),
+            TileX::Bytes(&x[..x_len], x_dtype, ldx),
+            rows,
             &mut |first, count, yt| {
-                let y = &mut y[first * ys..(first + count) * ys];
-                match y_dtype {
-                    Dtype::F32 => {
-                        for (i, o) in y.chunks_exact_mut(4).enumerate() {
-                            let v = output(yt, bias, count, i / n, i % n);
-                            o.copy_from_slice(&v.to_ne_bytes());
+                for r in 0..count {
+                    let at = ((first + r) * ldy + n0) * ys;
+                    // SAFETY: row first + r < m, so at + width·ys ≤ ((m − 1)·ldy + n1)·ys
+                    // = y_len ≤ y_bytes (checked above, no overflow); these are this
+                    // call's own elements, exclusive by the caller's contract.
+                    let y = unsafe { std::slice::from_raw_parts_mut(y.add(at), width * ys) };
+                    match y_dtype {
+                        Dtype::F32 => {
+                            for (i, o) in y.chunks_exact_mut(4).enumerate() {
+                                let v = output(yt, bias, count, r, i, n0);
+                                o.copy_from_slice(&v.to_ne_bytes());
+                            }
                         }
-                    }
-                    _ => {
-                        for (i, o) in y.chunks_exact_mut(2).enumerate() {
-                            let v = output(yt, bias, count, i / n, i % n);
-                            o.copy_from_slice(&half::bf16::from_f32(v).to_bits().to_ne_bytes());
+                        _ => {
+                            for (i, o) in y.chunks_exact_mut(2).enumerate() {
+                                let v = output(yt, bias, count, r, i, n0);
+                                o.copy_from_slice(&half::bf16::from_f32(v).to_bits().to_ne_bytes());
+                            }
                         }
                     }
                 }
@@ -756,7 +856,7 @@ impl<'a> PreparedWeight<'a> {
         y: &mut [f32],
     ) -> Result<()> {
         let (n, k) = (self.rows(), self.cols());
-        self.check_shapes(m, k, bias)?;
+        self.check_rows(k, k, bias, 0..n, n)?;
         let xl = mul(m, k, "M × K")?;
         if x.len() < xl {
             return Err(Error::BufferTooSmall {
@@ -776,49 +876,99 @@ impl<'a> PreparedWeight<'a> {
         if m == 0 {
             return Ok(());
         }
-        self.tiled(m, TileX::F32(&x[..xl]), &mut |first, count, yt| {
+        self.tiled(m, TileX::F32(&x[..xl]), 0..n, &mut |first, count, yt| {
             for (i, o) in y[first * n..(first + count) * n].iter_mut().enumerate() {
-                *o = output(yt, bias, count, i / n, i % n);
+                *o = output(yt, bias, count, i / n, i % n, 0);
             }
         })
     }
 
-    fn check_shapes(&self, _m: usize, k: usize, bias: Option<&[f32]>) -> Result<()> {
+    /// The argument checks of a product with the outputs `rows`, x rows `ldx` and y rows
+    /// `ldy` elements apart (buffers excepted).
+    fn check_rows(
+        &self,
+        k: usize,
+        ldx: usize,
+        bias: Option<&[f32]>,
+        rows: Range<usize>,
+        ldy: usize,
+    ) -> Result<()> {
         if k != self.cols() {
             return Err(Error::BadShape(format!(
                 "linear: x has K = {k} but the weight has K = {}",
                 self.cols()
             )));
         }
+        if ldx < k {
+            return Err(Error::BadShape(format!(
+                "linear: ldx = {ldx} is less than K = {k} (rows of x would overlap)"
+            )));
+        }
+        if rows.start > rows.end {
+            return Err(Error::InvalidArgument(format!(
+                "linear: output range n0 = {} > n1 = {}",
+                rows.start, rows.end
+            )));
+        }
+        if rows.end > self.rows() {
+            return Err(Error::RowOutOfRange {
+                row: rows.end as u64,
+                rows: self.rows() as u64,
+            });
+        }
+        if ldy < rows.end {
+            return Err(Error::BadShape(format!(
+                "linear: ldy = {ldy} is less than n1 = {} (rows of y would overlap)",
+                rows.end
+            )));
+        }
         if let Some(b) = bias {
-            if b.len() < self.rows() {
+            if b.len() < rows.end {
                 return Err(Error::BufferTooSmall {
                     what: "bias",
-                    needed: self.rows(),
+                    needed: rows.end,
                     actual: b.len(),
                 });
             }
         }
         Ok(())
     }
+
+    fn check_shapes(&self, _m: usize, k: usize, bias: Option<&[f32]>) -> Result<()> {
+        let n = self.rows();
+        self.check_rows(k, k, bias, 0..n, n)
+    }
 }
 
-/// y[mi, ni] from the N × M products, plus the bias (one f32 addition).
+/// Bytes of a buffer of `m` rows of `ld` elements of `size` bytes whose last row holds only
+/// its first `used` elements: `((m − 1)·ld + used)·size`, 0 when m = 0.
+fn extent(m: usize, ld: usize, used: usize, size: usize, what: &str) -> Result<usize> {
+    if m == 0 {
+        return Ok(0);
+    }
+    let elems = mul(m - 1, ld, what)?
+        .checked_add(used)
+        .ok_or_else(|| Error::Overflow(format!("{what}: (m − 1)·ld + {used} elements")))?;
+    mul(elems, size, what)
+}
+
+/// y[mi, n0 + i] from the products of the outputs n0.. (row of W major, `m` activation
+/// rows), plus the bias of the absolute column (one f32 addition).
 #[inline]
-fn output(yt: &[f32], bias: Option<&[f32]>, m: usize, mi: usize, ni: usize) -> f32 {
-    let v = yt[ni * m + mi];
+fn output(yt: &[f32], bias: Option<&[f32]>, m: usize, mi: usize, i: usize, n0: usize) -> f32 {
+    let v = yt[i * m + mi];
     match bias {
-        Some(b) => v + b[ni],
+        Some(b) => v + b[n0 + i],
         None => v,
     }
 }
 
-/// The activations of a product: f32 rows read in place, or native-endian words of a
-/// dtype converted one tile at a time.
+/// The activations of a product: f32 rows read in place (packed, K apart), or
+/// native-endian words of a dtype, rows `ldx` elements apart, converted one tile at a time.
 #[derive(Clone, Copy)]
 enum TileX<'b> {
     F32(&'b [f32]),
-    Bytes(&'b [u8], Dtype),
+    Bytes(&'b [u8], Dtype, usize),
 }
 
 impl<'b> TileX<'b> {
@@ -830,10 +980,12 @@ impl<'b> TileX<'b> {
     {
         match self {
             TileX::F32(x) => &x[first * k..(first + count) * k],
-            TileX::Bytes(x, dtype) => {
-                let s = k * dtype.size();
+            TileX::Bytes(x, dtype, ld) => {
+                let s = dtype.size();
                 buf.clear();
-                to_f32(&x[first * s..(first + count) * s], dtype, buf);
+                for r in first..first + count {
+                    to_f32(&x[r * ld * s..(r * ld + k) * s], dtype, buf);
+                }
                 buf
             }
         }

@@ -426,6 +426,19 @@ int main() {
       CHECK(ry.ok() && *ry == yb);
       const std::vector<float> y0 = lin.forward(xm, 2);
       CHECK(y0 == std::vector<float>({8, 26, 2, 5}));
+      // forward_rows: column 1 only, x rows 4 apart, y rows 3 apart (canaries elsewhere).
+      {
+        const std::vector<float> xs = {1, 2, 3, -7, 0, 0, 1};
+        std::vector<float> ys(5, -1.0f);
+        lin.forward_rows(xs, 2, 4, 1, 2, ys, 3, bm);
+        CHECK(ys == std::vector<float>({-1, 46, -1, -1, 25}));
+        ys.assign(5, -1.0f);
+        CHECK(lin.try_forward_rows(xs, 2, 4, 0, 1, ys, 3).ok());
+        CHECK(ys == std::vector<float>({8, -1, -1, 2, -1}));
+        ninfer::result<void> bad = lin.try_forward_rows(xs, 2, 4, 2, 1, ys, 3);
+        CHECK(!bad.ok() && bad.code() == NINFER_STATUS_INVALID_ARGUMENT);
+        CHECK(ys == std::vector<float>({8, -1, -1, 2, -1}));
+      }
       float ya[4] = {0, 0, 0, 0};
       lin.forward(xm, 2, ya);  // a C array is an output range too
       CHECK(ya[0] == 8 && ya[3] == 5);

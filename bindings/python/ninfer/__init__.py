@@ -213,6 +213,9 @@ _linear_set_activation = _declare("ninfer_linear_set_activation", _u32, _LinearP
 _linear_shape = _declare("ninfer_linear_shape", _u32, _LinearP, _P(_u64), _P(_u64))
 _linear_forward = _declare("ninfer_linear_forward", _u32, _LinearP, ctypes.c_void_p, _sz, _u32,
                            _u64, _u64, ctypes.c_void_p, _sz, ctypes.c_void_p, _sz, _u32)
+_linear_forward_rows = _declare("ninfer_linear_forward_rows", _u32, _LinearP, ctypes.c_void_p,
+                                _sz, _u32, _u64, _u64, _u64, ctypes.c_void_p, _sz, _u64, _u64,
+                                ctypes.c_void_p, _sz, _u32, _u64)
 _linear_free = _declare("ninfer_linear_free", None, _LinearP)
 _import_gguf = _declare("ninfer_import_gguf", _u32, _P(_View), _u32, _P(_MutBytes))
 _import_gguf_ternary = _declare("ninfer_import_gguf_ternary", _u32, _u32, ctypes.c_void_p, _sz,
@@ -358,6 +361,19 @@ def _source(src, bf16: bool):
     if a.dtype not in _SRC_DTYPES:
         raise ValueError(f"unsupported source dtype {a.dtype} (float32, float16, bf16)")
     return a, _SRC_DTYPES[a.dtype]
+
+
+def _source_rows(src, bf16: bool):
+    """As :func:`_source`, keeping a 2-D array whose rows are ascending and whose elements
+    are contiguous (rows may be any distance apart: a row-strided view is not copied)."""
+    if isinstance(src, np.ndarray) and src.ndim == 2 and src.shape[0] and src.shape[1] \
+            and src.strides[1] == src.itemsize and src.strides[0] >= src.nbytes // src.shape[0] \
+            and src.strides[0] % src.itemsize == 0:
+        if src.dtype.name == "bfloat16" or (bf16 and src.dtype == np.uint16):
+            return src.view(np.uint16), Dtype.BF16
+        if src.dtype in _SRC_DTYPES:
+            return src, _SRC_DTYPES[src.dtype]
+    return _source(src, bf16)
 
 
 def _ptr(a: np.ndarray):
@@ -857,6 +873,43 @@ class Linear:
                                None if b is None else _ptr(b), 0 if b is None else b.size,
                                _ptr(y), y.nbytes, y_dtype))
         return y
+
+    def forward_rows(self, x, y, n0: int, n1: int, bias=None, bf16: bool = False) -> None:
+        """Writes the outputs ``n0:n1`` of :meth:`forward` into ``y[:, n0:n1]`` in place
+        (ninfer_linear_forward_rows), the same bits as the whole call, touching nothing else
+        of ``y``. ``x`` [m, K] (float32, float16, or bf16 words) may be a row-strided view
+        of a larger array (rows any distance apart, elements contiguous; anything else is
+        copied first). ``y`` [m, >= n1] is a writable float32 (or uint16 bf16 words) array
+        whose rows may be any distance apart (e.g. ``big[:, 8:8 + N]``); its column 0 is
+        output 0. ``bias`` None or at least n1 floats, indexed by the absolute n. Threads
+        may fill disjoint ranges of one ``y`` at once (``set_threads(1)`` keeps each call on
+        its thread). Raises NinferError (nothing written): INVALID_ARGUMENT (n0 > n1),
+        ROW_OUT_OF_RANGE (n1 > N), BUFFER_TOO_SMALL (n1 beyond y's columns, short bias),
+        BAD_SHAPE; ValueError for a y whose elements are not contiguous within a row."""
+        a, x_dtype = _source_rows(x, bf16)
+        m, k = a.shape
+        ldx = a.strides[0] // a.itemsize if m > 1 else k
+        if not isinstance(y, np.ndarray) or y.ndim != 2 or not y.flags.writeable:
+            raise ValueError("y must be a writable 2-D numpy array")
+        if y.dtype == np.float32:
+            y_dtype = Dtype.F32
+        elif y.dtype == np.uint16 or y.dtype.name == "bfloat16":
+            y_dtype = Dtype.BF16
+        else:
+            raise ValueError(f"unsupported y dtype {y.dtype} (float32, bf16 words)")
+        if y.shape[0] != m:
+            raise ValueError(f"y has {y.shape[0]} rows, x has {m}")
+        if y.shape[1] and y.strides[1] != y.itemsize or y.strides[0] < 0 \
+                or y.strides[0] % y.itemsize:
+            raise ValueError("y: elements of a row must be contiguous, rows ascending")
+        ldy = y.strides[0] // y.itemsize if m > 1 else y.shape[1]
+        y_elems = (m - 1) * ldy + y.shape[1] if m else 0
+        x_elems = (m - 1) * ldx + k if m else 0
+        b = None if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
+        _check(_linear_forward_rows(
+            self._live(), a.ctypes.data if x_elems else None, x_elems * a.itemsize, x_dtype, m,
+            k, ldx, None if b is None else _ptr(b), 0 if b is None else b.size, n0, n1,
+            y.ctypes.data if y_elems else None, y_elems * y.itemsize, y_dtype, ldy))
 
     @classmethod
     def from_device(cls, format: Union[int, str], rows: int, cols: int, planes: Sequence,

@@ -379,6 +379,40 @@ class LinearTests(unittest.TestCase):
             y = lin.forward(np.array([[1, 2, 3], [0, 0, 1]], np.float32), bias=[10, 20])
             np.testing.assert_array_equal(y, [[18, 46], [12, 25]])
 
+    def test_forward_rows_strided_and_concurrent(self):
+        w = np.arange(6, dtype=np.float32).reshape(2, 3)  # [[0,1,2],[3,4,5]]
+        with ninfer.Linear(ninfer.WeightView("fp32", 2, 3, [w])) as lin:
+            lin.set_threads(1)
+            big_x = np.full((2, 7), np.nan, np.float32)
+            big_x[:, 2:5] = [[1, 2, 3], [0, 0, 1]]  # x rows 7 apart, NaN around
+            big_y = np.full((2, 6), -1, np.float32)
+            y = big_y[:, 1:3]  # y rows 6 apart inside a larger tensor
+            threads = [threading.Thread(target=lin.forward_rows,
+                                        args=(big_x[:, 2:5], y, n, n + 1, [10, 20]))
+                       for n in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            np.testing.assert_array_equal(
+                big_y, [[-1, 18, 46, -1, -1, -1], [-1, 12, 25, -1, -1, -1]])
+            before = big_y.copy()
+            for n0, n1, status in [(1, 0, ninfer.Status.INVALID_ARGUMENT),
+                                   (0, 3, ninfer.Status.ROW_OUT_OF_RANGE)]:
+                with self.assertRaises(ninfer.NinferError) as e:
+                    lin.forward_rows(big_x[:, 2:5], y, n0, n1)
+                self.assertEqual(e.exception.status, status)
+            with self.assertRaises(ninfer.NinferError) as e:  # n1 beyond y's columns
+                lin.forward_rows(big_x[:, 2:5], big_y[:, 1:2], 0, 2)
+            self.assertEqual(e.exception.status, ninfer.Status.BUFFER_TOO_SMALL)
+            np.testing.assert_array_equal(big_y, before)
+            # bf16 outputs: the bits of the whole call's.
+            yb = np.zeros((2, 2), np.uint16)
+            lin.forward_rows(np.array([[1, 2, 3], [0, 0, 1]], np.float32), yb, 0, 2)
+            np.testing.assert_array_equal(
+                yb, lin.forward(np.array([[1, 2, 3], [0, 0, 1]], np.float32),
+                                y_dtype=ninfer.Dtype.BF16))
+
     def test_quantized_weights_exact(self):
         rng = np.random.default_rng(11)
         rows, cols = 8, 128

@@ -508,6 +508,20 @@ pub const Linear = struct {
         return check(c.ninfer_linear_forward(l.handle, if (x.len == 0) null else x.ptr, x.len * @sizeOf(f32), c.NINFER_DTYPE_F32, m, l.cols, if (b.len == 0) null else b.ptr, b.len, if (y.len == 0) null else y.ptr, y.len * @sizeOf(f32), c.NINFER_DTYPE_F32));
     }
 
+    /// The outputs n0..n1 of `forward` with strided rows (ninfer_linear_forward_rows): x
+    /// holds m rows `ldx` values apart ((m−1)·ldx + K values), y m rows `ldy` values apart
+    /// (ldy ≥ n1; (m−1)·ldy + n1 values; y[0] is column 0 of row 0, not column n0); only
+    /// y[r·ldy + n], r < m, n0 ≤ n < n1, is written, with the bits of the same outputs of
+    /// `forward`. `bias` null or at least n1 values, indexed by the absolute n. Threads may
+    /// fill disjoint ranges of one y at once (after `setThreads(1)` each call stays on its
+    /// thread). Errors, with nothing written: InvalidArgument (n0 > n1), RowOutOfRange
+    /// (n1 > N), BadShape (ldx < K, ldy < n1), BufferTooSmall, Unsupported (a CUDA weight
+    /// with a range or strides).
+    pub fn forwardRows(l: *const Linear, x: []const f32, m: u64, ldx: u64, bias: ?[]const f32, n0: u64, n1: u64, y: []f32, ldy: u64) Error!void {
+        const b: []const f32 = bias orelse &.{};
+        return check(c.ninfer_linear_forward_rows(l.handle, if (x.len == 0) null else x.ptr, x.len * @sizeOf(f32), c.NINFER_DTYPE_F32, m, l.cols, ldx, if (b.len == 0) null else b.ptr, b.len, n0, n1, if (y.len == 0) null else y.ptr, y.len * @sizeOf(f32), c.NINFER_DTYPE_F32, ldy));
+    }
+
     /// Copies v's planes once to CUDA device `ordinal` (ninfer_cuda_linear_prepare;
     /// `prepare` with NINFER_DEVICE_CUDA does the same on device 0): v may be freed
     /// afterwards. `forward` then copies host buffers in and out; `cudaForward` works on
@@ -870,6 +884,25 @@ test "linear: fp32 weights by hand, refusals" {
     const ints: [24]u8 = @splat(0);
     const iv = WeightView.init(c.NINFER_FORMAT_INT32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, &.{&ints});
     try testing.expectError(error.Unsupported, Linear.prepare(&iv, c.NINFER_DEVICE_CPU));
+}
+
+test "linear: forwardRows into strided rows, refusals write nothing" {
+    const w = [_]f32{ 0, 1, 2, 3, 4, 5 }; // [[0,1,2],[3,4,5]]
+    const v = WeightView.init(c.NINFER_FORMAT_FP32, c.NINFER_LAYOUT_CONTIGUOUS_LE_V1, 2, 3, &.{std.mem.sliceAsBytes(&w)});
+    var lin = try Linear.prepare(&v, c.NINFER_DEVICE_CPU);
+    defer lin.deinit();
+    try lin.setThreads(1);
+    const x = [_]f32{ 1, 2, 3, -7, 0, 0, 1 }; // rows [1 2 3], [0 0 1]: ldx 4
+    var y: [5]f32 = @splat(-1); // rows 3 apart
+    try lin.forwardRows(&x, 2, 4, &.{ 10, 20 }, 1, 2, &y, 3);
+    try testing.expectEqualSlices(f32, &.{ -1, 46, -1, -1, 25 }, &y);
+    try lin.forwardRows(&x, 2, 4, null, 0, 1, &y, 3);
+    try testing.expectEqualSlices(f32, &.{ 8, 46, -1, 2, 25 }, &y);
+    try testing.expectError(error.InvalidArgument, lin.forwardRows(&x, 2, 4, null, 2, 1, &y, 3));
+    try testing.expectError(error.RowOutOfRange, lin.forwardRows(&x, 2, 4, null, 0, 3, &y, 3));
+    try testing.expectError(error.BadShape, lin.forwardRows(&x, 2, 2, null, 0, 1, &y, 3));
+    try testing.expectError(error.BufferTooSmall, lin.forwardRows(&x, 2, 4, null, 0, 2, y[0..4], 3));
+    try testing.expectEqualSlices(f32, &.{ 8, 46, -1, 2, 25 }, &y);
 }
 
 test "importGguf keeps the decoded values" {

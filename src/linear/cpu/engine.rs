@@ -17,6 +17,7 @@ use crate::linear::q8_1;
 use crate::registry::Format;
 use crate::view::WeightView;
 use rayon::prelude::*;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 /// The CPU kernel a prepared weight runs: its plan's family, resolved to the format's code
@@ -139,19 +140,22 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Weight rows per parallel work item (a function of N and the thread count only).
-    fn rows_per_chunk(&self) -> usize {
-        self.rows()
-            .div_ceil(self.parallelism() * 8)
+    /// Weight rows per parallel work item (a function of the number of output rows computed
+    /// and the thread count only).
+    fn rows_per_chunk(&self, rows: usize) -> usize {
+        rows.div_ceil(self.parallelism() * 8)
             .clamp(1, 64)
             .next_multiple_of(FLOAT_GROUP)
     }
 
-    /// The temporaries of a product of `m` activation rows, all allocated here, before any
-    /// output is computed: they are sized by one tile of at most [`TILE_M`] rows, K, N and
-    /// the thread count, never by M. Errors: [`Error::OutOfMemory`], [`Error::Overflow`].
-    pub(crate) fn workspace(&self, m: usize) -> Result<Workspace> {
-        let (n, k) = (self.rows(), self.cols());
+    /// The temporaries of a product of `m` activation rows with the weight rows `rows`
+    /// (outputs `rows.start .. rows.end`), all allocated here, before any output is
+    /// computed: they are sized by one tile of at most [`TILE_M`] rows, K, the length of
+    /// `rows` and the thread count, never by M (nor by N beyond the range). Errors:
+    /// [`Error::OutOfMemory`], [`Error::Overflow`].
+    pub(crate) fn workspace(&self, m: usize, rows: Range<usize>) -> Result<Workspace> {
+        debug_assert!(rows.start <= rows.end && rows.end <= self.rows());
+        let (n, k) = (rows.len(), self.cols());
         let mt = m.clamp(1, TILE_M);
         let mk = mul(mt, k, "a tile of x")?;
         let arranged = self.isa == Isa::Avx2;
@@ -183,7 +187,7 @@ impl<'a> Engine<'a> {
                     FLOAT_GROUP * nkb,
                     if materialize { group } else { 0 },
                     FLOAT_GROUP * mt,
-                    self.rows_per_chunk() * nkb,
+                    self.rows_per_chunk(n) * nkb,
                 )
             }
             Kernel::Decoded | Kernel::GgufDecoded => (group, 0, 0, 0),
@@ -202,11 +206,21 @@ impl<'a> Engine<'a> {
         Ok(Workspace { q, xhat, yt, slots })
     }
 
-    /// The products of `mt` ≤ [`TILE_M`] activation rows `x` (`mt × K` f32) into
-    /// `ws.yt[.. N·mt]`, N × mt (row of W major), using only the workspace's memory.
-    pub(crate) fn compute_tile(&self, x: &[f32], mt: usize, ws: &mut Workspace) -> Result<()> {
-        let (n, k) = (self.rows(), self.cols());
+    /// The products of `mt` ≤ [`TILE_M`] activation rows `x` (`mt × K` f32) with the
+    /// weight rows `rows` into `ws.yt[.. len·mt]`, len × mt (row of W major, first row
+    /// `rows.start`), using only the memory of a workspace made for a range at least as
+    /// long. Each output's bits are those of the same output of the whole product: the
+    /// family kernels compute every output in a fixed order whatever rows share its call.
+    pub(crate) fn compute_tile(
+        &self,
+        x: &[f32],
+        mt: usize,
+        rows: Range<usize>,
+        ws: &mut Workspace,
+    ) -> Result<()> {
+        let (n, k) = (rows.len(), self.cols());
         debug_assert!((1..=TILE_M).contains(&mt) && x.len() == mt * k);
+        debug_assert!(rows.end <= self.rows());
         let Workspace { q, xhat, yt, slots } = ws;
         if let Some(q) = q.as_mut() {
             let mut rows = std::mem::take(q);
@@ -251,7 +265,7 @@ impl<'a> Engine<'a> {
 
         // Chunks of whole W rows; each output is computed entirely inside one chunk, so the
         // partition (and the thread count) never changes a bit.
-        let rows_per_chunk = self.rows_per_chunk();
+        let rows_per_chunk = self.rows_per_chunk(n);
         // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
         // M = 1 (eight independent accumulator chains), the GGUF ones 4.
         let group = match self.kernel {
@@ -261,7 +275,7 @@ impl<'a> Engine<'a> {
         let m = mt;
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
             with_scratch(slots, |s| {
-                let first = ci * rows_per_chunk;
+                let first = rows.start + ci * rows_per_chunk;
                 // nvfp4 (exact profile): the chunk's scale words in block order, gathered
                 // once (tile by tile, not row by row: a row's words are 512 bytes apart).
                 let nkb = match self.kernel {

@@ -505,3 +505,35 @@ fn time(f: impl FnOnce()) -> f64 {
         ms as f64 * 1e3
     }
 }
+
+/// `forward_rows` on a CUDA weight: the whole product with packed rows is `forward` (the
+/// same bits); a range or strides are `Unsupported`, with y untouched.
+#[test]
+fn forward_rows_on_a_cuda_weight_takes_only_the_whole_product() {
+    if !have_device() {
+        return;
+    }
+    let mut rng = Rng(9);
+    let (format, n, k, m) = (Format::Bf16, 11usize, 64usize, 3usize);
+    let layout = format.info().layout;
+    let p = payload(format, layout, n, k, &mut rng);
+    let view = WeightView::new(format, layout, n, k, [&p[0], &p[1], &p[2]]).unwrap();
+    let gpu = PreparedWeight::on_cuda(view, 0).unwrap();
+    let x: Vec<u8> = (0..m * k).flat_map(|_| rng.unit().to_ne_bytes()).collect();
+    let mut whole = vec![0u8; m * n * 4];
+    gpu.forward(&x, Dtype::F32, m, k, None, &mut whole, Dtype::F32)
+        .unwrap();
+    let mut y = vec![0xA5u8; m * n * 4];
+    let f32y = Dtype::F32;
+    gpu.forward_rows(&x, Dtype::F32, m, k, k, None, 0..n, &mut y, n, f32y)
+        .unwrap();
+    assert_eq!(y, whole);
+    let mut y = vec![0xA5u8; (m - 1) * (n + 1) * 4 + n * 4];
+    for (rows, ldy) in [(0..n - 1, n), (1..n, n), (0..n, n + 1)] {
+        let e = gpu
+            .forward_rows(&x, Dtype::F32, m, k, k, None, rows, &mut y, ldy, f32y)
+            .unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e}");
+        assert!(y.iter().all(|&b| b == 0xA5), "y written on error");
+    }
+}

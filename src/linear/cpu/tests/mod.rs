@@ -14,6 +14,7 @@ mod decoded;
 mod fp8;
 mod grouped;
 mod nvfp4;
+mod rows;
 
 pub(super) fn weight(format: Format, n: usize, k: usize) -> Vec<u8> {
     let info = format.info();

@@ -1,0 +1,50 @@
+//! Output ranges on the decoded paths (no format takes them by default): the ranges of a
+//! partition of N give the whole product's bits.
+
+use super::*;
+
+#[test]
+fn decoded_paths_give_the_whole_products_bits_in_ranges() {
+    let (n, k) = (19, 256);
+    for (format, kernel) in [
+        (Format::Bf16, Kernel::Decoded),
+        (Format::GgufQ4_K, Kernel::GgufDecoded),
+    ] {
+        let wb = weight(format, n, k);
+        let view = WeightView::single(format, n, k, &wb).unwrap();
+        let mut w = PreparedWeight::new(view).unwrap();
+        *w.cpu_kernel() = kernel;
+        for m in [1, 3, 65] {
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0)
+                .collect();
+            let xb: Vec<u8> = x.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            for isa in [Isa::Scalar, Isa::detect()] {
+                for threads in [1, 2] {
+                    w.set_isa(isa).unwrap();
+                    w.set_threads(threads).unwrap();
+                    let mut whole = vec![0u8; m * n * 4];
+                    w.forward(&xb, Dtype::F32, m, k, None, &mut whole, Dtype::F32)
+                        .unwrap();
+                    let mut y = vec![0xEEu8; m * n * 4];
+                    for (n0, n1) in [(0, 5), (5, 5), (5, 6), (6, 17), (17, n)] {
+                        w.forward_rows(
+                            &xb,
+                            Dtype::F32,
+                            m,
+                            k,
+                            k,
+                            None,
+                            n0..n1,
+                            &mut y,
+                            n,
+                            Dtype::F32,
+                        )
+                        .unwrap();
+                    }
+                    assert!(y == whole, "{format} {kernel:?} {isa:?} t{threads} M={m}");
+                }
+            }
+        }
+    }
+}
