@@ -612,7 +612,9 @@ struct Bufs<'s> {
 
 /// Runs `f` with a free scratch: the current thread's slot when it is free, else any free
 /// one. The workspace holds one per thread that can run at once, so one is always free;
-/// were none, `f` gets a fresh one that grows fallibly.
+/// were none, the call waits for its own slot rather than growing a fresh scratch during
+/// the product (which could fail after outputs were written). A holder never waits on
+/// anything, so the wait ends.
 fn with_scratch<R>(slots: &[Mutex<Scratch>], f: impl FnOnce(&mut Scratch) -> R) -> R {
     let n = slots.len();
     let start = rayon::current_thread_index().unwrap_or(0);
@@ -621,7 +623,11 @@ fn with_scratch<R>(slots: &[Mutex<Scratch>], f: impl FnOnce(&mut Scratch) -> R) 
             return f(&mut s);
         }
     }
-    f(&mut Scratch::default())
+    // A poisoned slot only means an earlier item panicked; its buffers are still buffers.
+    let mut s = slots[start % n]
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    f(&mut s)
 }
 
 /// `v` resized to `len` elements (new ones `zero`), growing fallibly: no allocation within
