@@ -409,3 +409,61 @@ fn quantize_with_a_llama_cpp_imatrix() {
     }
     assert!(!out.exists());
 }
+
+/// An `--imatrix` path holding `;`, `=` and `%` is recorded escaped (`%3B`, `%3D`, `%25`),
+/// so the provenance record still splits into the same fields; undoing the escapes gives
+/// the path back.
+#[test]
+fn imatrix_path_is_escaped_in_provenance() {
+    let dir = scratch("imatrix-escape");
+    let odd = dir.join("a=1;b%c.gguf");
+    std::fs::copy(data("imatrix.gguf"), &odd).unwrap();
+    let out = dir.join("out.safetensors");
+    let o = ninfer(&[
+        "quantize",
+        &data("floats.gguf"),
+        "--format",
+        "q4_g64_fp16",
+        "--method",
+        "search",
+        "--tensors",
+        "attn_q",
+        "--imatrix",
+        s(&odd),
+        "--out",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", out_text(&o));
+    let bytes = std::fs::read(&out).unwrap();
+    let prov = encoded(&bytes, "blk.0.attn_q.weight").provenance;
+    let fields: Vec<(&str, &str)> = prov
+        .split(';')
+        .map(|f| f.split_once('=').expect("key=value"))
+        .collect();
+    let keys: Vec<&str> = fields.iter().map(|f| f.0).collect();
+    assert_eq!(
+        keys,
+        [
+            "method",
+            "parameters_version",
+            "negative_scales",
+            "importance",
+            "imatrix",
+            "imatrix_entry",
+            "source_dtype"
+        ],
+        "{prov}"
+    );
+    let recorded = fields[4].1;
+    let want = s(&odd)
+        .replace('%', "%25")
+        .replace(';', "%3B")
+        .replace('=', "%3D");
+    assert_eq!(recorded, want, "{prov}");
+    let back = recorded
+        .replace("%3B", ";")
+        .replace("%3D", "=")
+        .replace("%25", "%");
+    assert_eq!(back, s(&odd));
+    assert_eq!(fields[5].1, "blk.0.attn_q.weight");
+}

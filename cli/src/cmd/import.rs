@@ -157,7 +157,7 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
                     imp.planes,
                     format!(
                         "method=import_encoded;scheme={scheme};source={}",
-                        sources.join(",")
+                        st::provenance_value(&sources.join(","))
                     ),
                 )?;
             }
@@ -259,8 +259,9 @@ fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
                             desc,
                             planes,
                             format!(
-                                "method=import_encoded;scheme=gguf-{};source={name}",
-                                ty.to_ascii_lowercase()
+                                "method=import_encoded;scheme=gguf-{};source={}",
+                                ty.to_ascii_lowercase(),
+                                st::provenance_value(&name)
                             ),
                         )?;
                         imported += 1;
@@ -274,7 +275,10 @@ fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
                     &name,
                     desc,
                     [blocks.to_vec(), vec![], vec![]],
-                    format!("method=import_encoded;scheme=gguf;source={name}"),
+                    format!(
+                        "method=import_encoded;scheme=gguf;source={}",
+                        st::provenance_value(&name)
+                    ),
                 )?;
                 copied += 1;
             }

@@ -130,7 +130,11 @@ fn encode(
             let p = grouped::quantize(format, fsrc, rows, cols, &opts, [p0, p1, p2])?;
             let source = match (importance, &search.imatrix) {
                 (Some((entry, _)), Some(m)) => {
-                    format!(";imatrix={};imatrix_entry={entry}", m.path)
+                    format!(
+                        ";imatrix={};imatrix_entry={}",
+                        st::provenance_value(&m.path),
+                        st::provenance_value(entry)
+                    )
                 }
                 _ => String::new(),
             };
@@ -279,7 +283,10 @@ pub fn run(
                     &name,
                     desc,
                     [blocks.to_vec(), vec![], vec![]],
-                    format!("method=import_encoded;scheme=gguf;source={name}"),
+                    format!(
+                        "method=import_encoded;scheme=gguf;source={}",
+                        st::provenance_value(&name)
+                    ),
                 )?;
                 rows_out.push(vec![
                     name.clone(),
