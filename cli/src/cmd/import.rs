@@ -7,6 +7,12 @@
 //! tensor is named `P.weight`. Every other tensor, and every tensor of a refused layer, is
 //! copied through unchanged; a refused layer makes the exit status 1.
 //!
+//! Ternary (BitNet b1.58) layers move into t2_g128_fp16 with the library's
+//! `import_ternary_safetensors`: `P.weight` U8 + `P.weight_scale` (transformers' packing,
+//! found automatically), or, with `--ternary-values`, 2-D F32/BF16/F16 `P.weight` (codes with
+//! `P.weight_scale`, or ±s per 128-value group). `--ternary-scale` says whether the value is
+//! code / s (default) or code × s.
+//!
 //! `ninfer import IN.gguf --out OUT.safetensors`: moves the ternary TQ1_0/TQ2_0 tensors of
 //! a GGUF file into t2_g128_fp16 planes (same names) with the library's
 //! `import_gguf_ternary`; other tensors are carried as `ninfer quantize` carries them
