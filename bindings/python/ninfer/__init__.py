@@ -39,7 +39,8 @@ __all__ = [
     "format_layout_compatible", "plane_sizes", "library_path", "MAX_PLANES",
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
     "nvfp4_unpack_scales", "Provenance", "Linear", "linear_supported", "DEVICE_CPU",
-    "DEVICE_CUDA", "import_gguf", "import_gguf_ternary", "import_bitnet_packed", "import_ternary_values", "fp8_row_pack", "fp8_row_unpack", "Activation",
+    "DEVICE_CUDA", "import_gguf", "import_gguf_ternary", "fp8_row_pack", "fp8_row_unpack", "Activation",
+    "import_bitnet_packed", "import_ternary_values", "TERNARY_SCALE_RULES",
     "linear_activation_supported", "cuda_compiled", "cuda_device_count", "cuda_device_properties",
     "CudaDeviceInfo", "CudaArray", "cuda_array",
 ]
