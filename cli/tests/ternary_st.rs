@@ -1,7 +1,7 @@
 //! `ninfer import` of ternary (BitNet b1.58 style) safetensors checkpoints into
 //! t2_g128_fp16, in transformers' packed uint8 form and one word per weight.
 //!
-//! Fixtures: tests/data/convert/{bitnet_packed,ternary_values,ternary_expected}.safetensors,
+//! Fixtures: tests/data/convert/{bitnet_packed,ternary_values,ternary_st_expected}.safetensors,
 //! written by scripts/fixtures/ternary_st_fixtures.py with numpy. Oracle: the imported
 //! planes, decoded by the library, equal word for word the convention's dequantization
 //! computed plainly in numpy by that script (transformers' `unpack_weights` order, code / s
@@ -51,7 +51,7 @@ fn s(p: &Path) -> &str {
 
 /// The F32 bits of an expected tensor.
 fn expected(name: &str) -> (Vec<usize>, Vec<u32>) {
-    let bytes = std::fs::read(data("ternary_expected.safetensors")).unwrap();
+    let bytes = std::fs::read(data("ternary_st_expected.safetensors")).unwrap();
     let st = SafeTensors::deserialize(&bytes).unwrap();
     let t = st.tensor(name).unwrap();
     assert_eq!(t.dtype(), Dtype::F32);
