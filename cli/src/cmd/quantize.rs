@@ -238,20 +238,24 @@ pub fn weighted_error(
 }
 
 /// The weighted error (see [`weighted_error`]) of `format`'s encoding of a source by
-/// `method`, with or without the importance vector steering the search.
+/// `method` without the importance vector steering it (grouped_search with
+/// `negative_scales` as given; grouped_absmax ignores it), measured with `imp`.
 #[allow(clippy::too_many_arguments)]
 fn weighted_error_of(
     format: Format,
     method: MethodArg,
-    steer: Option<(&str, &[f32])>,
+    negative_scales: bool,
     imp: &[f32],
     dtype: Dtype,
     bytes: &[u8],
     src: &[f32],
     (rows, cols): (usize, usize),
 ) -> Result<f64, ninfer::Error> {
-    let plain = SearchArgs::default();
-    let (planes, _) = encode(format, method, &plain, steer, dtype, bytes, (rows, cols))?;
+    let plain = SearchArgs {
+        negative_scales: negative_scales && method == MethodArg::Search,
+        imatrix: None,
+    };
+    let (planes, _) = encode(format, method, &plain, None, dtype, bytes, (rows, cols))?;
     let view = WeightView::new(
         format,
         format.info().layout,
@@ -465,7 +469,18 @@ pub fn run(
             // an unweighted search's planes of this tensor.
             let g = format.info().block_values as usize;
             let with = weighted_error(&view, &src, imp, g)?;
-            let of = |m| weighted_error_of(format, m, None, imp, p.dtype, data, &src, (rows, cols));
+            let of = |m| {
+                weighted_error_of(
+                    format,
+                    m,
+                    search.negative_scales,
+                    imp,
+                    p.dtype,
+                    data,
+                    &src,
+                    (rows, cols),
+                )
+            };
             gains.push((
                 p.name.clone(),
                 of(MethodArg::Absmax)?,
