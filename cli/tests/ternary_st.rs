@@ -182,6 +182,10 @@ fn ternary_values_and_codes_with_refusals() {
     assert_eq!(code, Some(2), "{t}");
     assert!(t.contains("need --ternary-values"), "{t}");
     assert!(!out.exists());
+    let (code, t) = import(&input, &out, &["--tensors", "codes"]);
+    assert_eq!(code, Some(2), "{t}");
+    assert!(t.contains("it needs --ternary-values"), "{t}");
+    assert!(!out.exists());
 
     let out = dir.join("divide.safetensors");
     let (code, t) = import(&input, &out, &["--ternary-values"]);

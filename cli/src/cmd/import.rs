@@ -74,6 +74,9 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target, ternary: &TernaryArgs) -> R
     if !st::is_safetensors(input) {
         return run_gguf(input, out);
     }
+    if ternary.filter.is_some() && !ternary.values {
+        bail!("--tensors selects the weights of --ternary-values: it needs --ternary-values");
+    }
     let rule = match ternary.multiply {
         true => ninfer::formats::import::TernaryScaleRule::Multiply,
         false => ninfer::formats::import::TernaryScaleRule::Divide,
