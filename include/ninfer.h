@@ -34,6 +34,18 @@
 #define TERNARY_BLOCK_VALUES 256
 
 /**
+ * `weight_scale` rule of the ternary safetensors imports: value = code / weight_scale
+ * (transformers' `BitLinear`, the packed `bitnet-b1.58-2B-4T` checkpoint).
+ */
+#define NINFER_TERNARY_SCALE_DIVIDE 0
+
+/**
+ * `weight_scale` rule of the ternary safetensors imports: value = code × weight_scale
+ * (transformers' `AutoBitLinear`, offline quantization).
+ */
+#define NINFER_TERNARY_SCALE_MULTIPLY 1
+
+/**
  * `ninfer_linear_prepare`'s device: the host CPU.
  */
 #define NINFER_DEVICE_CPU 0
@@ -1162,6 +1174,74 @@ ninfer_status ninfer_import_gguf_ternary(uint32_t ggml_type,
                                          uint64_t rows,
                                          uint64_t cols,
                                          const struct ninfer_mut_bytes *planes);
+
+/**
+ * Imports a BitNet b1.58 weight packed as transformers' `integrations/bitnet.py`
+ * (`pack_weights` / `unpack_weights`) packs it into the `row_split_k128_v1` planes of
+ * `NINFER_FORMAT_T2_G128_FP16`, without rounding (spec §2 `import_encoded`, §3.2).
+ *
+ * - `packed`, `packed_len`: the `U8` tensor `[rows / 4, cols]`, row-major; with P = rows /
+ *   4, weight row n, column k is bits `2i..2i+1` (i = n / P) of byte `[n mod P, k]`, an
+ *   offset word u with code u − 1. No alignment required.
+ * - `weight_scale`: the checkpoint's per-tensor scale, widened exactly to binary32;
+ *   `scale_rule`: `NINFER_TERNARY_SCALE_DIVIDE` (value = code / weight_scale) or
+ *   `NINFER_TERNARY_SCALE_MULTIPLY` (value = code × weight_scale). Every group's scale word
+ *   is binary16(1 / weight_scale) or binary16(weight_scale), which must be exact.
+ * - `planes`: 3 `ninfer_mut_bytes` (`codes`, `high_bits` = `{NULL, 0}`, `scales`) sized by
+ *   `ninfer_layout_plane_sizes(NINFER_FORMAT_T2_G128_FP16, NINFER_LAYOUT_ROW_SPLIT_K128_V1,
+ *   rows, cols)`.
+ *
+ * Errors: `NULL_POINTER`; `BAD_SHAPE` (zero rows or cols, cols not a multiple of 128, rows
+ * not a multiple of 4); `SIZE_MISMATCH` (`packed_len` or a plane); `INVALID_ARGUMENT`
+ * (unknown `scale_rule`; a NaN, infinite or zero scale, or one not exact in binary16 under
+ * its rule); `INVALID_ENCODING` (a 2-bit word 3, naming row and 128-value group);
+ * `OVERFLOW`; `OUT_OF_MEMORY`. Nothing is written on error.
+ *
+ * # Safety
+ * `packed` must point to `packed_len` readable bytes; `planes` must point to 3
+ * `ninfer_mut_bytes` whose ranges are writable and overlap neither each other nor `packed`.
+ */
+ninfer_status ninfer_import_bitnet_packed(const uint8_t *packed,
+                                          size_t packed_len,
+                                          uint64_t rows,
+                                          uint64_t cols,
+                                          float weight_scale,
+                                          uint32_t scale_rule,
+                                          const struct ninfer_mut_bytes *planes);
+
+/**
+ * Imports a ternary weight stored one word per value into the `row_split_k128_v1` planes
+ * of `NINFER_FORMAT_T2_G128_FP16`, without rounding (spec §2 `import_encoded`, §3.2).
+ *
+ * - `src`, `src_bytes`, `src_dtype`: `rows × cols` words of `NINFER_DTYPE_F32` (4-byte
+ *   aligned), `_BF16` or `_F16` (2-byte aligned), native-endian, row-major.
+ * - `has_scale` 1: the words are codes, each exactly −1, ±0 or +1, and `weight_scale` /
+ *   `scale_rule` apply as in `ninfer_import_bitnet_packed`. `has_scale` 0: the words are
+ *   the represented weights; every 128-value group must hold only −s, ±0 and +s for one s
+ *   exactly representable in binary16, which becomes the group's scale word (+0 for an
+ *   all-zero group); `weight_scale` and `scale_rule` are ignored.
+ * - `planes`: as in `ninfer_import_bitnet_packed`.
+ *
+ * Errors: `NULL_POINTER`, `MISALIGNED`, `UNKNOWN_DTYPE`; `BAD_SHAPE` (zero rows or cols,
+ * cols not a multiple of 128); `SIZE_MISMATCH`; `INVALID_ARGUMENT` (`has_scale` not 0/1,
+ * unknown `scale_rule`, a scale that is NaN, infinite, zero or not exact in binary16);
+ * `INVALID_ENCODING` naming row and 128-value group (a code other than −1/0/+1; without a
+ * scale a NaN/infinite value, mixed magnitudes, or a magnitude not exact in binary16);
+ * `OVERFLOW`; `OUT_OF_MEMORY`. Nothing is written on error.
+ *
+ * # Safety
+ * `src` must point to `src_bytes` readable bytes; `planes` must point to 3
+ * `ninfer_mut_bytes` whose ranges are writable and overlap neither each other nor `src`.
+ */
+ninfer_status ninfer_import_ternary_values(const void *src,
+                                           size_t src_bytes,
+                                           uint32_t src_dtype,
+                                           uint64_t rows,
+                                           uint64_t cols,
+                                           uint32_t has_scale,
+                                           float weight_scale,
+                                           uint32_t scale_rule,
+                                           const struct ninfer_mut_bytes *planes);
 
 /**
  * Whether this build implements `linear` for weights of `format` stored in `layout`,

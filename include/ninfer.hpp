@@ -810,6 +810,61 @@ inline result<owned_tensor> try_import_gguf_ternary(std::uint32_t ggml_type,
   return t;
 }
 
+/// Moves a BitNet b1.58 weight packed as Hugging Face transformers packs it (`packed`:
+/// uint8 [rows / 4, cols]; weight row n is the 2-bit field n / (rows/4) of packed row
+/// n % (rows/4), holding code + 1) into t2_g128_fp16 planes without rounding.
+/// `scale_rule`: NINFER_TERNARY_SCALE_DIVIDE (value = code / weight_scale) or
+/// NINFER_TERNARY_SCALE_MULTIPLY (code × weight_scale); the scale word must be exact in
+/// binary16. Refusals (INVALID_ARGUMENT, INVALID_ENCODING, BAD_SHAPE, SIZE_MISMATCH) come
+/// back with the library's status and message.
+inline result<owned_tensor> try_import_bitnet_packed(span<const std::uint8_t> packed,
+                                                     std::uint64_t rows, std::uint64_t cols,
+                                                     float weight_scale,
+                                                     std::uint32_t scale_rule) {
+  const bool fits = rows != 0 && cols != 0 && rows % 4 == 0 && cols % 128 == 0 &&
+                    cols <= UINT64_MAX / (rows / 4) && (rows / 4) * cols == packed.size();
+  if (!fits) {
+    // The library names the problem; the planes are not sized from an unchecked shape.
+    const ::ninfer_mut_bytes none[NINFER_MAX_PLANES] = {};
+    return detail::refused(::ninfer_import_bitnet_packed(packed.data(), packed.size(), rows, cols,
+                                                         weight_scale, scale_rule, none));
+  }
+  result<owned_tensor> t =
+      detail::alloc_tensor(NINFER_FORMAT_T2_G128_FP16, NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
+  if (!t) return t;
+  std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> planes = detail::mut_planes(*t);
+  ::ninfer_status st = ::ninfer_import_bitnet_packed(packed.data(), packed.size(), rows, cols,
+                                                     weight_scale, scale_rule, planes.data());
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
+/// Moves a ternary weight stored one word per value into t2_g128_fp16 planes without
+/// rounding: with `has_scale`, codes -1/0/+1 scaled by `weight_scale` under `scale_rule`
+/// (as try_import_bitnet_packed); without, values -s/0/+s per 128-value group, s exact in
+/// binary16. Refusals come back with the library's status and message.
+inline result<owned_tensor> try_import_ternary_values(const source& src, std::uint64_t rows,
+                                                      std::uint64_t cols, bool has_scale,
+                                                      float weight_scale = 0.0f,
+                                                      std::uint32_t scale_rule =
+                                                          NINFER_TERNARY_SCALE_DIVIDE) {
+  if (!detail::source_matches(src, rows, cols) || cols % 128 != 0) {
+    const ::ninfer_mut_bytes none[NINFER_MAX_PLANES] = {};
+    return detail::refused(::ninfer_import_ternary_values(
+        src.data, src.elements * src.element_bytes(), src.type, rows, cols, has_scale ? 1u : 0u,
+        weight_scale, scale_rule, none));
+  }
+  result<owned_tensor> t =
+      detail::alloc_tensor(NINFER_FORMAT_T2_G128_FP16, NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
+  if (!t) return t;
+  std::array<::ninfer_mut_bytes, NINFER_MAX_PLANES> planes = detail::mut_planes(*t);
+  ::ninfer_status st = ::ninfer_import_ternary_values(
+      src.data, src.elements * src.element_bytes(), src.type, rows, cols, has_scale ? 1u : 0u,
+      weight_scale, scale_rule, planes.data());
+  if (st != NINFER_STATUS_OK) return result<owned_tensor>(st, last_error_message());
+  return t;
+}
+
 /// Lays out logical FP8 words (`codes` rows × cols E4M3FN, `scales` rows 16-bit words) in
 /// the planes of an fp8_e4m3fn_row_* format; follow with fp8_row_validate().
 inline result<owned_tensor> try_fp8_row_pack(format f, std::uint64_t rows, std::uint64_t cols,
@@ -868,6 +923,17 @@ inline owned_tensor import_gguf(const weight_view& gguf, format target) {
 inline owned_tensor import_gguf_ternary(std::uint32_t ggml_type, span<const std::uint8_t> blocks,
                                         std::uint64_t rows, std::uint64_t cols) {
   return try_import_gguf_ternary(ggml_type, blocks, rows, cols).value();
+}
+inline owned_tensor import_bitnet_packed(span<const std::uint8_t> packed, std::uint64_t rows,
+                                         std::uint64_t cols, float weight_scale,
+                                         std::uint32_t scale_rule) {
+  return try_import_bitnet_packed(packed, rows, cols, weight_scale, scale_rule).value();
+}
+inline owned_tensor import_ternary_values(const source& src, std::uint64_t rows,
+                                          std::uint64_t cols, bool has_scale,
+                                          float weight_scale = 0.0f,
+                                          std::uint32_t scale_rule = NINFER_TERNARY_SCALE_DIVIDE) {
+  return try_import_ternary_values(src, rows, cols, has_scale, weight_scale, scale_rule).value();
 }
 inline owned_tensor fp8_row_pack(format f, std::uint64_t rows, std::uint64_t cols,
                                  span<const std::uint8_t> codes, span<const std::uint16_t> scales) {

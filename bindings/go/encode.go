@@ -83,6 +83,29 @@ static ninfer_status ninfer_go_import_gguf_ternary(uint32_t ggml_type, const uin
   return ninfer_import_gguf_ternary(ggml_type, blocks, blocks_len, rows, cols, planes);
 }
 
+static ninfer_status ninfer_go_import_bitnet_packed(const uint8_t *packed, size_t packed_len,
+    uint64_t rows, uint64_t cols, float weight_scale, uint32_t scale_rule, uint8_t *p0,
+    size_t n0, uint8_t *p1, size_t n1, uint8_t *p2, size_t n2) {
+  ninfer_mut_bytes planes[3];
+  planes[0].ptr = p0; planes[0].len = n0;
+  planes[1].ptr = p1; planes[1].len = n1;
+  planes[2].ptr = p2; planes[2].len = n2;
+  return ninfer_import_bitnet_packed(packed, packed_len, rows, cols, weight_scale, scale_rule,
+                                     planes);
+}
+
+static ninfer_status ninfer_go_import_ternary_values(const void *src, size_t src_bytes,
+    uint32_t src_dtype, uint64_t rows, uint64_t cols, uint32_t has_scale, float weight_scale,
+    uint32_t scale_rule, uint8_t *p0, size_t n0, uint8_t *p1, size_t n1, uint8_t *p2,
+    size_t n2) {
+  ninfer_mut_bytes planes[3];
+  planes[0].ptr = p0; planes[0].len = n0;
+  planes[1].ptr = p1; planes[1].len = n1;
+  planes[2].ptr = p2; planes[2].len = n2;
+  return ninfer_import_ternary_values(src, src_bytes, src_dtype, rows, cols, has_scale,
+                                      weight_scale, scale_rule, planes);
+}
+
 static ninfer_status ninfer_go_fp8_row_unpack(uint32_t format, uint32_t layout, uint64_t rows,
     uint64_t cols, const uint8_t *p0, size_t n0, const uint8_t *p1, size_t n1,
     const uint8_t *p2, size_t n2, uint8_t *codes, size_t codes_len, uint16_t *scales,
@@ -315,6 +338,61 @@ func ImportGGUFTernary(ggmlType uint32, blocks []byte, rows, cols uint64) (*Weig
 	err = call(func() C.ninfer_status {
 		return C.ninfer_go_import_gguf_ternary(C.uint32_t(ggmlType), bp, bn, C.uint64_t(rows),
 			C.uint64_t(cols), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// How a ternary weight_scale s applies (ImportBitNetPacked, ImportTernaryValues).
+const (
+	TernaryScaleDivide   uint32 = 0 // value = code / s (transformers' BitLinear)
+	TernaryScaleMultiply uint32 = 1 // value = code × s (transformers' AutoBitLinear)
+)
+
+// ImportBitNetPacked moves a BitNet b1.58 weight packed as Hugging Face transformers packs
+// it (packed: uint8 [rows/4, cols]; weight row n is the 2-bit field n/(rows/4) of packed row
+// n%(rows/4), holding code + 1) into a new row_split_k128_v1 view of t2_g128_fp16 without
+// rounding. The scale word binary16(1/s) (TernaryScaleDivide) or binary16(s)
+// (TernaryScaleMultiply) must be exact, else ErrInvalidArgument; a word 3 is
+// ErrInvalidEncoding; cols not a multiple of 128 or rows of 4 ErrBadShape.
+func ImportBitNetPacked(packed []byte, rows, cols uint64, weightScale float32, scaleRule uint32) (*WeightView, error) {
+	v, err := newPlanes(FormatT2G128FP16, LayoutRowSplitK128V1, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	bp, bn := bytesArg(packed)
+	a := v.args()
+	err = call(func() C.ninfer_status {
+		return C.ninfer_go_import_bitnet_packed(bp, bn, C.uint64_t(rows), C.uint64_t(cols),
+			C.float(weightScale), C.uint32_t(scaleRule), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// ImportTernaryValues moves a ternary weight stored one word per value into a new
+// t2_g128_fp16 view without rounding: with hasScale, codes -1/0/+1 scaled by weightScale
+// under scaleRule (as ImportBitNetPacked); without, values -s/0/+s per 128-value group, s
+// exact in binary16. Anything else is refused with the library's status and message.
+func ImportTernaryValues(src Source, rows, cols uint64, hasScale bool, weightScale float32, scaleRule uint32) (*WeightView, error) {
+	v, err := newPlanes(FormatT2G128FP16, LayoutRowSplitK128V1, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	sp, n := src.ptr()
+	has := 0
+	if hasScale {
+		has = 1
+	}
+	a := v.args()
+	err = call(func() C.ninfer_status {
+		return C.ninfer_go_import_ternary_values(sp, C.size_t(n*src.Dtype.Size()),
+			C.uint32_t(src.Dtype), C.uint64_t(rows), C.uint64_t(cols), C.uint32_t(has),
+			C.float(weightScale), C.uint32_t(scaleRule), a.p0, a.n0, a.p1, a.n1, a.p2, a.n2)
 	})
 	if err != nil {
 		return nil, err

@@ -240,3 +240,51 @@ func TestPacking(t *testing.T) {
 		t.Fatalf("versions %d.%d.%d", ma, mi, pa)
 	}
 }
+
+func TestImportBitNetTernary(t *testing.T) {
+	// Packed [1, 128] for 4 rows: byte 0b00_01_10_00 = rows 0..3 codes -1, +1, 0, -1.
+	packed := make([]byte, 128)
+	for i := range packed {
+		packed[i] = 0x18
+	}
+	v, err := ImportBitNetPacked(packed, 4, 128, 0.5, TernaryScaleDivide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{-2, 2, 0, -2}
+	for r := uint64(0); r < 4; r++ {
+		row, err := v.Row(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, x := range row {
+			if x != want[r] {
+				t.Fatalf("[%d, %d] = %v, want %v", r, k, x, want[r])
+			}
+		}
+	}
+	if _, err := ImportBitNetPacked(packed, 4, 128, 3, TernaryScaleDivide); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("1/3: %v", err)
+	}
+	vals := make([]float32, 2*128)
+	for i := range vals {
+		vals[i] = float32(i%3-1) * 0.75
+	}
+	v, err = ImportTernaryValues(F32Source(vals), 2, 128, false, 0, TernaryScaleDivide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := v.Row(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, x := range row {
+		if x != vals[128+k] {
+			t.Fatalf("[1, %d] = %v", k, x)
+		}
+	}
+	vals[3] = 2
+	if _, err := ImportTernaryValues(F32Source(vals), 2, 128, true, 1, TernaryScaleMultiply); !errors.Is(err, ErrInvalidEncoding) {
+		t.Fatalf("code 2: %v", err)
+	}
+}

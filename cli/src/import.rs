@@ -382,6 +382,112 @@ pub fn import_encoded(
     }
 }
 
+/// A vector sized by the input, allocated fallibly (a refusal when memory is short).
+fn try_zeroed<T: Clone + Default>(n: usize, name: &str) -> Result<Vec<T>, Refusal> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        return refuse(name, format!("out of memory for {n} values"));
+    }
+    v.resize(n, T::default());
+    Ok(v)
+}
+
+/// How a ternary safetensors layer `P` is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TernaryForm {
+    /// `P.weight` U8 `[N/4, K]` (transformers' BitNet packing) + `P.weight_scale`.
+    Packed,
+    /// `P.weight` F32/BF16/F16 `[N, K]`: codes −1/0/+1 with `P.weight_scale`, or the values
+    /// ±s of each 128-group without one.
+    Values,
+}
+
+/// Imports a ternary (BitNet b1.58) layer `prefix` into t2_g128_fp16 with the library's
+/// `import_ternary_safetensors`: `P.weight` in `form`, and `P.weight_scale` (one value,
+/// F32/BF16/F16) applied by `rule` when present. Never requantizes: a layer the library
+/// refuses is returned as a [`Refusal`] with its status and reason.
+pub fn import_ternary(
+    st: &SafeTensors<'_>,
+    prefix: &str,
+    form: TernaryForm,
+    rule: ninfer::formats::import::TernaryScaleRule,
+) -> Result<Imported, Refusal> {
+    use ninfer::formats::float_source::FloatSource;
+    use ninfer::formats::import::{TernaryCodes, import_ternary_safetensors};
+    let wname = format!("{prefix}.weight");
+    let sname = format!("{prefix}.weight_scale");
+    let w = tensor(st, &wname)?;
+    let scale = match st.tensor(&sname) {
+        Ok(t) => Some((single(&t, &sname)?, rule)),
+        Err(_) => None,
+    };
+    let &[r, cols] = w.shape() else {
+        return refuse(&wname, format!("shape {:?}: expected 2-D", w.shape()));
+    };
+    let d = w.data();
+    let (mut f32s, mut u16s): (Vec<f32>, Vec<u16>) = (vec![], vec![]);
+    let rows;
+    let codes = match (form, w.dtype()) {
+        (TernaryForm::Packed, Dtype::U8) => {
+            rows = r.checked_mul(4).ok_or_else(|| Refusal {
+                tensor: wname.clone(),
+                reason: "rows × 4 overflows".into(),
+            })?;
+            TernaryCodes::Packed(d)
+        }
+        (TernaryForm::Values, Dtype::F32) => {
+            rows = r;
+            f32s = try_zeroed(d.len() / 4, &wname)?;
+            for (o, b) in f32s.iter_mut().zip(d.chunks_exact(4)) {
+                *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+            TernaryCodes::Values(FloatSource::F32(&f32s))
+        }
+        (TernaryForm::Values, dt @ (Dtype::BF16 | Dtype::F16)) => {
+            rows = r;
+            u16s = try_zeroed(d.len() / 2, &wname)?;
+            for (o, b) in u16s.iter_mut().zip(d.chunks_exact(2)) {
+                *o = u16::from_le_bytes([b[0], b[1]]);
+            }
+            TernaryCodes::Values(match dt {
+                Dtype::BF16 => FloatSource::Bf16(&u16s),
+                _ => FloatSource::F16(&u16s),
+            })
+        }
+        (_, other) => {
+            return refuse(
+                &wname,
+                format!(
+                    "dtype {other:?}: packed ternary codes are U8, ternary values F32/BF16/F16"
+                ),
+            );
+        }
+    };
+    let format = Format::T2_G128Fp16;
+    let lib = |e: ninfer::Error| Refusal {
+        tensor: wname.clone(),
+        reason: format!("{} — {e}", e.status().name()),
+    };
+    let sizes =
+        ninfer::layouts::plane_sizes(format, format.info().layout, rows, cols).map_err(lib)?;
+    let mut planes: [Vec<u8>; 3] = [
+        try_zeroed(sizes[0], &wname)?,
+        try_zeroed(sizes[1], &wname)?,
+        try_zeroed(sizes[2], &wname)?,
+    ];
+    {
+        let [a, b, c] = &mut planes;
+        import_ternary_safetensors(codes, scale, rows, cols, [a, b, c]).map_err(lib)?;
+    }
+    drop((f32s, u16s));
+    Ok(Imported {
+        format,
+        rows,
+        cols,
+        planes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

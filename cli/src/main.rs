@@ -134,6 +134,17 @@ enum Command {
         /// Target of FP8 per-channel layers.
         #[arg(long, value_enum, default_value = "auto")]
         fp8_format: cmd::import::Fp8Target,
+        /// Treat 2-D F32/BF16/F16 `P.weight` tensors as ternary: codes −1/0/+1 with
+        /// `P.weight_scale`, or values ±s per 128-value group without one.
+        #[arg(long)]
+        ternary_values: bool,
+        /// With --ternary-values: only weights whose name contains this substring.
+        #[arg(long)]
+        tensors: Option<String>,
+        /// How a ternary layer's `weight_scale` s applies: value = code / s (divide,
+        /// transformers' BitLinear) or code × s (multiply, AutoBitLinear).
+        #[arg(long, value_enum, default_value = "divide")]
+        ternary_scale: cmd::import::TernaryScaleArg,
     },
     /// Measure the library's kernels on this machine (speed only; see docs/linear.md).
     Bench {
@@ -259,7 +270,19 @@ fn run(cli: Cli) -> Result<bool> {
             input,
             out,
             fp8_format,
-        } => cmd::import::run(&input, &out, fp8_format),
+            ternary_values,
+            tensors,
+            ternary_scale,
+        } => cmd::import::run(
+            &input,
+            &out,
+            fp8_format,
+            &cmd::import::TernaryArgs {
+                values: ternary_values,
+                filter: tensors,
+                multiply: ternary_scale == cmd::import::TernaryScaleArg::Multiply,
+            },
+        ),
         Command::Bench {
             what: Bench::Linear(args),
         } => cmd::bench::linear(&args),

@@ -6,7 +6,8 @@
 //!   `high_bits`, `scales`, `divisors`, `rows`), holding the plane's bytes exactly;
 //! - a `__metadata__` entry `ninfer.NAME` = `format=F;layout=L;shape=N,K`, the only source
 //!   of the format, layout and shape (never guessed from lengths);
-//! - optionally `ninfer-provenance.NAME` = `method=...;key=value...` (how it was made);
+//! - optionally `ninfer-provenance.NAME` = `method=...;key=value...` (how it was made;
+//!   free-text values escaped by [`provenance_value`]);
 //! - and the file-level entry `ninfer` = `safetensors_v1`.
 //!
 //! Any other tensor is plain safetensors data.
@@ -26,6 +27,23 @@ pub const FILE_VERSION: &str = "safetensors_v1";
 pub const DESCRIPTOR_PREFIX: &str = "ninfer.";
 /// Prefix of a tensor's provenance key.
 pub const PROVENANCE_PREFIX: &str = "ninfer-provenance.";
+
+/// A free-text value (a path, a tensor name) as it is written into a provenance record
+/// `key=value;key=value`: `%` becomes `%25`, `;` becomes `%3B` and `=` becomes `%3D`, so
+/// the record still splits at every `;` and at the first `=` of each field; every other
+/// character is kept. Undo by replacing `%3B`, `%3D`, then `%25` (docs/safetensors.md).
+pub fn provenance_value(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            ';' => out.push_str("%3B"),
+            '=' => out.push_str("%3D"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
 
 /// The descriptor of one encoded tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

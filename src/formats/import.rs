@@ -7,8 +7,12 @@
 //! Ternary checkpoints: GGUF TQ1_0 and TQ2_0 → `t2_g128_fp16` ([`import_gguf_ternary`]).
 //! These ggml types have no registered format of their own; a 256-value block's `d` is
 //! the scale word of the two 128-value t2 groups it covers, its codes −1/0/+1 unchanged.
+//! Safetensors BitNet b1.58 checkpoints → `t2_g128_fp16` ([`import_ternary_safetensors`]):
+//! transformers' packed uint8 codes with a per-tensor `weight_scale`, or one word per
+//! weight (codes with a scale, or the represented values ±s themselves).
 
 use crate::error::{Error, Result, mul, try_filled};
+use crate::formats::float_source::FloatSource;
 use crate::formats::gguf::u16_at;
 use crate::layouts::{MAX_PLANES, row_split};
 use crate::registry::Format;
@@ -243,4 +247,240 @@ pub fn import_gguf_ternary(
     // `pack` checks every group against t2_g128_fp16's rules (here: a +0 scale over a
     // non-zero code) before writing any plane.
     row_split::pack(target, rows, cols, &codes, &scales, planes)
+}
+
+/// Values per `t2_g128_fp16` group.
+const T2_GROUP: usize = 128;
+
+/// How a BitNet checkpoint's per-tensor `weight_scale` s turns a ternary code into the
+/// represented weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TernaryScaleRule {
+    /// value = code / s: transformers' `BitLinear` (`linear_class` `bitlinear`, the
+    /// packed `microsoft/bitnet-b1.58-2B-4T` checkpoint), whose output is divided by
+    /// `weight_scale`.
+    Divide,
+    /// value = code × s: transformers' `AutoBitLinear` with offline quantization
+    /// (`linear_class` `autobitlinear`), whose output is multiplied by `weight_scale`.
+    Multiply,
+}
+
+/// The ternary codes of a safetensors weight `[rows, cols]`.
+#[derive(Clone, Copy, Debug)]
+pub enum TernaryCodes<'a> {
+    /// transformers' BitNet packing (`integrations/bitnet.py`, `pack_weights` /
+    /// `unpack_weights`): a `U8` tensor `[rows / 4, cols]`, row-major. With P = rows / 4,
+    /// weight row n, column k is the 2-bit field i = n / P (bits `2i..2i+1`) of byte
+    /// `[n mod P, k]`, an offset word u with code u − 1 (the word 3 is not ternary).
+    Packed(&'a [u8]),
+    /// One word per weight, row-major `[rows, cols]`. With a scale: every value must be
+    /// exactly −1, ±0 or +1 (the codes). Without: every value of a 128-value group must be
+    /// −s, ±0 or +s for one s per group (the represented weights themselves).
+    Values(FloatSource<'a>),
+}
+
+/// The binary16 word of a per-tensor scale, or why there is none.
+fn ternary_scale_word(s: f32, rule: TernaryScaleRule) -> Result<u16> {
+    let refuse = |why: String| {
+        Err(Error::InvalidArgument(format!(
+            "weight_scale {s:e} ({:#010x}): {why}; t2_g128_fp16 stores one exact binary16 scale per group and nothing is requantized",
+            s.to_bits()
+        )))
+    };
+    if !s.is_finite() || s == 0.0 {
+        return refuse("not a finite non-zero number".into());
+    }
+    match rule {
+        TernaryScaleRule::Multiply => {
+            let h = half::f16::from_f32(s);
+            if h.is_finite() && h.to_f32() == s {
+                Ok(h.to_bits())
+            } else {
+                refuse("value = code × s, and s is not exactly a binary16 value".into())
+            }
+        }
+        TernaryScaleRule::Divide => {
+            // s has at most 24 significant bits and a binary16 value 11, so the product
+            // is exact in binary64: equality to 1 means 1/s is exactly that binary16 value.
+            let h = half::f16::from_f64(1.0 / s as f64);
+            if h.is_finite() && h.to_bits() & 0x7FFF != 0 && h.to_f64() * s as f64 == 1.0 {
+                Ok(h.to_bits())
+            } else {
+                refuse(
+                    "value = code / s, and 1/s is not exactly a binary16 value (only a power of two within binary16's range is)".into(),
+                )
+            }
+        }
+    }
+}
+
+/// Imports a ternary safetensors weight (BitNet b1.58 style) into the `row_split_k128_v1`
+/// planes of `t2_g128_fp16` without rounding (spec §2 `import_encoded`, §3.2, §6.1).
+///
+/// - `codes`: [`TernaryCodes::Packed`] (transformers' uint8 packing, 4 rows per byte) or
+///   [`TernaryCodes::Values`] (one BF16/F16/F32 word per weight).
+/// - `scale`: `Some((s, rule))`, the checkpoint's per-tensor `weight_scale` (one value,
+///   widened exactly to binary32) and how it applies: every group's scale word is then
+///   binary16(s) ([`TernaryScaleRule::Multiply`]) or binary16(1/s)
+///   ([`TernaryScaleRule::Divide`]), which must be exact. `None` (values only): each group's
+///   scale is its largest magnitude s, which must be exactly a binary16 value, and codes
+///   are the signs of ±s (an all-zero group gets +0).
+/// - `planes`: `codes`, `high_bits` (empty), `scales`, sized by
+///   `layouts::plane_sizes(Format::T2_G128Fp16, Layout::RowSplitK128_V1, rows, cols)`.
+///
+/// Every decoded value equals the convention's dequantization (code × s, code / s, or the
+/// value itself) exactly.
+///
+/// Refused before anything is written: [`Error::BadShape`] (zero rows or cols, cols not a
+/// multiple of 128, packed rows not a multiple of 4); [`Error::SizeMismatch`] (`packed`,
+/// `values` or a plane of the wrong length); [`Error::InvalidArgument`] (a packed source
+/// without a scale; a scale that is NaN, infinite, zero, or not exact in binary16 under its
+/// rule); [`Error::InvalidEncoding`] naming the row and 128-value group (as block): a packed
+/// word 3, a value other than −1/0/+1 with a scale, and without one a NaN/infinite value,
+/// magnitudes that differ within the group, or a magnitude not exact in binary16;
+/// [`Error::Overflow`]; [`Error::OutOfMemory`] (temporaries of rows × cols bytes and
+/// rows × cols / 64 bytes).
+pub fn import_ternary_safetensors(
+    codes: TernaryCodes<'_>,
+    scale: Option<(f32, TernaryScaleRule)>,
+    rows: usize,
+    cols: usize,
+    planes: [&mut [u8]; MAX_PLANES],
+) -> Result<()> {
+    if rows == 0 || cols == 0 || cols % T2_GROUP != 0 {
+        return Err(Error::BadShape(format!(
+            "ternary [{rows}, {cols}] into t2_g128_fp16: rows and cols must be positive and cols a multiple of {T2_GROUP} (whole t2 groups; nothing is requantized to fit)"
+        )));
+    }
+    let n = mul(rows, cols, "rows × cols")?;
+    match codes {
+        TernaryCodes::Packed(p) => {
+            if rows % 4 != 0 {
+                return Err(Error::BadShape(format!(
+                    "packed ternary [{rows}, {cols}]: rows must be a multiple of 4 (4 rows per byte)"
+                )));
+            }
+            if p.len() != n / 4 {
+                return Err(Error::SizeMismatch {
+                    plane: "packed",
+                    unit: "bytes",
+                    expected: n / 4,
+                    actual: p.len(),
+                });
+            }
+        }
+        TernaryCodes::Values(v) => {
+            if v.len() != n {
+                return Err(Error::SizeMismatch {
+                    plane: "values",
+                    unit: "values",
+                    expected: n,
+                    actual: v.len(),
+                });
+            }
+        }
+    }
+    let target = Format::T2_G128Fp16;
+    crate::layouts::check_plane_lens(
+        target,
+        crate::Layout::RowSplitK128_V1,
+        rows,
+        cols,
+        planes.each_ref().map(|p| p.len()),
+    )?;
+    let word = match (scale, codes) {
+        (Some((s, rule)), _) => Some(ternary_scale_word(s, rule)?),
+        (None, TernaryCodes::Packed(_)) => {
+            return Err(Error::InvalidArgument(
+                "packed ternary codes need their weight_scale".into(),
+            ));
+        }
+        (None, TernaryCodes::Values(_)) => None,
+    };
+    let mut q = try_filled(n, 0i8, "import codes")?;
+    let mut scales = try_filled(n / T2_GROUP, word.unwrap_or(0), "import scales")?;
+    let groups_per_row = cols / T2_GROUP;
+    let at = |i: usize| ((i / cols) as u64, ((i % cols) / T2_GROUP) as u64);
+    match codes {
+        TernaryCodes::Packed(p) => {
+            let prow = rows / 4;
+            for (i, c) in q.iter_mut().enumerate() {
+                let (r, k) = (i / cols, i % cols);
+                let u = (p[(r % prow) * cols + k] >> (2 * (r / prow))) & 3;
+                if u == 3 {
+                    let (row, g) = at(i);
+                    return Err(Error::encoding(
+                        row,
+                        g,
+                        format!(
+                            "column {k} is the packed 2-bit word 3 (field {} of packed row {}), not a ternary code",
+                            r / prow,
+                            r % prow
+                        ),
+                    ));
+                }
+                *c = u as i8 - 1;
+            }
+        }
+        TernaryCodes::Values(v) => {
+            let value = |i: usize| -> f32 {
+                match v {
+                    FloatSource::F32(s) => s[i],
+                    FloatSource::Bf16(s) => f32::from_bits((s[i] as u32) << 16),
+                    FloatSource::F16(s) => half::f16::from_bits(s[i]).to_f32(),
+                }
+            };
+            for (g, (c, sw)) in q
+                .chunks_exact_mut(T2_GROUP)
+                .zip(scales.iter_mut())
+                .enumerate()
+            {
+                let base = g * T2_GROUP;
+                let (row, grp) = ((g / groups_per_row) as u64, (g % groups_per_row) as u64);
+                let mag = match word {
+                    Some(_) => 1.0f32,
+                    None => (0..T2_GROUP).fold(0f32, |m, j| m.max(value(base + j).abs())),
+                };
+                if word.is_none() {
+                    let h = half::f16::from_f32(mag);
+                    if !mag.is_finite() || h.to_f32() != mag {
+                        return Err(Error::encoding(
+                            row,
+                            grp,
+                            format!(
+                                "magnitude {mag:e} is not exactly a binary16 value (or not finite): the group has no exact t2 scale"
+                            ),
+                        ));
+                    }
+                    *sw = h.to_bits();
+                }
+                for (j, c) in c.iter_mut().enumerate() {
+                    let x = value(base + j);
+                    *c = if x == 0.0 {
+                        0
+                    } else if x == mag {
+                        1
+                    } else if x == -mag {
+                        -1
+                    } else {
+                        let k = base % cols + j;
+                        return Err(Error::encoding(
+                            row,
+                            grp,
+                            match word {
+                                Some(_) => format!(
+                                    "column {k} holds {x:e}, not a ternary code −1, 0 or +1"
+                                ),
+                                None => format!(
+                                    "column {k} holds {x:e}, neither 0 nor ±{mag:e} (the group's magnitude)"
+                                ),
+                            },
+                        ));
+                    };
+                }
+            }
+        }
+    }
+    // `pack` checks every group against t2_g128_fp16's rules before writing any plane.
+    row_split::pack(target, rows, cols, &q, &scales, planes)
 }

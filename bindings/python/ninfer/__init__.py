@@ -40,6 +40,7 @@ __all__ = [
     "quantize_grouped", "fp8_row_maxabs", "nvfp4_quantize", "nvfp4_pack_scales",
     "nvfp4_unpack_scales", "Provenance", "Linear", "linear_supported", "DEVICE_CPU",
     "DEVICE_CUDA", "import_gguf", "import_gguf_ternary", "fp8_row_pack", "fp8_row_unpack", "Activation",
+    "import_bitnet_packed", "import_ternary_values", "TERNARY_SCALE_RULES",
     "linear_activation_supported", "cuda_compiled", "cuda_device_count", "cuda_device_properties",
     "CudaDeviceInfo", "CudaArray", "cuda_array",
 ]
@@ -220,6 +221,10 @@ _linear_free = _declare("ninfer_linear_free", None, _LinearP)
 _import_gguf = _declare("ninfer_import_gguf", _u32, _P(_View), _u32, _P(_MutBytes))
 _import_gguf_ternary = _declare("ninfer_import_gguf_ternary", _u32, _u32, ctypes.c_void_p, _sz,
                                 _u64, _u64, _P(_MutBytes))
+_import_bitnet_packed = _declare("ninfer_import_bitnet_packed", _u32, ctypes.c_void_p, _sz, _u64,
+                                 _u64, ctypes.c_float, _u32, _P(_MutBytes))
+_import_ternary_values = _declare("ninfer_import_ternary_values", _u32, ctypes.c_void_p, _sz, _u32,
+                                  _u64, _u64, _u32, ctypes.c_float, _u32, _P(_MutBytes))
 _fp8_row_pack = _declare("ninfer_fp8_row_pack", _u32, _u32, _u64, _u64, ctypes.c_void_p, _sz,
                          ctypes.c_void_p, _sz, _P(_MutBytes))
 _fp8_row_unpack = _declare("ninfer_fp8_row_unpack", _u32, _P(_View), ctypes.c_void_p, _sz,
@@ -1063,6 +1068,61 @@ def import_gguf_ternary(ggml_type: Union[int, str], blocks, rows: int, cols: int
     for i, p in enumerate(planes):
         mut[i].ptr, mut[i].len = _ptr(p), p.size
     _check(_import_gguf_ternary(ty, _ptr(b), b.size, rows, cols, mut))
+    return WeightView(target, rows, cols, planes, layout=layout)
+
+
+TERNARY_SCALE_RULES = {"divide": 0, "multiply": 1}
+
+
+def _t2_planes(rows: int, cols: int):
+    layout = layout_lookup("row_split_k128_v1")
+    target = format_lookup("t2_g128_fp16")
+    planes = [np.zeros(n, dtype=np.uint8) for n in plane_sizes(target, layout, rows, cols)]
+    return target, layout, planes, _mut_planes(planes)
+
+
+def import_bitnet_packed(packed, weight_scale: float, rule: str = "divide") -> WeightView:
+    """Moves a BitNet b1.58 weight packed as Hugging Face transformers packs it (uint8
+    ``[N / 4, K]``: weight row n is the 2-bit field n // (N/4) of packed row n % (N/4),
+    holding code + 1) into t2_g128_fp16 planes without rounding.
+
+    ``weight_scale``: the checkpoint's per-tensor scale s; ``rule``: ``"divide"`` (value =
+    code / s, transformers' BitLinear) or ``"multiply"`` (code × s). Raises NinferError
+    (INVALID_ARGUMENT when the scale word binary16(1/s) or binary16(s) is not exact;
+    INVALID_ENCODING for a word 3; BAD_SHAPE when K is not a multiple of 128)."""
+    p = np.ascontiguousarray(packed, dtype=np.uint8)
+    if p.ndim != 2:
+        raise ValueError("packed must be 2-D [N / 4, K]")
+    rows, cols = p.shape[0] * 4, p.shape[1]
+    if rows == 0 or cols == 0 or cols % 128:
+        _check(_import_bitnet_packed(_ptr(p), p.size, rows, cols, float(weight_scale),
+                                     TERNARY_SCALE_RULES[rule], (_MutBytes * MAX_PLANES)()))
+        raise AssertionError("unreachable: the library accepted a bad shape")
+    target, layout, planes, mut = _t2_planes(rows, cols)
+    _check(_import_bitnet_packed(_ptr(p), p.size, rows, cols, float(weight_scale),
+                                 TERNARY_SCALE_RULES[rule], mut))
+    return WeightView(target, rows, cols, planes, layout=layout)
+
+
+def import_ternary_values(src, weight_scale=None, rule: str = "divide",
+                          bf16: bool = False) -> WeightView:
+    """Moves a ternary weight stored one word per value (float32, float16, or uint16 bf16
+    words with ``bf16=True``) ``[rows, cols]`` into t2_g128_fp16 planes without rounding.
+
+    With ``weight_scale`` the words must be codes -1, 0, +1 and the scale applies by ``rule``
+    as in :func:`import_bitnet_packed`; without it every 128-value group must hold only -s,
+    0, +s for one s exact in binary16. Raises NinferError otherwise."""
+    a, dt = _source(src, bf16)
+    rows, cols = a.shape
+    has = 0 if weight_scale is None else 1
+    s = 0.0 if weight_scale is None else float(weight_scale)
+    if rows == 0 or cols == 0 or cols % 128:
+        _check(_import_ternary_values(_ptr(a), a.nbytes, dt, rows, cols, has, s,
+                                      TERNARY_SCALE_RULES[rule], (_MutBytes * MAX_PLANES)()))
+        raise AssertionError("unreachable: the library accepted a bad shape")
+    target, layout, planes, mut = _t2_planes(rows, cols)
+    _check(_import_ternary_values(_ptr(a), a.nbytes, dt, rows, cols, has, s,
+                                  TERNARY_SCALE_RULES[rule], mut))
     return WeightView(target, rows, cols, planes, layout=layout)
 
 

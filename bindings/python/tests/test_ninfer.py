@@ -323,6 +323,34 @@ class ImportAndPacking(unittest.TestCase):
             ninfer.import_gguf(gguf, "q4_g64_fp16")
         self.assertEqual(cm.exception.status, Status.UNSUPPORTED)
 
+    def test_import_bitnet_ternary(self):
+        rng = np.random.default_rng(158)
+        rows, cols = 8, 256
+        codes = rng.integers(-1, 2, size=(rows, cols))
+        p = rows // 4
+        packed = np.zeros((p, cols), dtype=np.uint8)
+        for i in range(4):  # transformers' pack_weights, written out
+            packed |= (codes[i * p:(i + 1) * p] + 1).astype(np.uint8) << (2 * i)
+        t2 = ninfer.import_bitnet_packed(packed, 0.25)
+        want = (codes / 0.25).astype(np.float32) + np.float32(0)
+        np.testing.assert_array_equal(t2.decode().view(np.uint32), want.view(np.uint32))
+        t2 = ninfer.import_bitnet_packed(packed, 3.0, rule="multiply")
+        want = (codes * 3.0).astype(np.float32) + np.float32(0)
+        np.testing.assert_array_equal(t2.decode().view(np.uint32), want.view(np.uint32))
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_bitnet_packed(packed, 3.0)
+        self.assertEqual(cm.exception.status, Status.INVALID_ARGUMENT)
+        vals = (codes * 0.375).astype(np.float32)
+        t2 = ninfer.import_ternary_values(vals)
+        np.testing.assert_array_equal(t2.decode().view(np.uint32),
+                                      (vals + np.float32(0)).view(np.uint32))
+        bad = codes.astype(np.float32)
+        bad[1, 3] = 2.0
+        with self.assertRaises(NinferError) as cm:
+            ninfer.import_ternary_values(bad, weight_scale=1.0)
+        self.assertEqual(cm.exception.status, Status.INVALID_ENCODING)
+        self.assertIn("row 1, block 0", str(cm.exception))
+
     def test_import_gguf_ternary_matches_gguf_py(self):
         from gguf import GGMLQuantizationType as G
         from gguf.quants import dequantize, quantize

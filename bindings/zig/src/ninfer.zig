@@ -398,6 +398,36 @@ pub fn importGgufTernary(gpa: std.mem.Allocator, ggml_type: u32, blocks: []const
     return t;
 }
 
+/// Moves a BitNet b1.58 weight packed as Hugging Face transformers packs it (`packed`:
+/// u8 [rows / 4, cols]; weight row n is the 2-bit field n / (rows/4) of packed row
+/// n % (rows/4), holding code + 1) into t2_g128_fp16 planes without rounding.
+/// `scale_rule`: c.NINFER_TERNARY_SCALE_DIVIDE (value = code / weight_scale) or
+/// c.NINFER_TERNARY_SCALE_MULTIPLY (code × weight_scale); the scale word must be exact in
+/// binary16 (else error.InvalidArgument). A word 3 is error.InvalidEncoding; cols not a
+/// multiple of 128 or rows of 4 error.BadShape.
+pub fn importBitnetPacked(gpa: std.mem.Allocator, packed_codes: []const u8, rows: u64, cols: u64, weight_scale: f32, scale_rule: u32) (Error || std.mem.Allocator.Error)!OwnedTensor {
+    var t = try OwnedTensor.alloc(gpa, c.NINFER_FORMAT_T2_G128_FP16, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
+    errdefer t.deinit();
+    var planes: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+    for (t.planes, 0..) |p, i| planes[i] = .{ .ptr = OwnedTensor.mut(p), .len = p.len };
+    try check(c.ninfer_import_bitnet_packed(if (packed_codes.len == 0) null else packed_codes.ptr, packed_codes.len, rows, cols, weight_scale, scale_rule, &planes));
+    return t;
+}
+
+/// Moves a ternary weight stored as one f32 per value into t2_g128_fp16 planes without
+/// rounding: with `has_scale`, codes -1/0/+1 scaled by `weight_scale` under `scale_rule`
+/// (as importBitnetPacked); without, values -s/0/+s per 128-value group, s exact in
+/// binary16. Anything else is refused with the library's status (error.InvalidEncoding,
+/// error.InvalidArgument, error.BadShape, error.SizeMismatch).
+pub fn importTernaryValues(gpa: std.mem.Allocator, src: []const f32, rows: u64, cols: u64, has_scale: bool, weight_scale: f32, scale_rule: u32) (Error || std.mem.Allocator.Error)!OwnedTensor {
+    var t = try OwnedTensor.alloc(gpa, c.NINFER_FORMAT_T2_G128_FP16, c.NINFER_LAYOUT_ROW_SPLIT_K128_V1, rows, cols);
+    errdefer t.deinit();
+    var planes: [c.NINFER_MAX_PLANES]c.ninfer_mut_bytes = undefined;
+    for (t.planes, 0..) |p, i| planes[i] = .{ .ptr = OwnedTensor.mut(p), .len = p.len };
+    try check(c.ninfer_import_ternary_values(if (src.len == 0) null else src.ptr, src.len * @sizeOf(f32), c.NINFER_DTYPE_F32, rows, cols, @intFromBool(has_scale), weight_scale, scale_rule, &planes));
+    return t;
+}
+
 /// Lays out logical FP8 words in the planes of `format` (fp8_e4m3fn_row_bf16 / _fp16):
 /// `codes` = rows × cols E4M3FN words row-major, `scales` = rows 16-bit scale words (BF16 or
 /// binary16 bits). Words are copied unchanged, not validated (follow with

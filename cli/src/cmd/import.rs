@@ -7,6 +7,12 @@
 //! tensor is named `P.weight`. Every other tensor, and every tensor of a refused layer, is
 //! copied through unchanged; a refused layer makes the exit status 1.
 //!
+//! Ternary (BitNet b1.58) layers move into t2_g128_fp16 with the library's
+//! `import_ternary_safetensors`: `P.weight` U8 + `P.weight_scale` (transformers' packing,
+//! found automatically), or, with `--ternary-values`, 2-D F32/BF16/F16 `P.weight` (codes with
+//! `P.weight_scale`, or ±s per 128-value group). `--ternary-scale` says whether the value is
+//! code / s (default) or code × s.
+//!
 //! `ninfer import IN.gguf --out OUT.safetensors`: moves the ternary TQ1_0/TQ2_0 tensors of
 //! a GGUF file into t2_g128_fp16 planes (same names) with the library's
 //! `import_gguf_ternary`; other tensors are carried as `ninfer quantize` carries them
@@ -37,15 +43,44 @@ pub enum Fp8Target {
     Fp16,
 }
 
+/// `--ternary-scale`: how a ternary layer's `weight_scale` s applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TernaryScaleArg {
+    /// value = code / s (transformers' BitLinear; microsoft/bitnet-b1.58-2B-4T).
+    Divide,
+    /// value = code × s (transformers' AutoBitLinear, offline quantization).
+    Multiply,
+}
+
+/// The ternary options of `ninfer import`.
+#[derive(Clone, Debug, Default)]
+pub struct TernaryArgs {
+    /// `--ternary-values`: 2-D F32/BF16/F16 `P.weight` tensors are ternary (codes with
+    /// `P.weight_scale`, or ±s per 128-group without).
+    pub values: bool,
+    /// `--tensors S`: with `--ternary-values`, only weights whose name contains S.
+    pub filter: Option<String>,
+    /// `--ternary-scale` (default divide).
+    pub multiply: bool,
+}
+
 enum Kind {
     Fp8,
     Nvfp4(Nvfp4Scheme),
+    Ternary(import::TernaryForm),
 }
 
-pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
+pub fn run(input: &Path, out: &Path, fp8: Fp8Target, ternary: &TernaryArgs) -> Result<bool> {
     if !st::is_safetensors(input) {
         return run_gguf(input, out);
     }
+    if ternary.filter.is_some() && !ternary.values {
+        bail!("--tensors selects the weights of --ternary-values: it needs --ternary-values");
+    }
+    let rule = match ternary.multiply {
+        true => ninfer::formats::import::TernaryScaleRule::Multiply,
+        false => ninfer::formats::import::TernaryScaleRule::Divide,
+    };
     let file = StFile::open(input)?;
     let bytes = file.bytes();
     let stf = SafeTensors::deserialize(bytes).map_err(|e| anyhow::anyhow!("safetensors: {e}"))?;
@@ -63,13 +98,31 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
             && t.dtype() == Dtype::F8_E4M3
         {
             layers.insert(p.to_owned(), Kind::Fp8);
+        } else if let Some(p) = name.strip_suffix(".weight")
+            && t.dtype() == Dtype::U8
+            && t.shape().len() == 2
+            && stf.tensor(&format!("{p}.weight_scale")).is_ok()
+        {
+            layers.insert(p.to_owned(), Kind::Ternary(import::TernaryForm::Packed));
+        } else if let Some(p) = name.strip_suffix(".weight")
+            && ternary.values
+            && matches!(t.dtype(), Dtype::F32 | Dtype::BF16 | Dtype::F16)
+            && t.shape().len() == 2
+            && ternary.filter.as_deref().is_none_or(|f| name.contains(f))
+        {
+            layers.insert(p.to_owned(), Kind::Ternary(import::TernaryForm::Values));
         }
     }
     if layers.is_empty() {
         bail!(
-            "{}: no FP8 per-channel (P.weight F8_E4M3 + P.weight_scale) or NVFP4 \
-             (P.weight_packed + P.weight_global_scale, or P.weight + P.weight_scale_2) layer",
-            input.display()
+            "{}: no FP8 per-channel (P.weight F8_E4M3 + P.weight_scale), NVFP4 \
+             (P.weight_packed + P.weight_global_scale, or P.weight + P.weight_scale_2) or \
+             packed ternary (P.weight U8 + P.weight_scale) layer{}",
+            input.display(),
+            match ternary.values {
+                true => ", and no 2-D F32/BF16/F16 P.weight selected for --ternary-values",
+                false => " (ternary values stored as floats need --ternary-values)",
+            }
         );
     }
     let mut w = Writer::default();
@@ -104,6 +157,23 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
                     got.ok_or(why.join("; ")),
                     "fp8-per-channel",
                     &["weight", "weight_scale"],
+                )
+            }
+            Kind::Ternary(form) => {
+                let scale = stf.tensor(&format!("{prefix}.weight_scale")).is_ok();
+                (
+                    import::import_ternary(&stf, prefix, *form, rule).map_err(|r| r.to_string()),
+                    match (form, scale, ternary.multiply) {
+                        (import::TernaryForm::Packed, _, false) => "bitnet-packed-divide",
+                        (import::TernaryForm::Packed, _, true) => "bitnet-packed-multiply",
+                        (_, true, false) => "ternary-codes-divide",
+                        (_, true, true) => "ternary-codes-multiply",
+                        (_, false, _) => "ternary-values",
+                    },
+                    match scale {
+                        true => &["weight", "weight_scale"],
+                        false => &["weight"],
+                    },
                 )
             }
             Kind::Nvfp4(s) => (
@@ -157,7 +227,7 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
                     imp.planes,
                     format!(
                         "method=import_encoded;scheme={scheme};source={}",
-                        sources.join(",")
+                        st::provenance_value(&sources.join(","))
                     ),
                 )?;
             }
@@ -259,8 +329,9 @@ fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
                             desc,
                             planes,
                             format!(
-                                "method=import_encoded;scheme=gguf-{};source={name}",
-                                ty.to_ascii_lowercase()
+                                "method=import_encoded;scheme=gguf-{};source={}",
+                                ty.to_ascii_lowercase(),
+                                st::provenance_value(&name)
                             ),
                         )?;
                         imported += 1;
@@ -274,7 +345,10 @@ fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
                     &name,
                     desc,
                     [blocks.to_vec(), vec![], vec![]],
-                    format!("method=import_encoded;scheme=gguf;source={name}"),
+                    format!(
+                        "method=import_encoded;scheme=gguf;source={}",
+                        st::provenance_value(&name)
+                    ),
                 )?;
                 copied += 1;
             }

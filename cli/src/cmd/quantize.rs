@@ -130,7 +130,11 @@ fn encode(
             let p = grouped::quantize(format, fsrc, rows, cols, &opts, [p0, p1, p2])?;
             let source = match (importance, &search.imatrix) {
                 (Some((entry, _)), Some(m)) => {
-                    format!(";imatrix={};imatrix_entry={entry}", m.path)
+                    format!(
+                        ";imatrix={};imatrix_entry={}",
+                        st::provenance_value(&m.path),
+                        st::provenance_value(entry)
+                    )
                 }
                 _ => String::new(),
             };
@@ -190,6 +194,78 @@ pub fn errors(view: &WeightView<'_>, src: &[f32]) -> Result<(f64, f64, f64), nin
     Ok((m, (se / n).sqrt(), (sx / n).sqrt()))
 }
 
+/// The importance-weighted squared error of decoded planes against the source, spec
+/// §7.3's `E = Σ_k imp[k] · (x[k] − ŵ[k])²` summed over every group: each group in
+/// binary64 as four lane sums (element k of the group into lane k mod 4, in increasing k)
+/// combined as `(L0 + L1) + (L2 + L3)`, exactly as grouped_search evaluates a candidate;
+/// then groups in increasing k and rows in increasing order. Because grouped_search keeps
+/// the §7.2 result unless a candidate's group error is strictly smaller and rounded
+/// addition is monotone, the total of a search with `imp` never exceeds the total of
+/// grouped_absmax's planes under the same `imp`.
+pub fn weighted_error(
+    view: &WeightView<'_>,
+    src: &[f32],
+    imp: &[f32],
+    group: usize,
+) -> Result<f64, ninfer::Error> {
+    let k = view.cols();
+    let per_row: Vec<Result<f64, ninfer::Error>> = src
+        .par_chunks(k)
+        .enumerate()
+        .map_init(
+            || vec![0f32; k],
+            |buf, (r, x)| {
+                ninfer::decode::decode_row(view, r as u64, buf)?;
+                let mut row = 0f64;
+                for start in (0..k).step_by(group.max(1)) {
+                    let end = (start + group).min(k);
+                    let mut lanes = [0f64; 4];
+                    for i in start..end {
+                        let d = x[i] as f64 - buf[i] as f64;
+                        lanes[(i - start) % 4] += imp[i] as f64 * d * d;
+                    }
+                    row += (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+                }
+                Ok(row)
+            },
+        )
+        .collect();
+    let mut total = 0f64;
+    for r in per_row {
+        total += r?;
+    }
+    Ok(total)
+}
+
+/// The weighted error (see [`weighted_error`]) of `format`'s encoding of a source by
+/// `method` without the importance vector steering it (grouped_search with
+/// `negative_scales` as given; grouped_absmax ignores it), measured with `imp`.
+#[allow(clippy::too_many_arguments)]
+fn weighted_error_of(
+    format: Format,
+    method: MethodArg,
+    negative_scales: bool,
+    imp: &[f32],
+    dtype: Dtype,
+    bytes: &[u8],
+    src: &[f32],
+    (rows, cols): (usize, usize),
+) -> Result<f64, ninfer::Error> {
+    let plain = SearchArgs {
+        negative_scales: negative_scales && method == MethodArg::Search,
+        imatrix: None,
+    };
+    let (planes, _) = encode(format, method, &plain, None, dtype, bytes, (rows, cols))?;
+    let view = WeightView::new(
+        format,
+        format.info().layout,
+        rows,
+        cols,
+        [&planes[0], &planes[1], &planes[2]],
+    )?;
+    weighted_error(&view, src, imp, format.info().block_values as usize)
+}
+
 /// Returns Ok(false) when a selected tensor was refused or nothing was encoded.
 pub fn run(
     input: &Path,
@@ -228,6 +304,8 @@ pub fn run(
     let mut rows_out: Vec<Vec<String>> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
     let mut unweighted: Vec<String> = Vec::new();
+    // Per weighted tensor: name, E of absmax, of search without and with importance.
+    let mut gains: Vec<(String, f64, f64, f64)> = Vec::new();
     let mut encoded = 0usize;
     let (mut all_se, mut all_sx, mut all_n) = (0f64, 0f64, 0f64);
     let mut encode_secs = 0f64;
@@ -279,7 +357,10 @@ pub fn run(
                     &name,
                     desc,
                     [blocks.to_vec(), vec![], vec![]],
-                    format!("method=import_encoded;scheme=gguf;source={name}"),
+                    format!(
+                        "method=import_encoded;scheme=gguf;source={}",
+                        st::provenance_value(&name)
+                    ),
                 )?;
                 rows_out.push(vec![
                     name.clone(),
@@ -383,6 +464,30 @@ pub fn run(
         ninfer::validate::validate(&view)
             .map_err(|e| anyhow::anyhow!("{}: the encoder's output is invalid: {e}", p.name))?;
         let (max, rms, rms_src) = errors(&view, &src)?;
+        if let (Some((_, imp)), Category::GroupedInt) = (importance, format.info().category) {
+            // What the importance bought: the same weighted error for grouped_absmax's and
+            // an unweighted search's planes of this tensor.
+            let g = format.info().block_values as usize;
+            let with = weighted_error(&view, &src, imp, g)?;
+            let of = |m| {
+                weighted_error_of(
+                    format,
+                    m,
+                    search.negative_scales,
+                    imp,
+                    p.dtype,
+                    data,
+                    &src,
+                    (rows, cols),
+                )
+            };
+            gains.push((
+                p.name.clone(),
+                of(MethodArg::Absmax)?,
+                of(MethodArg::Search)?,
+                with,
+            ));
+        }
         let n = (rows * cols) as f64;
         all_se += rms * rms * n;
         all_sx += rms_src * rms_src * n;
@@ -446,6 +551,42 @@ pub fn run(
                 true => String::new(),
                 false => format!(" ({})", unweighted.join(", ")),
             }
+        );
+    }
+    if !gains.is_empty() {
+        println!(
+            "\nimportance-weighted squared error Σ imp·(decoded − source)² of each weighted tensor \
+             (grouped_search's error, summed over groups), by how the planes were chosen; \
+             the search with importance never exceeds absmax:\n"
+        );
+        let ratio = |a: f64, b: f64| match b > 0.0 {
+            true => format!("{:.4}", a / b),
+            false => "-".into(),
+        };
+        let rows: Vec<Vec<String>> = gains
+            .iter()
+            .map(|(n, abs, plain, with)| {
+                vec![
+                    n.clone(),
+                    format!("{abs:.6e}"),
+                    format!("{plain:.6e}"),
+                    format!("{with:.6e}"),
+                    ratio(*with, *abs),
+                    ratio(*with, *plain),
+                ]
+            })
+            .collect();
+        table::print(
+            &[
+                "tensor",
+                "absmax",
+                "search",
+                "search + importance",
+                "/ absmax",
+                "/ search",
+            ],
+            &[false, true, true, true, true, true],
+            &rows,
         );
     }
     if !refusals.is_empty() {
