@@ -18,6 +18,7 @@
 //! - Bit identity: AVX2 = scalar, threads 1 = 2, row m of a batch = the same row alone.
 
 mod common;
+use common::isas;
 use common::random::{Rng, random_planes, random_weight};
 use ninfer::linear::{self, Device, Isa, PreparedWeight, q8_1};
 use ninfer::{Dtype, Error, Format, Layout, WeightView, decode};
@@ -53,16 +54,6 @@ fn bound(k: usize, sum_abs: f64, y_ref: f64, bf16: bool) -> f64 {
     } else {
         t
     }
-}
-
-fn isas() -> Vec<Isa> {
-    let mut v = vec![Isa::Scalar];
-    if Isa::Avx2.available() {
-        v.push(Isa::Avx2);
-    } else {
-        eprintln!("note: no AVX2 on this machine, scalar path only");
-    }
-    v
 }
 
 /// Plain q8_1 (ggml quantize_row_q8_1 arithmetic + the documented non-finite rule):

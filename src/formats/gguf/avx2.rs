@@ -31,7 +31,8 @@ type DequantizeFn = fn(&[u8], &mut [f32]);
 
 /// Whether this CPU runs the AVX2 kernels (which also use F16C for block scales).
 pub(super) fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c")
+    let c = crate::isa::Cpu::get();
+    c.avx2 && c.f16c
 }
 
 /// The AVX2 kernel for `format`, when there is one and the CPU has AVX2 and F16C.

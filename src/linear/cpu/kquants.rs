@@ -173,8 +173,9 @@ pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out:
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
-        Isa::Avx2 => unsafe { super::kquants_avx2::dot_row_group(kq, ws, xs, out) },
+        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
+        // FMA and F16C) only after run-time detection.
+        isa if isa.avx2() => unsafe { super::kquants_avx2::dot_row_group(kq, ws, xs, out) },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len())) {
                 for (o, x) in o.iter_mut().zip(xs) {
@@ -338,13 +339,17 @@ mod tests {
                                 let ws = &rows[r0..r0 + g];
                                 let mut ys = vec![0f32; g * m];
                                 dot_row_group(Isa::Scalar, kq, ws, &xs, &mut ys);
-                                if Isa::Avx2.available() {
+                                for isa in Isa::tested() {
                                     let mut ya = vec![0f32; g * m];
-                                    dot_row_group(Isa::Avx2, kq, ws, &xs, &mut ya);
+                                    dot_row_group(isa, kq, ws, &xs, &mut ya);
                                     let b = |v: &[f32]| {
                                         v.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
                                     };
-                                    assert_eq!(b(&ys), b(&ya), "{kq:?} k{k} p{pattern} m{m} g{g}");
+                                    assert_eq!(
+                                        b(&ys),
+                                        b(&ya),
+                                        "{kq:?} {isa:?} k{k} p{pattern} m{m} g{g}"
+                                    );
                                 }
                                 for i in 0..g {
                                     let wr = &wd[(r0 + i) * k..(r0 + i + 1) * k];
@@ -393,7 +398,7 @@ mod tests {
         let dx = q.d[0];
         assert_eq!(q.qs[0], 127);
         let want = 256.0 * 5.5 * 127.0 * dx as f64;
-        for isa in [Isa::Scalar, Isa::detect()] {
+        for isa in Isa::tested() {
             let mut y = [0f32];
             dot_row_group(isa, Kq::Q4K, &[&b], &[q.row(0)], &mut y);
             // Every S_j = 2·3·127·32, M_j = 127·32: exact; lanes equal, so the tree is exact.

@@ -36,48 +36,7 @@ mod nvfp4_q8_avx2;
 #[cfg(test)]
 mod tests;
 
-/// The instruction set a prepared weight runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Isa {
-    /// Portable Rust: the reference order every other path reproduces bit for bit.
-    Scalar,
-    /// x86-64 AVX2 + FMA + F16C (detected at run time).
-    Avx2,
-}
-
-impl Isa {
-    /// The best instruction set of this machine.
-    pub fn detect() -> Isa {
-        if Isa::Avx2.available() {
-            Isa::Avx2
-        } else {
-            Isa::Scalar
-        }
-    }
-
-    /// Whether this machine can run `self`.
-    pub fn available(self) -> bool {
-        match self {
-            Isa::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => {
-                is_x86_feature_detected!("avx2")
-                    && is_x86_feature_detected!("fma")
-                    && is_x86_feature_detected!("f16c")
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            Isa::Avx2 => false,
-        }
-    }
-
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Isa::Scalar => "scalar",
-            Isa::Avx2 => "avx2",
-        }
-    }
-}
+pub use crate::isa::Isa;
 
 /// Sums eight lanes in the fixed tree every kernel uses: `t[i] = a[i] + a[i+4]`,
 /// `u[i] = t[i] + t[i+2]`, `u[0] + u[1]` (the order of AVX2's 256 → 128 → 64 → 32 halving).

@@ -393,7 +393,7 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
         l3_limit,
         bw_chunk,
         info: RunInfo {
-            isa: format!("{:?}", ninfer::linear::Isa::detect()).to_lowercase(),
+            isa: ninfer::linear::Isa::detect().name().to_string(),
             l3,
             bw,
             ggml_dir,
