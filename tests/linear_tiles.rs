@@ -5,7 +5,7 @@
 mod common;
 use common::isas;
 use common::random::{Rng, random_planes};
-use ninfer::linear::{self, Activation, Device, Isa, PreparedWeight};
+use ninfer::linear::{self, Activation, Device, PreparedWeight};
 use ninfer::{Dtype, Format, Layout, WeightView};
 
 fn bits(v: &[f32]) -> Vec<u32> {
