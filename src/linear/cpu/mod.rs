@@ -1,6 +1,6 @@
 //! CPU kernels of `linear`: per-family dot products, each with a portable scalar reference
-//! and an AVX2+FMA+F16C path that returns the same bits (the evaluation order is fixed per
-//! family and written down next to each kernel; docs/linear.md).
+//! and x86 paths that return the same bits on every tier of [`Isa`] (the evaluation order is
+//! fixed per family and written down next to each kernel; docs/linear.md).
 //!
 //! - [`float`] (AVX2: `float_avx2`): bf16 / fp32 words, grouped codes, E4M3FN and nvfp4
 //!   codes read in place (and any decodable format, through a decoded f32 row) against f32
