@@ -24,6 +24,8 @@
 //! transfer, Q8_0 as |q| (u8 ≤ 128: −128 reads as 128) times ±x, IQ4 as |x| times ±kvalue
 //! (|kvalue| ≤ 127): pairs ≤ 2·128·127 = 32512 < 32767, each widened by its own
 //! `vpmaddwd` before any addition.
+//! On the VNNI tiers `vpdpbusd` has no i16 step; Q8_0 takes its codes unsigned there
+//! (q + 128 ≤ 255, the offset 128·Σx subtracted as for the nibble types: |T| ≤ 32·255·127).
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -84,7 +86,7 @@ pub(super) fn arrange(kind: Legacy, mut rows: Rows) -> Rows {
 }
 
 /// The kernels of one tier, compiled for its features `$feat` (a string literal); the
-/// calling module defines the tier's exact i32 sums over each 4-byte group of u8 × i8
+/// calling module defines `VNNI` (whether the tier has `vpdpbusd`) and the tier's exact i32 sums over each 4-byte group of u8 × i8
 /// products of two operand pairs: `sum4x2(u0, s0, u1, s1)` (every adjacent pair sum fits
 /// i16), and `sum4x2_small`, the same where the two operands' pair sums also add up
 /// within i16.
@@ -200,7 +202,8 @@ macro_rules! kernels {
             }
         }
 
-        /// Q8_0's unpacked pair: the codes and their magnitudes (shared by a tile's rows).
+        /// Q8_0's unpacked pair: the codes and their magnitudes (shared by a tile's rows; on a
+        /// VNNI tier both hold the unsigned codes q + 128).
         #[derive(Clone, Copy)]
         struct Q8W {
             q: Halves,
@@ -229,9 +232,12 @@ macro_rules! kernels {
         }
 
         /// `block_q8_0 { f16 d; i8 qs[32]; }`.
+        ///
+        /// On a VNNI tier the codes are taken unsigned, q + 128 (the sign bit flipped), and
+        /// the offset 128·Σx comes back through the activation sums: no sign transfer.
         struct Q8_0;
         impl Block for Q8_0 {
-            const OFFSET: i32 = 0;
+            const OFFSET: i32 = if VNNI { 128 } else { 0 };
             type X = Halves;
             type W = Q8W;
             #[inline]
@@ -251,6 +257,14 @@ macro_rules! kernels {
                         hi: load2(c.add(16), a.add(16)),
                     }
                 };
+                if VNNI {
+                    let flip = _mm256_set1_epi8(i8::MIN);
+                    let u = Halves {
+                        lo: _mm256_xor_si256(q.lo, flip),
+                        hi: _mm256_xor_si256(q.hi, flip),
+                    };
+                    return Q8W { q: u, a: u };
+                }
                 // |q| as u8: −128 reads as 128.
                 let a = Halves {
                     lo: _mm256_sign_epi8(q.lo, q.lo),
@@ -261,6 +275,10 @@ macro_rules! kernels {
             #[inline]
             #[target_feature(enable = $feat)]
             unsafe fn dot(w: &Q8W, x: &Halves) -> __m256i {
+                if VNNI {
+                    // q + 128 ≤ 255 times |x| ≤ 127: vpdpbusd has no i16 step.
+                    return sum4x2(w.q.lo, x.lo, w.q.hi, x.hi);
+                }
                 let (u0, s0) = signed_half(w.q.lo, w.a.lo, x.lo);
                 let (u1, s1) = signed_half(w.q.hi, w.a.hi, x.hi);
                 sum4x2(u0, s0, u1, s1)
@@ -779,6 +797,8 @@ macro_rules! kernels {
 pub(super) mod avx2 {
     use super::*;
 
+    const VNNI: bool = false;
+
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     fn sum4(u: __m256i, s: __m256i) -> __m256i {
@@ -805,6 +825,8 @@ pub(super) mod avx2 {
 /// straight into i32 (no i16 step); `$dp` is the tier's 256-bit form.
 macro_rules! vnni_sums {
     ($feat:tt, $dp:ident) => {
+        const VNNI: bool = true;
+
         #[inline]
         #[target_feature(enable = $feat)]
         fn sum4x2(u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
