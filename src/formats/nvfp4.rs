@@ -281,7 +281,7 @@ pub fn nvfp4_quantize(
 ) -> Result<()> {
     src.check_shape(rows, cols)?;
     let nkb = layout::k_blocks(cols)?;
-    if sources == 0 || rows % sources != 0 {
+    if sources == 0 || !rows.is_multiple_of(sources) {
         return Err(Error::BadShape(format!(
             "nvfp4: {sources} stacked sources do not divide N = {rows} rows"
         )));

@@ -435,7 +435,7 @@ impl<'a> PreparedWeight<'a> {
         if let Backend::Cuda(_) = self.backend {
             cuda_covers(&plan)?;
         }
-        if plan.quantizes_x() && self.cols() % q8_1::QK8_1 != 0 {
+        if plan.quantizes_x() && !self.cols().is_multiple_of(q8_1::QK8_1) {
             return Err(Error::BadShape(format!(
                 "linear: q8_1 activations need K a multiple of 32 (K = {})",
                 self.cols()
@@ -790,14 +790,14 @@ impl<'a> PreparedWeight<'a> {
                 self.cols()
             )));
         }
-        if let Some(b) = bias {
-            if b.len() < self.rows() {
-                return Err(Error::BufferTooSmall {
-                    what: "bias",
-                    needed: self.rows(),
-                    actual: b.len(),
-                });
-            }
+        if let Some(b) = bias
+            && b.len() < self.rows()
+        {
+            return Err(Error::BufferTooSmall {
+                what: "bias",
+                needed: self.rows(),
+                actual: b.len(),
+            });
         }
         Ok(())
     }

@@ -432,7 +432,7 @@ mod tests {
             for blk in w.chunks_exact_mut(kq.block_bytes()) {
                 for &at in f16_fields(kq) {
                     let r = rng.next();
-                    if r % 4 == 0 {
+                    if r.is_multiple_of(4) {
                         let s = SPECIAL[(r >> 4) as usize % SPECIAL.len()];
                         blk[at..at + 2].copy_from_slice(&s.to_le_bytes());
                     }
