@@ -11,7 +11,7 @@
 //!
 //! # Safety
 //! Every function here requires AVX2 and F16C; callers go through [`dequantizer`], which
-//! returns them only when `is_x86_feature_detected!` holds for both. Inputs are whole
+//! returns them only when the CPU has both ([`crate::isa::Cpu`]). Inputs are whole
 //! blocks and their outputs (`chunks_exact`), so every load and store below is in bounds.
 
 // Intrinsics became safe inside `#[target_feature]` functions after our MSRV (1.85).
