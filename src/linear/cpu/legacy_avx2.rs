@@ -31,15 +31,10 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::legacy::{Legacy, blocks_scalar};
-use super::tree8;
+use super::{P, PINV, tree8};
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
-
-/// Lane i of a chunk's vectors holds block `P[i]` of the chunk (what the hadd tree leaves).
-const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
-/// The inverse of [`P`]: block c of the chunk is lane `PINV[c]`.
-const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
 /// The pair arrangement of the nibble types and Q8_0: [A 0..16, B 0..16, A 16..32,
 /// B 16..32] for blocks A, B of a pair, so that `lo`/`hi` are two plain loads.

@@ -38,6 +38,14 @@ mod tests;
 
 pub use crate::isa::Isa;
 
+/// Lane i of a chunk's vectors holds block `P[i]` of the chunk: what three `vphaddd` of
+/// four block-pair vectors leave (the x86 legacy and grouped kernels).
+#[cfg(target_arch = "x86_64")]
+const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
+/// The inverse of [`P`]: block c of the chunk is lane `PINV[c]`.
+#[cfg(target_arch = "x86_64")]
+const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
+
 /// Sums eight lanes in the fixed tree every kernel uses: `t[i] = a[i] + a[i+4]`,
 /// `u[i] = t[i] + t[i+2]`, `u[0] + u[1]` (the order of AVX2's 256 → 128 → 64 → 32 halving).
 #[inline]
