@@ -45,7 +45,7 @@ impl Dtype {
     pub fn source_len(self, rows: usize, cols: usize, src_bytes: usize) -> Result<usize> {
         let size = self.size();
         let expected = match rows == 0 || cols == 0 {
-            true if src_bytes % size == 0 => return Ok(src_bytes / size),
+            true if src_bytes.is_multiple_of(size) => return Ok(src_bytes / size),
             true => 0,
             false => mul(mul(rows, cols, "rows × cols")?, size, "source bytes")?,
         };

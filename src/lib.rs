@@ -32,6 +32,8 @@ pub mod dtype;
 pub mod error;
 pub mod formats;
 pub mod fpenv;
+/// cbindgen:ignore
+pub(crate) mod isa;
 pub mod layouts;
 pub mod linear;
 pub mod reference;

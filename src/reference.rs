@@ -27,7 +27,7 @@ use crate::linear::q8_1::{BLOCK_Q8_1_BYTES, QK8_1};
 /// [`Error::BufferTooSmall`] for a non-empty `blocks` shorter than K/32·36 bytes or a
 /// non-empty `x_hat` shorter than K values, [`Error::InvalidArgument`] when both are empty.
 pub fn quantize_row_q8_1(x: &[f32], blocks: &mut [u8], x_hat: &mut [f32]) -> Result<()> {
-    if x.is_empty() || x.len() % QK8_1 != 0 {
+    if x.is_empty() || !x.len().is_multiple_of(QK8_1) {
         return Err(Error::BadShape(format!(
             "q8_1: {} values is not a positive multiple of 32",
             x.len()

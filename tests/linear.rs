@@ -18,6 +18,7 @@
 //! - Bit identity: AVX2 = scalar, threads 1 = 2, row m of a batch = the same row alone.
 
 mod common;
+use common::isas;
 use common::random::{Rng, random_planes, random_weight};
 use ninfer::linear::{self, Device, Isa, PreparedWeight, q8_1};
 use ninfer::{Dtype, Error, Format, Layout, WeightView, decode};
@@ -53,16 +54,6 @@ fn bound(k: usize, sum_abs: f64, y_ref: f64, bf16: bool) -> f64 {
     } else {
         t
     }
-}
-
-fn isas() -> Vec<Isa> {
-    let mut v = vec![Isa::Scalar];
-    if Isa::Avx2.available() {
-        v.push(Isa::Avx2);
-    } else {
-        eprintln!("note: no AVX2 on this machine, scalar path only");
-    }
-    v
 }
 
 /// Plain q8_1 (ggml quantize_row_q8_1 arithmetic + the documented non-finite rule):
@@ -884,7 +875,11 @@ fn iquant_kernels_cover_every_grid_point_and_sign() {
         let x: Vec<f32> = (0..m * k)
             .map(|i| {
                 if i < k {
-                    if rng.next() % 2 == 0 { 1.0 } else { -1.0 }
+                    if rng.next().is_multiple_of(2) {
+                        1.0
+                    } else {
+                        -1.0
+                    }
                 } else {
                     rng.unit()
                 }
@@ -1033,9 +1028,9 @@ fn extreme_legacy_weight(format: Format, n: usize, k: usize, rng: &mut Rng) -> V
     let one = half::f16::from_f32(1.0).to_bits().to_le_bytes();
     let per_row = k / bv;
     for (bi, blk) in w.chunks_exact_mut(bb).enumerate() {
-        let low = rng.next() % 2 == 0;
+        let low = rng.next().is_multiple_of(2);
         // IQ4_XS: odd rows keep factors in {−1, 0, 1} (products small enough to be exact).
-        let row_extreme = (bi / per_row) % 2 == 0;
+        let row_extreme = (bi / per_row).is_multiple_of(2);
         blk[0..2].copy_from_slice(&one);
         match format {
             // −128 (never made by ggml's quantizer, valid bytes) or 127.
@@ -1062,7 +1057,11 @@ fn extreme_legacy_weight(format: Format, n: usize, k: usize, rng: &mut Rng) -> V
                 blk[2..4].copy_from_slice(&sh.to_le_bytes());
                 blk[4..8].copy_from_slice(&sl.to_le_bytes());
                 for qs in blk[8..].chunks_exact_mut(16) {
-                    qs.fill(if rng.next() % 2 == 0 { 0x00 } else { 0xFF });
+                    qs.fill(if rng.next().is_multiple_of(2) {
+                        0x00
+                    } else {
+                        0xFF
+                    });
                 }
             }
             _ => unreachable!(),
@@ -1185,7 +1184,11 @@ fn extreme_kquant_weight(format: Format, n: usize, k: usize, rng: &mut Rng) -> V
     };
     for blk in w.chunks_exact_mut(bb) {
         for run in blk.chunks_mut(32) {
-            run.fill(if rng.next() % 2 == 0 { 0x00 } else { 0xFF });
+            run.fill(if rng.next().is_multiple_of(2) {
+                0x00
+            } else {
+                0xFF
+            });
         }
         for s in &mut blk[scales.clone()] {
             *s = match format {
@@ -1231,7 +1234,11 @@ fn kquant_kernels_extreme_blocks_and_row_groups() {
             let mmax = 5;
             let mut x = vec![0f32; mmax * k];
             for blk in x.chunks_exact_mut(32) {
-                blk.fill(if rng.next() % 2 == 0 { 127.0 } else { -127.0 });
+                blk.fill(if rng.next().is_multiple_of(2) {
+                    127.0
+                } else {
+                    -127.0
+                });
             }
             let (yref, sabs) = reference(
                 &wdec,
@@ -2199,7 +2206,7 @@ fn in_place_kernels_stay_inside_their_planes() {
                 let fcodes: Vec<u8> = (0..n * kf).map(|_| rng.next() as u8 & 0xBF).collect();
                 let mult = |r: usize| -> [u8; 2] {
                     match format {
-                        Format::Fp8E4m3fnRowBf16 if r % 3 == 0 => 0x7B80u16,
+                        Format::Fp8E4m3fnRowBf16 if r.is_multiple_of(3) => 0x7B80u16,
                         Format::Fp8E4m3fnRowBf16 => 0x3FC0,
                         _ => 0x3E00,
                     }

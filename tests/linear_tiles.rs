@@ -3,16 +3,10 @@
 //! format and activation profile, each instruction set and thread count, f32 and bf16 x.
 
 mod common;
+use common::isas;
 use common::random::{Rng, random_planes};
-use ninfer::linear::{self, Activation, Device, Isa, PreparedWeight};
+use ninfer::linear::{self, Activation, Device, PreparedWeight};
 use ninfer::{Dtype, Format, Layout, WeightView};
-
-fn isas() -> Vec<Isa> {
-    [Isa::Scalar, Isa::Avx2]
-        .into_iter()
-        .filter(|i| i.available())
-        .collect()
-}
 
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|f| f.to_bits()).collect()

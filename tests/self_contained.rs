@@ -33,10 +33,10 @@ fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
             {
                 text_files(&p, out);
             }
-        } else if let Ok(text) = std::fs::read_to_string(&p) {
-            if !text.contains('\0') {
-                out.push(p);
-            }
+        } else if let Ok(text) = std::fs::read_to_string(&p)
+            && !text.contains('\0')
+        {
+            out.push(p);
         }
     }
 }

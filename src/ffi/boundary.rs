@@ -96,7 +96,7 @@ pub(crate) unsafe fn out_slice<'a, T>(
             Err(Error::NullPointer(what))
         };
     }
-    if (ptr as usize) % align_of::<T>() != 0 {
+    if !(ptr as usize).is_multiple_of(align_of::<T>()) {
         return Err(Error::Misaligned(what, align_of::<T>()));
     }
     // SAFETY: non-NULL, aligned, size bounded, validity and exclusivity promised by the caller.
@@ -125,7 +125,7 @@ pub(crate) unsafe fn in_slice<'a, T>(
             Err(Error::NullPointer(what))
         };
     }
-    if (ptr as usize) % align_of::<T>() != 0 {
+    if !(ptr as usize).is_multiple_of(align_of::<T>()) {
         return Err(Error::Misaligned(what, align_of::<T>()));
     }
     // SAFETY: as above.
@@ -140,7 +140,7 @@ pub(crate) unsafe fn req<'a, T>(ptr: *const T, what: &'static str) -> Result<&'a
     if ptr.is_null() {
         return Err(Error::NullPointer(what));
     }
-    if (ptr as usize) % align_of::<T>() != 0 {
+    if !(ptr as usize).is_multiple_of(align_of::<T>()) {
         return Err(Error::Misaligned(what, align_of::<T>()));
     }
     // SAFETY: non-NULL and aligned; validity promised by the caller.
@@ -157,7 +157,7 @@ pub(crate) fn check_out_ptr<T>(ptr: *mut T, optional: bool, what: &'static str) 
             false => Err(Error::NullPointer(what)),
         };
     }
-    if (ptr as usize) % align_of::<T>() != 0 {
+    if !(ptr as usize).is_multiple_of(align_of::<T>()) {
         return Err(Error::Misaligned(what, align_of::<T>()));
     }
     Ok(())
@@ -171,7 +171,7 @@ pub(crate) unsafe fn write<T>(ptr: *mut T, v: T, what: &'static str) -> Result<(
     if ptr.is_null() {
         return Err(Error::NullPointer(what));
     }
-    if (ptr as usize) % align_of::<T>() != 0 {
+    if !(ptr as usize).is_multiple_of(align_of::<T>()) {
         return Err(Error::Misaligned(what, align_of::<T>()));
     }
     // SAFETY: non-NULL, aligned, writable by the caller's promise.

@@ -63,7 +63,7 @@ pub unsafe extern "C" fn ninfer_decode_row_as(
         let dtype = Dtype::from_u32(dtype)?;
         let v = unsafe { from_c(view) }?;
         // The element type's natural alignment, as for `float *` in ninfer_decode_row.
-        if (out as usize) % dtype.size() != 0 {
+        if !(out as usize).is_multiple_of(dtype.size()) {
             return Err(Error::Misaligned("out", dtype.size()));
         }
         let out = unsafe { out_slice(out, out_bytes, "out") }?;
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn ninfer_decode_rows(
         if out.is_null() && out_bytes != 0 {
             return Err(Error::NullPointer("out"));
         }
-        if (out as usize) % size != 0 {
+        if !(out as usize).is_multiple_of(size) {
             return Err(Error::Misaligned("out", size));
         }
         // A trailing partial element is not usable; it is never written.

@@ -163,7 +163,7 @@ pub unsafe extern "C" fn ninfer_quantize_grouped(
         // Checked in bytes here so that the message counts what the caller passed.
         let src = unsafe { float_source(src, src_bytes, src_dtype, rows, cols) }?;
         // Checked before encoding so that nothing is written when it is unusable.
-        if (provenance as usize) % align_of::<ninfer_quantize_provenance>() != 0 {
+        if !(provenance as usize).is_multiple_of(align_of::<ninfer_quantize_provenance>()) {
             return Err(Error::Misaligned(
                 "provenance",
                 align_of::<ninfer_quantize_provenance>(),

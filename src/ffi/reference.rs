@@ -80,7 +80,7 @@ pub unsafe extern "C" fn ninfer_convert(
     call(|| {
         let from = Dtype::from_u32(src_dtype)?;
         let to = Dtype::from_u32(dst_dtype)?;
-        if src_bytes % from.size() != 0 {
+        if !src_bytes.is_multiple_of(from.size()) {
             return Err(Error::SizeMismatch {
                 plane: "source",
                 unit: "bytes",
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn ninfer_convert(
             Dtype::Bf16 => FloatSource::Bf16(unsafe { in_slice(src.cast::<u16>(), n, "src") }?),
             Dtype::F16 => FloatSource::F16(unsafe { in_slice(src.cast::<u16>(), n, "src") }?),
         };
-        if (dst as usize) % to.size() != 0 {
+        if !(dst as usize).is_multiple_of(to.size()) {
             return Err(Error::Misaligned("dst", to.size()));
         }
         let dst = unsafe { out_slice(dst.cast::<u8>(), dst_bytes, "dst") }?;

@@ -37,7 +37,7 @@ pub unsafe extern "C" fn ninfer_validate(
 ) -> Status {
     call(|| {
         for ptr in [out_row, out_block] {
-            if (ptr as usize) % align_of::<u64>() != 0 {
+            if !(ptr as usize).is_multiple_of(align_of::<u64>()) {
                 return Err(Error::Misaligned("out_row/out_block", align_of::<u64>()));
             }
         }

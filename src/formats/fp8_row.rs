@@ -117,10 +117,7 @@ pub fn decode_row(view: &WeightView<'_>, r: usize, out: &mut [f32]) -> Result<()
 /// [`decode_codes_scalar`] (tested).
 pub fn decode_codes(codes: &[u8], s32: f32, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if codes.len() >= 8
-        && std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("f16c")
-    {
+    if codes.len() >= 8 && crate::isa::Cpu::get().avx2 && crate::isa::Cpu::get().f16c {
         // SAFETY: the CPU supports AVX2 and F16C (checked just above).
         unsafe { decode_codes_avx2(codes, s32, out) };
         return;

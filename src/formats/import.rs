@@ -178,7 +178,7 @@ pub fn import_gguf_ternary(
         }
     };
     let bb = ternary_block_bytes(ggml_type).unwrap_or(0);
-    if rows == 0 || cols == 0 || cols % TERNARY_BLOCK_VALUES != 0 {
+    if rows == 0 || cols == 0 || !cols.is_multiple_of(TERNARY_BLOCK_VALUES) {
         return Err(Error::BadShape(format!(
             "{name} [{rows}, {cols}] into t2_g128_fp16: rows and cols must be positive and cols a multiple of {TERNARY_BLOCK_VALUES} (whole {name} blocks, each two t2 groups of 128)"
         )));
@@ -347,7 +347,7 @@ pub fn import_ternary_safetensors(
     cols: usize,
     planes: [&mut [u8]; MAX_PLANES],
 ) -> Result<()> {
-    if rows == 0 || cols == 0 || cols % T2_GROUP != 0 {
+    if rows == 0 || cols == 0 || !cols.is_multiple_of(T2_GROUP) {
         return Err(Error::BadShape(format!(
             "ternary [{rows}, {cols}] into t2_g128_fp16: rows and cols must be positive and cols a multiple of {T2_GROUP} (whole t2 groups; nothing is requantized to fit)"
         )));
@@ -355,7 +355,7 @@ pub fn import_ternary_safetensors(
     let n = mul(rows, cols, "rows × cols")?;
     match codes {
         TernaryCodes::Packed(p) => {
-            if rows % 4 != 0 {
+            if !rows.is_multiple_of(4) {
                 return Err(Error::BadShape(format!(
                     "packed ternary [{rows}, {cols}]: rows must be a multiple of 4 (4 rows per byte)"
                 )));

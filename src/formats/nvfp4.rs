@@ -159,7 +159,7 @@ pub fn decode_row(view: &WeightView<'_>, r: usize, out: &mut [f32]) -> Result<()
 /// is correctly rounded in every lane; tested).
 pub fn decode_blocks(codes: &[u8], scale: impl Fn(usize) -> u8, d: f32, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if crate::isa::Cpu::get().avx2 {
         // SAFETY: the CPU supports AVX2 (checked just above).
         unsafe { decode_blocks_avx2(codes, scale, d, out) };
         return;
@@ -281,7 +281,7 @@ pub fn nvfp4_quantize(
 ) -> Result<()> {
     src.check_shape(rows, cols)?;
     let nkb = layout::k_blocks(cols)?;
-    if sources == 0 || rows % sources != 0 {
+    if sources == 0 || !rows.is_multiple_of(sources) {
         return Err(Error::BadShape(format!(
             "nvfp4: {sources} stacked sources do not divide N = {rows} rows"
         )));

@@ -29,7 +29,7 @@ pub const DIVISORS_PLANE: usize = 2;
 /// The K-blocks of a row of K values: K / 16, or [`Error::BadShape`] when 16 does not
 /// divide K.
 pub fn k_blocks(cols: usize) -> Result<usize> {
-    if cols % BLOCK != 0 {
+    if !cols.is_multiple_of(BLOCK) {
         return Err(Error::BadShape(format!(
             "nvfp4: K = {cols} is not a multiple of the 16-value block"
         )));
@@ -79,7 +79,7 @@ pub(crate) fn plane_sizes(rows: usize, cols: usize) -> Result<PlaneSizes> {
 /// `rows`. Errors: [`Error::SizeMismatch`] (empty or ragged plane), [`Error::BadShape`]
 /// (count does not divide N).
 pub fn check_divisors_len(rows: usize, len: usize) -> Result<()> {
-    if len == 0 || len % 4 != 0 {
+    if len == 0 || !len.is_multiple_of(4) {
         return Err(Error::SizeMismatch {
             unit: "bytes",
             plane: "divisors (4 bytes per stacked source, at least one)",
@@ -88,7 +88,7 @@ pub fn check_divisors_len(rows: usize, len: usize) -> Result<()> {
         });
     }
     let count = len / 4;
-    if rows % count != 0 {
+    if !rows.is_multiple_of(count) {
         return Err(Error::BadShape(format!(
             "nvfp4: {count} divisors do not divide N = {rows} rows into equal sources"
         )));

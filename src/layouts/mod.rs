@@ -66,7 +66,7 @@ pub fn plane_sizes(format: Format, layout: Layout, rows: usize, cols: usize) -> 
         }
         Layout::GgufBlocksV1 => {
             let bv = info.block_values as usize;
-            if cols % bv != 0 {
+            if !cols.is_multiple_of(bv) {
                 return Err(Error::BadShape(format!(
                     "{format}: K = {cols} is not a multiple of the block's {bv} values"
                 )));

@@ -323,7 +323,7 @@ pub fn decode_row(view: &crate::WeightView<'_>, row: usize, out: &mut [f32]) -> 
     let mut rs = try_filled(kp / s.group, 0u16, "a row of scales")?;
     let planes = row_planes(view, row);
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if crate::isa::Cpu::get().avx2 {
         // SAFETY: the CPU reports AVX2.
         return unsafe { decode_row_avx2(&s, cols, row, planes, &mut rc, &mut rs, out) };
     }

@@ -439,7 +439,7 @@ impl<'a> PreparedWeight<'a> {
         if let Backend::Cuda(_) = self.backend {
             cuda_covers(&plan)?;
         }
-        if plan.quantizes_x() && self.cols() % q8_1::QK8_1 != 0 {
+        if plan.quantizes_x() && !self.cols().is_multiple_of(q8_1::QK8_1) {
             return Err(Error::BadShape(format!(
                 "linear: q8_1 activations need K a multiple of 32 (K = {})",
                 self.cols()
@@ -922,14 +922,14 @@ impl<'a> PreparedWeight<'a> {
                 rows.end
             )));
         }
-        if let Some(b) = bias {
-            if b.len() < rows.end {
-                return Err(Error::BufferTooSmall {
-                    what: "bias",
-                    needed: rows.end,
-                    actual: b.len(),
-                });
-            }
+        if let Some(b) = bias
+            && b.len() < rows.end
+        {
+            return Err(Error::BufferTooSmall {
+                what: "bias",
+                needed: rows.end,
+                actual: b.len(),
+            });
         }
         Ok(())
     }

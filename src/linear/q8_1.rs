@@ -86,7 +86,7 @@ pub(crate) fn quantize_block(x: &[f32]) -> Block {
 /// Errors: [`Error::BadShape`] when `x.len()` is not a positive multiple of 32,
 /// [`Error::BufferTooSmall`] when `out` is shorter than `x.len() / 32 × 36` bytes.
 pub fn quantize_row_q8_1(x: &[f32], out: &mut [u8]) -> Result<()> {
-    if x.is_empty() || x.len() % QK8_1 != 0 {
+    if x.is_empty() || !x.len().is_multiple_of(QK8_1) {
         return Err(Error::BadShape(format!(
             "q8_1: {} values is not a positive multiple of 32",
             x.len()

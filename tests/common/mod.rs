@@ -8,6 +8,24 @@ use std::ffi::c_char;
 // Links the library so its `ninfer_*` symbols resolve.
 use ninfer as _;
 
+/// Every CPU tier of `linear::Isa::ALL` this machine runs; each one it lacks is named on
+/// stderr (skipped, never silently).
+pub fn isas() -> Vec<ninfer::linear::Isa> {
+    ninfer::linear::Isa::ALL
+        .into_iter()
+        .filter(|i| {
+            let ok = i.available();
+            if !ok {
+                eprintln!(
+                    "note: no {} on this machine, its tier is not tested",
+                    i.name()
+                );
+            }
+            ok
+        })
+        .collect()
+}
+
 /// `ninfer_bytes`.
 #[repr(C)]
 #[derive(Clone, Copy)]

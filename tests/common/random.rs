@@ -104,7 +104,7 @@ pub fn random_planes(format: Format, n: usize, k: usize, rng: &mut Rng) -> Vec<V
             let scales: Vec<u16> = (0..n * k.div_ceil(g))
                 .map(|_| {
                     let v = 0.001 + 0.02 * rng.unit().abs();
-                    let v = if rng.next() % 2 == 0 { v } else { -v };
+                    let v = if rng.next().is_multiple_of(2) { v } else { -v };
                     half::f16::from_f32(v).to_bits()
                 })
                 .collect();

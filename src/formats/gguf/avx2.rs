@@ -11,7 +11,7 @@
 //!
 //! # Safety
 //! Every function here requires AVX2 and F16C; callers go through [`dequantizer`], which
-//! returns them only when `is_x86_feature_detected!` holds for both. Inputs are whole
+//! returns them only when the CPU has both ([`crate::isa::Cpu`]). Inputs are whole
 //! blocks and their outputs (`chunks_exact`), so every load and store below is in bounds.
 
 // Intrinsics became safe inside `#[target_feature]` functions after our MSRV (1.85).
@@ -31,7 +31,8 @@ type DequantizeFn = fn(&[u8], &mut [f32]);
 
 /// Whether this CPU runs the AVX2 kernels (which also use F16C for block scales).
 pub(super) fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c")
+    let c = crate::isa::Cpu::get();
+    c.avx2 && c.f16c
 }
 
 /// The AVX2 kernel for `format`, when there is one and the CPU has AVX2 and F16C.

@@ -133,7 +133,7 @@ pub fn dequantize_with(
         return Err(Error::Internal(format!("{format} is not a GGUF format")));
     }
     let (bv, bb) = (info.block_values as usize, info.block_bytes as usize);
-    if out.len() % bv != 0 || blocks.len() != out.len() / bv * bb {
+    if !out.len().is_multiple_of(bv) || blocks.len() != out.len() / bv * bb {
         return Err(Error::Internal(format!(
             "{format}: {} bytes for {} values",
             blocks.len(),

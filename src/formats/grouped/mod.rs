@@ -119,13 +119,14 @@ impl Scheme {
                 self.qmin, self.qmax
             ));
         }
-        if scale == 0 && !self.is_q2() {
-            if let Some(i) = codes.iter().position(|&q| q != 0) {
-                return Err(format!(
-                    "scale is +0 but code at position {i} of the group is {}",
-                    codes[i]
-                ));
-            }
+        if scale == 0
+            && !self.is_q2()
+            && let Some(i) = codes.iter().position(|&q| q != 0)
+        {
+            return Err(format!(
+                "scale is +0 but code at position {i} of the group is {}",
+                codes[i]
+            ));
         }
         Ok(())
     }

@@ -158,7 +158,7 @@ impl<'a> Engine<'a> {
         let (n, k) = (rows.len(), self.cols());
         let mt = m.clamp(1, TILE_M);
         let mk = mul(mt, k, "a tile of x")?;
-        let arranged = self.isa == Isa::Avx2;
+        let arranged = self.isa.avx2();
         let q = match self.kernel {
             Kernel::Gguf(_) | Kernel::GgufDecoded | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
                 Some(q8_1::Rows::with_capacity(mt, k, arranged)?)

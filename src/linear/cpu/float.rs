@@ -238,8 +238,9 @@ pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut 
     debug_assert_eq!(out.len(), w.len() * m);
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
-        Isa::Avx2 => unsafe { super::float_avx2::dot_rows(w, x, m, out) },
+        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
+        // FMA and F16C) only after run-time detection.
+        isa if isa.avx2() => unsafe { super::float_avx2::dot_rows(w, x, m, out) },
         _ => {
             let k = w.first().map_or(0, |r| r.len());
             for (i, wr) in w.iter().enumerate() {
@@ -259,8 +260,9 @@ pub(crate) fn materialize(isa: Isa, w: &WRow<'_>, out: &mut [f32]) {
     debug_assert_eq!(out.len(), w.len());
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
-        Isa::Avx2 => unsafe { super::float_avx2::materialize(w, out) },
+        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
+        // FMA and F16C) only after run-time detection.
+        isa if isa.avx2() => unsafe { super::float_avx2::materialize(w, out) },
         _ => {
             for (k, o) in out.iter_mut().enumerate() {
                 *o = w.get(k);
@@ -276,9 +278,10 @@ pub(crate) fn f16_words_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
     // The words the AVX2 path converted (it leaves a tail to the loop below).
     let done = match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
+        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
+        // FMA and F16C) only after run-time detection; the
         // lengths are checked above.
-        Isa::Avx2 => unsafe { super::float_avx2::f16_words_to_f32(words, out) },
+        isa if isa.avx2() => unsafe { super::float_avx2::f16_words_to_f32(words, out) },
         _ => 0,
     };
     for (o, w) in out.iter_mut().zip(words.chunks_exact(2)).skip(done) {
@@ -293,9 +296,10 @@ pub(crate) fn e4m3fn_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
     // The words the AVX2 path converted (it leaves a tail to the loop below).
     let done = match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection; the
+        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
+        // FMA and F16C) only after run-time detection; the
         // lengths are checked above.
-        Isa::Avx2 => unsafe { super::float_avx2::e4m3fn_to_f32(words, out) },
+        isa if isa.avx2() => unsafe { super::float_avx2::e4m3fn_to_f32(words, out) },
         _ => 0,
     };
     for (o, &w) in out.iter_mut().zip(words).skip(done) {

@@ -40,7 +40,7 @@ pub(crate) struct GRow<'a> {
 pub(crate) fn prepare(isa: Isa, kind: Grouped, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => super::grouped_q8_avx2::arrange(kind, rows),
+        isa if isa.avx2() => super::grouped_q8_avx2::arrange(kind, rows),
         _ => {
             let _ = kind; // the scalar kernels read the codes in their natural order
             rows
@@ -93,8 +93,9 @@ pub(crate) fn dot_row_group(
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
-        Isa::Avx2 => unsafe { super::grouped_q8_avx2::dot_row_group(kind, ws, xs, out) },
+        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
+        // FMA and F16C) only after run-time detection.
+        isa if isa.avx2() => unsafe { super::grouped_q8_avx2::dot_row_group(kind, ws, xs, out) },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
                 for (o, x) in o.iter_mut().zip(xs) {

@@ -26,14 +26,9 @@
 
 use super::float::Grouped;
 use super::grouped_q8::{GRow, blocks_scalar};
-use super::tree8;
+use super::{P, PINV, tree8};
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
-
-/// Lane i of a chunk's vectors holds block `P[i]` of the chunk (what the hadd tree leaves).
-const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
-/// The inverse of [`P`].
-const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
 /// q4's pair arrangement: [A even 16, B even 16, A odd 16, B odd 16] (also nvfp4's).
 pub(super) const NIBBLES: [u8; 64] = {

@@ -200,9 +200,10 @@ pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>]
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection of
-        // AVX2, FMA and F16C; BMI1 is checked here (else the reference runs: same bits).
-        Isa::Avx2 if std::is_x86_feature_detected!("bmi1") => unsafe {
+        // SAFETY: a prepared weight selects a tier above Isa::Scalar only after run-time
+        // detection of AVX2, FMA and F16C; BMI1 is checked here (else the reference runs:
+        // same bits).
+        isa if isa.avx2() && crate::isa::Cpu::get().bmi1 => unsafe {
             super::iquants_avx2::dot_row_group(kind, ws, xs, out)
         },
         _ => {

@@ -660,7 +660,9 @@ unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     let mut px = Vec::with_capacity(m);
     for x in xs {
         // Every row holds nsb whole super-blocks: the pointer reads below stay in bounds.
-        assert!(nb % 8 == 0 && x.qs.len() >= 32 * nb && x.d.len() >= nb && x.sum.len() >= nb);
+        assert!(
+            nb.is_multiple_of(8) && x.qs.len() >= 32 * nb && x.d.len() >= nb && x.sum.len() >= nb
+        );
         assert!(x.sum8.len() >= 4 * nb);
         px.push(X {
             qs: x.qs.as_ptr(),

@@ -173,8 +173,15 @@ pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out:
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection.
-        Isa::Avx2 => unsafe { super::kquants_avx2::dot_row_group(kq, ws, xs, out) },
+        // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
+        // of all its features (`Isa::available`), those its kernels are compiled for.
+        Isa::Avx512 => unsafe { super::kquants_avx2::avx512::dot_row_group(kq, ws, xs, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::AvxVnni => unsafe { super::kquants_avx2::avxvnni::dot_row_group(kq, ws, xs, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { super::kquants_avx2::avx2::dot_row_group(kq, ws, xs, out) },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len())) {
                 for (o, x) in o.iter_mut().zip(xs) {
@@ -310,10 +317,10 @@ mod tests {
 
     /// Oracle: the f64 product of the exactly decoded weights (formats::gguf, checked
     /// against gguf-py) with the q8_1 values x̂; the kernel output must meet
-    /// `linear_f32acc_v1`, for every row-group size 1..4 and M ∈ {1, 2, 5}, and the AVX2
-    /// path must return the scalar path's bits.
+    /// `linear_f32acc_v1`, for every row-group size 1..4 and M ∈ {1, 2, 5}, and every tier
+    /// must return the scalar path's bits.
     #[test]
-    fn extreme_payloads_meet_the_criterion_and_avx2_equals_scalar() {
+    fn extreme_payloads_meet_the_criterion_and_every_tier_equals_scalar() {
         let mut rng = Lcg(7);
         let mut counts = [0usize; 5];
         for (ti, kq) in ALL.into_iter().enumerate() {
@@ -338,13 +345,17 @@ mod tests {
                                 let ws = &rows[r0..r0 + g];
                                 let mut ys = vec![0f32; g * m];
                                 dot_row_group(Isa::Scalar, kq, ws, &xs, &mut ys);
-                                if Isa::Avx2.available() {
+                                for isa in Isa::tested() {
                                     let mut ya = vec![0f32; g * m];
-                                    dot_row_group(Isa::Avx2, kq, ws, &xs, &mut ya);
+                                    dot_row_group(isa, kq, ws, &xs, &mut ya);
                                     let b = |v: &[f32]| {
                                         v.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
                                     };
-                                    assert_eq!(b(&ys), b(&ya), "{kq:?} k{k} p{pattern} m{m} g{g}");
+                                    assert_eq!(
+                                        b(&ys),
+                                        b(&ya),
+                                        "{kq:?} {isa:?} k{k} p{pattern} m{m} g{g}"
+                                    );
                                 }
                                 for i in 0..g {
                                     let wr = &wd[(r0 + i) * k..(r0 + i + 1) * k];
@@ -393,11 +404,57 @@ mod tests {
         let dx = q.d[0];
         assert_eq!(q.qs[0], 127);
         let want = 256.0 * 5.5 * 127.0 * dx as f64;
-        for isa in [Isa::Scalar, Isa::detect()] {
+        for isa in Isa::tested() {
             let mut y = [0f32];
             dot_row_group(isa, Kq::Q4K, &[&b], &[q.row(0)], &mut y);
             // Every S_j = 2·3·127·32, M_j = 127·32: exact; lanes equal, so the tree is exact.
             assert_eq!(y[0] as f64, want, "{isa:?}");
+        }
+    }
+
+    /// Every tier equals the scalar reference word for word (NaN where it is NaN; its sign
+    /// and payload are not specified) with random codes and scale words drawn from NaN,
+    /// ±Inf, subnormals, ±0 and normals.
+    #[test]
+    fn non_finite_scale_words_every_tier_equals_scalar() {
+        const SPECIAL: [u16; 8] = [
+            0x7E00, 0xFE01, 0x7C00, 0xFC00, 0x0001, 0x83FF, 0x0000, 0x8000,
+        ];
+        let mut rng = Lcg(11);
+        let bits = |v: &[f32]| {
+            v.iter()
+                .map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() })
+                .collect::<Vec<_>>()
+        };
+        for kq in ALL {
+            let (n, k) = (5, 1024);
+            let mut w = payload(kq, n, k, 3, &mut rng);
+            for blk in w.chunks_exact_mut(kq.block_bytes()) {
+                for &at in f16_fields(kq) {
+                    let r = rng.next();
+                    if r.is_multiple_of(4) {
+                        let s = SPECIAL[(r >> 4) as usize % SPECIAL.len()];
+                        blk[at..at + 2].copy_from_slice(&s.to_le_bytes());
+                    }
+                }
+            }
+            let rb = k / 256 * kq.block_bytes();
+            let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
+            for m in [1, 3, 6] {
+                let x = activations(m, k, &mut rng);
+                let q = Rows::quantize(&x, m, k);
+                let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                let mut want = vec![0f32; n * m];
+                dot_row_group(Isa::Scalar, kq, &rows, &xs, &mut want);
+                for isa in Isa::tested() {
+                    for g in 1..=4 {
+                        let mut got = vec![0f32; g * m];
+                        dot_row_group(isa, kq, &rows[n - g..], &xs, &mut got);
+                        let want = &want[(n - g) * m..];
+                        assert_eq!(bits(&got), bits(want), "{kq:?} {isa:?} m{m} g{g}");
+                    }
+                }
+            }
         }
     }
 }

@@ -1,5 +1,7 @@
-//! AVX2 + FMA + F16C k-quant kernels, in exactly the order of [`super::kquants`]'s module
-//! docs.
+//! The x86 k-quant kernels, in exactly the order of [`super::kquants`]'s module docs: one
+//! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avx512`] and
+//! [`avxvnni`] (256-bit `vpdpbusd`, which Q4_K, Q5_K and Q6_K use for the block sums: the
+//! same exact integers in the same lanes, so the same bits).
 //!
 //! Per super-block and weight row, the header (scales, mins, d, dmin) is decoded once with
 //! vector ops. The codes are taken UNSIGNED (Q2_K 0..3, Q3_K 0..7 = q + 4, Q4_K 0..15,
@@ -335,214 +337,276 @@ impl K for Q6K {
     }
 }
 
-/// Blocks J and J1 = J+1 of super-block `sb` for every (weight row, activation row), one
-/// horizontal-add level merged, no scale yet: per 128-bit half, i16 lanes 0..4 are block
-/// J's and 4..8 block J+1's (sums of `vpmaddubsw` pairs); Q6_K: i32 lanes 0,1 and 2,3.
-///
-/// # Safety
-/// As [`pass`]; super-block `sb` lies in every row.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn pair<U: K, const RW: usize, const RX: usize, const J: usize, const J1: usize>(
-    w: &[*const u8; RW],
-    x: &[*const i8; RX],
-) -> [[__m256i; RX]; RW] {
-    let mut out = [[_mm256_setzero_si256(); RX]; RW];
-    // SAFETY: blocks J, J+1 of the super-block at w[i] and of the activations at x[r].
-    unsafe {
-        // Plain loops, no closures: a closure would not inherit the target features.
-        let (mut x0, mut x1) = ([_mm256_setzero_si256(); RX], [_mm256_setzero_si256(); RX]);
-        for r in 0..RX {
-            x0[r] = load(x[r].add(32 * J).cast());
-            x1[r] = load(x[r].add(32 * J + 32).cast());
-        }
-        for i in 0..RW {
-            let (u0, u1) = (U::codes::<J>(w[i]), U::codes::<J1>(w[i]));
-            for r in 0..RX {
-                let v0 = _mm256_maddubs_epi16(u0, x0[r]);
-                let v1 = _mm256_maddubs_epi16(u1, x1[r]);
-                out[i][r] = if U::WIDE {
-                    let one = _mm256_set1_epi16(1);
-                    _mm256_hadd_epi32(_mm256_madd_epi16(v0, one), _mm256_madd_epi16(v1, one))
-                } else {
-                    _mm256_hadd_epi16(v0, v1)
-                };
-            }
-        }
-    }
-    out
-}
-
-/// Blocks J..J+4 from two [`pair`] results: per 128-bit half, i32 lane k = block J+k's
-/// half sum, times its per-16 scale `sc` ([`Hdr::s03`] or [`Hdr::s47`]; not for Q4_K/Q5_K).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn quad<U: K>(a: __m256i, b: __m256i, sc: __m256i) -> __m256i {
-    if U::WIDE {
-        _mm256_mullo_epi32(_mm256_hadd_epi32(a, b), sc)
-    } else {
-        // Each i16 lane is now a sum of 8 products |u·x| ≤ 31·127 (Q5_K): ≤ 31496 < 2¹⁵;
-        // the scaled pair sums stay far below 2³¹.
-        let sc = if U::PER32 { _mm256_set1_epi16(1) } else { sc };
-        _mm256_madd_epi16(_mm256_hadd_epi16(a, b), sc)
-    }
-}
-
-/// # Safety
-/// AVX2, FMA and F16C available; every row of `ws` holds the super-blocks of every row of
-/// `xs` (whole super-blocks, K a multiple of 256); `out.len() == ws.len() · xs.len()`.
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-    // SAFETY (all calls): the caller's contract.
-    unsafe {
-        match kq {
-            Kq::Q2K => group::<Q2K>(ws, xs, out),
-            Kq::Q3K => group::<Q3K>(ws, xs, out),
-            Kq::Q4K => group::<Q4K>(ws, xs, out),
-            Kq::Q5K => group::<Q5K>(ws, xs, out),
-            Kq::Q6K => group::<Q6K>(ws, xs, out),
-        }
-    }
-}
-
-/// Splits the (weight rows × activation rows) grid into passes of at most four pairs.
-///
-/// # Safety
-/// As [`dot_row_group`].
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-    let m = xs.len();
-    // SAFETY (all calls): the caller's contract.
-    unsafe {
-        if m == 1 {
-            // One weight row per pass: measured faster at M = 1 than 2 or 4 interleaved
-            // row streams when the matrix comes from L3 (equal when it sits in L1/L2).
-            for (w, o) in ws.iter().zip(out.iter_mut()) {
-                pass::<U, 1, 1>(std::slice::from_ref(w), xs, std::slice::from_mut(o), 1);
-            }
-            return;
-        }
-        for (i, w) in ws.iter().enumerate() {
-            let w = std::slice::from_ref(w);
-            let o = &mut out[i * m..(i + 1) * m];
-            let mut r = 0;
-            while r + 4 <= m {
-                pass::<U, 1, 4>(w, &xs[r..r + 4], &mut o[r..r + 4], 4);
-                r += 4;
-            }
-            match m - r {
-                3 => pass::<U, 1, 3>(w, &xs[r..], &mut o[r..], 3),
-                2 => pass::<U, 1, 2>(w, &xs[r..], &mut o[r..], 2),
-                1 => pass::<U, 1, 1>(w, &xs[r..], &mut o[r..], 1),
-                _ => {}
-            }
-        }
-    }
-}
-
 /// How many weight rows ahead the kernel prefetches: beyond L3 (16384 × 4096, M = 1) 2
 /// measured best (1: ~5–10% slower, 3 and 4: equal or slower); in L3 it is neutral.
 const PF_ROWS: usize = 2;
 
-/// RW weight rows against RX activation rows: `out[i·stride + r]`.
-///
-/// # Safety
-/// As [`dot_row_group`], with `ws.len() == RW`, `xs.len() == RX`.
-#[inline(never)]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn pass<U: K, const RW: usize, const RX: usize>(
-    ws: &[&[u8]],
-    xs: &[Row<'_>],
-    out: &mut [f32],
-    stride: usize,
-) {
-    let bb = U::KQ.block_bytes();
-    let nsb = xs[0].d.len() / 8;
-    let pf = PF_ROWS * nsb * bb;
-    // One up-front check per row: the pointer reads below stay in bounds.
-    let wp: [*const u8; RW] = std::array::from_fn(|i| {
-        assert!(ws[i].len() >= nsb * bb);
-        ws[i].as_ptr()
-    });
-    for x in xs {
-        assert!(x.qs.len() >= 256 * nsb && x.d.len() >= 8 * nsb && x.sum16.len() >= 16 * nsb);
-    }
-    let xq: [*const i8; RX] = std::array::from_fn(|r| xs[r].qs.as_ptr());
-    let xd: [*const f32; RX] = std::array::from_fn(|r| xs[r].d.as_ptr());
-    let xs16: [*const i16; RX] = std::array::from_fn(|r| xs[r].sum16.as_ptr());
-    let mut acc = [[_mm256_setzero_ps(); RX]; RW];
-    let mut accm = [[_mm256_setzero_ps(); RX]; RW];
-    for sb in 0..nsb {
-        // SAFETY (all): super-block sb lies in every weight row and every activation row.
-        unsafe {
-            let mut w = wp;
-            let mut x = xq;
-            let mut dx = [_mm256_setzero_ps(); RX];
-            let mut s16 = [_mm256_setzero_si256(); RX];
-            for r in 0..RX {
-                x[r] = xq[r].add(256 * sb);
-                dx[r] = _mm256_loadu_ps(xd[r].add(8 * sb));
-                s16[r] = _mm256_loadu_si256(xs16[r].add(16 * sb).cast());
-            }
-            let mut h = [U::header(w[0].add(bb * sb)); RW];
-            for i in 0..RW {
-                w[i] = wp[i].add(bb * sb);
-                // The same super-block of a row further on (rows are consecutive in the
-                // plane): a row is only a few KiB, too short for the hardware prefetcher.
-                let ahead = w[i].wrapping_add(pf);
-                let mut o = 0;
-                while o < bb {
-                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast());
-                    o += 64;
-                }
-                h[i] = U::header(w[i]);
-            }
-            // Lane j of `s[i][r]` = block j's sum (pairwise merge tree, then the two halves).
-            let p0 = pair::<U, RW, RX, 0, 1>(&w, &x);
-            let p1 = pair::<U, RW, RX, 2, 3>(&w, &x);
-            let mut a = p0;
-            for i in 0..RW {
+/// The kernels of one tier, compiled for its features `$feat` (a string literal); the
+/// calling module defines `VNNI` (whether `sum4` is one instruction) and `sum4(u, s)`, the
+/// exact i32 sums of each 4-byte group of u8 × i8 products (adjacent pair sums fit i16).
+macro_rules! kernels {
+    ($feat:tt) => {
+        /// Blocks J and J1 = J+1 of super-block `sb` for every (weight row, activation row), one
+        /// horizontal-add level merged, no scale yet: per 128-bit half, i16 lanes 0..4 are block
+        /// J's and 4..8 block J+1's (sums of `vpmaddubsw` pairs); Q6_K (and Q4_K, Q5_K on a VNNI
+        /// tier): i32 lanes 0,1 and 2,3 (sums of `sum4`).
+        ///
+        /// # Safety
+        /// As [`pass`]; super-block `sb` lies in every row.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn pair<U: K, const RW: usize, const RX: usize, const J: usize, const J1: usize>(
+            w: &[*const u8; RW],
+            x: &[*const i8; RX],
+        ) -> [[__m256i; RX]; RW] {
+            let mut out = [[_mm256_setzero_si256(); RX]; RW];
+            // SAFETY: blocks J, J+1 of the super-block at w[i] and of the activations at x[r].
+            unsafe {
+                // Plain loops, no closures: a closure would not inherit the target features.
+                let (mut x0, mut x1) = ([_mm256_setzero_si256(); RX], [_mm256_setzero_si256(); RX]);
                 for r in 0..RX {
-                    a[i][r] = quad::<U>(p0[i][r], p1[i][r], h[i].s03);
+                    x0[r] = load(x[r].add(32 * J).cast());
+                    x1[r] = load(x[r].add(32 * J + 32).cast());
+                }
+                for i in 0..RW {
+                    let (u0, u1) = (U::codes::<J>(w[i]), U::codes::<J1>(w[i]));
+                    for r in 0..RX {
+                        out[i][r] = if U::WIDE || (VNNI && U::PER32) {
+                            _mm256_hadd_epi32(sum4(u0, x0[r]), sum4(u1, x1[r]))
+                        } else {
+                            let v0 = _mm256_maddubs_epi16(u0, x0[r]);
+                            let v1 = _mm256_maddubs_epi16(u1, x1[r]);
+                            _mm256_hadd_epi16(v0, v1)
+                        };
+                    }
                 }
             }
-            let p2 = pair::<U, RW, RX, 4, 5>(&w, &x);
-            let p3 = pair::<U, RW, RX, 6, 7>(&w, &x);
-            for i in 0..RW {
-                for r in 0..RX {
-                    // a = [blocks 0..4 over lanes 0..4 | over lanes 4..8], b: blocks 4..8.
-                    let b = quad::<U>(p2[i][r], p3[i][r], h[i].s47);
-                    let s = _mm256_add_epi32(
-                        _mm256_blend_epi32(a[i][r], b, 0xF0),
-                        _mm256_permute2x128_si256(a[i][r], b, 0x21),
-                    );
-                    let t = _mm256_madd_epi16(h[i].c16, s16[r]);
-                    let s = match U::KQ {
-                        Kq::Q4K | Kq::Q5K => _mm256_mullo_epi32(h[i].s03, s),
-                        Kq::Q3K | Kq::Q6K => _mm256_sub_epi32(s, t),
-                        Kq::Q2K => s,
-                    };
-                    let ds = _mm256_mul_ps(h[i].d, dx[r]);
-                    acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
-                    if U::KQ.has_min() {
-                        let dm = _mm256_mul_ps(h[i].dmin, dx[r]);
-                        accm[i][r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(t), accm[i][r]);
+            out
+        }
+
+        /// Blocks J..J+4 from two [`pair`] results: per 128-bit half, i32 lane k = block J+k's
+        /// half sum, times its per-16 scale `sc` ([`Hdr::s03`] or [`Hdr::s47`]; not for Q4_K/Q5_K).
+        /// The integer sums are exact: every tier gives the same lanes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn quad<U: K>(a: __m256i, b: __m256i, sc: __m256i) -> __m256i {
+            if U::WIDE {
+                _mm256_mullo_epi32(_mm256_hadd_epi32(a, b), sc)
+            } else if VNNI && U::PER32 {
+                _mm256_hadd_epi32(a, b)
+            } else {
+                // Each i16 lane is now a sum of 8 products |u·x| ≤ 31·127 (Q5_K): ≤ 31496 < 2¹⁵;
+                // the scaled pair sums stay far below 2³¹.
+                let sc = if U::PER32 { _mm256_set1_epi16(1) } else { sc };
+                _mm256_madd_epi16(_mm256_hadd_epi16(a, b), sc)
+            }
+        }
+
+        /// # Safety
+        /// The features `$feat` available; every row of `ws` holds the super-blocks of every row of
+        /// `xs` (whole super-blocks, K a multiple of 256); `out.len() == ws.len() · xs.len()`.
+        #[target_feature(enable = $feat)]
+        pub(in crate::linear::cpu) unsafe fn dot_row_group(
+            kq: Kq,
+            ws: &[&[u8]],
+            xs: &[Row<'_>],
+            out: &mut [f32],
+        ) {
+            // SAFETY (all calls): the caller's contract.
+            unsafe {
+                match kq {
+                    Kq::Q2K => group::<Q2K>(ws, xs, out),
+                    Kq::Q3K => group::<Q3K>(ws, xs, out),
+                    Kq::Q4K => group::<Q4K>(ws, xs, out),
+                    Kq::Q5K => group::<Q5K>(ws, xs, out),
+                    Kq::Q6K => group::<Q6K>(ws, xs, out),
+                }
+            }
+        }
+
+        /// Splits the (weight rows × activation rows) grid into passes of at most four pairs.
+        ///
+        /// # Safety
+        /// As [`dot_row_group`].
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+            let m = xs.len();
+            // SAFETY (all calls): the caller's contract.
+            unsafe {
+                if m == 1 {
+                    // One weight row per pass: measured faster at M = 1 than 2 or 4 interleaved
+                    // row streams when the matrix comes from L3 (equal when it sits in L1/L2).
+                    for (w, o) in ws.iter().zip(out.iter_mut()) {
+                        pass::<U, 1, 1>(std::slice::from_ref(w), xs, std::slice::from_mut(o), 1);
+                    }
+                    return;
+                }
+                for (i, w) in ws.iter().enumerate() {
+                    let w = std::slice::from_ref(w);
+                    let o = &mut out[i * m..(i + 1) * m];
+                    let mut r = 0;
+                    while r + 4 <= m {
+                        pass::<U, 1, 4>(w, &xs[r..r + 4], &mut o[r..r + 4], 4);
+                        r += 4;
+                    }
+                    match m - r {
+                        3 => pass::<U, 1, 3>(w, &xs[r..], &mut o[r..], 3),
+                        2 => pass::<U, 1, 2>(w, &xs[r..], &mut o[r..], 2),
+                        1 => pass::<U, 1, 1>(w, &xs[r..], &mut o[r..], 1),
+                        _ => {}
                     }
                 }
             }
         }
-    }
-    for i in 0..RW {
-        for r in 0..RX {
-            let mut a = [0f32; 8];
-            let mut m = [0f32; 8];
-            // SAFETY: 8 writable floats each.
-            unsafe {
-                _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]);
-                _mm256_storeu_ps(m.as_mut_ptr(), accm[i][r]);
+
+        /// RW weight rows against RX activation rows: `out[i·stride + r]`.
+        ///
+        /// # Safety
+        /// As [`dot_row_group`], with `ws.len() == RW`, `xs.len() == RX`.
+        #[inline(never)]
+        #[target_feature(enable = $feat)]
+        unsafe fn pass<U: K, const RW: usize, const RX: usize>(
+            ws: &[&[u8]],
+            xs: &[Row<'_>],
+            out: &mut [f32],
+            stride: usize,
+        ) {
+            let bb = U::KQ.block_bytes();
+            let nsb = xs[0].d.len() / 8;
+            let pf = PF_ROWS * nsb * bb;
+            // One up-front check per row: the pointer reads below stay in bounds.
+            let wp: [*const u8; RW] = std::array::from_fn(|i| {
+                assert!(ws[i].len() >= nsb * bb);
+                ws[i].as_ptr()
+            });
+            for x in xs {
+                assert!(
+                    x.qs.len() >= 256 * nsb && x.d.len() >= 8 * nsb && x.sum16.len() >= 16 * nsb
+                );
             }
-            out[i * stride + r] = finish(U::KQ, &a, &m);
+            let xq: [*const i8; RX] = std::array::from_fn(|r| xs[r].qs.as_ptr());
+            let xd: [*const f32; RX] = std::array::from_fn(|r| xs[r].d.as_ptr());
+            let xs16: [*const i16; RX] = std::array::from_fn(|r| xs[r].sum16.as_ptr());
+            let mut acc = [[_mm256_setzero_ps(); RX]; RW];
+            let mut accm = [[_mm256_setzero_ps(); RX]; RW];
+            for sb in 0..nsb {
+                // SAFETY (all): super-block sb lies in every weight row and every activation row.
+                unsafe {
+                    let mut w = wp;
+                    let mut x = xq;
+                    let mut dx = [_mm256_setzero_ps(); RX];
+                    let mut s16 = [_mm256_setzero_si256(); RX];
+                    for r in 0..RX {
+                        x[r] = xq[r].add(256 * sb);
+                        dx[r] = _mm256_loadu_ps(xd[r].add(8 * sb));
+                        s16[r] = _mm256_loadu_si256(xs16[r].add(16 * sb).cast());
+                    }
+                    let mut h = [U::header(w[0].add(bb * sb)); RW];
+                    for i in 0..RW {
+                        w[i] = wp[i].add(bb * sb);
+                        // The same super-block of a row further on (rows are consecutive in the
+                        // plane): a row is only a few KiB, too short for the hardware prefetcher.
+                        let ahead = w[i].wrapping_add(pf);
+                        let mut o = 0;
+                        while o < bb {
+                            _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast());
+                            o += 64;
+                        }
+                        h[i] = U::header(w[i]);
+                    }
+                    // Lane j of `s[i][r]` = block j's sum (pairwise merge tree, then the two halves).
+                    let p0 = pair::<U, RW, RX, 0, 1>(&w, &x);
+                    let p1 = pair::<U, RW, RX, 2, 3>(&w, &x);
+                    let mut a = p0;
+                    for i in 0..RW {
+                        for r in 0..RX {
+                            a[i][r] = quad::<U>(p0[i][r], p1[i][r], h[i].s03);
+                        }
+                    }
+                    let p2 = pair::<U, RW, RX, 4, 5>(&w, &x);
+                    let p3 = pair::<U, RW, RX, 6, 7>(&w, &x);
+                    for i in 0..RW {
+                        for r in 0..RX {
+                            // a = [blocks 0..4 over lanes 0..4 | over lanes 4..8], b: blocks 4..8.
+                            let b = quad::<U>(p2[i][r], p3[i][r], h[i].s47);
+                            let s = _mm256_add_epi32(
+                                _mm256_blend_epi32(a[i][r], b, 0xF0),
+                                _mm256_permute2x128_si256(a[i][r], b, 0x21),
+                            );
+                            let t = _mm256_madd_epi16(h[i].c16, s16[r]);
+                            let s = match U::KQ {
+                                Kq::Q4K | Kq::Q5K => _mm256_mullo_epi32(h[i].s03, s),
+                                Kq::Q3K | Kq::Q6K => _mm256_sub_epi32(s, t),
+                                Kq::Q2K => s,
+                            };
+                            let ds = _mm256_mul_ps(h[i].d, dx[r]);
+                            acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
+                            if U::KQ.has_min() {
+                                let dm = _mm256_mul_ps(h[i].dmin, dx[r]);
+                                accm[i][r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(t), accm[i][r]);
+                            }
+                        }
+                    }
+                }
+            }
+            for i in 0..RW {
+                for r in 0..RX {
+                    let mut a = [0f32; 8];
+                    let mut m = [0f32; 8];
+                    // SAFETY: 8 writable floats each.
+                    unsafe {
+                        _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]);
+                        _mm256_storeu_ps(m.as_mut_ptr(), accm[i][r]);
+                    }
+                    out[i * stride + r] = finish(U::KQ, &a, &m);
+                }
+            }
         }
+    };
+}
+
+/// The AVX2 tier: `sum4` = `vpmaddwd(vpmaddubsw(u, s), 1)`.
+pub(super) mod avx2 {
+    use super::*;
+
+    const VNNI: bool = false;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn sum4(u: __m256i, s: __m256i) -> __m256i {
+        _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
     }
+
+    kernels!("avx2,fma,f16c");
+}
+
+/// The AVX-512 tier: `sum4` = 256-bit EVEX `vpdpbusd` (AVX512-VNNI + VL).
+pub(super) mod avx512 {
+    use super::*;
+
+    const VNNI: bool = true;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn sum4(u: __m256i, s: __m256i) -> __m256i {
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
+    }
+
+    kernels!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni");
+}
+
+/// The AVX-VNNI tier: `sum4` = 256-bit VEX `vpdpbusd`.
+pub(super) mod avxvnni {
+    use super::*;
+
+    const VNNI: bool = true;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    fn sum4(u: __m256i, s: __m256i) -> __m256i {
+        _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s)
+    }
+
+    kernels!("avx2,fma,f16c,avxvnni");
 }

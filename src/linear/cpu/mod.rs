@@ -1,6 +1,6 @@
 //! CPU kernels of `linear`: per-family dot products, each with a portable scalar reference
-//! and an AVX2+FMA+F16C path that returns the same bits (the evaluation order is fixed per
-//! family and written down next to each kernel; docs/linear.md).
+//! and x86 paths that return the same bits on every tier of [`Isa`] (the evaluation order is
+//! fixed per family and written down next to each kernel; docs/linear.md).
 //!
 //! - [`float`] (AVX2: `float_avx2`): bf16 / fp32 words, grouped codes, E4M3FN and nvfp4
 //!   codes read in place (and any decodable format, through a decoded f32 row) against f32
@@ -36,52 +36,15 @@ mod nvfp4_q8_avx2;
 #[cfg(test)]
 mod tests;
 
-/// The instruction set a prepared weight runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Isa {
-    /// Portable Rust: the reference order every other path reproduces bit for bit.
-    Scalar,
-    /// x86-64 AVX2 + FMA + F16C (detected at run time).
-    Avx2,
-}
+pub use crate::isa::Isa;
 
-impl Isa {
-    /// Every instruction set of this build, the portable reference first ([`Isa::available`]
-    /// says which this machine runs); a new variant is added here too.
-    pub const ALL: &'static [Isa] = &[Isa::Scalar, Isa::Avx2];
-
-    /// The best instruction set of this machine.
-    pub fn detect() -> Isa {
-        if Isa::Avx2.available() {
-            Isa::Avx2
-        } else {
-            Isa::Scalar
-        }
-    }
-
-    /// Whether this machine can run `self`.
-    pub fn available(self) -> bool {
-        match self {
-            Isa::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => {
-                is_x86_feature_detected!("avx2")
-                    && is_x86_feature_detected!("fma")
-                    && is_x86_feature_detected!("f16c")
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            Isa::Avx2 => false,
-        }
-    }
-
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Isa::Scalar => "scalar",
-            Isa::Avx2 => "avx2",
-        }
-    }
-}
+/// Lane i of a chunk's vectors holds block `P[i]` of the chunk: what three `vphaddd` of
+/// four block-pair vectors leave (the x86 legacy and grouped kernels).
+#[cfg(target_arch = "x86_64")]
+const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
+/// The inverse of [`P`]: block c of the chunk is lane `PINV[c]`.
+#[cfg(target_arch = "x86_64")]
+const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
 /// Sums eight lanes in the fixed tree every kernel uses: `t[i] = a[i] + a[i+4]`,
 /// `u[i] = t[i] + t[i+2]`, `u[0] + u[1]` (the order of AVX2's 256 → 128 → 64 → 32 halving).

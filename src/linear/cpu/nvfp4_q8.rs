@@ -140,7 +140,7 @@ pub(super) fn fast_range(max: u8, min1: u8, d: f32) -> bool {
 pub(crate) fn prepare(isa: Isa, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => super::nvfp4_q8_avx2::arrange(rows),
+        isa if isa.avx2() => super::nvfp4_q8_avx2::arrange(rows),
         _ => rows,
     }
 }
@@ -206,9 +206,10 @@ pub(crate) fn dot_row_group(isa: Isa, ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut
     let nb = 2 * x0.d.len();
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects Isa::Avx2 only after run-time detection (the
+        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
+        // FMA and F16C) only after run-time detection (the
         // kernel checks the lengths).
-        Isa::Avx2 => unsafe { super::nvfp4_q8_avx2::dot_row_group(ws, xs, out) },
+        isa if isa.avx2() => unsafe { super::nvfp4_q8_avx2::dot_row_group(ws, xs, out) },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
                 let f = fast(w, nb);

@@ -56,7 +56,12 @@ pub(crate) fn payload(
         }
         Category::RowScaledFloat => {
             let scale = |rng: &mut Rng| -> [u8; 2] {
-                let v = (rng.unit().abs() + 0.01) * if rng.next() % 9 == 0 { 1e-30 } else { 0.01 };
+                let v = (rng.unit().abs() + 0.01)
+                    * if rng.next().is_multiple_of(9) {
+                        1e-30
+                    } else {
+                        0.01
+                    };
                 match format {
                     Format::Fp8E4m3fnRowFp16 => half::f16::from_f32(v.max(1e-4)).to_bits(),
                     _ => half::bf16::from_f32(v).to_bits(),

@@ -52,13 +52,13 @@ unsafe impl Sync for CudaWeight {}
 
 impl Drop for CudaWeight {
     fn drop(&mut self) {
-        if let Planes::Owned(p) = self.planes {
-            if self.dev.bind().is_ok() {
-                for d in p.into_iter().filter(|&d| d != 0) {
-                    // SAFETY: allocated by `upload`, freed once. A failure cannot be
-                    // reported from drop; the memory is then the driver's to reclaim.
-                    let _ = unsafe { result::free_sync(d) };
-                }
+        if let Planes::Owned(p) = self.planes
+            && self.dev.bind().is_ok()
+        {
+            for d in p.into_iter().filter(|&d| d != 0) {
+                // SAFETY: allocated by `upload`, freed once. A failure cannot be
+                // reported from drop; the memory is then the driver's to reclaim.
+                let _ = unsafe { result::free_sync(d) };
             }
         }
     }

@@ -87,8 +87,8 @@ fn sum_words_avx2(c: &[u64]) -> u64 {
 
 fn sum_best(c: &[u64]) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is available on this CPU (checked just above).
+    if ninfer::linear::Isa::Avx2.available() {
+        // SAFETY: AVX2 is available on this CPU (the library's detection, just above).
         return unsafe { sum_words_avx2(c) };
     }
     sum_words(c)

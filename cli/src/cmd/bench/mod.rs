@@ -23,7 +23,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
-use ninfer::linear::{self, Activation, Device, PreparedWeight, supported};
+use ninfer::linear::{self, Activation, Device, Isa, PreparedWeight, supported};
 use ninfer::registry::FORMATS;
 use ninfer::{Dtype, Format, Layout, WeightView};
 use report::{Row, RunInfo, csv, group_verdicts, json, summary, table_header, table_row};
@@ -78,6 +78,10 @@ pub struct LinearArgs {
     #[arg(long, default_value_t = 512, hide = true,
           value_parser = clap::value_parser!(u32).range(1..=65536).map(|v| v as usize))]
     bw_mib: usize,
+    /// CPU instruction set tier (`scalar`, `avx2`, `avxvnni`, `avx512`); default: the best
+    /// this machine has.
+    #[arg(long, value_parser = parse_isa)]
+    isa: Option<Isa>,
     /// Time budget of one measurement in milliseconds (at least 3 runs each).
     #[arg(long, default_value_t = 500, value_name = "MS")]
     budget_ms: u64,
@@ -101,6 +105,14 @@ fn parse_activation(s: &str) -> Result<Activation, String> {
         "q8_1" => Ok(Activation::Q8_1),
         _ => Err(format!("unknown activation {s:?} (exact or q8_1)")),
     }
+}
+
+/// A tier of `Isa::ALL` by name.
+fn parse_isa(s: &str) -> Result<Isa, String> {
+    Isa::ALL.into_iter().find(|i| i.name() == s).ok_or_else(|| {
+        let names: Vec<_> = Isa::ALL.iter().map(|i| i.name()).collect();
+        format!("unknown ISA {s:?} ({})", names.join(", "))
+    })
 }
 
 /// `NxK` (or `N×K`) with N, K ≥ 1 and N·K ≤ 2³².
@@ -264,6 +276,9 @@ fn measure_group(
         let mut w = PreparedWeight::new(view)?;
         w.set_activation(activation)?;
         w.set_threads(t)?;
+        if let Some(isa) = s.args.isa {
+            w.set_isa(isa)?;
+        }
         ws.push(w);
     }
     let dot = s
@@ -393,7 +408,7 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
         l3_limit,
         bw_chunk,
         info: RunInfo {
-            isa: format!("{:?}", ninfer::linear::Isa::detect()).to_lowercase(),
+            isa: args.isa.unwrap_or_else(Isa::detect).name().to_string(),
             l3,
             bw,
             ggml_dir,

@@ -39,7 +39,8 @@ pub(crate) struct Chunks {
 
 /// Whether this CPU runs [`encode_chunks`].
 pub(crate) fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c")
+    let c = crate::isa::Cpu::get();
+    c.avx2 && c.f16c
 }
 
 /// Encodes the leading whole chunks of 8 groups of row `x` (its logical values) straight

@@ -28,7 +28,7 @@ fn decoded_paths_agree_with_dedicated_kernels() {
         } else {
             Kernel::GgufDecoded
         };
-        for isa in [Isa::Scalar, Isa::detect()] {
+        for isa in Isa::tested() {
             w.set_isa(isa).unwrap();
             let mut yd = vec![0f32; m * n];
             w.forward_f32(&x, m, None, &mut yd).unwrap();

@@ -350,7 +350,7 @@ fn compare_all(activation: Activation) -> usize {
                 let mut w = PreparedWeight::new(view).unwrap();
                 w.set_activation(activation).unwrap();
                 assert_eq!(w.plan, plan);
-                for isa in [Isa::Scalar, Isa::detect()] {
+                for isa in Isa::tested() {
                     w.set_isa(isa).unwrap();
                     for mm in [1, 2, m] {
                         let mut y = vec![0f32; mm * n];

@@ -1,0 +1,198 @@
+//! The CPU's instruction sets: the features this crate's kernels use, detected once, and
+//! the tiers ([`Isa`]) a prepared weight runs on. Every vector code path asks this module
+//! (never `is_x86_feature_detected!` directly), so that a tier is one fact.
+//!
+//! | tier | requires | runs |
+//! |---|---|---|
+//! | [`Isa::Scalar`] | nothing | the portable reference order |
+//! | [`Isa::Avx2`] | AVX2, FMA, F16C | the AVX2 kernels of every family |
+//! | [`Isa::AvxVnni`] | the AVX2 tier + AVX-VNNI | AVX2, with 256-bit `vpdpbusd` (VEX) in the legacy GGUF kernels |
+//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | AVX2, with 256-bit `vpdpbusd` (EVEX) in the legacy GGUF kernels |
+//!
+//! Every tier returns the bits of the scalar reference (docs/linear.md, "Evaluation
+//! orders"). AVX-512 BF16 is reported as a separate capability ([`Cpu::avx512bf16`]); no
+//! tier requires it.
+
+use std::sync::OnceLock;
+
+/// The x86 features the kernels query (all `false` on other architectures).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cpu {
+    pub avx2: bool,
+    pub fma: bool,
+    pub f16c: bool,
+    pub bmi1: bool,
+    pub avxvnni: bool,
+    pub avx512f: bool,
+    pub avx512bw: bool,
+    pub avx512vl: bool,
+    pub avx512vnni: bool,
+    pub avx512bf16: bool,
+}
+
+impl Cpu {
+    /// This machine's features, detected on the first call.
+    pub fn get() -> &'static Cpu {
+        static CPU: OnceLock<Cpu> = OnceLock::new();
+        CPU.get_or_init(Cpu::detect)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn detect() -> Cpu {
+        use std::arch::is_x86_feature_detected as has;
+        Cpu {
+            avx2: has!("avx2"),
+            fma: has!("fma"),
+            f16c: has!("f16c"),
+            bmi1: has!("bmi1"),
+            avxvnni: has!("avxvnni"),
+            avx512f: has!("avx512f"),
+            avx512bw: has!("avx512bw"),
+            avx512vl: has!("avx512vl"),
+            avx512vnni: has!("avx512vnni"),
+            avx512bf16: has!("avx512bf16"),
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn detect() -> Cpu {
+        Cpu::default()
+    }
+
+    /// AVX2, FMA and F16C: what every x86 tier above [`Isa::Scalar`] requires.
+    pub fn avx2_fma_f16c(&self) -> bool {
+        self.avx2 && self.fma && self.f16c
+    }
+}
+
+/// The instruction set a prepared weight runs on (the tiers of the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Isa {
+    /// Portable Rust: the reference order every other path reproduces bit for bit.
+    Scalar,
+    /// x86-64 AVX2 + FMA + F16C (detected at run time).
+    Avx2,
+    /// The AVX2 tier with AVX-512 F/BW/VL/VNNI (detected at run time).
+    Avx512,
+    /// The AVX2 tier with 256-bit AVX-VNNI (detected at run time).
+    AvxVnni,
+}
+
+impl Isa {
+    /// Every tier, from the reference up (tests iterate over it; a machine runs those for
+    /// which [`available`](Self::available) holds).
+    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Avx2, Isa::AvxVnni, Isa::Avx512];
+
+    /// The best instruction set of this machine (the last available tier of [`Isa::ALL`]).
+    pub fn detect() -> Isa {
+        Isa::ALL
+            .into_iter()
+            .rfind(|i| i.available())
+            .unwrap_or(Isa::Scalar)
+    }
+
+    /// The tiers this machine can run, in the order of [`Isa::ALL`].
+    pub fn tiers() -> impl Iterator<Item = Isa> {
+        Isa::ALL.into_iter().filter(|i| i.available())
+    }
+
+    /// Whether this machine can run `self`.
+    pub fn available(self) -> bool {
+        let c = Cpu::get();
+        match self {
+            Isa::Scalar => true,
+            Isa::Avx2 => c.avx2_fma_f16c(),
+            Isa::AvxVnni => c.avx2_fma_f16c() && c.avxvnni,
+            Isa::Avx512 => {
+                c.avx2_fma_f16c() && c.avx512f && c.avx512bw && c.avx512vl && c.avx512vnni
+            }
+        }
+    }
+
+    /// The tiers of this machine for a test to compare; each one it lacks is named on
+    /// stderr (skipped, never silently).
+    #[cfg(test)]
+    pub(crate) fn tested() -> Vec<Isa> {
+        for isa in Isa::ALL.into_iter().filter(|i| !i.available()) {
+            eprintln!(
+                "note: no {} on this machine, its tier is not tested",
+                isa.name()
+            );
+        }
+        Isa::tiers().collect()
+    }
+
+    /// Whether `self` runs the AVX2 kernels (every tier but [`Isa::Scalar`]: each requires
+    /// AVX2, FMA and F16C).
+    pub(crate) fn avx2(self) -> bool {
+        self != Isa::Scalar
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+            Isa::AvxVnni => "avxvnni",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_are_ordered_and_named() {
+        assert_eq!(Isa::ALL[0], Isa::Scalar);
+        assert!(Isa::Scalar.available());
+        let names: Vec<_> = Isa::ALL.iter().map(|i| i.name()).collect();
+        assert_eq!(names, ["scalar", "avx2", "avxvnni", "avx512"]);
+        assert!(Isa::detect().available());
+        assert_eq!(Isa::tiers().last(), Some(Isa::detect()));
+        for isa in Isa::ALL {
+            // Every tier above the reference requires the AVX2 one.
+            assert!(!isa.available() || !isa.avx2() || Isa::Avx2.available());
+        }
+    }
+
+    /// The detected features are the flags the kernel reports in /proc/cpuinfo.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[test]
+    fn detection_matches_proc_cpuinfo() {
+        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+            eprintln!("no /proc/cpuinfo: detection not cross-checked");
+            return;
+        };
+        let Some(line) = info.lines().find(|l| l.starts_with("flags")) else {
+            eprintln!("no flags line in /proc/cpuinfo: detection not cross-checked");
+            return;
+        };
+        let flags: std::collections::HashSet<&str> = line.split_whitespace().collect();
+        let f = |n: &str| flags.contains(n);
+        let c = Cpu::get();
+        let expect = [
+            ("avx2", c.avx2, f("avx2")),
+            ("fma", c.fma, f("fma")),
+            ("f16c", c.f16c, f("f16c")),
+            ("bmi1", c.bmi1, f("bmi1")),
+            ("avx_vnni", c.avxvnni, f("avx_vnni")),
+            ("avx512f", c.avx512f, f("avx512f")),
+            ("avx512bw", c.avx512bw, f("avx512bw")),
+            ("avx512vl", c.avx512vl, f("avx512vl")),
+            ("avx512_vnni", c.avx512vnni, f("avx512_vnni")),
+            ("avx512_bf16", c.avx512bf16, f("avx512_bf16")),
+        ];
+        for (name, detected, listed) in expect {
+            assert_eq!(
+                detected, listed,
+                "{name}: detected {detected}, /proc/cpuinfo {listed}"
+            );
+        }
+        eprintln!(
+            "detected {c:?}; tiers {:?}",
+            Isa::tiers().collect::<Vec<_>>()
+        );
+    }
+}
