@@ -14,10 +14,7 @@ const N: usize = 37;
 const CANARY: u32 = 0x7FC0_BEEF;
 
 fn isas() -> Vec<Isa> {
-    [Isa::Scalar, Isa::Avx2]
-        .into_iter()
-        .filter(|i| i.available())
-        .collect()
+    Isa::tiers().collect()
 }
 
 /// One format of every kernel family, with its activation profile.
