@@ -4,6 +4,23 @@
 //! This binary is a workspace member of its own (`ninfer-cli`): its dependencies (argument
 //! parsing, progress bars, .npy writing, file mapping) are never linked into libninfer.so.
 
+/// `println!` for command output: a failed write to stdout (a full disk) becomes the
+/// command's error (`ninfer: writing to stdout: …`, exit 2) instead of a panic.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($t)*).map_err(crate::stdout_error)?
+    }};
+}
+
+/// `print!` for command output: see [`outln!`].
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($t)*).map_err(crate::stdout_error)?
+    }};
+}
+
 mod check;
 mod cmd;
 mod gguf;
@@ -164,6 +181,11 @@ enum Bench {
     Linear(cmd::bench::LinearArgs),
 }
 
+/// The error of a failed write to stdout.
+pub(crate) fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!("writing to stdout: {e}")
+}
+
 fn open(file: &Option<PathBuf>) -> Result<(GgufFile, String)> {
     Ok(match file {
         Some(p) => (GgufFile::open(p)?, p.display().to_string()),
@@ -182,7 +204,7 @@ fn safetensors_path(file: &Option<PathBuf>) -> Option<&std::path::Path> {
 fn run(cli: Cli) -> Result<bool> {
     match cli.command {
         Command::Formats => {
-            cmd::formats::run();
+            cmd::formats::run()?;
             Ok(true)
         }
         Command::Inspect { file } => match safetensors_path(&file) {
@@ -193,6 +215,7 @@ fn run(cli: Cli) -> Result<bool> {
             }
         },
         Command::Decode { file, tensor, out } => {
+            input::refuse_out_is_input(&file, &out)?;
             if st::is_safetensors(&file) {
                 cmd::st_files::decode(&StFile::open(&file)?, &tensor, &out)?;
             } else {
@@ -280,7 +303,13 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    match run(Cli::parse()) {
+    let result = run(Cli::parse()).and_then(|ok| {
+        // What is still buffered (a line without its newline) fails here, not silently at exit.
+        use std::io::Write as _;
+        std::io::stdout().flush().map_err(stdout_error)?;
+        Ok(ok)
+    });
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {

@@ -1,8 +1,9 @@
 //! Plain-text tables: columns padded to their widest cell, numbers right-aligned.
 
 /// Prints `rows` under `headers`; columns whose `right[i]` is true are right-aligned.
-pub fn print(headers: &[&str], right: &[bool], rows: &[Vec<String>]) {
-    print!("{}", render(headers, right, rows));
+pub fn print(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> anyhow::Result<()> {
+    out!("{}", render(headers, right, rows));
+    Ok(())
 }
 
 /// The table as text (one line per row, a rule under the header).

@@ -200,3 +200,74 @@ fn shapes_print_in_one_notation(st_file: &Path, _dir: &Path) {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("[64, 576]") && !out.contains('×'), "{out}");
 }
+
+/// A small safetensors file with one F32 [4, 64] tensor "w".
+fn small_st(dir: &Path) -> PathBuf {
+    let input = dir.join("in.safetensors");
+    let values: Vec<u8> = (0..4 * 64)
+        .flat_map(|i| ((i as f32 * 0.37).sin()).to_le_bytes())
+        .collect();
+    let view = TensorView::new(Dtype::F32, vec![4, 64], &values).unwrap();
+    safetensors::serialize_to_file(vec![("w".to_string(), view)], None, &input).unwrap();
+    input
+}
+
+#[test]
+fn decode_refuses_to_overwrite_its_input() {
+    let dir = scratch("decode-out");
+    let gguf = dir.join("s.gguf");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/sample.gguf"),
+        &gguf,
+    )
+    .unwrap();
+    let st = small_st(&dir);
+    for (file, tensor) in [(&gguf, "smollm2.q8_0"), (&st, "w")] {
+        let before = std::fs::read(file).unwrap();
+        let f = file.to_str().unwrap();
+        let o = ninfer(&["decode", f, "--tensor", tensor, "--out", f]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("is the input file"), "{err}");
+        assert_eq!(std::fs::read(file).unwrap(), before, "{f} changed");
+    }
+}
+
+/// `ninfer ARGS > /dev/full`: a failed write to stdout is an error (exit 2), not a panic.
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    let dir = scratch("full");
+    let st = small_st(&dir);
+    let out = dir.join("q.safetensors");
+    let quantize = [
+        "quantize",
+        st.to_str().unwrap(),
+        "--format",
+        "q8_g32_fp16",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    for args in [
+        &["inspect"][..],
+        &["verify"],
+        &["verify", "--brief"],
+        &["formats"],
+        &["inspect", st.to_str().unwrap()],
+        &quantize,
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_ninfer"))
+            .args(args)
+            .stdout(full)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("ninfer: writing to stdout"), "{args:?}: {err}");
+    }
+}

@@ -46,6 +46,7 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
     if !st::is_safetensors(input) {
         return run_gguf(input, out);
     }
+    crate::input::refuse_out_is_input(input, out)?;
     let file = StFile::open(input)?;
     let bytes = file.bytes();
     let stf = SafeTensors::deserialize(bytes).map_err(|e| anyhow::anyhow!("safetensors: {e}"))?;
@@ -170,25 +171,25 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
             copied += 1;
         }
     }
-    println!("import {} → {}", input.display(), out.display());
-    println!();
+    outln!("import {} → {}", input.display(), out.display());
+    outln!();
     table::print(
         &["tensor", "scheme", "format", "shape", "bytes", "status"],
         &[false, false, false, false, true, false],
         &report,
-    );
+    )?;
     if !refusals.is_empty() {
-        println!(
+        outln!(
             "\nrefused ({}), tensors copied through unchanged:",
             refusals.len()
         );
         for r in &refusals {
-            println!("{r}");
+            outln!("{r}");
         }
     }
     let imported = layers.len() - refusals.len();
     w.write(out)?;
-    println!(
+    outln!(
         "\n{} layers: {imported} imported, {} refused; {copied} other tensors copied; wrote {}",
         layers.len(),
         refusals.len(),
@@ -200,9 +201,7 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target) -> Result<bool> {
 /// `ninfer import` of a GGUF file: see the module documentation.
 fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
     let source = Source::open(input)?;
-    if input.canonicalize().ok() == out.canonicalize().ok() && out.exists() {
-        bail!("--out {} is the input file", out.display());
-    }
+    crate::input::refuse_out_is_input(input, out)?;
     let mut w = Writer::default();
     let mut report = Vec::new();
     let mut refusals = Vec::new();
@@ -286,26 +285,26 @@ fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
             Item::Copied { name, .. } => bail!("{name}: unexpected encoded tensor in a GGUF file"),
         }
     }
-    println!("import {} → {}", input.display(), out.display());
-    println!();
+    outln!("import {} → {}", input.display(), out.display());
+    outln!();
     table::print(
         &["tensor", "ggml type", "format", "shape", "bytes", "status"],
         &[false, false, false, false, true, false],
         &report,
-    );
+    )?;
     if !refusals.is_empty() {
-        println!(
+        outln!(
             "\nrefused ({}); a ternary tensor cannot be copied through, so {} was not written:",
             refusals.len(),
             out.display()
         );
         for r in &refusals {
-            println!("{r}");
+            outln!("{r}");
         }
         return Ok(false);
     }
     if imported == 0 {
-        println!(
+        outln!(
             "\nno TQ1_0/TQ2_0 tensor in {}: nothing to import, {} not written",
             input.display(),
             out.display()
@@ -313,7 +312,7 @@ fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
         return Ok(false);
     }
     w.write(out)?;
-    println!(
+    outln!(
         "\n{imported} ternary tensors imported into t2_g128_fp16, {copied} other tensors carried; wrote {}",
         out.display()
     );

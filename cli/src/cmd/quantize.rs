@@ -201,9 +201,7 @@ pub fn run(
 ) -> Result<bool> {
     check_target(format, method, search)?;
     let source = Source::open(input)?;
-    if input.canonicalize().ok() == out.canonicalize().ok() && out.exists() {
-        bail!("--out {} is the input file", out.display());
-    }
+    crate::input::refuse_out_is_input(input, out)?;
     let items = source.items()?;
     if let Some(Item::Ternary {
         name, ggml_type, ..
@@ -406,7 +404,7 @@ pub fn run(
         ]);
         w.encoded(&p.name, desc, planes, prov)?;
     }
-    println!(
+    outln!(
         "quantize {} → {} as {format} ({})",
         input.display(),
         out.display(),
@@ -419,7 +417,7 @@ pub fn run(
             _ => "nvfp4_quantize, one source per tensor",
         }
     );
-    println!();
+    outln!();
     table::print(
         &[
             "tensor",
@@ -434,9 +432,9 @@ pub fn run(
         ],
         &[false, false, false, false, true, true, true, true, true],
         &rows_out,
-    );
+    )?;
     if let Some(m) = &search.imatrix {
-        println!(
+        outln!(
             "\nimportance matrix {} ({}, {} entries): {} searched matrices without an entry of their name weigh every channel 1{}",
             m.path,
             m.form,
@@ -449,16 +447,16 @@ pub fn run(
         );
     }
     if !refusals.is_empty() {
-        println!(
+        outln!(
             "\nrefused ({}; by the encoder, or an --imatrix entry that does not fit), copied through unchanged:",
             refusals.len()
         );
         for r in &refusals {
-            println!("{r}");
+            outln!("{r}");
         }
     }
     if encoded == 0 {
-        println!(
+        outln!(
             "\nno tensor encoded: nothing selected is a 2-D F32/BF16/F16 matrix the encoder accepts; {} not written",
             out.display()
         );
@@ -466,7 +464,7 @@ pub fn run(
     }
     let tensors = w.len();
     w.write(out)?;
-    println!(
+    outln!(
         "\n{encoded} tensors encoded ({} bytes of planes), {} refused; RMS error over all encoded values {:.4e} ({:.4} of their RMS); encode {:.3} s, {:.3} s in all; wrote {} ({tensors} safetensors tensors)",
         count(encoded_bytes as u64),
         refusals.len(),

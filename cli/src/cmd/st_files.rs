@@ -40,13 +40,13 @@ fn enc_bytes(e: &st::Encoded) -> usize {
 }
 
 pub fn inspect(file: &StFile, label: &str) -> Result<bool> {
-    println!("{label}");
+    outln!("{label}");
     let encoded = file
         .entries
         .iter()
         .filter(|e| matches!(e, Entry::Encoded(_)))
         .count();
-    println!(
+    outln!(
         "safetensors, {} bytes, {} metadata entries, {} entries ({encoded} ninfer-encoded), container {}",
         count(file.bytes().len() as u64),
         file.metadata.len(),
@@ -111,7 +111,7 @@ pub fn inspect(file: &StFile, label: &str) -> Result<bool> {
             }
         })
         .collect();
-    println!("\ntensors");
+    outln!("\ntensors");
     table::print(
         &[
             "tensor",
@@ -125,8 +125,8 @@ pub fn inspect(file: &StFile, label: &str) -> Result<bool> {
         ],
         &[false, false, false, false, true, true, false, false],
         &rows,
-    );
-    println!(
+    )?;
+    outln!(
         "\n{} entries: {encoded} encoded, {} plain, {broken} malformed",
         file.entries.len(),
         file.entries.len() - encoded - broken
@@ -156,14 +156,14 @@ fn check_rows(rows: &Rows<'_>) -> Result<(Vec<f32>, u64, f64), String> {
 pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
     rayon::broadcast(|_| ());
     let start = Instant::now();
-    println!(
+    outln!(
         "verify {label}: safetensors, {} entries, {} bytes, {} threads",
         file.entries.len(),
         count(file.bytes().len() as u64),
         rayon::current_num_threads()
     );
     let devices = Devices::probe();
-    println!(
+    outln!(
         "linear: y = x·Wᵀ on {}; x seeded (splitmix64, seed 0x{:016x}), M = {} and {}, f32 outputs; \
          against an f64 oracle from the decoded rows (q8_1 activations: of the values x̂ of x), \
          criterion linear_f32acc_v1; at most {} rows per weight (evenly spaced)",
@@ -174,7 +174,7 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
         check::MAX_ROWS
     );
     if let Some(c) = &opts.checksums {
-        println!(
+        outln!(
             "checksums: {} tensors in {} (FNV-1a 64 of the f32 words, from {})",
             c.tensors.len(),
             c.source,
@@ -314,7 +314,7 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
         }
     }
     if !opts.brief {
-        println!();
+        outln!();
         table::print(
             &[
                 "tensor",
@@ -332,12 +332,12 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
                 false, false, false, true, true, false, false, false, true, false,
             ],
             &rows_out,
-        );
+        )?;
     }
     if !notes.is_empty() && !opts.brief {
-        println!("\nlinear not run on every path ({}):", notes.len());
+        outln!("\nlinear not run on every path ({}):", notes.len());
         for n in &notes {
-            println!("{n}");
+            outln!("{n}");
         }
     }
     for n in opts.checksums.iter().flat_map(|c| c.tensors.keys()) {
@@ -348,12 +348,12 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
         }
     }
     if !failures.is_empty() {
-        println!("\nFAILED ({}):", failures.len());
+        outln!("\nFAILED ({}):", failures.len());
         for f in &failures {
-            println!("{f}");
+            outln!("{f}");
         }
     }
-    println!(
+    outln!(
         "\n{} entries: {enc_n} encoded tensors validated and decoded, {data_n} direct data, {skipped} not decodable dtypes, {} failed; {} values in {:.3} s, {:.3} s in all",
         file.entries.len(),
         failures.len(),
@@ -369,14 +369,14 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
         ),
         None => "checksums: none".to_owned(),
     };
-    println!(
+    outln!(
         "checks: {checksums}; {}",
         check::linear_summary(&refs, &devices)
     );
     if failures.is_empty() {
-        println!("verify: passed");
+        outln!("verify: passed");
     } else {
-        println!(
+        outln!(
             "verify: FAILED ({} failures, see FAILED above)",
             failures.len()
         );

@@ -110,7 +110,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
     rayon::broadcast(|_| ());
     let start = Instant::now();
     let tensors = tensor::classify(file);
-    println!(
+    outln!(
         "verify {label}: GGUF v{}, {} tensors, {} bytes, {} threads",
         file.version,
         tensors.len(),
@@ -134,7 +134,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .unwrap_or(0);
     let x = activation(max_k);
     let devices = Devices::probe();
-    println!(
+    outln!(
         "linear: y = x·Wᵀ on {}; x seeded (splitmix64, seed 0x{:016x}), M = {} and {}, f32 outputs; \
          against an f64 oracle from the decoded rows (GGUF: of the q8_1 values x̂ of x), criterion \
          linear_f32acc_v1; at most {} rows per weight (evenly spaced)",
@@ -145,13 +145,13 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         check::MAX_ROWS
     );
     match &opts.checksums {
-        Some(c) => println!(
+        Some(c) => outln!(
             "checksums: {} tensors in {} (FNV-1a 64 of the f32 words, from {})",
             c.tensors.len(),
             c.source,
             c.oracles()
         ),
-        None => println!(
+        None => outln!(
             "checksums: none for this file (`--checksums LIST` compares the decoded values with a list)"
         ),
     }
@@ -258,7 +258,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 ])
             })
             .collect();
-        println!();
+        outln!();
         table::print(
             &[
                 "tensor",
@@ -276,7 +276,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 false, false, false, true, true, false, false, false, true, false,
             ],
             &rows,
-        );
+        )?;
     }
 
     // Paths a product could not run on (e.g. no CUDA kernel for a format): not failures.
@@ -291,9 +291,9 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         })
         .collect();
     if !notes.is_empty() && !opts.brief {
-        println!("\nlinear not run on every path ({}):", notes.len());
+        outln!("\nlinear not run on every path ({}):", notes.len());
         for n in &notes {
-            println!("{n}");
+            outln!("{n}");
         }
     }
 
@@ -303,15 +303,15 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .filter(|t| matches!(t.plan, Plan::Refused(..)))
         .collect();
     if !refused.is_empty() {
-        println!("\nrefused ({}):", refused.len());
+        outln!("\nrefused ({}):", refused.len());
         if opts.brief {
             for line in refused_by_type(&refused) {
-                println!("{line}");
+                outln!("{line}");
             }
         } else {
             for t in &refused {
                 if let Plan::Refused(s, m) = &t.plan {
-                    println!("  {}  {}  {} — {m}", t.info.name, t.format_text(), s.name());
+                    outln!("  {}  {}  {} — {m}", t.info.name, t.format_text(), s.name());
                 }
             }
         }
@@ -363,12 +363,12 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .filter(|n| !tensors.iter().any(|t| &t.info.name == *n))
         .collect();
     if !failures.is_empty() || !missing.is_empty() {
-        println!("\nFAILED ({failed_tensors}):");
+        outln!("\nFAILED ({failed_tensors}):");
         for f in &failures {
-            println!("{f}");
+            outln!("{f}");
         }
         for n in &missing {
-            println!("  {n}  listed in the reference checksums but not in the file");
+            outln!("  {n}  listed in the reference checksums but not in the file");
         }
     }
 
@@ -469,7 +469,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             ]
         })
         .collect();
-    println!("\nper type");
+    outln!("\nper type");
     table::print(
         &[
             "type",
@@ -487,7 +487,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             false, true, true, true, true, true, false, false, false, false,
         ],
         &rows,
-    );
+    )?;
 
     // Each tensor is counted once: decoded (and not invalid), refused, or failed (broken,
     // invalid, or a decode error), so the three add up to the tensor count.
@@ -515,7 +515,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             + 0.0
     };
     let decode_secs = secs(|o| o.decode);
-    println!(
+    outln!(
         "\n{} tensors: {decoded} decoded, {} refused, {} failed ({invalid} invalid encodings); {} values decoded in {:.3} s ({:.1} Mvalues/s), {:.3} s in all (validation {:.3} s, counts and mat-vec {:.3} s, linear {:.3} s)",
         tensors.len(),
         refused.len(),
@@ -560,15 +560,15 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         ),
         None => "checksums: none".to_owned(),
     };
-    println!(
+    outln!(
         "checks: {validated} tensors validated; {checksums}; {}",
         check::linear_summary(&reports, &devices)
     );
     let ok = failures.is_empty() && missing.is_empty();
     if ok {
-        println!("verify: passed");
+        outln!("verify: passed");
     } else {
-        println!(
+        outln!(
             "verify: FAILED ({} tensors, see FAILED above)",
             failed_tensors + missing.len()
         );
