@@ -98,7 +98,9 @@ enum Command {
         brief: bool,
         /// Reference checksums to compare the decoded values with: one line per tensor,
         /// `name ggml-type values fnv1a64-hex oracle` (FNV-1a 64 of the values' f32
-        /// little-endian words in row order). Default for the built-in sample and files
+        /// little-endian words in row order; the type: the ggml type name, or in a safetensors
+        /// file the ninfer format name or dtype). A given list must cover every decoded
+        /// tensor with its type. Default for the built-in sample and files
         /// whose general.name is the sample's: tests/data/sample.checksums, recorded with
         /// gguf-py.
         #[arg(long, value_name = "LIST")]

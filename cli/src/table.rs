@@ -46,6 +46,22 @@ pub fn render(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String 
     out
 }
 
+/// `noun` or its plural ("tensors", "entries") for `n` of them.
+pub fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        noun.to_owned()
+    } else if let Some(stem) = noun.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{noun}s")
+    }
+}
+
+/// `n` with its noun: "1 tensor", "2 tensors".
+pub fn counted(n: u64, noun: &str) -> String {
+    format!("{} {}", count(n), plural(n, noun))
+}
+
 /// A count with thousands separators: 167772160 → "167,772,160".
 pub fn count(n: u64) -> String {
     let s = n.to_string();

@@ -271,3 +271,143 @@ fn a_full_stdout_is_an_error_not_a_panic() {
         assert!(err.contains("ninfer: writing to stdout"), "{args:?}: {err}");
     }
 }
+
+fn stdout_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn verify_that_checked_nothing_does_not_pass() {
+    let dir = scratch("nothing");
+    // Only a Q4_1 tensor (no decoder), and no tensors at all.
+    for (name, spec, why) in [
+        (
+            "q4_1.gguf",
+            &[("a.weight", 3u32, 20usize)][..],
+            "no tensor could be decoded: 1 tensor refused",
+        ),
+        ("empty.gguf", &[], "the file has no tensors"),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, gguf_with(spec)).unwrap();
+        let o = ninfer(&["verify", path.to_str().unwrap()]);
+        let out = stdout_of(&o);
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        assert!(
+            out.contains(&format!("verify: nothing checked ({why})")),
+            "{out}"
+        );
+        assert!(!out.contains("bit-identical"), "{out}");
+        assert!(out.contains("linear: no weight checked"), "{out}");
+    }
+    // Refused tensors beside a decoded one still pass, the refusals listed.
+    let path = dir.join("mixed.gguf");
+    std::fs::write(
+        &path,
+        gguf_with(&[("a.weight", 3, 20), ("ok.weight", 8, 34)]),
+    )
+    .unwrap();
+    let o = ninfer(&["verify", path.to_str().unwrap()]);
+    let out = stdout_of(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("refused (1):"), "{out}");
+    assert!(out.contains("2 tensors: 1 decoded, 1 refused"), "{out}");
+}
+
+#[test]
+fn an_explicit_checksum_list_covers_every_tensor_and_its_type() {
+    let dir = scratch("list");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data");
+    let list = std::fs::read_to_string(root.join("sample.checksums")).unwrap();
+    let sample = root.join("sample.gguf");
+    // minilm.q4_0 left out; minilm.q5_0 claimed to be Q4_0.
+    let edited: String = list
+        .lines()
+        .filter(|l| !l.starts_with("minilm.q4_0 "))
+        .map(|l| match l.strip_prefix("minilm.q5_0 Q5_0 ") {
+            Some(rest) => format!("minilm.q5_0 Q4_0 {rest}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let path = dir.join("edited.checksums");
+    std::fs::write(&path, edited).unwrap();
+    let o = ninfer(&[
+        "verify",
+        sample.to_str().unwrap(),
+        "--checksums",
+        path.to_str().unwrap(),
+    ]);
+    let out = stdout_of(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("  minilm.q4_0  gguf_q4_0  checksum: not in the checksum list"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "  minilm.q5_0  gguf_q5_0  checksum: the list says type Q4_0, the file's is Q5_0"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("22 matched, 1 mismatched, 1 not in the list, 0 not in the file"),
+        "{out}"
+    );
+    assert!(out.contains("verify: FAILED (2 tensors"), "{out}");
+    // A list without sources prints no empty "()".
+    let empty = dir.join("empty.checksums");
+    std::fs::write(&empty, "# nothing\n").unwrap();
+    let o = ninfer(&[
+        "verify",
+        sample.to_str().unwrap(),
+        "--checksums",
+        empty.to_str().unwrap(),
+    ]);
+    let out = stdout_of(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(!out.contains("()"), "{out}");
+}
+
+#[test]
+fn verify_counts_speak_plainly() {
+    let dir = scratch("plain");
+    let st = small_st(&dir);
+    let q = dir.join("q.safetensors");
+    let o = ninfer(&[
+        "quantize",
+        st.to_str().unwrap(),
+        "--format",
+        "q8_g32_fp16",
+        "--out",
+        q.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    // One scale word (the first binary16 of the scales plane) becomes NaN.
+    let mut bytes = std::fs::read(&q).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let at = 8 + n + header["w.scales"]["data_offsets"][0].as_u64().unwrap() as usize;
+    bytes[at..at + 2].copy_from_slice(&0x7E00u16.to_le_bytes());
+    let nan = dir.join("st_nan.safetensors");
+    std::fs::write(&nan, &bytes).unwrap();
+    let o = ninfer(&["verify", nan.to_str().unwrap()]);
+    let out = stdout_of(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(out.matches("scale is NaN").count(), 1, "{out}");
+    assert!(out.contains("FAILED (1):"), "{out}");
+    assert!(out.contains("verify: FAILED (1 tensor,"), "{out}");
+    assert!(out.contains("1 entry: 1 encoded tensor"), "{out}");
+    // A decode too short to time gives no rate.
+    let path = dir.join("one.gguf");
+    std::fs::write(&path, gguf_with(&[("ok.weight", 8, 34)])).unwrap();
+    let o = ninfer(&["verify", path.to_str().unwrap()]);
+    let out = stdout_of(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("\n1 tensor: 1 decoded"), "{out}");
+    assert!(out.contains("1 tensor validated"), "{out}");
+    assert!(!out.contains("0.000 s ("), "{out}");
+    assert!(
+        !out.contains(" 1 failures") && !out.contains(" 1 tensors"),
+        "{out}"
+    );
+}
