@@ -56,6 +56,7 @@ impl Imatrix {
     /// Reads a GGUF or legacy `.dat` importance matrix (by the GGUF magic).
     pub fn open(path: &Path) -> Result<Imatrix> {
         let shown = path.display().to_string();
+        crate::gguf::regular_file(path).with_context(|| format!("importance matrix {shown}"))?;
         let mut magic = [0u8; 4];
         let gguf = {
             use std::io::Read;
@@ -163,6 +164,14 @@ impl Imatrix {
         for e in 0..n {
             let len = int(&mut at, "a name length")?;
             ensure!(len >= 0, "entry {e}: name length {len}");
+            // The first entry's name running past the file: not a truncated matrix but
+            // some other file (text, …).
+            ensure!(
+                e > 0 || at.saturating_add(len as usize) <= b.len(),
+                "not an importance matrix (neither GGUF nor llama.cpp's legacy .dat: its \
+                 first entry's name would be {len} bytes long, past the end of the {}-byte file)",
+                b.len()
+            );
             let name = std::str::from_utf8(take(&mut at, len as usize, "a name")?)
                 .with_context(|| format!("entry {e}: name is not UTF-8"))?
                 .to_owned();

@@ -411,3 +411,52 @@ fn verify_counts_speak_plainly() {
         "{out}"
     );
 }
+
+#[test]
+fn unreadable_inputs_say_what_they_are() {
+    let dir = scratch("inputs");
+    let err_of = |args: &[&str]| {
+        let o = ninfer(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let d = dir.to_str().unwrap();
+    let e = err_of(&["verify", d]);
+    assert!(e.contains(&format!("{d} is a directory")), "{e}");
+    let e = err_of(&["inspect", "/dev/null"]);
+    assert!(e.contains("/dev/null is not a regular file"), "{e}");
+    // A text file given as an importance matrix.
+    let st = small_st(&dir);
+    let text = dir.join("notes.txt");
+    std::fs::write(&text, "hello world, these are notes\n").unwrap();
+    let out = dir.join("o.safetensors");
+    let e = err_of(&[
+        "quantize",
+        st.to_str().unwrap(),
+        "--format",
+        "q8_g32_fp16",
+        "--method",
+        "search",
+        "--imatrix",
+        text.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(e.contains("not an importance matrix"), "{e}");
+    // A GGUF magic with one letter changed.
+    let mut bytes = gguf_with(&[("ok.weight", 8, 34)]);
+    bytes[3] = b'X';
+    let bad = dir.join("bad.gguf");
+    std::fs::write(&bad, &bytes).unwrap();
+    let e = err_of(&["verify", bad.to_str().unwrap()]);
+    assert!(e.contains("magic \"GGUX\" (0x47475558)"), "{e}");
+    // A safetensors file cut short inside its data.
+    let whole = std::fs::read(&st).unwrap();
+    let cut = dir.join("cut.safetensors");
+    std::fs::write(&cut, &whole[..whole.len() - 100]).unwrap();
+    let e = err_of(&["verify", cut.to_str().unwrap()]);
+    assert!(
+        e.contains("truncated safetensors file: the header's tensors end at byte"),
+        "{e}"
+    );
+}
