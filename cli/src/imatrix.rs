@@ -31,6 +31,9 @@ pub struct Entry {
     pub values: Vec<f32>,
     /// Matrices in the entry (1 for an ordinary weight; the experts of an expert bank).
     pub n_mat: usize,
+    /// Every count of the entry is 0 (GGUF form: never exercised), so every channel
+    /// weighs 1: no importance was measured.
+    pub uniform: bool,
 }
 
 /// A parsed importance matrix file.
@@ -132,7 +135,15 @@ impl Imatrix {
                     values.extend(std::iter::repeat_n(1.0f32, k));
                 }
             }
-            entries.insert(name.to_owned(), Entry { values, n_mat });
+            let uniform = counts.iter().all(|&c| c <= 0.0);
+            entries.insert(
+                name.to_owned(),
+                Entry {
+                    values,
+                    n_mat,
+                    uniform,
+                },
+            );
         }
         Ok(Imatrix {
             path,
@@ -186,7 +197,14 @@ impl Imatrix {
             }));
             ensure!(
                 entries
-                    .insert(name.clone(), Entry { values, n_mat: 1 })
+                    .insert(
+                        name.clone(),
+                        Entry {
+                            values,
+                            n_mat: 1,
+                            uniform: false,
+                        }
+                    )
                     .is_none(),
                 "entry {e}: {name} appears twice"
             );
@@ -200,7 +218,7 @@ impl Imatrix {
     }
 
     /// The importance vector of the `[N, cols]` weight `name`: `Ok(None)` when the file has
-    /// no entry for it, `Err` (the reason) when the entry does not fit one `cols`-channel
+    /// no entry for it or its entry's counts are all 0 ([`Entry::uniform`]), `Err` (the reason) when the entry does not fit one `cols`-channel
     /// matrix.
     pub fn importance(&self, name: &str, cols: usize) -> Result<Option<&[f32]>, String> {
         let Some(e) = self.entries.get(name) else {
@@ -217,6 +235,10 @@ impl Imatrix {
                 "imatrix entry {name} has {} values; the weight has K = {cols} input channels",
                 e.values.len()
             ));
+        }
+        if e.uniform {
+            // Counts all 0: no importance was measured (every channel 1).
+            return Ok(None);
         }
         Ok(Some(&e.values))
     }

@@ -135,7 +135,9 @@ enum Command {
         negative_scales: bool,
         /// grouped_search only: a llama.cpp importance matrix (llama-imatrix's GGUF or
         /// legacy .dat file). A weight with an entry of the same name is searched with
-        /// that entry's per-input-channel importance (sum / count); its length must be K.
+        /// that entry's per-input-channel importance (sum / count); its length must be K
+        /// (else nothing is written, exit 2). A file none of whose entries names a searched
+        /// matrix writes nothing (exit 1); an entry whose counts are all 0 weighs nothing.
         /// Recorded in each tensor's provenance.
         #[arg(long, value_name = "FILE")]
         imatrix: Option<PathBuf>,

@@ -460,3 +460,99 @@ fn unreadable_inputs_say_what_they_are() {
         "{e}"
     );
 }
+
+/// A GGUF v3 file of F32 tensors (name, ne, values), no metadata.
+fn gguf_f32(tensors: &[(&str, &[u64], Vec<f32>)]) -> Vec<u8> {
+    let mut b = b"GGUF".to_vec();
+    b.extend(3u32.to_le_bytes());
+    b.extend((tensors.len() as u64).to_le_bytes());
+    b.extend(0u64.to_le_bytes());
+    let mut offset = 0u64;
+    for (name, ne, v) in tensors {
+        b.extend((name.len() as u64).to_le_bytes());
+        b.extend(name.as_bytes());
+        b.extend((ne.len() as u32).to_le_bytes());
+        for d in *ne {
+            b.extend(d.to_le_bytes());
+        }
+        b.extend(0u32.to_le_bytes());
+        b.extend(offset.to_le_bytes());
+        offset += (v.len() as u64 * 4).next_multiple_of(32);
+    }
+    b.resize(b.len().next_multiple_of(32), 0);
+    for (_, _, v) in tensors {
+        for x in v {
+            b.extend(x.to_le_bytes());
+        }
+        b.resize(b.len().next_multiple_of(32), 0);
+    }
+    b
+}
+
+#[test]
+fn an_imatrix_that_weighs_nothing_says_so() {
+    let dir = scratch("imatrix");
+    let st = small_st(&dir); // "w": [4, 64]
+    let out = dir.join("o.safetensors");
+    let run = |imatrix: &Path| {
+        ninfer(&[
+            "quantize",
+            st.to_str().unwrap(),
+            "--format",
+            "q4_g64_fp16",
+            "--method",
+            "search",
+            "--imatrix",
+            imatrix.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    // Entries for another model's tensors: a warning, exit 1, nothing written.
+    let other = dir.join("other.gguf");
+    std::fs::write(
+        &other,
+        gguf_f32(&[
+            ("blk.0.x.weight.in_sum2", &[64, 1], vec![1.0; 64]),
+            ("blk.0.x.weight.counts", &[1, 1], vec![4.0]),
+        ]),
+    )
+    .unwrap();
+    let o = run(&other);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("none of the 1 entry of") && err.contains("was it made for another model?"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // An entry whose count is 0 measured nothing: searched unweighted and recorded so.
+    let zero = dir.join("zero.gguf");
+    std::fs::write(
+        &zero,
+        gguf_f32(&[
+            ("w.in_sum2", &[64, 1], vec![0.0; 64]),
+            ("w.counts", &[1, 1], vec![0.0]),
+        ]),
+    )
+    .unwrap();
+    let o = run(&zero);
+    let text = stdout_of(&o);
+    assert!(o.status.success(), "{text}");
+    let bytes = std::fs::read(&out).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let prov = header["__metadata__"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(k, _)| k.contains("provenance") && k.ends_with("w"))
+        .map(|(_, v)| v.as_str().unwrap().to_owned())
+        .unwrap_or_else(|| panic!("{header}"));
+    assert!(
+        prov.contains("importance=false") && prov.contains("imatrix_entry_uniform=w"),
+        "{prov}"
+    );
+    assert!(!prov.contains("imatrix_entry=w"), "{prov}");
+    assert!(text.contains("counts are all 0"), "{text}");
+}

@@ -83,12 +83,60 @@ pub fn check_target(format: Format, method: MethodArg, search: &SearchArgs) -> R
     Ok(())
 }
 
+/// Checks `--imatrix` against the matrices that will be searched, before anything is
+/// written: an entry of a matrix's name that does not fit it (K, an expert bank) is an
+/// error (exit 2); a file none of whose entries names one of them (made for another
+/// model?) is reported on stderr and gives `false` (exit 1).
+fn check_imatrix(m: &Imatrix, items: &[Item<'_>], filter: Option<&str>) -> Result<bool> {
+    let mut matched = 0usize;
+    let mut misfits = Vec::new();
+    for item in items {
+        let Item::Plain(p) = item else { continue };
+        let (&[_, cols], true, true) = (
+            p.shape.as_slice(),
+            filter.is_none_or(|f| p.name.contains(f)),
+            matches!(p.dtype, Dtype::F32 | Dtype::BF16 | Dtype::F16),
+        ) else {
+            continue;
+        };
+        if m.entries.contains_key(&p.name) {
+            matched += 1;
+            if let Err(why) = m.importance(&p.name, cols) {
+                misfits.push(why);
+            }
+        }
+    }
+    if !misfits.is_empty() {
+        bail!(
+            "--imatrix {}: {} (nothing written)",
+            m.path,
+            misfits.join("; ")
+        );
+    }
+    if matched == 0 {
+        eprintln!(
+            "ninfer: none of the {} of {} matched a tensor of the input (a 2-D F32/BF16/F16 \
+             matrix{} that would be searched); was it made for another model? Nothing written.",
+            table::counted(m.entries.len() as u64, "entry"),
+            m.path,
+            if filter.is_some() {
+                " selected by --tensors"
+            } else {
+                ""
+            }
+        );
+        return Ok(false);
+    }
+    Ok(true)
+}
+
 /// The planes and provenance of one encoded tensor, or the library's refusal.
 fn encode(
     format: Format,
     method: MethodArg,
     search: &SearchArgs,
     importance: Option<(&str, &[f32])>,
+    uniform_entry: Option<&str>,
     dtype: Dtype,
     bytes: &[u8],
     (rows, cols): (usize, usize),
@@ -132,6 +180,14 @@ fn encode(
                 (Some((entry, _)), Some(m)) => {
                     format!(";imatrix={};imatrix_entry={entry}", m.path)
                 }
+                // An entry whose counts are all 0 measured nothing: searched unweighted
+                // (importance=false), the entry named as such.
+                (None, Some(m)) => match uniform_entry {
+                    Some(entry) => {
+                        format!(";imatrix={};imatrix_entry_uniform={entry}", m.path)
+                    }
+                    None => String::new(),
+                },
                 _ => String::new(),
             };
             format!(
@@ -203,6 +259,11 @@ pub fn run(
     let source = Source::open(input)?;
     crate::input::refuse_out_is_input(input, out)?;
     let items = source.items()?;
+    if let Some(m) = &search.imatrix
+        && !check_imatrix(m, &items, filter)?
+    {
+        return Ok(false);
+    }
     if let Some(Item::Ternary {
         name, ggml_type, ..
     }) = items.iter().find(|i| matches!(i, Item::Ternary { .. }))
@@ -226,6 +287,7 @@ pub fn run(
     let mut rows_out: Vec<Vec<String>> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
     let mut unweighted: Vec<String> = Vec::new();
+    let mut uniform: Vec<String> = Vec::new();
     let mut encoded = 0usize;
     let (mut all_se, mut all_sx, mut all_n) = (0f64, 0f64, 0f64);
     let mut encode_secs = 0f64;
@@ -339,15 +401,31 @@ pub fn run(
                 continue;
             }
         };
-        if search.imatrix.is_some() && importance.is_none() {
+        if search.imatrix.is_some()
+            && importance.is_none()
+            && !search
+                .imatrix
+                .as_ref()
+                .is_some_and(|m| m.entries.contains_key(&p.name))
+        {
             unweighted.push(p.name.clone());
         }
         let t0 = Instant::now();
+        let uniform_entry = search
+            .imatrix
+            .as_ref()
+            .and_then(|m| m.entries.get(&p.name))
+            .filter(|e| e.uniform)
+            .map(|_| p.name.as_str());
+        if uniform_entry.is_some() {
+            uniform.push(p.name.clone());
+        }
         let res = encode(
             format,
             method,
             search,
             importance,
+            uniform_entry,
             p.dtype,
             data,
             (rows, cols),
@@ -445,6 +523,13 @@ pub fn run(
                 false => format!(" ({})", unweighted.join(", ")),
             }
         );
+        if !uniform.is_empty() {
+            outln!(
+                "{} with an entry whose counts are all 0 (never exercised, every channel 1): searched without importance ({})",
+                table::counted(uniform.len() as u64, "matrix").replace("matrixs", "matrices"),
+                uniform.join(", ")
+            );
+        }
     }
     if !refusals.is_empty() {
         outln!(
