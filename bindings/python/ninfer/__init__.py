@@ -813,6 +813,12 @@ class Linear:
 
     def __init__(self, view: WeightView, device: int = DEVICE_CPU, threads: Optional[int] = None,
                  activation: Optional[int] = None, ordinal: int = 0):
+        if not isinstance(view, WeightView):
+            hint = ""
+            if isinstance(view, tuple) and view and isinstance(view[0], WeightView):
+                hint = (": quantize_grouped returns (view, provenance); "
+                        "write `view, prov = ninfer.quantize_grouped(...)` and pass the view")
+            raise TypeError(f"Linear takes a WeightView, not {type(view).__name__}{hint}")
         handle = _LinearP()
         if device == DEVICE_CUDA:
             # Uploads the planes once to CUDA device `ordinal` (ninfer_cuda_linear_prepare;
