@@ -391,11 +391,7 @@ fn quantize_with_a_llama_cpp_imatrix() {
             } else {
                 format!("importance=true;imatrix={file};imatrix_entry={name};")
             };
-            assert!(
-                e.provenance.contains(&want),
-                "{}",
-                e.provenance
-            );
+            assert!(e.provenance.contains(&want), "{}", e.provenance);
             if name == "blk.0.attn_q.weight" {
                 // The skewed attn_q importance changes the search's choice somewhere.
                 assert_ne!(
