@@ -406,6 +406,15 @@ fn verify_counts_speak_plainly() {
     assert!(out.contains("\n1 tensor: 1 decoded"), "{out}");
     assert!(out.contains("1 tensor validated"), "{out}");
     assert!(!out.contains("0.000 s ("), "{out}");
+    let per_type = out
+        .lines()
+        .find(|l| l.starts_with("Q8_0 (gguf_q8_0)"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let cells: Vec<&str> = per_type.split_whitespace().collect();
+    assert_eq!(
+        cells[7], "-",
+        "a rate from an unmeasurable time: {per_type}"
+    );
     assert!(
         !out.contains(" 1 failures") && !out.contains(" 1 tensors"),
         "{out}"

@@ -447,7 +447,8 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 } else {
                     "-".into()
                 },
-                if decoded && secs > 0.0 {
+                // A rate only when the time is measurable (a millisecond or more).
+                if decoded && secs >= 1e-3 {
                     format!("{:.1}", a.values as f64 / secs / 1e6)
                 } else {
                     "-".into()
