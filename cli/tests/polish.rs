@@ -300,6 +300,18 @@ fn verify_that_checked_nothing_does_not_pass() {
         assert!(!out.contains("bit-identical"), "{out}");
         assert!(out.contains("linear: no weight checked"), "{out}");
     }
+    // A safetensors file whose only tensor has no decodable dtype.
+    let ints = dir.join("ints.safetensors");
+    let words = [0u8; 16];
+    let view = TensorView::new(Dtype::I64, vec![2], &words).unwrap();
+    safetensors::serialize_to_file(vec![("ids".to_string(), view)], None, &ints).unwrap();
+    let o = ninfer(&["verify", ints.to_str().unwrap()]);
+    let out = stdout_of(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("verify: nothing checked (no tensor could be decoded: 1 entry without"),
+        "{out}"
+    );
     // Refused tensors beside a decoded one still pass, the refusals listed.
     let path = dir.join("mixed.gguf");
     std::fs::write(
