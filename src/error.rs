@@ -181,8 +181,12 @@ fn scale_position(row: u64, group: u64) -> String {
 /// The library's error. Each variant maps to exactly one [`Status`].
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum Error {
-    #[error("{0} is NULL but its length is non-zero (or it is required)")]
+    /// A required pointer (a handle, an out-pointer, a string) is NULL.
+    #[error("{0} is NULL")]
     NullPointer(&'static str),
+    /// A buffer's pointer is NULL while its length is not zero.
+    #[error("{0} is NULL but its length is non-zero")]
+    NullWithLength(&'static str),
     #[error("{0} is not aligned to {1} bytes")]
     Misaligned(&'static str, usize),
     #[error("invalid argument: {0}")]
@@ -216,6 +220,9 @@ pub enum Error {
     Overflow(String),
     #[error("row {row} out of range (rows = {rows})")]
     RowOutOfRange { row: u64, rows: u64 },
+    /// The exclusive end of a row range (`n1`) is beyond the row count.
+    #[error("n1 = {end} is beyond N = {rows} (n1 is an exclusive end: at most N)")]
+    RangeEndOutOfRange { end: u64, rows: u64 },
     #[error("index list entry {position} = {index} out of range (rows = {rows})")]
     IndexOutOfRange {
         position: usize,
@@ -252,7 +259,7 @@ impl Error {
     /// The C status this error is reported as.
     pub fn status(&self) -> Status {
         match self {
-            Error::NullPointer(_) => Status::NullPointer,
+            Error::NullPointer(_) | Error::NullWithLength(_) => Status::NullPointer,
             Error::Misaligned(..) => Status::Misaligned,
             Error::InvalidArgument(_) => Status::InvalidArgument,
             Error::UnknownFormat(_) => Status::UnknownFormat,
@@ -262,7 +269,7 @@ impl Error {
             Error::BadShape(_) => Status::BadShape,
             Error::SizeMismatch { .. } => Status::SizeMismatch,
             Error::Overflow(_) => Status::Overflow,
-            Error::RowOutOfRange { .. } => Status::RowOutOfRange,
+            Error::RowOutOfRange { .. } | Error::RangeEndOutOfRange { .. } => Status::RowOutOfRange,
             Error::IndexOutOfRange { .. } => Status::IndexOutOfRange,
             Error::BufferTooSmall { .. } => Status::BufferTooSmall,
             Error::Unsupported(_) => Status::Unsupported,

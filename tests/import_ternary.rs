@@ -194,6 +194,15 @@ fn hand_made_blocks_and_refusals() {
         e.to_string().contains("row 1, block 0") && e.to_string().contains("+0"),
         "{e}"
     );
+    // The message says what such a block is: a d that underflowed binary16, whose values
+    // ggml reads as ±0, which t2 cannot hold.
+    assert!(
+        e.to_string().contains(
+            "TQ2_0 block 0 of the row: scale d = +0 with non-zero codes (a block whose values \
+             underflow binary16; ggml reads them as ±0"
+        ),
+        "{e}"
+    );
     // Shapes: K must be whole 256-value blocks; nothing is requantized to fit.
     for cols in [128, 384] {
         refused(

@@ -734,15 +734,15 @@ fn c_forward_rows_errors_and_concurrent_ranges() {
         let st = call(xp, xb, ldx, bp, n, (4, 2), yp, yb, 0, ldy);
         expect(st, Status::InvalidArgument, "n0 = 4 > n1 = 2", &y);
         let st = call(xp, xb, ldx, bp, n, (4, 14), yp, yb, 0, 14);
-        expect(st, Status::RowOutOfRange, "row 14", &y);
+        expect(st, Status::RowOutOfRange, "n1 = 14 is beyond N = 13", &y);
         let st = call(xp, xb, k - 1, bp, n, (0, 4), yp, yb, 0, ldy);
         expect(st, Status::BadShape, "ldx", &y);
         let st = call(xp, xb, ldx, bp, n, (0, 4), yp, yb, 0, 3);
         expect(st, Status::BadShape, "ldy = 3", &y);
         let st = call(xp, xb - 1, ldx, bp, n, (0, 4), yp, yb, 0, ldy);
-        expect(st, Status::BufferTooSmall, "x", &y);
+        expect(st, Status::BufferTooSmall, "x (bytes): buffer holds", &y);
         let st = call(xp, xb, ldx, bp, n, (0, n as u64), yp, yb - 4, 0, ldy);
-        expect(st, Status::BufferTooSmall, "y", &y);
+        expect(st, Status::BufferTooSmall, "y (bytes): buffer holds", &y);
         let st = call(xp, xb, ldx, bp, 3, (0, 4), yp, yb, 0, ldy);
         expect(st, Status::BufferTooSmall, "bias", &y);
         let st = call(
@@ -773,6 +773,26 @@ fn c_forward_rows_errors_and_concurrent_ranges() {
             ldy,
         );
         expect(st, Status::NullPointer, "y", &y);
+        // A NULL handle is just that: no length is involved.
+        let st = ninfer_linear_forward_rows(
+            std::ptr::null(),
+            xp,
+            xb,
+            0,
+            m as u64,
+            k as u64,
+            ldx as u64,
+            bp,
+            n,
+            0,
+            4,
+            yp,
+            yb,
+            0,
+            ldy as u64,
+        );
+        expect(st, Status::NullPointer, "handle is NULL", &y);
+        assert!(!last_message().contains("length"), "{}", last_message());
         let st = call(xp, xb, ldx, null, 0, (0, 4), yp, yb, 2, ldy);
         expect(st, Status::Unsupported, "f16", &y);
         let st = call(xp, xb, ldx, null, 0, (0, 4), yp, yb, 9, ldy);

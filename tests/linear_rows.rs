@@ -317,6 +317,11 @@ fn bad_arguments_get_a_status_and_write_nothing() {
     assert!(e.to_string().contains("n0 = 9 > n1 = 3"), "{e}");
     let e = run(xs, k, ldx, None, (3, N + 1), y_len(N + 1), N + 2, f32y).unwrap_err();
     assert_eq!(e.status(), Status::RowOutOfRange, "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("n1 = {} is beyond N = {N}", N + 1)),
+        "{e}"
+    );
     // K, ldx < K, ldy < n1.
     let e = run(xs, k - 32, ldx, None, (3, 9), y_len(9), ldy, f32y).unwrap_err();
     assert_eq!(e.status(), Status::BadShape);
@@ -331,7 +336,7 @@ fn bad_arguments_get_a_status_and_write_nothing() {
     assert_eq!(
         e,
         Error::BufferTooSmall {
-            what: "x",
+            what: "x (bytes)",
             needed: x_len,
             actual: x_len - 1
         }
@@ -340,7 +345,7 @@ fn bad_arguments_get_a_status_and_write_nothing() {
     assert_eq!(
         e,
         Error::BufferTooSmall {
-            what: "y",
+            what: "y (bytes)",
             needed: y_len(9),
             actual: y_len(9) - 1
         }

@@ -123,9 +123,9 @@ impl Linear {
             Linear::Skipped(why) => format!("- ({why})"),
             Linear::Checked(r) => {
                 let mut rows = if r.rows == r.n {
-                    format!("{} rows", r.n)
+                    crate::table::counted(r.n as u64, "row")
                 } else {
-                    format!("{} of {} rows", r.rows, r.n)
+                    format!("{} of {}", r.rows, crate::table::counted(r.n as u64, "row"))
                 };
                 if r.profiles.len() > 1 {
                     let p: Vec<&str> = r.profiles.iter().map(|p| p.name()).collect();
@@ -506,11 +506,22 @@ impl Fnv1a64 {
     }
 }
 
-/// Reference checksums of a file's tensors: name → (values, FNV-1a 64, who computed it).
+/// One tensor's line of a checksum list.
+pub struct Expected {
+    /// The type column: the GGUF ggml type name (Q4_0, F32, …), or for a safetensors
+    /// tensor its ninfer format name or dtype.
+    pub ty: String,
+    pub values: u64,
+    pub hash: u64,
+    /// Who computed it.
+    pub oracle: String,
+}
+
+/// Reference checksums of a file's tensors, by name.
 pub struct Checksums {
     /// Where the list came from (printed).
     pub source: String,
-    pub tensors: BTreeMap<String, (u64, u64, String)>,
+    pub tensors: BTreeMap<String, Expected>,
 }
 
 /// The reference checksums of the built-in sample, recorded with gguf-py when the sample
@@ -542,10 +553,13 @@ impl Checksums {
             }
             let values: u64 = c[2].parse().map_err(|_| bad())?;
             let hash = u64::from_str_radix(c[3], 16).map_err(|_| bad())?;
-            if tensors
-                .insert(c[0].to_owned(), (values, hash, c[4].to_owned()))
-                .is_some()
-            {
+            let e = Expected {
+                ty: c[1].to_owned(),
+                values,
+                hash,
+                oracle: c[4].to_owned(),
+            };
+            if tensors.insert(c[0].to_owned(), e).is_some() {
                 anyhow::bail!("{source}, line {}: tensor {:?} listed twice", i + 1, c[0]);
             }
         }
@@ -563,7 +577,7 @@ impl Checksums {
 
     /// The oracles named in the list (`gguf-py`, …), comma-separated.
     pub fn oracles(&self) -> String {
-        let mut o: Vec<&str> = self.tensors.values().map(|t| t.2.as_str()).collect();
+        let mut o: Vec<&str> = self.tensors.values().map(|t| t.oracle.as_str()).collect();
         o.sort();
         o.dedup();
         o.join(", ")
@@ -573,8 +587,11 @@ impl Checksums {
 /// What comparing one tensor's decoded values with the list found.
 #[derive(Clone)]
 pub enum Sum {
-    /// No list, or the tensor is not in it.
+    /// No list.
     None,
+    /// A list was given and the tensor is not in it (a failure: an explicit list covers
+    /// every decoded tensor).
+    Unlisted,
     /// Equal, with the oracle's name.
     Matched(String),
     /// Different: the message.
@@ -587,23 +604,50 @@ impl Sum {
             Sum::None => "-".into(),
             Sum::Matched(o) => format!("= {o}"),
             Sum::Mismatch(_) => "MISMATCH".into(),
+            Sum::Unlisted => "NOT LISTED".into(),
+        }
+    }
+
+    /// Whether the comparison failed (a mismatch, or a tensor the list lacks).
+    pub fn failed(&self) -> bool {
+        matches!(self, Sum::Mismatch(_) | Sum::Unlisted)
+    }
+
+    /// The failure message, if the comparison failed.
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            Sum::Mismatch(m) => Some(m.clone()),
+            Sum::Unlisted => Some("not in the checksum list".into()),
+            _ => None,
         }
     }
 }
 
-/// The list's entry for a tensor.
-pub fn entry<'a>(list: Option<&'a Checksums>, name: &str) -> Option<&'a (u64, u64, String)> {
-    list.and_then(|l| l.tensors.get(name))
+/// The list's entry for a tensor: `None` without a list, `Some(None)` when the list lacks
+/// the tensor.
+pub fn entry<'a>(list: Option<&'a Checksums>, name: &str) -> Option<Option<&'a Expected>> {
+    list.map(|l| l.tensors.get(name))
 }
 
-/// Compares a tensor's decoded values (`count` of them, hashed in row order) with the
-/// list's entry.
-pub fn compare(entry: Option<&(u64, u64, String)>, count: u64, hash: &Fnv1a64) -> Sum {
-    let Some((n, want, oracle)) = entry else {
+/// Compares a tensor of type `ty` (its decoded values, `count` of them, hashed in row order)
+/// with the list's entry.
+pub fn compare(entry: Option<Option<&Expected>>, ty: &str, count: u64, hash: &Fnv1a64) -> Sum {
+    let Some(entry) = entry else {
         return Sum::None;
     };
+    let Some(Expected {
+        ty: want_ty,
+        values: n,
+        hash: want,
+        oracle,
+    }) = entry
+    else {
+        return Sum::Unlisted;
+    };
     let got = hash.value();
-    if *n != count {
+    if !want_ty.eq_ignore_ascii_case(ty) {
+        Sum::Mismatch(format!("the list says type {want_ty}, the file's is {ty}"))
+    } else if *n != count {
         Sum::Mismatch(format!("{count} values decoded, {oracle} has {n}"))
     } else if got != *want {
         Sum::Mismatch(format!(
@@ -617,14 +661,22 @@ pub fn compare(entry: Option<&(u64, u64, String)>, count: u64, hash: &Fnv1a64) -
 /// A one-line account of the linear checks for a summary.
 pub fn linear_summary(reports: &[&LinearReport], devices: &Devices) -> String {
     let mut s = String::new();
+    if reports.is_empty() {
+        s.push_str("linear: no weight checked");
+        if devices.cuda.is_err() {
+            s.push_str("; CUDA: not present");
+        }
+        return s;
+    }
     let outputs: usize = reports.iter().map(|r| r.outputs).sum();
     let worst = reports.iter().map(|r| r.worst).fold(0f64, f64::max);
     let failed = reports.iter().filter(|r| !r.failures.is_empty()).count();
     let identical = reports.iter().all(|r| r.identical);
     let _ = write!(
         s,
-        "linear: {} weights, {} outputs compared (worst {worst:.1e} of the linear_f32acc_v1 tolerance), paths {}, {failed} failed",
+        "linear: {} {}, {} outputs compared (worst {worst:.1e} of the linear_f32acc_v1 tolerance), paths {}, {failed} failed",
         reports.len(),
+        crate::table::plural(reports.len() as u64, "weight"),
         crate::table::count(outputs as u64),
         if identical {
             "bit-identical"

@@ -299,11 +299,36 @@ pub struct GgufFile {
     pub data_start: u64,
 }
 
+/// Opens `path` for reading, refusing what is not a regular file (a directory, a device)
+/// with a message that says so rather than the mapping's errno.
+pub fn regular_file(path: &Path) -> Result<std::fs::File> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?;
+    if meta.is_dir() {
+        bail!("{} is a directory", path.display());
+    }
+    if !meta.is_file() {
+        bail!("{} is not a regular file", path.display());
+    }
+    Ok(file)
+}
+
+/// A 4-byte magic as text when it is printable ASCII, and in hex: `"GGUX" (0x47475558)`.
+fn magic_text(m: &[u8]) -> String {
+    let hex: String = m.iter().map(|b| format!("{b:02x}")).collect();
+    if m.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        format!("{:?} (0x{hex})", String::from_utf8_lossy(m))
+    } else {
+        format!("0x{hex}")
+    }
+}
+
 impl GgufFile {
     /// Maps and parses `path`.
     pub fn open(path: &Path) -> Result<GgufFile> {
-        let file =
-            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let file = regular_file(path)?;
         // SAFETY: the map is read-only; like every reader of model files we assume no other
         // process truncates the file while it is mapped (it would fault, not corrupt memory
         // we write).
@@ -320,7 +345,11 @@ impl GgufFile {
     fn parse(bytes: Bytes) -> Result<GgufFile> {
         let mut r = Cursor { b: &bytes, at: 0 };
         let magic = r.take(4)?;
-        ensure!(magic == b"GGUF", "not a GGUF file (magic {magic:?})");
+        ensure!(
+            magic == b"GGUF",
+            "not a GGUF file (magic {}, \"GGUF\" expected)",
+            magic_text(magic)
+        );
         let version = r.u32()?;
         ensure!(
             version == 2 || version == 3,
@@ -384,15 +413,27 @@ impl GgufFile {
         // As ggml: each tensor's data starts where the previous one's ends, padded to the
         // alignment. Aliased, overlapping or reordered data is refused here.
         let mut expected = 0u64;
+        let mut previous: Option<&TensorInfo> = None;
         for t in &tensors {
+            // A tensor without values (a zero dimension) takes no bytes, as in ggml: data
+            // left where it would be is the likely cause of a mismatch after it.
+            let empty_before = match previous {
+                Some(p) if p.nbytes == 0 => format!(
+                    "; the tensor before it, {:?}, has no values (ne {:?}) and so takes no \
+                     bytes",
+                    p.name, p.dims
+                ),
+                _ => String::new(),
+            };
             ensure!(
                 t.offset == expected,
                 "tensor {:?}: data offset {}, expected {expected} (each tensor's data must \
                  follow the previous one's, padded to the alignment {alignment}: overlapping \
-                 or aliased tensors are refused)",
+                 or aliased tensors are refused{empty_before})",
                 t.name,
                 t.offset
             );
+            previous = Some(t);
             expected = t
                 .nbytes
                 .checked_next_multiple_of(alignment)
@@ -925,6 +966,29 @@ mod tests {
         )
         .unwrap();
         assert_eq!((f.tensors[0].offset, f.tensors[1].offset), (0, 0));
+        // Empty tensors of a block type (ne[0] = 0) too, wherever they stand.
+        let f = parse(
+            Image::default()
+                .tensor("a", &[32, 2], 8, 68)
+                .tensor("e", &[0, 54], 8, 0)
+                .tensor("b", &[32], 8, 34)
+                .bytes(),
+        )
+        .unwrap();
+        let offsets: Vec<u64> = f.tensors.iter().map(|t| t.offset).collect();
+        assert_eq!(offsets, [0, 96, 96]);
+        // Data left after an empty tensor (a writer that reserved bytes for it): refused as
+        // ggml refuses it, with the empty tensor named as the likely cause.
+        let e = refusal(
+            &Image::default()
+                .tensor_at("e", &[0, 54], 8, 0, 0)
+                .tensor_at("b", &[32], 8, 34, 1728),
+        );
+        assert!(
+            e.contains("tensor \"b\": data offset 1728, expected 0")
+                && e.contains("the tensor before it, \"e\", has no values (ne [0, 54])"),
+            "{e}"
+        );
     }
 
     #[test]

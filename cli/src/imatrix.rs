@@ -31,6 +31,9 @@ pub struct Entry {
     pub values: Vec<f32>,
     /// Matrices in the entry (1 for an ordinary weight; the experts of an expert bank).
     pub n_mat: usize,
+    /// Every count of the entry is 0 (GGUF form: never exercised), so every channel
+    /// weighs 1: no importance was measured.
+    pub uniform: bool,
 }
 
 /// A parsed importance matrix file.
@@ -56,6 +59,7 @@ impl Imatrix {
     /// Reads a GGUF or legacy `.dat` importance matrix (by the GGUF magic).
     pub fn open(path: &Path) -> Result<Imatrix> {
         let shown = path.display().to_string();
+        crate::gguf::regular_file(path).with_context(|| format!("importance matrix {shown}"))?;
         let mut magic = [0u8; 4];
         let gguf = {
             use std::io::Read;
@@ -131,7 +135,15 @@ impl Imatrix {
                     values.extend(std::iter::repeat_n(1.0f32, k));
                 }
             }
-            entries.insert(name.to_owned(), Entry { values, n_mat });
+            let uniform = counts.iter().all(|&c| c <= 0.0);
+            entries.insert(
+                name.to_owned(),
+                Entry {
+                    values,
+                    n_mat,
+                    uniform,
+                },
+            );
         }
         Ok(Imatrix {
             path,
@@ -163,6 +175,14 @@ impl Imatrix {
         for e in 0..n {
             let len = int(&mut at, "a name length")?;
             ensure!(len >= 0, "entry {e}: name length {len}");
+            // The first entry's name running past the file: not a truncated matrix but
+            // some other file (text, …).
+            ensure!(
+                e > 0 || at.saturating_add(len as usize) <= b.len(),
+                "not an importance matrix (neither GGUF nor llama.cpp's legacy .dat: its \
+                 first entry's name would be {len} bytes long, past the end of the {}-byte file)",
+                b.len()
+            );
             let name = std::str::from_utf8(take(&mut at, len as usize, "a name")?)
                 .with_context(|| format!("entry {e}: name is not UTF-8"))?
                 .to_owned();
@@ -177,7 +197,14 @@ impl Imatrix {
             }));
             ensure!(
                 entries
-                    .insert(name.clone(), Entry { values, n_mat: 1 })
+                    .insert(
+                        name.clone(),
+                        Entry {
+                            values,
+                            n_mat: 1,
+                            uniform: false,
+                        }
+                    )
                     .is_none(),
                 "entry {e}: {name} appears twice"
             );
@@ -191,7 +218,7 @@ impl Imatrix {
     }
 
     /// The importance vector of the `[N, cols]` weight `name`: `Ok(None)` when the file has
-    /// no entry for it, `Err` (the reason) when the entry does not fit one `cols`-channel
+    /// no entry for it or its entry's counts are all 0 ([`Entry::uniform`]), `Err` (the reason) when the entry does not fit one `cols`-channel
     /// matrix.
     pub fn importance(&self, name: &str, cols: usize) -> Result<Option<&[f32]>, String> {
         let Some(e) = self.entries.get(name) else {
@@ -208,6 +235,10 @@ impl Imatrix {
                 "imatrix entry {name} has {} values; the weight has K = {cols} input channels",
                 e.values.len()
             ));
+        }
+        if e.uniform {
+            // Counts all 0: no importance was measured (every channel 1).
+            return Ok(None);
         }
         Ok(Some(&e.values))
     }

@@ -10,6 +10,14 @@ use ninfer::{Format, Layout, WeightView};
 use safetensors::Dtype;
 use std::path::Path;
 
+/// Refuses an output path that names the input file (writing it would replace the input).
+pub fn refuse_out_is_input(input: &Path, out: &Path) -> Result<()> {
+    if out.exists() && input.canonicalize().ok() == out.canonicalize().ok() {
+        bail!("--out {} is the input file", out.display());
+    }
+    Ok(())
+}
+
 /// The input file: safetensors (plain and ninfer-encoded tensors) or GGUF.
 pub enum Source {
     St(StFile),

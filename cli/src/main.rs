@@ -4,6 +4,23 @@
 //! This binary is a workspace member of its own (`ninfer-cli`): its dependencies (argument
 //! parsing, progress bars, .npy writing, file mapping) are never linked into libninfer.so.
 
+/// `println!` for command output: a failed write to stdout (a full disk) becomes the
+/// command's error (`ninfer: writing to stdout: …`, exit 2) instead of a panic.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout(), $($t)*).map_err(crate::stdout_error)?
+    }};
+}
+
+/// `print!` for command output: see [`outln!`].
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout(), $($t)*).map_err(crate::stdout_error)?
+    }};
+}
+
 mod check;
 mod cmd;
 mod gguf;
@@ -81,7 +98,9 @@ enum Command {
         brief: bool,
         /// Reference checksums to compare the decoded values with: one line per tensor,
         /// `name ggml-type values fnv1a64-hex oracle` (FNV-1a 64 of the values' f32
-        /// little-endian words in row order). Default for the built-in sample and files
+        /// little-endian words in row order; the type: the ggml type name, or in a safetensors
+        /// file the ninfer format name or dtype). A given list must cover every decoded
+        /// tensor with its type. Default for the built-in sample and files
         /// whose general.name is the sample's: tests/data/sample.checksums, recorded with
         /// gguf-py.
         #[arg(long, value_name = "LIST")]
@@ -116,7 +135,9 @@ enum Command {
         negative_scales: bool,
         /// grouped_search only: a llama.cpp importance matrix (llama-imatrix's GGUF or
         /// legacy .dat file). A weight with an entry of the same name is searched with
-        /// that entry's per-input-channel importance (sum / count); its length must be K.
+        /// that entry's per-input-channel importance (sum / count); its length must be K
+        /// (else nothing is written, exit 2). A file none of whose entries names a searched
+        /// matrix writes nothing (exit 1); an entry whose counts are all 0 weighs nothing.
         /// Recorded in each tensor's provenance.
         #[arg(long, value_name = "FILE")]
         imatrix: Option<PathBuf>,
@@ -175,6 +196,11 @@ enum Bench {
     Linear(cmd::bench::LinearArgs),
 }
 
+/// The error of a failed write to stdout.
+pub(crate) fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    anyhow::anyhow!("writing to stdout: {e}")
+}
+
 fn open(file: &Option<PathBuf>) -> Result<(GgufFile, String)> {
     Ok(match file {
         Some(p) => (GgufFile::open(p)?, p.display().to_string()),
@@ -193,7 +219,7 @@ fn safetensors_path(file: &Option<PathBuf>) -> Option<&std::path::Path> {
 fn run(cli: Cli) -> Result<bool> {
     match cli.command {
         Command::Formats => {
-            cmd::formats::run();
+            cmd::formats::run()?;
             Ok(true)
         }
         Command::Inspect { file } => match safetensors_path(&file) {
@@ -204,6 +230,7 @@ fn run(cli: Cli) -> Result<bool> {
             }
         },
         Command::Decode { file, tensor, out } => {
+            input::refuse_out_is_input(&file, &out)?;
             if st::is_safetensors(&file) {
                 cmd::st_files::decode(&StFile::open(&file)?, &tensor, &out)?;
             } else {
@@ -303,7 +330,13 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    match run(Cli::parse()) {
+    let result = run(Cli::parse()).and_then(|ok| {
+        // What is still buffered (a line without its newline) fails here, not silently at exit.
+        use std::io::Write as _;
+        std::io::stdout().flush().map_err(stdout_error)?;
+        Ok(ok)
+    });
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {

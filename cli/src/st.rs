@@ -171,10 +171,25 @@ pub fn dtype_name(d: Dtype) -> String {
     format!("{d:?}")
 }
 
+/// Where the data of the header's tensors ends (8 + header length + the largest end
+/// offset), when the header parses as JSON.
+fn data_end(b: &[u8]) -> Option<u64> {
+    let n = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
+    let header = b.get(8..8usize.checked_add(usize::try_from(n).ok()?)?)?;
+    let v: serde_json::Value = serde_json::from_slice(header).ok()?;
+    let end = v
+        .as_object()?
+        .iter()
+        .filter(|(k, _)| *k != "__metadata__")
+        .filter_map(|(_, t)| t.get("data_offsets")?.get(1)?.as_u64())
+        .max()
+        .unwrap_or(0);
+    Some((8 + n).saturating_add(end))
+}
+
 impl StFile {
     pub fn open(path: &Path) -> Result<StFile> {
-        let file =
-            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let file = crate::gguf::regular_file(path)?;
         // SAFETY: read-only map; as every model reader, we assume no other process
         // truncates the file while it is mapped.
         let map = unsafe { memmap2::Mmap::map(&file) }
@@ -183,6 +198,24 @@ impl StFile {
     }
 
     fn parse(map: memmap2::Mmap) -> Result<StFile> {
+        // A header or data running past the end of the file: say it is truncated.
+        if let Some(h) = map.get(..8) {
+            let n = u64::from_le_bytes(h.try_into().expect("8 bytes"));
+            let len = map.len() as u64;
+            if n.saturating_add(8) > len && n <= 100_000_000 {
+                bail!(
+                    "truncated safetensors file: its header is {n} bytes, the file has {len} bytes"
+                );
+            }
+        }
+        if let Some(end) = data_end(&map)
+            && end > map.len() as u64
+        {
+            bail!(
+                "truncated safetensors file: the header's tensors end at byte {end}, the file has {} bytes",
+                map.len()
+            );
+        }
         let (n, meta) = SafeTensors::read_metadata(&map)
             .map_err(|e| anyhow::anyhow!("not a safetensors file: {e}"))?;
         if let Some(dup) = repeated_key(&map[8..8 + n]) {

@@ -1,8 +1,9 @@
 //! Plain-text tables: columns padded to their widest cell, numbers right-aligned.
 
 /// Prints `rows` under `headers`; columns whose `right[i]` is true are right-aligned.
-pub fn print(headers: &[&str], right: &[bool], rows: &[Vec<String>]) {
-    print!("{}", render(headers, right, rows));
+pub fn print(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> anyhow::Result<()> {
+    out!("{}", render(headers, right, rows));
+    Ok(())
 }
 
 /// The table as text (one line per row, a rule under the header).
@@ -43,6 +44,22 @@ pub fn render(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String 
         out.push_str(&line(&mut r.iter().map(String::as_str)));
     }
     out
+}
+
+/// `noun` or its plural ("tensors", "entries") for `n` of them.
+pub fn plural(n: u64, noun: &str) -> String {
+    if n == 1 {
+        noun.to_owned()
+    } else if let Some(stem) = noun.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{noun}s")
+    }
+}
+
+/// `n` with its noun: "1 tensor", "2 tensors".
+pub fn counted(n: u64, noun: &str) -> String {
+    format!("{} {}", count(n), plural(n, noun))
 }
 
 /// A count with thousands separators: 167772160 → "167,772,160".

@@ -329,7 +329,7 @@ fn a_non_finite_scale_fails_validation_but_the_tensor_is_still_decoded() {
     let o = ninfer(&["verify", bad.to_str().unwrap()], &dir);
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("(1 invalid encodings)"), "{out}");
+    assert!(out.contains("(1 invalid encoding)"), "{out}");
     assert!(
         out.contains("smollm2.token_embd.weight  gguf_q8_0  INVALID_ENCODING")
             && out.contains("row 0, block 0"),
@@ -637,7 +637,7 @@ fn verify_compares_linear_on_every_path_and_the_sample_checksums() {
     let row = cols(type_row(&out, "Q8_0 (gguf_q8_0)"));
     assert_eq!((row[7], row[8], row[9]), ("2 matched", "2 ok", "decoded"));
     assert!(
-        out.contains("checksums: 24 matched, 0 mismatched, 0 not in the file"),
+        out.contains("checksums: 24 matched, 0 mismatched, 0 not in the list, 0 not in the file"),
         "{out}"
     );
     assert!(out.contains("paths bit-identical, 0 failed"), "{out}");
@@ -690,11 +690,11 @@ fn a_valid_payload_with_other_values_fails_only_on_the_checksums() {
     );
     assert!(!out.contains("minilm.q8_0  gguf_q8_0  linear"), "{out}");
     assert!(out.contains("checksums: 23 matched, 1 mismatched"), "{out}");
-    assert!(out.contains("verify: FAILED (1 tensors"), "{out}");
+    assert!(out.contains("verify: FAILED (1 tensor,"), "{out}");
     let [_, _, _, failed] = summary_counts(&out);
     assert_eq!(failed, 1, "{out}");
     // Without the list (an empty one given instead) nothing else notices: validation,
-    // decoding and the products pass.
+    // decoding and the products pass; only the tensors the list lacks are failures.
     let empty = dir.join("empty.checksums");
     std::fs::write(&empty, "# no tensors\n").unwrap();
     let o = ninfer(
@@ -707,8 +707,17 @@ fn a_valid_payload_with_other_values_fails_only_on_the_checksums() {
         &dir,
     );
     let out = text(&o);
-    assert!(o.status.success(), "{out}");
-    assert!(out.contains("checksums: 0 matched, 0 mismatched"), "{out}");
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("checksums: 0 matched, 0 mismatched, 24 not in the list"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("checksum: not in the checksum list").count(),
+        24,
+        "{out}"
+    );
+    assert!(!out.contains("linear: y["), "{out}");
     // The explicit list gives the same verdict as the built-in one.
     let list = checksums_path();
     let o = ninfer(

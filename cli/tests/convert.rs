@@ -298,6 +298,10 @@ fn search_planes(src: &[f32], rows: usize, cols: usize, importance: &[f32]) -> (
     (a, c)
 }
 
+fn all_ones(v: &[f32]) -> bool {
+    v.iter().all(|&x| x == 1.0)
+}
+
 /// `--imatrix` with llama.cpp's two file forms: each weight is searched with the importance
 /// llama-quantize derives from its entry (computed by the fixture script in numpy), a wrong
 /// length is refused for that weight, and the file and entry are recorded in provenance.
@@ -337,41 +341,66 @@ fn quantize_with_a_llama_cpp_imatrix() {
             s(&out),
         ]);
         let t = out_text(&o);
-        // ffn_down's entry holds 64 values for K = 320: refused (copied, exit 1).
-        assert_eq!(o.status.code(), Some(1), "{t}");
+        // ffn_down's entry holds 64 values for K = 320: refused before anything is
+        // written (exit 2).
+        assert_eq!(o.status.code(), Some(2), "{t}");
         assert!(
-            t.contains("blk.0.ffn_down.weight  INVALID_ARGUMENT — imatrix entry blk.0.ffn_down.weight has 64 values; the weight has K = 320"),
+            t.contains("imatrix entry blk.0.ffn_down.weight has 64 values; the weight has K = 320")
+                && t.contains("nothing written"),
             "{t}"
         );
-        let bytes = std::fs::read(&out).unwrap();
-        let st = SafeTensors::deserialize(&bytes).unwrap();
-        assert_eq!(
-            st.tensor("blk.0.ffn_down.weight").unwrap().dtype(),
-            Dtype::BF16
-        );
+        assert!(!out.exists(), "{t}");
         for (name, rows, cols) in [
             ("blk.0.attn_q.weight", 3, 200),
             ("blk.0.ffn_up.weight", 5, 128),
         ] {
+            let o = ninfer(&[
+                "quantize",
+                &data("floats.gguf"),
+                "--format",
+                "q4_g64_fp16",
+                "--method",
+                "search",
+                "--imatrix",
+                &file,
+                "--tensors",
+                name,
+                "--out",
+                s(&out),
+            ]);
+            assert!(o.status.success(), "{}", out_text(&o));
+            let bytes = std::fs::read(&out).unwrap();
+            if name == "blk.0.ffn_up.weight" {
+                // Unselected: copied, whatever its entry.
+                let st = SafeTensors::deserialize(&bytes).unwrap();
+                assert_eq!(
+                    st.tensor("blk.0.ffn_down.weight").unwrap().dtype(),
+                    Dtype::BF16
+                );
+            }
             let imp = f32_values(&exp, &format!("{form}.{name}"));
             let (codes, scales) = search_planes(&f32_values(&src, name), rows, cols, &imp);
             let e = encoded(&bytes, name);
             assert_eq!(e.planes["codes"], codes, "{form} {name}");
             assert_eq!(e.planes["scales"], scales, "{form} {name}");
-            assert!(
-                e.provenance.contains(&format!(
-                    "importance=true;imatrix={file};imatrix_entry={name};"
-                )),
-                "{}",
-                e.provenance
-            );
+            // The GGUF form's ffn_up entry has count 0 (never exercised: every channel 1):
+            // searched without importance, and recorded so.
+            let uniform = form == "gguf" && all_ones(&imp);
+            let want = if uniform {
+                format!("importance=false;imatrix={file};imatrix_entry_uniform={name};")
+            } else {
+                format!("importance=true;imatrix={file};imatrix_entry={name};")
+            };
+            assert!(e.provenance.contains(&want), "{}", e.provenance);
+            if name == "blk.0.attn_q.weight" {
+                // The skewed attn_q importance changes the search's choice somewhere.
+                assert_ne!(
+                    encoded(&bytes, name).planes,
+                    encoded(&plain, name).planes,
+                    "{form}"
+                );
+            }
         }
-        // The skewed attn_q importance changes the search's choice somewhere.
-        assert_ne!(
-            encoded(&bytes, "blk.0.attn_q.weight").planes,
-            encoded(&plain, "blk.0.attn_q.weight").planes,
-            "{form}"
-        );
     }
     // Refusals before anything is read or written.
     let out = dir.join("x.safetensors");

@@ -307,7 +307,7 @@ fn quantize_then_verify_inspect_decode_every_target() {
         let vt = out_text(&v);
         assert!(v.status.success(), "{fmt}: {vt}");
         assert!(
-            vt.contains("3 encoded tensors validated and decoded, 1 direct data, 1 not decodable dtypes, 0 failed"),
+            vt.contains("3 encoded tensors validated and decoded, 1 direct data, 1 not decodable dtype, 0 failed"),
             "{vt}"
         );
         // Every encoded matrix's products checked against the f64 oracle on every path.

@@ -93,7 +93,7 @@ pub(crate) unsafe fn out_slice<'a, T>(
         return if len == 0 {
             Ok(&mut [])
         } else {
-            Err(Error::NullPointer(what))
+            Err(Error::NullWithLength(what))
         };
     }
     if !(ptr as usize).is_multiple_of(align_of::<T>()) {
@@ -122,7 +122,7 @@ pub(crate) unsafe fn in_slice<'a, T>(
         return if len == 0 {
             Ok(&[])
         } else {
-            Err(Error::NullPointer(what))
+            Err(Error::NullWithLength(what))
         };
     }
     if !(ptr as usize).is_multiple_of(align_of::<T>()) {

@@ -239,6 +239,22 @@ pub fn import_gguf_ternary(
                 format!("t2 group of {name} block {rb} of the row, whose {why} (d = {d:#06x})"),
             ));
         }
+        // A +0 d over non-zero codes: what gguf-py's quantizer writes when a block's largest
+        // magnitude underflows binary16. ggml reads its values as ±0; t2's +0 scale requires
+        // zero codes and −0 values have no t2 form, so it is refused, saying why.
+        if d == 0
+            && let Some(j) = words.iter().position(|&u| u != 1)
+        {
+            return Err(Error::encoding(
+                row,
+                (2 * rb + j / 128) as u64,
+                format!(
+                    "t2 group of {name} block {rb} of the row: scale d = +0 with non-zero codes \
+                     (a block whose values underflow binary16; ggml reads them as ±0, which \
+                     t2_g128_fp16 cannot represent without rounding)"
+                ),
+            ));
+        }
         for (q, &u) in c.iter_mut().zip(&words) {
             *q = u as i8 - 1;
         }

@@ -321,7 +321,7 @@ impl<'a> PreparedWeight<'a> {
     ) -> Result<PreparedWeight<'static>> {
         crate::layouts::check_plane_lens(format, layout, rows, cols, planes.map(|p| p.1))?;
         if planes.iter().any(|&(a, len)| a == 0 && len != 0) {
-            return Err(Error::NullPointer("device plane"));
+            return Err(Error::NullWithLength("device plane"));
         }
         let plan = Plan::new(format, layout)?;
         #[cfg(feature = "cuda")]
@@ -792,7 +792,7 @@ impl<'a> PreparedWeight<'a> {
         let x_len = extent(m, ldx, k, x_dtype.size(), "x")?;
         if x.len() < x_len {
             return Err(Error::BufferTooSmall {
-                what: "x",
+                what: "x (bytes)",
                 needed: x_len,
                 actual: x.len(),
             });
@@ -800,7 +800,7 @@ impl<'a> PreparedWeight<'a> {
         let y_len = extent(m, ldy, n1, y_dtype.size(), "y")?;
         if y_bytes < y_len {
             return Err(Error::BufferTooSmall {
-                what: "y",
+                what: "y (bytes)",
                 needed: y_len,
                 actual: y_bytes,
             });
@@ -911,8 +911,9 @@ impl<'a> PreparedWeight<'a> {
             )));
         }
         if rows.end > self.rows() {
-            return Err(Error::RowOutOfRange {
-                row: rows.end as u64,
+            // n1 is an exclusive end: n1 = N is the last valid value.
+            return Err(Error::RangeEndOutOfRange {
+                end: rows.end as u64,
                 rows: self.rows() as u64,
             });
         }

@@ -818,6 +818,12 @@ class Linear:
 
     def __init__(self, view: WeightView, device: int = DEVICE_CPU, threads: Optional[int] = None,
                  activation: Optional[int] = None, ordinal: int = 0):
+        if not isinstance(view, WeightView):
+            hint = ""
+            if isinstance(view, tuple) and view and isinstance(view[0], WeightView):
+                hint = (": quantize_grouped returns (view, provenance); "
+                        "write `view, prov = ninfer.quantize_grouped(...)` and pass the view")
+            raise TypeError(f"Linear takes a WeightView, not {type(view).__name__}{hint}")
         handle = _LinearP()
         if device == DEVICE_CUDA:
             # Uploads the planes once to CUDA device `ordinal` (ninfer_cuda_linear_prepare;
@@ -889,8 +895,10 @@ class Linear:
         output 0. ``bias`` None or at least n1 floats, indexed by the absolute n. Threads
         may fill disjoint ranges of one ``y`` at once (``set_threads(1)`` keeps each call on
         its thread). Raises NinferError (nothing written): INVALID_ARGUMENT (n0 > n1),
-        ROW_OUT_OF_RANGE (n1 > N), BUFFER_TOO_SMALL (n1 beyond y's columns, short bias),
-        BAD_SHAPE; ValueError for a y whose elements are not contiguous within a row."""
+        ROW_OUT_OF_RANGE (n1 > N), BAD_SHAPE (n1 beyond y's columns when y's row stride
+        is below n1, e.g. a contiguous y; K or ldx wrong), BUFFER_TOO_SMALL (n1 beyond y's
+        columns of a strided view whose rows are wide enough apart, short bias); ValueError
+        for a y whose elements are not contiguous within a row."""
         a, x_dtype = _source_rows(x, bf16)
         m, k = a.shape
         ldx = a.strides[0] // a.itemsize if m > 1 else k

@@ -50,6 +50,15 @@ class Registry(unittest.TestCase):
         self.assertEqual(Status.SIZE_MISMATCH, 9)
         self.assertEqual(Status.OUT_OF_MEMORY, 22)
 
+    def test_linear_of_a_quantize_grouped_tuple_says_what_to_pass(self):
+        src = np.linspace(-1, 1, 4 * 64, dtype=np.float32).reshape(4, 64)
+        pair = ninfer.quantize_grouped("q8_g32_fp16", src)
+        with self.assertRaises(TypeError) as cm:
+            ninfer.Linear(pair)
+        self.assertIn("(view, provenance)", str(cm.exception))
+        with ninfer.Linear(pair[0]) as lin:
+            self.assertEqual(lin.forward(np.ones(64, dtype=np.float32)).shape, (4,))
+
     def test_refused(self):
         with self.assertRaises(NinferError) as cm:
             ninfer.format_lookup("Q4")

@@ -27,7 +27,7 @@ pub fn scale_name(s: ScaleType) -> &'static str {
     }
 }
 
-pub fn run() {
+pub fn run() -> anyhow::Result<()> {
     let rows: Vec<Vec<String>> = FORMATS
         .iter()
         .map(|f| {
@@ -80,9 +80,10 @@ pub fn run() {
             false, false, true, true, true, false, false, true, true, false, false,
         ],
         &rows,
-    );
-    println!(
+    )?;
+    outln!(
         "\n{} formats. bits = code width (GGUF blocks mix widths); block = values sharing one scale and their bytes.",
         rows.len()
     );
+    Ok(())
 }

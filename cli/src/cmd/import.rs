@@ -81,6 +81,7 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target, ternary: &TernaryArgs) -> R
         true => ninfer::formats::import::TernaryScaleRule::Multiply,
         false => ninfer::formats::import::TernaryScaleRule::Divide,
     };
+    crate::input::refuse_out_is_input(input, out)?;
     let file = StFile::open(input)?;
     let bytes = file.bytes();
     let stf = SafeTensors::deserialize(bytes).map_err(|e| anyhow::anyhow!("safetensors: {e}"))?;
@@ -102,6 +103,8 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target, ternary: &TernaryArgs) -> R
             && t.dtype() == Dtype::U8
             && t.shape().len() == 2
             && stf.tensor(&format!("{p}.weight_scale")).is_ok()
+            // U8 weights beside a second-level scale are NVFP4 (found under that name).
+            && import::detect_nvfp4(&stf, p).is_none()
         {
             layers.insert(p.to_owned(), Kind::Ternary(import::TernaryForm::Packed));
         } else if let Some(p) = name.strip_suffix(".weight")
@@ -240,25 +243,25 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target, ternary: &TernaryArgs) -> R
             copied += 1;
         }
     }
-    println!("import {} → {}", input.display(), out.display());
-    println!();
+    outln!("import {} → {}", input.display(), out.display());
+    outln!();
     table::print(
         &["tensor", "scheme", "format", "shape", "bytes", "status"],
         &[false, false, false, false, true, false],
         &report,
-    );
+    )?;
     if !refusals.is_empty() {
-        println!(
+        outln!(
             "\nrefused ({}), tensors copied through unchanged:",
             refusals.len()
         );
         for r in &refusals {
-            println!("{r}");
+            outln!("{r}");
         }
     }
     let imported = layers.len() - refusals.len();
     w.write(out)?;
-    println!(
+    outln!(
         "\n{} layers: {imported} imported, {} refused; {copied} other tensors copied; wrote {}",
         layers.len(),
         refusals.len(),
@@ -270,9 +273,7 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target, ternary: &TernaryArgs) -> R
 /// `ninfer import` of a GGUF file: see the module documentation.
 fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
     let source = Source::open(input)?;
-    if input.canonicalize().ok() == out.canonicalize().ok() && out.exists() {
-        bail!("--out {} is the input file", out.display());
-    }
+    crate::input::refuse_out_is_input(input, out)?;
     let mut w = Writer::default();
     let mut report = Vec::new();
     let mut refusals = Vec::new();
@@ -360,26 +361,26 @@ fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
             Item::Copied { name, .. } => bail!("{name}: unexpected encoded tensor in a GGUF file"),
         }
     }
-    println!("import {} → {}", input.display(), out.display());
-    println!();
+    outln!("import {} → {}", input.display(), out.display());
+    outln!();
     table::print(
         &["tensor", "ggml type", "format", "shape", "bytes", "status"],
         &[false, false, false, false, true, false],
         &report,
-    );
+    )?;
     if !refusals.is_empty() {
-        println!(
+        outln!(
             "\nrefused ({}); a ternary tensor cannot be copied through, so {} was not written:",
             refusals.len(),
             out.display()
         );
         for r in &refusals {
-            println!("{r}");
+            outln!("{r}");
         }
         return Ok(false);
     }
     if imported == 0 {
-        println!(
+        outln!(
             "\nno TQ1_0/TQ2_0 tensor in {}: nothing to import, {} not written",
             input.display(),
             out.display()
@@ -387,7 +388,7 @@ fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
         return Ok(false);
     }
     w.write(out)?;
-    println!(
+    outln!(
         "\n{imported} ternary tensors imported into t2_g128_fp16, {copied} other tensors carried; wrote {}",
         out.display()
     );

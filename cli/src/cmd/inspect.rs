@@ -6,8 +6,8 @@ use crate::table;
 use crate::tensor::{self, Plan, Rows, type_name};
 
 pub fn run(file: &GgufFile, label: &str) -> anyhow::Result<bool> {
-    println!("{label}");
-    println!(
+    outln!("{label}");
+    outln!(
         "GGUF v{}, {} bytes, {} metadata entries, {} tensors, alignment {}, data at byte {}",
         file.version,
         table::count(file.bytes().len() as u64),
@@ -16,13 +16,13 @@ pub fn run(file: &GgufFile, label: &str) -> anyhow::Result<bool> {
         file.alignment,
         file.data_start
     );
-    println!("\nmetadata");
+    outln!("\nmetadata");
     let meta: Vec<Vec<String>> = file
         .metadata
         .iter()
         .map(|(k, v)| vec![k.clone(), v.to_string()])
         .collect();
-    table::print(&["key", "value"], &[false, false], &meta);
+    table::print(&["key", "value"], &[false, false], &meta)?;
 
     let tensors = tensor::classify(file);
     let rows: Vec<Vec<String>> = tensors
@@ -46,7 +46,7 @@ pub fn run(file: &GgufFile, label: &str) -> anyhow::Result<bool> {
             ]
         })
         .collect();
-    println!("\ntensors");
+    outln!("\ntensors");
     table::print(
         &[
             "tensor",
@@ -58,7 +58,7 @@ pub fn run(file: &GgufFile, label: &str) -> anyhow::Result<bool> {
         ],
         &[false, false, false, false, true, false],
         &rows,
-    );
+    )?;
     let decodable = tensors
         .iter()
         .filter(|t| matches!(t.plan, Plan::Decode(_)))
@@ -67,7 +67,7 @@ pub fn run(file: &GgufFile, label: &str) -> anyhow::Result<bool> {
         .iter()
         .filter(|t| matches!(t.plan, Plan::Broken(..)))
         .count();
-    println!(
+    outln!(
         "\n{} tensors: {decodable} decodable, {} refused, {broken} malformed",
         tensors.len(),
         tensors.len() - decodable - broken

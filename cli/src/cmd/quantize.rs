@@ -83,12 +83,59 @@ pub fn check_target(format: Format, method: MethodArg, search: &SearchArgs) -> R
     Ok(())
 }
 
+/// Checks `--imatrix` against the matrices that will be searched, before anything is
+/// written: an entry of a matrix's name that does not fit it (K, an expert bank) is an
+/// error (exit 2); a file none of whose entries names one of them (made for another
+/// model?) is reported on stderr and gives `false` (exit 1).
+fn check_imatrix(m: &Imatrix, items: &[Item<'_>], filter: Option<&str>) -> Result<bool> {
+    let mut matched = 0usize;
+    let mut misfits = Vec::new();
+    for item in items {
+        let Item::Plain(p) = item else { continue };
+        let (&[_, cols], true, true) = (
+            p.shape.as_slice(),
+            filter.is_none_or(|f| p.name.contains(f)),
+            matches!(p.dtype, Dtype::F32 | Dtype::BF16 | Dtype::F16),
+        ) else {
+            continue;
+        };
+        if m.entries.contains_key(&p.name) {
+            matched += 1;
+            if let Err(why) = m.importance(&p.name, cols) {
+                misfits.push(why);
+            }
+        }
+    }
+    if !misfits.is_empty() {
+        bail!(
+            "--imatrix {}: {} (nothing written)",
+            m.path,
+            misfits.join("; ")
+        );
+    }
+    if matched == 0 {
+        eprintln!(
+            "ninfer: none of the {} of {} matched a tensor of the input (a 2-D F32/BF16/F16 \
+             matrix{} that would be searched); was it made for another model? Nothing written.",
+            table::counted(m.entries.len() as u64, "entry"),
+            m.path,
+            if filter.is_some() {
+                " selected by --tensors"
+            } else {
+                ""
+            }
+        );
+        return Ok(false);
+    }
+    Ok(true)
+}
+
 /// The planes and provenance of one encoded tensor, or the library's refusal.
 fn encode(
     format: Format,
     method: MethodArg,
     search: &SearchArgs,
-    importance: Option<(&str, &[f32])>,
+    (importance, uniform_entry): (Option<(&str, &[f32])>, Option<&str>),
     dtype: Dtype,
     bytes: &[u8],
     (rows, cols): (usize, usize),
@@ -136,6 +183,18 @@ fn encode(
                         st::provenance_value(entry)
                     )
                 }
+                // An entry whose counts are all 0 measured nothing: searched unweighted
+                // (importance=false), the entry named as such.
+                (None, Some(m)) => match uniform_entry {
+                    Some(entry) => {
+                        format!(
+                            ";imatrix={};imatrix_entry_uniform={}",
+                            st::provenance_value(&m.path),
+                            st::provenance_value(entry)
+                        )
+                    }
+                    None => String::new(),
+                },
                 _ => String::new(),
             };
             format!(
@@ -255,7 +314,15 @@ fn weighted_error_of(
         negative_scales: negative_scales && method == MethodArg::Search,
         imatrix: None,
     };
-    let (planes, _) = encode(format, method, &plain, None, dtype, bytes, (rows, cols))?;
+    let (planes, _) = encode(
+        format,
+        method,
+        &plain,
+        (None, None),
+        dtype,
+        bytes,
+        (rows, cols),
+    )?;
     let view = WeightView::new(
         format,
         format.info().layout,
@@ -277,10 +344,13 @@ pub fn run(
 ) -> Result<bool> {
     check_target(format, method, search)?;
     let source = Source::open(input)?;
-    if input.canonicalize().ok() == out.canonicalize().ok() && out.exists() {
-        bail!("--out {} is the input file", out.display());
-    }
+    crate::input::refuse_out_is_input(input, out)?;
     let items = source.items()?;
+    if let Some(m) = &search.imatrix
+        && !check_imatrix(m, &items, filter)?
+    {
+        return Ok(false);
+    }
     if let Some(Item::Ternary {
         name, ggml_type, ..
     }) = items.iter().find(|i| matches!(i, Item::Ternary { .. }))
@@ -306,6 +376,7 @@ pub fn run(
     let mut unweighted: Vec<String> = Vec::new();
     // Per weighted tensor: name, E of absmax, of search without and with importance.
     let mut gains: Vec<(String, f64, f64, f64)> = Vec::new();
+    let mut uniform: Vec<String> = Vec::new();
     let mut encoded = 0usize;
     let (mut all_se, mut all_sx, mut all_n) = (0f64, 0f64, 0f64);
     let mut encode_secs = 0f64;
@@ -422,15 +493,30 @@ pub fn run(
                 continue;
             }
         };
-        if search.imatrix.is_some() && importance.is_none() {
+        if search.imatrix.is_some()
+            && importance.is_none()
+            && !search
+                .imatrix
+                .as_ref()
+                .is_some_and(|m| m.entries.contains_key(&p.name))
+        {
             unweighted.push(p.name.clone());
         }
         let t0 = Instant::now();
+        let uniform_entry = search
+            .imatrix
+            .as_ref()
+            .and_then(|m| m.entries.get(&p.name))
+            .filter(|e| e.uniform)
+            .map(|_| p.name.as_str());
+        if uniform_entry.is_some() {
+            uniform.push(p.name.clone());
+        }
         let res = encode(
             format,
             method,
             search,
-            importance,
+            (importance, uniform_entry),
             p.dtype,
             data,
             (rows, cols),
@@ -511,7 +597,7 @@ pub fn run(
         ]);
         w.encoded(&p.name, desc, planes, prov)?;
     }
-    println!(
+    outln!(
         "quantize {} → {} as {format} ({})",
         input.display(),
         out.display(),
@@ -524,7 +610,7 @@ pub fn run(
             _ => "nvfp4_quantize, one source per tensor",
         }
     );
-    println!();
+    outln!();
     table::print(
         &[
             "tensor",
@@ -539,9 +625,9 @@ pub fn run(
         ],
         &[false, false, false, false, true, true, true, true, true],
         &rows_out,
-    );
+    )?;
     if let Some(m) = &search.imatrix {
-        println!(
+        outln!(
             "\nimportance matrix {} ({}, {} entries): {} searched matrices without an entry of their name weigh every channel 1{}",
             m.path,
             m.form,
@@ -552,9 +638,16 @@ pub fn run(
                 false => format!(" ({})", unweighted.join(", ")),
             }
         );
+        if !uniform.is_empty() {
+            outln!(
+                "{} with an entry whose counts are all 0 (never exercised, every channel 1): searched without importance ({})",
+                table::counted(uniform.len() as u64, "matrix").replace("matrixs", "matrices"),
+                uniform.join(", ")
+            );
+        }
     }
     if !gains.is_empty() {
-        println!(
+        outln!(
             "\nimportance-weighted squared error Σ imp·(decoded − source)² of each weighted tensor \
              (grouped_search's error, summed over groups), by how the planes were chosen; \
              the search with importance never exceeds absmax:\n"
@@ -587,19 +680,19 @@ pub fn run(
             ],
             &[false, true, true, true, true, true],
             &rows,
-        );
+        )?;
     }
     if !refusals.is_empty() {
-        println!(
+        outln!(
             "\nrefused ({}; by the encoder, or an --imatrix entry that does not fit), copied through unchanged:",
             refusals.len()
         );
         for r in &refusals {
-            println!("{r}");
+            outln!("{r}");
         }
     }
     if encoded == 0 {
-        println!(
+        outln!(
             "\nno tensor encoded: nothing selected is a 2-D F32/BF16/F16 matrix the encoder accepts; {} not written",
             out.display()
         );
@@ -607,7 +700,7 @@ pub fn run(
     }
     let tensors = w.len();
     w.write(out)?;
-    println!(
+    outln!(
         "\n{encoded} tensors encoded ({} bytes of planes), {} refused; RMS error over all encoded values {:.4e} ({:.4} of their RMS); encode {:.3} s, {:.3} s in all; wrote {} ({tensors} safetensors tensors)",
         count(encoded_bytes as u64),
         refusals.len(),

@@ -40,13 +40,13 @@ fn enc_bytes(e: &st::Encoded) -> usize {
 }
 
 pub fn inspect(file: &StFile, label: &str) -> Result<bool> {
-    println!("{label}");
+    outln!("{label}");
     let encoded = file
         .entries
         .iter()
         .filter(|e| matches!(e, Entry::Encoded(_)))
         .count();
-    println!(
+    outln!(
         "safetensors, {} bytes, {} metadata entries, {} entries ({encoded} ninfer-encoded), container {}",
         count(file.bytes().len() as u64),
         file.metadata.len(),
@@ -111,7 +111,7 @@ pub fn inspect(file: &StFile, label: &str) -> Result<bool> {
             }
         })
         .collect();
-    println!("\ntensors");
+    outln!("\ntensors");
     table::print(
         &[
             "tensor",
@@ -125,8 +125,8 @@ pub fn inspect(file: &StFile, label: &str) -> Result<bool> {
         ],
         &[false, false, false, false, true, true, false, false],
         &rows,
-    );
-    println!(
+    )?;
+    outln!(
         "\n{} entries: {encoded} encoded, {} plain, {broken} malformed",
         file.entries.len(),
         file.entries.len() - encoded - broken
@@ -156,14 +156,14 @@ fn check_rows(rows: &Rows<'_>) -> Result<(Vec<f32>, u64, f64), String> {
 pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
     rayon::broadcast(|_| ());
     let start = Instant::now();
-    println!(
-        "verify {label}: safetensors, {} entries, {} bytes, {} threads",
-        file.entries.len(),
+    outln!(
+        "verify {label}: safetensors, {}, {} bytes, {} threads",
+        table::counted(file.entries.len() as u64, "entry"),
         count(file.bytes().len() as u64),
         rayon::current_num_threads()
     );
     let devices = Devices::probe();
-    println!(
+    outln!(
         "linear: y = x·Wᵀ on {}; x seeded (splitmix64, seed 0x{:016x}), M = {} and {}, f32 outputs; \
          against an f64 oracle from the decoded rows (q8_1 activations: of the values x̂ of x), \
          criterion linear_f32acc_v1; at most {} rows per weight (evenly spaced)",
@@ -174,24 +174,27 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
         check::MAX_ROWS
     );
     if let Some(c) = &opts.checksums {
-        println!(
-            "checksums: {} tensors in {} (FNV-1a 64 of the f32 words, from {})",
-            c.tensors.len(),
+        outln!(
+            "checksums: {} in {} (FNV-1a 64 of the f32 words{}); every decoded tensor must be listed",
+            table::counted(c.tensors.len() as u64, "tensor"),
             c.source,
-            c.oracles()
+            match c.oracles() {
+                o if o.is_empty() => String::new(),
+                o => format!(", from {o}"),
+            }
         );
     }
     let mut reports: Vec<check::LinearReport> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
-    let (mut matched, mut mismatched) = (0usize, 0usize);
+    let (mut matched, mut mismatched, mut unlisted) = (0usize, 0usize, 0usize);
     let mut rows_out = Vec::new();
     let mut failures = Vec::new();
     let (mut enc_n, mut data_n, mut skipped) = (0, 0, 0);
     let mut decode_secs = 0f64;
     let mut values = 0u64;
     for e in &file.entries {
-        let (name, kind, shape, rows, two_d) = match e {
+        let (name, ty, kind, shape, rows, two_d) = match e {
             Entry::Broken { name, message } => {
                 failures.push(format!("  {name}  {message}"));
                 continue;
@@ -213,7 +216,14 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
                             ));
                         }
                         enc_n += 1;
-                        (&t.name, kind, t.desc.shape_text(), Rows::View(v), true)
+                        (
+                            &t.name,
+                            t.desc.format.to_string(),
+                            kind,
+                            t.desc.shape_text(),
+                            Rows::View(v),
+                            true,
+                        )
                     }
                 }
             }
@@ -230,6 +240,7 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
                     data_n += 1;
                     (
                         &p.name,
+                        st::dtype_name(p.dtype),
                         format!("{} (direct data)", st::dtype_name(p.dtype)),
                         format!("{:?}", p.shape),
                         r,
@@ -241,7 +252,13 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
         let t0 = Instant::now();
         match check_rows(&rows) {
             Err(m) => {
-                failures.push(format!("  {name}  {kind}  {m}"));
+                // An invalid encoding the decoder refuses too: one failure, not two.
+                if !failures
+                    .iter()
+                    .any(|f| f.starts_with(&format!("  {name}  ")))
+                {
+                    failures.push(format!("  {name}  {kind}  {m}"));
+                }
                 rows_out.push(vec![
                     name.clone(),
                     kind,
@@ -262,14 +279,15 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
                 let entry = check::entry(opts.checksums.as_ref(), name);
                 let mut hash = Fnv1a64::default();
                 hash.update(&v);
-                let sum = check::compare(entry, v.len() as u64, &hash);
+                let sum = check::compare(entry, &ty, v.len() as u64, &hash);
                 match &sum {
                     Sum::Matched(_) => matched += 1,
-                    Sum::Mismatch(m) => {
-                        mismatched += 1;
-                        failures.push(format!("  {name}  {kind}  checksum: {m}"));
-                    }
+                    Sum::Mismatch(_) => mismatched += 1,
+                    Sum::Unlisted => unlisted += 1,
                     Sum::None => {}
+                }
+                if let Some(m) = sum.failure() {
+                    failures.push(format!("  {name}  {kind}  checksum: {m}"));
                 }
                 let invalid = failures
                     .iter()
@@ -314,7 +332,7 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
         }
     }
     if !opts.brief {
-        println!();
+        outln!();
         table::print(
             &[
                 "tensor",
@@ -332,12 +350,12 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
                 false, false, false, true, true, false, false, false, true, false,
             ],
             &rows_out,
-        );
+        )?;
     }
     if !notes.is_empty() && !opts.brief {
-        println!("\nlinear not run on every path ({}):", notes.len());
+        outln!("\nlinear not run on every path ({}):", notes.len());
         for n in &notes {
-            println!("{n}");
+            outln!("{n}");
         }
     }
     for n in opts.checksums.iter().flat_map(|c| c.tensors.keys()) {
@@ -347,39 +365,60 @@ pub fn verify(file: &StFile, label: &str, opts: &Options) -> Result<bool> {
             ));
         }
     }
+    // Failed tensors: each counted once, whatever number of messages it has.
+    let mut failed_names: Vec<&str> = failures
+        .iter()
+        .filter_map(|f| f.trim_start().split("  ").next())
+        .collect();
+    failed_names.sort_unstable();
+    failed_names.dedup();
+    let failed = failed_names.len();
     if !failures.is_empty() {
-        println!("\nFAILED ({}):", failures.len());
+        outln!("\nFAILED ({failed}):");
         for f in &failures {
-            println!("{f}");
+            outln!("{f}");
         }
     }
-    println!(
-        "\n{} entries: {enc_n} encoded tensors validated and decoded, {data_n} direct data, {skipped} not decodable dtypes, {} failed; {} values in {:.3} s, {:.3} s in all",
-        file.entries.len(),
-        failures.len(),
-        count(values),
-        decode_secs,
+    outln!(
+        "\n{}: {enc_n} encoded {} validated and decoded, {data_n} direct data, {skipped} not decodable {}, {failed} failed; {} in {}, {:.3} s in all",
+        table::counted(file.entries.len() as u64, "entry"),
+        table::plural(enc_n as u64, "tensor"),
+        table::plural(skipped as u64, "dtype"),
+        table::counted(values, "value"),
+        crate::cmd::verify::decode_time(values, decode_secs),
         start.elapsed().as_secs_f64()
     );
     let refs: Vec<&check::LinearReport> = reports.iter().collect();
     let checksums = match &opts.checksums {
         Some(c) => format!(
-            "checksums: {matched} matched, {mismatched} mismatched ({})",
-            c.oracles()
+            "checksums: {matched} matched, {mismatched} mismatched, {unlisted} not in the list{}",
+            crate::cmd::verify::oracles_note(c)
         ),
         None => "checksums: none".to_owned(),
     };
-    println!(
+    outln!(
         "checks: {checksums}; {}",
         check::linear_summary(&refs, &devices)
     );
-    if failures.is_empty() {
-        println!("verify: passed");
-    } else {
-        println!(
-            "verify: FAILED ({} failures, see FAILED above)",
-            failures.len()
+    if !failures.is_empty() {
+        outln!(
+            "verify: FAILED ({}, see FAILED above)",
+            table::counted(failed as u64, "tensor")
         );
+    } else if enc_n + data_n == 0 {
+        // A self-test that compared nothing does not pass.
+        let why = if file.entries.is_empty() {
+            "the file has no tensors".to_owned()
+        } else {
+            format!(
+                "no tensor could be decoded: {} without a decodable dtype or ninfer format",
+                table::counted(file.entries.len() as u64, "entry")
+            )
+        };
+        outln!("verify: nothing checked ({why})");
+        return Ok(false);
+    } else {
+        outln!("verify: passed");
     }
     Ok(failures.is_empty())
 }

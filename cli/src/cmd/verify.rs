@@ -79,7 +79,7 @@ impl Outcome {
     fn failed(&self) -> bool {
         self.error.is_some()
             || matches!(self.validation, Validation::Invalid(_))
-            || matches!(self.sum, Sum::Mismatch(_))
+            || self.sum.failed()
             || self.linear.failed()
     }
 }
@@ -110,10 +110,10 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
     rayon::broadcast(|_| ());
     let start = Instant::now();
     let tensors = tensor::classify(file);
-    println!(
-        "verify {label}: GGUF v{}, {} tensors, {} bytes, {} threads",
+    outln!(
+        "verify {label}: GGUF v{}, {}, {} bytes, {} threads",
         file.version,
-        tensors.len(),
+        table::counted(tensors.len() as u64, "tensor"),
         count(file.bytes().len() as u64),
         rayon::current_num_threads()
     );
@@ -134,7 +134,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .unwrap_or(0);
     let x = activation(max_k);
     let devices = Devices::probe();
-    println!(
+    outln!(
         "linear: y = x·Wᵀ on {}; x seeded (splitmix64, seed 0x{:016x}), M = {} and {}, f32 outputs; \
          against an f64 oracle from the decoded rows (GGUF: of the q8_1 values x̂ of x), criterion \
          linear_f32acc_v1; at most {} rows per weight (evenly spaced)",
@@ -145,13 +145,16 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         check::MAX_ROWS
     );
     match &opts.checksums {
-        Some(c) => println!(
-            "checksums: {} tensors in {} (FNV-1a 64 of the f32 words, from {})",
-            c.tensors.len(),
+        Some(c) => outln!(
+            "checksums: {} in {} (FNV-1a 64 of the f32 words{}); every decoded tensor must be listed",
+            table::counted(c.tensors.len() as u64, "tensor"),
             c.source,
-            c.oracles()
+            match c.oracles() {
+                o if o.is_empty() => String::new(),
+                o => format!(", from {o}"),
+            }
         ),
-        None => println!(
+        None => outln!(
             "checksums: none for this file (`--checksums LIST` compares the decoded values with a list)"
         ),
     }
@@ -197,7 +200,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 o.error = Some(format!("row {row}: {}: {e}", e.status().name()));
                 break;
             }
-            if entry.is_some() {
+            if matches!(entry, Some(Some(_))) {
                 hash.update(chunk);
             }
             let t1 = Instant::now();
@@ -216,7 +219,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             // Summed in row order, so the figure does not depend on the thread count.
             // `+ 0.0` so that an all-zero product prints 0, not -0.
             o.sum_y = o.sum_y.map(|_| y.iter().sum::<f64>() + 0.0);
-            o.sum = check::compare(entry, o.values, &hash);
+            o.sum = check::compare(entry, &tensor::type_name(t.info.ggml_type), o.values, &hash);
             o.linear = match rows {
                 _ if !two_d => Linear::Skipped(String::new()),
                 _ if matches!(o.validation, Validation::Invalid(_)) => {
@@ -258,7 +261,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 ])
             })
             .collect();
-        println!();
+        outln!();
         table::print(
             &[
                 "tensor",
@@ -276,7 +279,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 false, false, false, true, true, false, false, false, true, false,
             ],
             &rows,
-        );
+        )?;
     }
 
     // Paths a product could not run on (e.g. no CUDA kernel for a format): not failures.
@@ -291,9 +294,9 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         })
         .collect();
     if !notes.is_empty() && !opts.brief {
-        println!("\nlinear not run on every path ({}):", notes.len());
+        outln!("\nlinear not run on every path ({}):", notes.len());
         for n in &notes {
-            println!("{n}");
+            outln!("{n}");
         }
     }
 
@@ -303,15 +306,15 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .filter(|t| matches!(t.plan, Plan::Refused(..)))
         .collect();
     if !refused.is_empty() {
-        println!("\nrefused ({}):", refused.len());
+        outln!("\nrefused ({}):", refused.len());
         if opts.brief {
             for line in refused_by_type(&refused) {
-                println!("{line}");
+                outln!("{line}");
             }
         } else {
             for t in &refused {
                 if let Plan::Refused(s, m) = &t.plan {
-                    println!("  {}  {}  {} — {m}", t.info.name, t.format_text(), s.name());
+                    outln!("  {}  {}  {} — {m}", t.info.name, t.format_text(), s.name());
                 }
             }
         }
@@ -334,7 +337,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 if let Some(e) = &o.error {
                     failures.push(format!("  {}  {}  {e}", t.info.name, t.format_text()));
                 }
-                if let Sum::Mismatch(m) = &o.sum {
+                if let Some(m) = o.sum.failure() {
                     failures.push(format!(
                         "  {}  {}  checksum: {m}",
                         t.info.name,
@@ -363,12 +366,12 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .filter(|n| !tensors.iter().any(|t| &t.info.name == *n))
         .collect();
     if !failures.is_empty() || !missing.is_empty() {
-        println!("\nFAILED ({failed_tensors}):");
+        outln!("\nFAILED ({}):", failed_tensors + missing.len());
         for f in &failures {
-            println!("{f}");
+            outln!("{f}");
         }
         for n in &missing {
-            println!("  {n}  listed in the reference checksums but not in the file");
+            outln!("  {n}  listed in the reference checksums but not in the file");
         }
     }
 
@@ -385,7 +388,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         not_available: u64,
         invalid: u64,
         /// Checksums matched and mismatched; linear checks passed and failed.
-        sums: (u64, u64),
+        sums: (u64, u64, u64),
         linear: (u64, u64),
     }
     let mut by_type: BTreeMap<(u32, String), Agg> = BTreeMap::new();
@@ -404,6 +407,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             match o.sum {
                 Sum::Matched(_) => a.sums.0 += 1,
                 Sum::Mismatch(_) => a.sums.1 += 1,
+                Sum::Unlisted => a.sums.2 += 1,
                 Sum::None => {}
             }
             match &o.linear {
@@ -443,7 +447,8 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                 } else {
                     "-".into()
                 },
-                if decoded && secs > 0.0 {
+                // A rate only when the time is measurable (a millisecond or more).
+                if decoded && secs >= 1e-3 {
                     format!("{:.1}", a.values as f64 / secs / 1e6)
                 } else {
                     "-".into()
@@ -456,9 +461,10 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
                     (_, _, bad) => format!("{bad} INVALID"),
                 },
                 match a.sums {
-                    (0, 0) => "-".to_owned(),
-                    (ok, 0) => format!("{ok} matched"),
-                    (_, bad) => format!("{bad} MISMATCH"),
+                    (0, 0, 0) => "-".to_owned(),
+                    (ok, 0, 0) => format!("{ok} matched"),
+                    (_, 0, unlisted) => format!("{unlisted} NOT LISTED"),
+                    (_, bad, _) => format!("{bad} MISMATCH"),
                 },
                 match a.linear {
                     (0, 0) => "-".to_owned(),
@@ -469,7 +475,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             ]
         })
         .collect();
-    println!("\nper type");
+    outln!("\nper type");
     table::print(
         &[
             "type",
@@ -487,7 +493,7 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             false, true, true, true, true, true, false, false, false, false,
         ],
         &rows,
-    );
+    )?;
 
     // Each tensor is counted once: decoded (and not invalid), refused, or failed (broken,
     // invalid, or a decode error), so the three add up to the tensor count.
@@ -515,18 +521,14 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
             + 0.0
     };
     let decode_secs = secs(|o| o.decode);
-    println!(
-        "\n{} tensors: {decoded} decoded, {} refused, {} failed ({invalid} invalid encodings); {} values decoded in {:.3} s ({:.1} Mvalues/s), {:.3} s in all (validation {:.3} s, counts and mat-vec {:.3} s, linear {:.3} s)",
-        tensors.len(),
+    outln!(
+        "\n{}: {decoded} decoded, {} refused, {} failed ({invalid} invalid {}); {} decoded in {}, {:.3} s in all (validation {:.3} s, counts and mat-vec {:.3} s, linear {:.3} s)",
+        table::counted(tensors.len() as u64, "tensor"),
         refused.len(),
         failed,
-        count(values),
-        decode_secs,
-        if decode_secs > 0.0 {
-            values as f64 / decode_secs / 1e6
-        } else {
-            0.0
-        },
+        table::plural(invalid as u64, "encoding"),
+        table::counted(values, "value"),
+        decode_time(values, decode_secs),
         elapsed.as_secs_f64(),
         secs(|o| o.validate),
         secs(|o| o.check),
@@ -544,6 +546,12 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .iter()
         .filter(|s| matches!(s, Sum::Mismatch(_)))
         .count();
+    let unlisted: Vec<&str> = tensors
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, o)| matches!(o, Some(o) if matches!(o.sum, Sum::Unlisted)))
+        .map(|(t, _)| t.info.name.as_str())
+        .collect();
     let reports: Vec<&check::LinearReport> = outcomes
         .iter()
         .flatten()
@@ -554,26 +562,61 @@ pub fn run(file: &GgufFile, label: &str, opts: &Options) -> anyhow::Result<bool>
         .collect();
     let checksums = match &opts.checksums {
         Some(c) => format!(
-            "checksums: {matched} matched, {mismatched} mismatched, {} not in the file ({})",
+            "checksums: {matched} matched, {mismatched} mismatched, {} not in the list, {} not in the file{}",
+            unlisted.len(),
             missing.len(),
-            c.oracles()
+            oracles_note(c)
         ),
         None => "checksums: none".to_owned(),
     };
-    println!(
-        "checks: {validated} tensors validated; {checksums}; {}",
+    outln!(
+        "checks: {} validated; {checksums}; {}",
+        table::counted(validated as u64, "tensor"),
         check::linear_summary(&reports, &devices)
     );
     let ok = failures.is_empty() && missing.is_empty();
-    if ok {
-        println!("verify: passed");
-    } else {
-        println!(
-            "verify: FAILED ({} tensors, see FAILED above)",
-            failed_tensors + missing.len()
+    // A self-test that compared nothing does not pass.
+    let checked = outcomes.iter().flatten().count();
+    if !ok {
+        outln!(
+            "verify: FAILED ({}, see FAILED above)",
+            table::counted((failed_tensors + missing.len()) as u64, "tensor")
         );
+    } else if checked == 0 {
+        let why = if tensors.is_empty() {
+            "the file has no tensors".to_owned()
+        } else {
+            format!(
+                "no tensor could be decoded: {} refused",
+                table::counted(refused.len() as u64, "tensor")
+            )
+        };
+        outln!("verify: nothing checked ({why})");
+        return Ok(false);
+    } else {
+        outln!("verify: passed");
     }
     Ok(ok)
+}
+
+/// " (oracle, …)" after a list's counts, or nothing when the list names no oracle.
+pub fn oracles_note(c: &Checksums) -> String {
+    let o = c.oracles();
+    if o.is_empty() {
+        String::new()
+    } else {
+        format!(" ({o})")
+    }
+}
+
+/// "1.234 s (56.7 Mvalues/s)": the throughput only when the time is long enough to mean
+/// something (a millisecond or more).
+pub fn decode_time(values: u64, secs: f64) -> String {
+    if secs >= 1e-3 {
+        format!("{secs:.3} s ({:.1} Mvalues/s)", values as f64 / secs / 1e6)
+    } else {
+        format!("{:.0} µs", secs * 1e6)
+    }
 }
 
 /// `--brief`'s refusals: one line per (type, status) in order of first appearance, with

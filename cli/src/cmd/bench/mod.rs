@@ -156,11 +156,16 @@ fn select_formats(filters: &[String]) -> Result<Vec<Format>> {
         .collect())
 }
 
-/// Writes `s` to stdout; when stdout is gone (`| head`), the run stops quietly.
+/// Writes `s` to stdout; when stdout is gone (`| head`), the run stops quietly; when it
+/// cannot be written (a full disk), with the error and exit status 2.
 fn emit(s: &str) {
     let mut o = std::io::stdout().lock();
-    if o.write_all(s.as_bytes()).and_then(|()| o.flush()).is_err() {
-        std::process::exit(0);
+    if let Err(e) = o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("ninfer: {:#}", crate::stdout_error(e));
+        std::process::exit(2);
     }
 }
 
