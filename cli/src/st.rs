@@ -164,7 +164,9 @@ impl StFile {
         Self::parse(map).with_context(|| format!("reading {}", path.display()))
     }
 
-    fn parse(map: memmap2::Mmap) -> Result<StFile> {
+    /// Parses the bytes of a safetensors file (mapped from disk, or an anonymous map of any
+    /// bytes: the fuzz target's entry point).
+    pub fn parse(map: memmap2::Mmap) -> Result<StFile> {
         let (n, meta) = SafeTensors::read_metadata(&map)
             .map_err(|e| anyhow::anyhow!("not a safetensors file: {e}"))?;
         if let Some(dup) = repeated_key(&map[8..8 + n]) {
