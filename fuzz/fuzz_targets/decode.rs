@@ -55,12 +55,18 @@ fuzz_target!(|data: &[u8]| {
                     for (i, v) in w.iter().enumerate() {
                         match dtype {
                             Dtype::F32 => {
-                                let g = f32::from_ne_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
+                                let g =
+                                    f32::from_ne_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
                                 assert!(same(g, *v), "f32 col {i}");
                             }
                             Dtype::Bf16 | Dtype::F16 => {
-                                let g = u16::from_ne_bytes(out[2 * i..2 * i + 2].try_into().unwrap());
-                                let e = if dtype == Dtype::Bf16 { bf16_rne(*v) } else { f16_rne(*v) };
+                                let g =
+                                    u16::from_ne_bytes(out[2 * i..2 * i + 2].try_into().unwrap());
+                                let e = if dtype == Dtype::Bf16 {
+                                    bf16_rne(*v)
+                                } else {
+                                    f16_rne(*v)
+                                };
                                 let nan = |b: u16| {
                                     if dtype == Dtype::Bf16 {
                                         b & 0x7FFF > 0x7F80
@@ -68,13 +74,18 @@ fuzz_target!(|data: &[u8]| {
                                         b & 0x7FFF > 0x7C00
                                     }
                                 };
-                                assert!(g == e || (nan(g) && nan(e)), "{dtype:?} col {i}: {g:#06x} vs {e:#06x} of {v:e}");
+                                assert!(
+                                    g == e || (nan(g) && nan(e)),
+                                    "{dtype:?} col {i}: {g:#06x} vs {e:#06x} of {v:e}"
+                                );
                             }
                         }
                     }
                 }
                 (Err(e), None) => assert!(out.iter().all(|&b| b == 0xA5), "wrote on error: {e}"),
-                (res, _) => panic!("decode_row_as {dtype:?} row {r}: {res:?} disagrees with decode_row"),
+                (res, _) => {
+                    panic!("decode_row_as {dtype:?} row {r}: {res:?} disagrees with decode_row")
+                }
             }
         }
     }
@@ -86,14 +97,22 @@ fuzz_target!(|data: &[u8]| {
         Ok(()) => {
             assert!(untouched(&out[count * k..]));
             for i in 0..count {
-                let want = decoded[first as usize + i].as_ref().expect("decode_rows ok, decode_row refused");
-                assert!(same_all(&out[i * k..(i + 1) * k], want), "decode_rows row {i}");
+                let want = decoded[first as usize + i]
+                    .as_ref()
+                    .expect("decode_rows ok, decode_row refused");
+                assert!(
+                    same_all(&out[i * k..(i + 1) * k], want),
+                    "decode_rows row {i}"
+                );
             }
         }
         Err(e) => {
             assert!(untouched(&out), "decode_rows wrote on error: {e}");
             let any_refused = (0..count).any(|i| decoded[first as usize + i].is_none());
-            assert!(any_refused, "decode_rows refused ({e}) rows that decode_row accepts");
+            assert!(
+                any_refused,
+                "decode_rows refused ({e}) rows that decode_row accepts"
+            );
         }
     }
 });

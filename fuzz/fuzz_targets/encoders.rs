@@ -33,7 +33,11 @@ fuzz_target!(|data: &[u8]| {
                 .chunks(4)
                 .map(|c| {
                     let b = u32::from_le_bytes(c.try_into().unwrap());
-                    f32::from_bits(if squeeze { (b & 0x83FF_FFFF) | 0x3C00_0000 } else { b })
+                    f32::from_bits(if squeeze {
+                        (b & 0x83FF_FFFF) | 0x3C00_0000
+                    } else {
+                        b
+                    })
                 })
                 .collect::<Vec<f32>>();
             FloatSource::F32(&f32s)
@@ -51,22 +55,39 @@ fuzz_target!(|data: &[u8]| {
                     }
                 })
                 .collect::<Vec<u16>>();
-            if k == 1 { FloatSource::Bf16(&u16s) } else { FloatSource::F16(&u16s) }
+            if k == 1 {
+                FloatSource::Bf16(&u16s)
+            } else {
+                FloatSource::F16(&u16s)
+            }
         }
     };
     match which % 3 {
         0 => {
-            let gs: Vec<Format> = formats().into_iter().filter(|f| f.info().category == Category::GroupedInt).collect();
+            let gs: Vec<Format> = formats()
+                .into_iter()
+                .filter(|f| f.info().category == Category::GroupedInt)
+                .collect();
             let format = gs[inp.u8() as usize % gs.len()];
             let layout = format.info().layout;
             let sizes = plane_sizes(format, layout, rows, cols).unwrap();
             let mut planes = sizes.map(|n| vec![0xA5u8; n]);
             let [p0, p1, p2] = &mut planes;
-            let r = grouped::quantize(format, src, rows, cols, &grouped::Options::ABSMAX, [p0, p1, p2]);
+            let r = grouped::quantize(
+                format,
+                src,
+                rows,
+                cols,
+                &grouped::Options::ABSMAX,
+                [p0, p1, p2],
+            );
             check(format, rows, cols, r.map(|_| ()), &planes);
         }
         1 => {
-            let fs: Vec<Format> = formats().into_iter().filter(|f| f.info().category == Category::RowScaledFloat).collect();
+            let fs: Vec<Format> = formats()
+                .into_iter()
+                .filter(|f| f.info().category == Category::RowScaledFloat)
+                .collect();
             let format = fs[inp.u8() as usize % fs.len()];
             let sizes = plane_sizes(format, format.info().layout, rows, cols).unwrap();
             let mut planes = sizes.map(|n| vec![0xA5u8; n]);
@@ -76,7 +97,8 @@ fuzz_target!(|data: &[u8]| {
         }
         _ => {
             let sources = if inp.u8() & 1 == 0 { 1 } else { rows };
-            let mut sizes = plane_sizes(Format::Nvfp4, Format::Nvfp4.info().layout, rows, cols).unwrap();
+            let mut sizes =
+                plane_sizes(Format::Nvfp4, Format::Nvfp4.info().layout, rows, cols).unwrap();
             sizes[2] = 4 * sources;
             let mut planes = sizes.map(|n| vec![0xA5u8; n]);
             let [p0, p1, p2] = &mut planes;
@@ -89,8 +111,14 @@ fuzz_target!(|data: &[u8]| {
 fn check(format: Format, rows: usize, cols: usize, r: ninfer::Result<()>, planes: &[Vec<u8>; 3]) {
     match r {
         Ok(()) => {
-            let view = WeightView::new(format, format.info().layout, rows, cols, [&planes[0], &planes[1], &planes[2]])
-                .expect("encoder output has the layout's sizes");
+            let view = WeightView::new(
+                format,
+                format.info().layout,
+                rows,
+                cols,
+                [&planes[0], &planes[1], &planes[2]],
+            )
+            .expect("encoder output has the layout's sizes");
             if let Err(e) = ninfer::validate::validate(&view) {
                 panic!("{format}: encoder output does not validate: {e}");
             }

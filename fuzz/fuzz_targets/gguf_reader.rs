@@ -22,7 +22,9 @@ fuzz_target!(|data: &[u8]| {
         m.copy_from_slice(data);
         gguf::Bytes::Mapped(m.make_read_only().expect("read-only map"))
     };
-    let Ok(f) = gguf::GgufFile::parse(bytes) else { return };
+    let Ok(f) = gguf::GgufFile::parse(bytes) else {
+        return;
+    };
     assert_eq!(f.bytes(), data);
     assert!(f.data_start <= data.len() as u64 || f.tensors.is_empty());
     for (key, value) in &f.metadata {
@@ -32,9 +34,15 @@ fuzz_target!(|data: &[u8]| {
         let _ = (t.k(), t.rows(), t.elements(), t.shape_text());
         let Ok(bytes) = f.data(t) else { continue };
         assert_eq!(bytes.len() as u64, t.nbytes, "{}: data length", t.name);
-        let (Ok(format), Some(rows)) = (Format::from_ggml_type(t.ggml_type), t.rows()) else { continue };
-        let (Ok(rows), Ok(cols)) = (usize::try_from(rows), usize::try_from(t.k())) else { continue };
-        let Ok(view) = WeightView::single(format, rows, cols, bytes) else { continue };
+        let (Ok(format), Some(rows)) = (Format::from_ggml_type(t.ggml_type), t.rows()) else {
+            continue;
+        };
+        let (Ok(rows), Ok(cols)) = (usize::try_from(rows), usize::try_from(t.k())) else {
+            continue;
+        };
+        let Ok(view) = WeightView::single(format, rows, cols, bytes) else {
+            continue;
+        };
         let _ = ninfer::validate::validate(&view);
         if cols <= 1 << 16 {
             let mut out = vec![0f32; cols];

@@ -27,7 +27,10 @@ fuzz_target!(|data: &[u8]| {
 });
 
 fn pick(inp: &mut Input<'_>, category: Category) -> Format {
-    let fs: Vec<Format> = formats().into_iter().filter(|f| f.info().category == category).collect();
+    let fs: Vec<Format> = formats()
+        .into_iter()
+        .filter(|f| f.info().category == category)
+        .collect();
     fs[inp.u8() as usize % fs.len()]
 }
 
@@ -42,32 +45,61 @@ fn grouped(inp: &mut Input<'_>) {
     if inp.u8() & 1 == 0 {
         // Logical → planes → logical. Codes drawn in the field's signed range, scales
         // mostly positive finite binary16 (the rules refuse the rest).
-        let codes: Vec<i8> = inp.bytes(rows * cols).iter().map(|&b| (b as i8) >> (8 - s.bits.min(8))).collect();
+        let codes: Vec<i8> = inp
+            .bytes(rows * cols)
+            .iter()
+            .map(|&b| (b as i8) >> (8 - s.bits.min(8)))
+            .collect();
         let raw = inp.bytes(2 * rows * ng);
         let mask = if inp.u8() & 1 == 0 { 0x7BFF } else { 0xFFFF };
-        let scales: Vec<u16> = raw.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]]) & mask).collect();
+        let scales: Vec<u16> = raw
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]) & mask)
+            .collect();
         let mut planes = sizes.map(|n| vec![0xA5u8; n]);
         let [p0, p1, p2] = &mut planes;
         match row_split::pack(format, rows, cols, &codes, &scales, [p0, p1, p2]) {
             Ok(()) => {
-                let view = WeightView::new(format, layout, rows, cols, [&planes[0], &planes[1], &planes[2]]).unwrap();
+                let view = WeightView::new(
+                    format,
+                    layout,
+                    rows,
+                    cols,
+                    [&planes[0], &planes[1], &planes[2]],
+                )
+                .unwrap();
                 let (c2, s2) = row_split::unpack(&view).expect("packed planes unpack");
                 assert_eq!(c2, codes, "{format}: codes round trip");
                 assert_eq!(s2, scales, "{format}: scales round trip");
                 ninfer::validate::validate(&view).expect("packed planes validate");
             }
-            Err(e) => assert!(planes.iter().all(|p| p.iter().all(|&b| b == 0xA5)), "pack wrote on error: {e}"),
+            Err(e) => assert!(
+                planes.iter().all(|p| p.iter().all(|&b| b == 0xA5)),
+                "pack wrote on error: {e}"
+            ),
         }
     } else {
         // Planes → logical → planes.
         let planes = sizes.map(|n| inp.bytes(n));
-        let view = WeightView::new(format, layout, rows, cols, [&planes[0], &planes[1], &planes[2]]).unwrap();
+        let view = WeightView::new(
+            format,
+            layout,
+            rows,
+            cols,
+            [&planes[0], &planes[1], &planes[2]],
+        )
+        .unwrap();
         let unpacked = row_split::unpack(&view);
-        assert_eq!(unpacked.is_ok(), ninfer::validate::validate(&view).is_ok(), "unpack and validate disagree");
+        assert_eq!(
+            unpacked.is_ok(),
+            ninfer::validate::validate(&view).is_ok(),
+            "unpack and validate disagree"
+        );
         if let Ok((codes, scales)) = unpacked {
             let mut again = sizes.map(|n| vec![0u8; n]);
             let [p0, p1, p2] = &mut again;
-            row_split::pack(format, rows, cols, &codes, &scales, [p0, p1, p2]).expect("unpacked words pack");
+            row_split::pack(format, rows, cols, &codes, &scales, [p0, p1, p2])
+                .expect("unpacked words pack");
             assert_eq!(again, planes, "{format}: planes round trip");
         }
     }
@@ -80,7 +112,10 @@ fn nvfp4_scales(inp: &mut Input<'_>) {
     let linear = inp.bytes(rows * nkb);
     let mut packed = vec![0xA5u8; sw];
     block_scale::pack_scales(rows, nkb, &linear, &mut packed).unwrap();
-    assert!(block_scale::first_nonzero_padding(&packed, rows, nkb).is_none(), "padding not zero");
+    assert!(
+        block_scale::first_nonzero_padding(&packed, rows, nkb).is_none(),
+        "padding not zero"
+    );
     let mut back = vec![0u8; rows * nkb];
     block_scale::unpack_scales(rows, nkb, &packed, &mut back).unwrap();
     assert_eq!(back, linear, "scales round trip");
@@ -97,7 +132,10 @@ fn nvfp4_scales(inp: &mut Input<'_>) {
     let swz = inp.bytes(sw);
     block_scale::unpack_scales(rows, nkb, &swz, &mut back).unwrap();
     block_scale::pack_scales(rows, nkb, &back, &mut packed).unwrap();
-    assert_eq!(packed == swz, block_scale::first_nonzero_padding(&swz, rows, nkb).is_none());
+    assert_eq!(
+        packed == swz,
+        block_scale::first_nonzero_padding(&swz, rows, nkb).is_none()
+    );
     // Wrong lengths: refused, nothing written.
     let mut short = vec![0xA5u8; sw - 1];
     assert!(block_scale::pack_scales(rows, nkb, &linear, &mut short).is_err());
@@ -111,7 +149,11 @@ fn fp8_rows(inp: &mut Input<'_>) {
     let cols = 1 + inp.u16() as usize % 300;
     let sizes = plane_sizes(format, layout, rows, cols).unwrap();
     let codes = inp.bytes(rows * cols);
-    let scales: Vec<u16> = inp.bytes(2 * rows).chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+    let scales: Vec<u16> = inp
+        .bytes(2 * rows)
+        .chunks(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
     let mut planes = [vec![0xA5u8; sizes[0]], vec![0xA5u8; sizes[1]]];
     {
         let [p0, p1] = &mut planes;

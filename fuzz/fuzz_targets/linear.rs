@@ -1,7 +1,8 @@
 //! `linear` prepare + forward on arbitrary payloads of every format the CPU runs.
 //!
 //! Properties:
-//! - every instruction set `Isa` offers (that this machine runs) × threads 1 and 2 gives
+//! - every instruction set `Isa` offers (that this machine runs) × threads 1, the global
+//!   pool and (one case in 4) a pool of 2 gives
 //!   the same outcome, and on success the same bits (words compared, any NaN equal to any
 //!   NaN); on error nothing is written (canary);
 //! - for weights that validate, with finite activations and no f32 overflow possible,
@@ -45,7 +46,11 @@ fn q8_1_xhat(x: &[f32]) -> Vec<f64> {
         let d16 = half::f16::from_f32(d).to_f32() as f64;
         for v in blk {
             let p = (v * id) as f64;
-            let q = if id.is_finite() { p.signum() * (p.abs() + 0.5).floor() } else { 0.0 };
+            let q = if id.is_finite() {
+                p.signum() * (p.abs() + 0.5).floor()
+            } else {
+                0.0
+            };
             out.push(if q == 0.0 { 0.0 } else { d16 * q });
         }
     }
@@ -71,13 +76,23 @@ fuzz_target!(|data: &[u8]| {
             }
         })
         .collect();
-    let bias: Option<Vec<f32>> = (inp.u8() & 1 == 1).then(|| (0..n).map(|_| inp.u8() as i8 as f32 / 4.0).collect());
+    let bias: Option<Vec<f32>> =
+        (inp.u8() & 1 == 1).then(|| (0..n).map(|_| inp.u8() as i8 as f32 / 4.0).collect());
 
+    // Threads: 1 (the calling thread) against rayon's global pool, and in one case of 4 also
+    // a pool of 2 owned by the weight (created per weight, hence not every time).
+    let threads_set: &[usize] = if inp.u8() % 4 == 0 {
+        &[1, 0, 2]
+    } else {
+        &[1, 0]
+    };
     let mut first: Option<Result<Vec<f32>, String>> = None;
     let mut activation = None;
     for isa in isas() {
-        for threads in [1, 2] {
-            let Ok(mut w) = PreparedWeight::new(view) else { return };
+        for &threads in threads_set {
+            let Ok(mut w) = PreparedWeight::new(view) else {
+                return;
+            };
             if want_q8 {
                 let _ = w.set_activation(Activation::Q8_1);
             }
@@ -90,38 +105,59 @@ fuzz_target!(|data: &[u8]| {
             let got = match r {
                 Ok(()) => Ok(y[..m * n].to_vec()),
                 Err(e) => {
-                    assert!(untouched(&y), "forward wrote on error ({isa:?}, {threads} threads): {e}");
+                    assert!(
+                        untouched(&y),
+                        "forward wrote on error ({isa:?}, {threads} threads): {e}"
+                    );
                     Err(e.to_string())
                 }
             };
             // bf16 outputs through the byte interface: the f32 result rounded, or the same error.
             let xb: Vec<u8> = x.iter().flat_map(|v| v.to_ne_bytes()).collect();
             let mut yb = vec![0xA5u8; 2 * m * n];
-            match (w.forward(&xb, Dtype::F32, m, k, bias.as_deref(), &mut yb, Dtype::Bf16), &got) {
+            match (
+                w.forward(&xb, Dtype::F32, m, k, bias.as_deref(), &mut yb, Dtype::Bf16),
+                &got,
+            ) {
                 (Ok(()), Ok(y)) => {
                     for (i, v) in y.iter().enumerate() {
                         let g = u16::from_ne_bytes([yb[2 * i], yb[2 * i + 1]]);
                         let e = ninfer_fuzz::bf16_rne(*v);
-                        assert!(g == e || (g & 0x7FFF > 0x7F80 && e & 0x7FFF > 0x7F80), "bf16 y[{i}]");
+                        assert!(
+                            g == e || (g & 0x7FFF > 0x7F80 && e & 0x7FFF > 0x7F80),
+                            "bf16 y[{i}]"
+                        );
                     }
                 }
-                (Err(_), Err(_)) => assert!(yb.iter().all(|&b| b == 0xA5), "bf16 forward wrote on error"),
+                (Err(_), Err(_)) => {
+                    assert!(yb.iter().all(|&b| b == 0xA5), "bf16 forward wrote on error")
+                }
                 (r, _) => panic!("bf16 forward {r:?} disagrees with f32 forward {got:?}"),
             }
             match &first {
                 None => first = Some(got),
                 Some(Ok(f)) => {
                     let g = got.as_ref().expect("one path failed, another succeeded");
-                    assert!(same_all(f, g), "bits differ on {isa:?} with {threads} threads");
+                    assert!(
+                        same_all(f, g),
+                        "bits differ on {isa:?} with {threads} threads"
+                    );
                 }
-                Some(Err(f)) => assert_eq!(got.as_ref().err(), Some(f), "outcomes differ on {isa:?}, {threads} threads"),
+                Some(Err(f)) => assert_eq!(
+                    got.as_ref().err(),
+                    Some(f),
+                    "outcomes differ on {isa:?}, {threads} threads"
+                ),
             }
         }
     }
     let Some(Ok(y)) = first else { return };
     // The oracle, for weights that validate.
     if ninfer::validate::validate(&view).is_err()
-        || matches!(view.format(), Format::GgufQ2_K | Format::GgufQ4_K | Format::GgufQ5_K)
+        || matches!(
+            view.format(),
+            Format::GgufQ2_K | Format::GgufQ4_K | Format::GgufQ5_K
+        )
         || x.iter().any(|v| !v.is_finite())
     {
         return;

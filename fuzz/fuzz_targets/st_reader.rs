@@ -19,17 +19,29 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut m = memmap2::MmapMut::map_anon(data.len()).expect("anonymous map");
     m.copy_from_slice(data);
-    let Ok(f) = st::StFile::parse(m.make_read_only().expect("read-only map")) else { return };
+    let Ok(f) = st::StFile::parse(m.make_read_only().expect("read-only map")) else {
+        return;
+    };
     assert_eq!(f.bytes(), data);
     for e in &f.entries {
         match e {
             st::Entry::Plain(p) => {
-                let _ = (st::dtype_name(p.dtype), f.data(p).len(), st::widen(p.dtype, f.data(p)).map(|v| v.len()));
+                let _ = (
+                    st::dtype_name(p.dtype),
+                    f.data(p).len(),
+                    st::widen(p.dtype, f.data(p)).map(|v| v.len()),
+                );
             }
             st::Entry::Encoded(enc) => {
                 assert_eq!(st::Descriptor::parse(&enc.desc.text()).unwrap(), enc.desc);
                 let Ok(view) = f.view(enc) else { continue };
-                let sizes = ninfer::layouts::plane_sizes(view.format(), view.layout(), view.rows(), view.cols()).unwrap();
+                let sizes = ninfer::layouts::plane_sizes(
+                    view.format(),
+                    view.layout(),
+                    view.rows(),
+                    view.cols(),
+                )
+                .unwrap();
                 for (i, s) in sizes.iter().enumerate() {
                     if !(view.format() == ninfer::Format::Nvfp4 && i == 2) {
                         assert_eq!(view.plane(i).len(), *s, "plane {i}");

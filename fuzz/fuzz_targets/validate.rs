@@ -44,7 +44,10 @@ fuzz_target!(|data: &[u8]| {
         Category::GroupedInt | Category::RowScaledFloat | Category::BlockScaledFloat
     );
     if !refusing {
-        assert_eq!(first_refused, None, "a {category:?} row was refused by decoding");
+        assert_eq!(
+            first_refused, None,
+            "a {category:?} row was refused by decoding"
+        );
     }
     match validate(&view) {
         Ok(()) => {
@@ -61,13 +64,23 @@ fuzz_target!(|data: &[u8]| {
                 // The lowest offending location is reported: no later row than the first
                 // refused one (nvfp4 divisors come first and are reported at their source's
                 // first row).
-                assert!(at.row <= r || at.row == Location::NONE, "validate at {at}, decode refuses row {r}");
+                assert!(
+                    at.row <= r || at.row == Location::NONE,
+                    "validate at {at}, decode refuses row {r}"
+                );
             }
             if refusing && at.row != Location::NONE {
                 if !is_divisor {
-                    assert_eq!(first_refused, Some(at.row), "validate at {at} ({reason}) but decoding refuses {first_refused:?}");
+                    assert_eq!(
+                        first_refused,
+                        Some(at.row),
+                        "validate at {at} ({reason}) but decoding refuses {first_refused:?}"
+                    );
                 } else {
-                    assert!(first_refused.is_some(), "divisor refused by validate, not by decoding");
+                    assert!(
+                        first_refused.is_some(),
+                        "divisor refused by validate, not by decoding"
+                    );
                 }
             }
         }
