@@ -40,8 +40,8 @@ if cargo +nightly --version >/dev/null 2>&1; then
     echo "installing cargo-fuzz (about 1 minute)"
     cargo install --locked -q cargo-fuzz || echo "fuzz: cargo-fuzz could not be installed"
   fi
-  # 15 s per target here (7 targets); scripts/fuzz.sh 1200 for long runs.
-  scripts/fuzz.sh "${NINFER_FUZZ_SECONDS:-15}"
+  # 10 s per target here (7 targets); scripts/fuzz.sh 1200 for long runs.
+  scripts/fuzz.sh "${NINFER_FUZZ_SECONDS:-10}"
 
   have_component() { rustup component list --toolchain nightly --installed 2>/dev/null | grep -q "^$1"; }
   if have_component rust-src || rustup component add rust-src --toolchain nightly >/dev/null 2>&1; then
@@ -57,12 +57,13 @@ if cargo +nightly --version >/dev/null 2>&1; then
     # (plus the first build of Miri's sysroot). Flags: tree borrows and permissive
     # provenance because crossbeam-epoch (rayon's deque) breaks the experimental stacked
     # borrows rules and casts integers to pointers; deterministic floats because Miri
-    # otherwise perturbs powi() by a few ulp and the hand-worked tests compare exact values.
+    # otherwise perturbs powi() by a few ulp and the hand-worked tests compare exact values;
+    # ignore-leaks because rayon's global pool threads are never joined (they outlive main).
     # Skipped: the exhaustive and randomized sweeps (every word, every code, every offset:
     # hours in the interpreter; the native suite runs them), the SIMD-vs-scalar comparisons
     # (the SIMD paths are the native suite's) and the MXCSR tests (inline assembly).
-    MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-deterministic-floats" \
-      cargo +nightly miri test -q --lib -- words:: formats::direct layouts:: formats::fp8_row \
+    MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-deterministic-floats -Zmiri-ignore-leaks" \
+      cargo +nightly miri test -q --lib -- --test-threads=1 words:: formats::direct layouts:: formats::fp8_row \
       formats::nvfp4 formats::grouped::absmax formats::grouped::tests rows::tests \
       --skip bf16_every_word_round_trips --skip round_bf16_matches_half \
       --skip random_values_match_exhaustive_search --skip pack_unpack_round_trip_every_word \
