@@ -1,8 +1,9 @@
 //! The CLI's GGUF reader (`cli/src/gguf.rs`, compiled in from its source) on arbitrary
 //! bytes.
 //!
-//! Properties: parsing never panics; on success every tensor's `data` is either refused or
-//! exactly `nbytes` bytes inside the file, its shape accessors and every metadata value's
+//! Properties: parsing never panics; on success every tensor's `data` is exactly `nbytes`
+//! bytes when they lie inside the file and refused otherwise (a truncated file parses: its
+//! data is checked when asked for), its shape accessors and every metadata value's
 //! text never panic, and a tensor of a registered format with a valid shape gives a
 //! `WeightView` whose rows decode or are refused without panicking.
 #![no_main]
@@ -26,13 +27,24 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert_eq!(f.bytes(), data);
-    assert!(f.data_start <= data.len() as u64 || f.tensors.is_empty());
+    assert_eq!(f.data_start % f.alignment, 0);
     for (key, value) in &f.metadata {
         let _ = (key.len(), value.to_string());
     }
     for t in &f.tensors {
         let _ = (t.k(), t.rows(), t.elements(), t.shape_text());
-        let Ok(bytes) = f.data(t) else { continue };
+        // Data is checked against the file's end when it is asked for (a truncated file
+        // parses; its tensors past the end are refused one by one).
+        let end = f
+            .data_start
+            .checked_add(t.offset)
+            .and_then(|s| s.checked_add(t.nbytes));
+        let inside = end.is_some_and(|e| e <= data.len() as u64);
+        let Ok(bytes) = f.data(t) else {
+            assert!(!inside, "{}: data inside the file refused", t.name);
+            continue;
+        };
+        assert!(inside, "{}: data past the end accepted", t.name);
         assert_eq!(bytes.len() as u64, t.nbytes, "{}: data length", t.name);
         let (Ok(format), Some(rows)) = (Format::from_ggml_type(t.ggml_type), t.rows()) else {
             continue;
