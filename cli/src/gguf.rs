@@ -342,7 +342,9 @@ impl GgufFile {
         Self::parse(Bytes::Static(bytes))
     }
 
-    fn parse(bytes: Bytes) -> Result<GgufFile> {
+    /// Parses the bytes of a GGUF file (mapped, static, or an anonymous map of any bytes:
+    /// the fuzz target's entry point). Every size and offset is checked before use.
+    pub fn parse(bytes: Bytes) -> Result<GgufFile> {
         let mut r = Cursor { b: &bytes, at: 0 };
         let magic = r.take(4)?;
         ensure!(

@@ -197,7 +197,9 @@ impl StFile {
         Self::parse(map).with_context(|| format!("reading {}", path.display()))
     }
 
-    fn parse(map: memmap2::Mmap) -> Result<StFile> {
+    /// Parses the bytes of a safetensors file (mapped from disk, or an anonymous map of any
+    /// bytes: the fuzz target's entry point).
+    pub fn parse(map: memmap2::Mmap) -> Result<StFile> {
         // A header or data running past the end of the file: say it is truncated.
         if let Some(h) = map.get(..8) {
             let n = u64::from_le_bytes(h.try_into().expect("8 bytes"));

@@ -175,16 +175,26 @@ fn round_bf16(x: f32) -> f32 {
     if x.is_nan() { x } else { r }
 }
 
-/// Pass 1 of the encoder for one row of BF16-rounded values: the scale word, or the
-/// row's error.
-fn row_scale(format: Format, row: u64, xs: &[f32]) -> Result<u16> {
-    // One vectorizable pass (max of |x| and a finiteness flag), then the slow search for
-    // the column only on failure.
-    let (amax, finite) = xs.iter().fold((0f32, true), |(m, f), &x| {
-        (m.max(x.abs()), f & x.is_finite())
+/// Pass 1 of the encoder for row `r` of the source (its values rounded to BF16): the scale
+/// word, or the row's error.
+fn row_scale(format: Format, src: &FloatSource<'_>, r: usize, cols: usize) -> Result<u16> {
+    let row = r as u64;
+    // Per chunk one vectorizable pass (max of |x| and a finiteness flag), then the slow
+    // search for the column only on failure.
+    let (mut amax, mut bad) = (0f32, None);
+    for_row_chunks(src, r, cols, |j, xs| {
+        if bad.is_some() {
+            return;
+        }
+        let (m, finite) = xs.iter().fold((0f32, true), |(m, f), &x| {
+            (m.max(x.abs()), f & x.is_finite())
+        });
+        if !finite {
+            bad = Some(j + xs.iter().position(|x| !x.is_finite()).unwrap_or(0));
+        }
+        amax = amax.max(m);
     });
-    if !finite {
-        let col = xs.iter().position(|x| !x.is_finite()).unwrap_or(0);
+    if let Some(col) = bad {
         return Err(Error::NonFiniteSource {
             row,
             col: col as u64,
@@ -229,25 +239,37 @@ fn row_scale(format: Format, row: u64, xs: &[f32]) -> Result<u16> {
     Ok(bits)
 }
 
-/// Pass 2 for one row of BF16-rounded values: the codes from the scale word (no failure
-/// possible).
-fn row_codes(format: Format, scale: u16, xs: &[f32], codes: &mut [u8]) {
+/// Pass 2 for row `r` of the source (BF16-rounded): the codes from the scale word (no
+/// failure possible).
+fn row_codes(format: Format, scale: u16, src: &FloatSource<'_>, r: usize, codes: &mut [u8]) {
     if scale == 0 {
         codes.fill(0);
         return;
     }
     let inv = 1.0f32 / scale_value(format, scale);
-    for (c, &x) in codes.iter_mut().zip(xs) {
-        // satfinite clamps to ±448 before rounding's overflow: the spec's clamp then RNE.
-        *c = e4m3fn::encode_satfinite((x * inv).clamp(-448.0, 448.0));
-    }
+    for_row_chunks(src, r, codes.len(), |j, xs| {
+        for (c, &x) in codes[j..j + xs.len()].iter_mut().zip(xs) {
+            // satfinite clamps to ±448 before rounding's overflow: the spec's clamp then RNE.
+            *c = e4m3fn::encode_satfinite((x * inv).clamp(-448.0, 448.0));
+        }
+    });
 }
 
-/// Row `r` of the source, rounded to BF16, into the scratch buffer `buf` (K values).
-fn load_row(src: &FloatSource<'_>, r: usize, buf: &mut [f32]) {
-    src.read_into(r * buf.len(), buf);
-    for x in buf.iter_mut() {
-        *x = round_bf16(*x);
+/// Source values the encoder converts at a time: a fixed 1 KiB stack buffer, so that no
+/// scratch memory is sized by K (nothing to allocate, nothing that can fail).
+const CHUNK: usize = 256;
+
+/// Calls `f(first column, values)` over row `r` of the source (`cols` values), rounded to
+/// BF16, in chunks of at most [`CHUNK`] values in column order.
+fn for_row_chunks(src: &FloatSource<'_>, r: usize, cols: usize, mut f: impl FnMut(usize, &[f32])) {
+    let mut buf = [0f32; CHUNK];
+    for j in (0..cols).step_by(CHUNK) {
+        let b = &mut buf[..CHUNK.min(cols - j)];
+        src.read_into(r * cols + j, b);
+        for x in b.iter_mut() {
+            *x = round_bf16(*x);
+        }
+        f(j, b);
     }
 }
 
@@ -291,7 +313,7 @@ pub fn pack(
     for (i, p) in planes.iter().enumerate() {
         check_exact(layouts::plane_name(lay, i), "bytes", sizes[i], p.len())?;
     }
-    layout::for_each_row_mut(lay, cols, planes, |_, r, s, c| {
+    layout::for_each_row_mut(lay, cols, planes, |r, s, c| {
         s.copy_from_slice(&scales[r].to_le_bytes());
         c.copy_from_slice(&codes[r * cols..(r + 1) * cols]);
     });
@@ -359,20 +381,15 @@ pub fn fp8_row_maxabs(
     )?;
     let scales: Vec<Result<u16>> = (0..rows)
         .into_par_iter()
-        .map_init(
-            || vec![0f32; cols],
-            |buf, r| {
-                crate::fpenv::require_subnormals("fp8_row_maxabs")?;
-                load_row(&src, r, buf);
-                row_scale(format, r as u64, buf)
-            },
-        )
+        .map(|r| {
+            crate::fpenv::require_subnormals("fp8_row_maxabs")?;
+            row_scale(format, &src, r, cols)
+        })
         .collect();
     let scales = scales.into_iter().collect::<Result<Vec<u16>>>()?;
-    layout::for_each_row_mut(lay, cols, planes, |buf, r, s, codes| {
+    layout::for_each_row_mut(lay, cols, planes, |r, s, codes| {
         s.copy_from_slice(&scales[r].to_le_bytes());
-        load_row(&src, r, buf);
-        row_codes(format, scales[r], buf, codes);
+        row_codes(format, scales[r], &src, r, codes);
     });
     debug_assert!(matches!(lay, Layout::RowScaleV1 | Layout::RowInterleavedV1));
     Ok(())
@@ -507,6 +524,46 @@ mod tests {
             }
         }
         assert!(n > 3000);
+    }
+
+    /// Rows longer than the encoder's chunk: the max |x| and the first non-finite column
+    /// are found in any chunk, and every chunk's codes are written.
+    #[test]
+    fn rows_longer_than_a_chunk() {
+        let cols = 2 * CHUNK + 88;
+        let mut x: Vec<f32> = (0..cols).map(|j| (j % 7) as f32 - 3.0).collect();
+        x[cols - 1] = 448.0; // amax in the last chunk: scale exactly 1.0
+        let mut codes = vec![0u8; cols];
+        let mut scales = vec![0u8; 2];
+        fp8_row_maxabs(
+            Format::Fp8E4m3fnRowBf16,
+            FloatSource::F32(&x),
+            1,
+            cols,
+            [&mut codes, &mut scales],
+        )
+        .unwrap();
+        assert_eq!(u16::from_le_bytes([scales[0], scales[1]]), 0x3F80);
+        for (j, (&c, &v)) in codes.iter().zip(&x).enumerate() {
+            assert_eq!(c, e4m3fn::encode_satfinite(v), "column {j}");
+        }
+        x[CHUNK + 5] = f32::NAN;
+        x[2 * CHUNK + 1] = f32::INFINITY;
+        let e = fp8_row_maxabs(
+            Format::Fp8E4m3fnRowBf16,
+            FloatSource::F32(&x),
+            1,
+            cols,
+            [&mut codes, &mut scales],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            Error::NonFiniteSource {
+                row: 0,
+                col: CHUNK as u64 + 5
+            }
+        );
     }
 
     #[test]

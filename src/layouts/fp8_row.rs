@@ -47,30 +47,27 @@ pub fn row_parts<'a>(view: &WeightView<'a>, row: usize) -> (u16, &'a [u8]) {
     }
 }
 
-/// The mutable planes of a row-scaled FP8 tensor, split per row: calls `f(scratch, row,
-/// scale, codes)` for every row in parallel, where `scale` is the row's 2-byte
-/// little-endian scale slot, `codes` its K code bytes and `scratch` a K-value buffer owned
-/// by the worker. `planes` must already have their exact sizes.
+/// The mutable planes of a row-scaled FP8 tensor, split per row: calls `f(row, scale,
+/// codes)` for every row in parallel, where `scale` is the row's 2-byte little-endian
+/// scale slot and `codes` its K code bytes. `planes` must already have their exact sizes.
 pub(crate) fn for_each_row_mut<F>(layout: Layout, cols: usize, planes: [&mut [u8]; 2], f: F)
 where
-    F: Fn(&mut Vec<f32>, usize, &mut [u8], &mut [u8]) + Sync + Send,
+    F: Fn(usize, &mut [u8], &mut [u8]) + Sync + Send,
 {
-    let init = || vec![0f32; cols];
     use rayon::prelude::*;
     let [p0, p1] = planes;
     match layout {
-        Layout::RowInterleavedV1 => {
-            p0.par_chunks_mut(cols + 2)
-                .enumerate()
-                .for_each_init(init, |buf, (r, rec)| {
-                    let (s, c) = rec.split_at_mut(2);
-                    f(buf, r, s, c)
-                })
-        }
+        Layout::RowInterleavedV1 => p0
+            .par_chunks_mut(cols + 2)
+            .enumerate()
+            .for_each(|(r, rec)| {
+                let (s, c) = rec.split_at_mut(2);
+                f(r, s, c)
+            }),
         _ => p0
             .par_chunks_mut(cols)
             .zip(p1.par_chunks_mut(2))
             .enumerate()
-            .for_each_init(init, |buf, (r, (c, s))| f(buf, r, s, c)),
+            .for_each(|(r, (c, s))| f(r, s, c)),
     }
 }

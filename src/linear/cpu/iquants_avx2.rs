@@ -657,6 +657,8 @@ unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     }
     let nb = xs[0].d.len();
     let nsb = nb / 8;
+    // Bounded, not sized by input: xs is a slice of the engine's fixed array of TILE_M (64)
+    // activation rows (one tile), so this is at most 64 pointer records.
     let mut px = Vec::with_capacity(m);
     for x in xs {
         // Every row holds nsb whole super-blocks: the pointer reads below stay in bounds.
@@ -816,6 +818,7 @@ unsafe fn row_fused<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,bmi1")]
 unsafe fn row_buffered<U: Iq>(w: *const u8, nsb: usize, xs: &[X], out: &mut [f32]) {
+    // Bounded: at most TILE_M (64) accumulators of 32 bytes (xs is one tile's rows).
     let mut acc = vec![_mm256_setzero_ps(); xs.len()];
     let zero = _mm256_setzero_si256();
     let mut buf: [Group; 8] = [(zero, zero, zero); 8];
