@@ -10,6 +10,10 @@
 #[allow(dead_code)]
 #[path = "../../cli/src/st.rs"]
 mod st;
+// st.rs opens files through gguf.rs's regular-file check.
+#[allow(dead_code)]
+#[path = "../../cli/src/gguf.rs"]
+mod gguf;
 
 use libfuzzer_sys::fuzz_target;
 
