@@ -7,17 +7,11 @@ use safetensors::{Dtype, tensor::TensorView};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn ninfer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ninfer"))
-        .args(args)
-        .output()
-        .expect("running ninfer")
-}
+mod common;
+use common::ninfer;
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ninfer-polish-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch("polish", name)
 }
 
 /// `ninfer ARGS` writing into a pipe whose reader is already gone: it must not panic

@@ -10,31 +10,12 @@ use ninfer::{Format, WeightView};
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn ninfer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ninfer"))
-        .args(args)
-        .output()
-        .expect("running ninfer")
-}
-
-fn out_text(o: &Output) -> String {
-    format!(
-        "{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{ninfer, out_text, s};
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ninfer-st-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
+    common::scratch("st", name)
 }
 
 /// Deterministic values with a spread of magnitudes per row (and a few exact zeros).

@@ -11,42 +11,16 @@
 use ninfer::{Format, Layout, WeightView};
 use safetensors::{Dtype, SafeTensors};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn ninfer(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ninfer"))
-        .args(args)
-        .output()
-        .expect("running ninfer")
-}
-
-fn out_text(o: &Output) -> String {
-    format!(
-        "{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{ninfer, out_text, s};
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ninfer-ternary-st-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch("ternary-st", name)
 }
 
 fn data(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/convert")
-        .join(name);
-    assert!(
-        p.exists(),
-        "{p:?} missing: run python3 scripts/fixtures/ternary_st_fixtures.py"
-    );
-    p.to_str().unwrap().to_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
+    common::convert_data(name, "scripts/fixtures/ternary_st_fixtures.py")
 }
 
 /// The F32 bits of an expected tensor.
