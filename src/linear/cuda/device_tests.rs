@@ -170,7 +170,7 @@ fn without_a_device_every_entry_point_says_no_device() {
             0,
         )
     };
-    assert!(matches!(b, Err(Error::NullPointer(_))), "{b:?}");
+    assert!(matches!(b, Err(Error::NullWithLength(_))), "{b:?}");
 }
 
 /// CUDA = CPU bit for bit: every covered format and profile, odd N (rows across blocks),
