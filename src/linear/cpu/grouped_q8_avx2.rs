@@ -426,8 +426,6 @@ pub(super) unsafe fn dot_row_group(
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
-    let m = xs.len();
-    assert!(ws.len() <= 4 && out.len() == ws.len() * m);
     let Some(first) = xs.first() else {
         return;
     };
@@ -441,35 +439,19 @@ unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: 
     assert!(ws.iter().all(|w| w.codes.len() >= K::BLOCK_BYTES * nb
         && w.hi.len() >= K::HI_BYTES * nb
         && w.scales.len() >= 2 * (32 * nb).div_ceil(kind.group())));
-    let mut res = [0f32; 4];
-    if m == 1 {
-        // SAFETY: AVX2 (caller); bounds just checked.
-        unsafe {
-            match ws.len() {
-                4 => rows::<4, K>(kind, ws, first, &mut res),
-                3 => rows::<3, K>(kind, ws, first, &mut res),
-                2 => rows::<2, K>(kind, ws, first, &mut res),
-                1 => rows::<1, K>(kind, ws, first, &mut res),
-                _ => {}
-            }
-        }
-        out.copy_from_slice(&res[..ws.len()]);
-        return;
-    }
-    for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
-        for (x, o) in xs.chunks(4).zip(o.chunks_mut(4)) {
-            // SAFETY: AVX2 (caller); bounds just checked.
-            unsafe {
-                match x.len() {
-                    4 => tile::<4, K>(kind, w, x, &mut res),
-                    3 => tile::<3, K>(kind, w, x, &mut res),
-                    2 => tile::<2, K>(kind, w, x, &mut res),
-                    _ => tile::<1, K>(kind, w, x, &mut res),
-                }
-            }
-            o.copy_from_slice(&res[..o.len()]);
-        }
-    }
+    passes!(
+        ws,
+        xs,
+        out,
+        res,
+        // SAFETY: the features (caller); bounds just checked.
+        rows | R,
+        x0 | unsafe { rows::<R, K>(kind, ws, x0, &mut res) },
+        // SAFETY: as above.
+        tile | C,
+        w,
+        x | unsafe { tile::<C, K>(kind, w, x, &mut res) },
+    );
 }
 
 /// The chunk's eight exact block sums T (lane order [`P`]) of the unpacked pairs `q`

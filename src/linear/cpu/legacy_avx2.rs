@@ -597,8 +597,6 @@ macro_rules! kernels {
         #[inline]
         #[target_feature(enable = $feat)]
         unsafe fn group<K: Block>(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-            let m = xs.len();
-            assert!(ws.len() <= 4 && out.len() == ws.len() * m);
             let Some(first) = xs.first() else {
                 return;
             };
@@ -611,37 +609,21 @@ macro_rules! kernels {
                 assert!(x.pairs.len() >= 32 * whole && (!abs || x.pairs_abs.len() >= 32 * whole));
             }
             assert!(ws.iter().all(|w| w.len() >= kind.row_bytes(nb)));
-            let mut res = [0f32; 4];
-            if m == 1 {
-                // GEMV: the weight rows share each activation pair.
-                // SAFETY: AVX2 (caller); bounds just checked.
-                unsafe {
-                    match ws.len() {
-                        4 => rows::<4, K>(kind, ws, first, &mut res),
-                        3 => rows::<3, K>(kind, ws, first, &mut res),
-                        2 => rows::<2, K>(kind, ws, first, &mut res),
-                        1 => rows::<1, K>(kind, ws, first, &mut res),
-                        _ => {}
-                    }
-                }
-                out.copy_from_slice(&res[..ws.len()]);
-                return;
-            }
-            // Several activation rows: each weight pair is unpacked once for up to four of them.
-            for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
-                for (x, o) in xs.chunks(4).zip(o.chunks_mut(4)) {
-                    // SAFETY: AVX2 (caller); bounds just checked.
-                    unsafe {
-                        match x.len() {
-                            4 => tile::<4, K>(kind, w, x, &mut res),
-                            3 => tile::<3, K>(kind, w, x, &mut res),
-                            2 => tile::<2, K>(kind, w, x, &mut res),
-                            _ => tile::<1, K>(kind, w, x, &mut res),
-                        }
-                    }
-                    o.copy_from_slice(&res[..o.len()]);
-                }
-            }
+            // GEMV: the weight rows share each activation pair; several activation rows:
+            // each weight pair is unpacked once for up to four of them.
+            passes!(
+                ws,
+                xs,
+                out,
+                res,
+                // SAFETY: the features (caller); bounds just checked.
+                rows | R,
+                x0 | unsafe { rows::<R, K>(kind, ws, x0, &mut res) },
+                // SAFETY: as above.
+                tile | C,
+                w,
+                x | unsafe { tile::<C, K>(kind, w, x, &mut res) },
+            );
         }
 
         /// One weight row against C activation rows, into `res[..C]` (the same order as

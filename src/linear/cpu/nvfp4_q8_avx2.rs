@@ -179,8 +179,6 @@ fn largest(max: __m128i, ws: &[NRow<'_>], whole: usize, nb: usize) -> u8 {
 /// (Lengths are checked here.)
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
-    let m = xs.len();
-    assert!(ws.len() <= 4 && out.len() == ws.len() * m);
     let Some(first) = xs.first() else {
         return;
     };
@@ -196,35 +194,19 @@ pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f
         ws.iter()
             .all(|w| w.codes.len() >= 8 * nb && w.scales.len() >= span)
     );
-    let mut res = [0f32; 4];
-    if m == 1 {
-        // SAFETY: AVX2 (caller); bounds just checked.
-        unsafe {
-            match ws.len() {
-                4 => rows::<4>(ws, first, &mut res),
-                3 => rows::<3>(ws, first, &mut res),
-                2 => rows::<2>(ws, first, &mut res),
-                1 => rows::<1>(ws, first, &mut res),
-                _ => {}
-            }
-        }
-        out.copy_from_slice(&res[..ws.len()]);
-        return;
-    }
-    for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
-        for (x, o) in xs.chunks(4).zip(o.chunks_mut(4)) {
-            // SAFETY: AVX2 (caller); bounds just checked.
-            unsafe {
-                match x.len() {
-                    4 => tile::<4>(w, x, &mut res),
-                    3 => tile::<3>(w, x, &mut res),
-                    2 => tile::<2>(w, x, &mut res),
-                    _ => tile::<1>(w, x, &mut res),
-                }
-            }
-            o.copy_from_slice(&res[..o.len()]);
-        }
-    }
+    passes!(
+        ws,
+        xs,
+        out,
+        res,
+        // SAFETY: the features (caller); bounds just checked.
+        rows | R,
+        x0 | unsafe { rows::<R>(ws, x0, &mut res) },
+        // SAFETY: as above.
+        tile | C,
+        w,
+        x | unsafe { tile::<C>(w, x, &mut res) },
+    );
 }
 
 /// The reference lanes of `acc` (lane order [`Q`]), the scalar tail blocks `whole .. nb`,
