@@ -770,7 +770,9 @@ macro_rules! kernels {
     };
 }
 
-/// The AVX2 tier: `vpmaddubsw` (i16 pair sums) widened by `vpmaddwd`.
+/// The AVX2 tier: `vpmaddubsw` (i16 pair sums) widened by `vpmaddwd`. Its `sum4x2` and
+/// `sum4x2_small` (and those of [`avx512`] and [`avxvnni`]) are also the grouped and nvfp4
+/// kernels' sums of the same tier.
 pub(super) mod avx2 {
     use super::*;
 
@@ -784,13 +786,23 @@ pub(super) mod avx2 {
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn sum4x2(u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+    pub(in crate::linear::cpu) fn sum4x2(
+        u0: __m256i,
+        s0: __m256i,
+        u1: __m256i,
+        s1: __m256i,
+    ) -> __m256i {
         _mm256_add_epi32(sum4(u0, s0), sum4(u1, s1))
     }
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn sum4x2_small(u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+    pub(in crate::linear::cpu) fn sum4x2_small(
+        u0: __m256i,
+        s0: __m256i,
+        u1: __m256i,
+        s1: __m256i,
+    ) -> __m256i {
         let p = _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
         _mm256_madd_epi16(p, _mm256_set1_epi16(1))
     }
@@ -806,13 +818,23 @@ macro_rules! vnni_sums {
 
         #[inline]
         #[target_feature(enable = $feat)]
-        fn sum4x2(u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+        pub(in crate::linear::cpu) fn sum4x2(
+            u0: __m256i,
+            s0: __m256i,
+            u1: __m256i,
+            s1: __m256i,
+        ) -> __m256i {
             $dp($dp(_mm256_setzero_si256(), u0, s0), u1, s1)
         }
 
         #[inline]
         #[target_feature(enable = $feat)]
-        fn sum4x2_small(u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+        pub(in crate::linear::cpu) fn sum4x2_small(
+            u0: __m256i,
+            s0: __m256i,
+            u1: __m256i,
+            s1: __m256i,
+        ) -> __m256i {
             sum4x2(u0, s0, u1, s1)
         }
     };
