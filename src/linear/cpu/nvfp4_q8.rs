@@ -47,8 +47,8 @@
 //! No payload is refused (§8: products do not validate; run `validate` first on untrusted
 //! payloads).
 //!
-//! The AVX2 path computes `S_b` with unsigned weights `u = 2·e2m1 + 12 ∈ [0, 24]`
-//! (`vpmaddubsw`) and removes `12·Σq` with the activation's exact 16-value code sums, and
+//! The x86 paths compute `S_b` with unsigned weights `u = 2·e2m1 + 12 ∈ [0, 24]`
+//! (`vpmaddubsw` on AVX2, `vpdpbusd` on the VNNI tiers) and remove `12·Σq` with the activation's exact 16-value code sums, and
 //! forms `C_b` as `(sf_b/256)·(128·dx_j)` (the same exact value); the exact-weight order
 //! runs in scalar code on every instruction set.
 
