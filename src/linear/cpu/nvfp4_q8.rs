@@ -48,8 +48,8 @@
 //! payloads).
 //!
 //! The x86 paths compute `S_b` with unsigned weights `u = 2·e2m1 + 12 ∈ [0, 24]`
-//! (`vpmaddubsw` on AVX2, `vpdpbusd` on the VNNI tiers) and remove `12·Σq` with the activation's exact 16-value code sums, and
-//! forms `C_b` as `(sf_b/256)·(128·dx_j)` (the same exact value); the exact-weight order
+//! (`vpmaddubsw` on AVX2, `vpdpbusd` on the VNNI tiers), remove `12·Σq` with the
+//! activation's exact 16-value code sums, and form `C_b` as `(sf_b/256)·(128·dx_j)` (the same exact value); the exact-weight order
 //! runs in scalar code on every instruction set.
 
 use super::{Isa, tree8};
