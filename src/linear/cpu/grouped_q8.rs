@@ -93,9 +93,17 @@ pub(crate) fn dot_row_group(
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
-        // FMA and F16C) only after run-time detection.
-        isa if isa.avx2() => unsafe { super::grouped_q8_avx2::dot_row_group(kind, ws, xs, out) },
+        // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
+        // of all its features (`Isa::available`), those its kernels are compiled for.
+        Isa::Avx512 => unsafe { super::grouped_q8_avx2::avx512::dot_row_group(kind, ws, xs, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::AvxVnni => unsafe {
+            super::grouped_q8_avx2::avxvnni::dot_row_group(kind, ws, xs, out)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { super::grouped_q8_avx2::avx2::dot_row_group(kind, ws, xs, out) },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
                 for (o, x) in o.iter_mut().zip(xs) {
@@ -145,5 +153,95 @@ mod tests {
             -128 * x[32] as i32 + 127 * x[33] as i32
         );
         assert_eq!(block_scale(Grouped::Q8, &w, 1), 2.0);
+    }
+
+    /// Every tier equals the scalar reference word for word (a NaN compares equal to any
+    /// NaN: its sign and payload are not specified, docs/linear.md), for every grouped
+    /// format: random codes, scale words drawn from NaN, ±Inf, subnormals, ±0 and normals,
+    /// K with a tail past the last whole chunk of eight blocks, M = 1 (rows) and M > 1
+    /// (tiles), groups of 1..4 weight rows.
+    #[test]
+    fn every_tier_equals_scalar_word_for_word() {
+        const SPECIAL: [u16; 10] = [
+            0x7E00, 0xFE01, 0x7C00, 0xFC00, 0x0001, 0x83FF, 0x0000, 0x8000, 0x3C00, 0x7BFF,
+        ];
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        // (format, plane-0 bytes, plane-1 bytes per 32-value block)
+        let kinds = [
+            (Grouped::Q2, 8, 0),
+            (Grouped::T2, 8, 0),
+            (Grouped::Q4, 16, 0),
+            (Grouped::Q5, 16, 4),
+            (Grouped::Q6, 16, 8),
+            (Grouped::Q8, 32, 0),
+        ];
+        let bits = |v: &[f32]| {
+            v.iter()
+                .map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() })
+                .collect::<Vec<_>>()
+        };
+        let n = 6;
+        let mut cases = 0;
+        for (kind, cb, hb) in kinds {
+            for nb in [8usize, 12, 16, 20, 36] {
+                let groups = (32 * nb).div_ceil(kind.group());
+                let mut bytes = |len: usize| (0..len).map(|_| next() as u8).collect::<Vec<_>>();
+                let codes = bytes(n * cb * nb);
+                let hi = bytes(n * hb * nb);
+                let mut scales = vec![0u8; n * 2 * groups];
+                for (i, w) in scales.chunks_exact_mut(2).enumerate() {
+                    let r = next();
+                    // Row 0 normal scales only; the others one special word in eight.
+                    let d = if i >= groups && r % 8 == 0 {
+                        SPECIAL[(r >> 8) as usize % SPECIAL.len()]
+                    } else {
+                        0x2000 + (r >> 16) as u16 % 0x1C00
+                    };
+                    w.copy_from_slice(&d.to_le_bytes());
+                }
+                let ws: Vec<GRow<'_>> = (0..n)
+                    .map(|i| GRow {
+                        codes: &codes[i * cb * nb..(i + 1) * cb * nb],
+                        hi: &hi[i * hb * nb..(i + 1) * hb * nb],
+                        scales: &scales[i * 2 * groups..(i + 1) * 2 * groups],
+                    })
+                    .collect();
+                let k = 32 * nb;
+                for m in [1, 2, 3, 5, 6] {
+                    let mut x: Vec<f32> = (0..m * k)
+                        .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+                        .collect();
+                    x[32..64].fill(0.0); // an all-zero activation block (d = 0)
+                    let reference = Rows::quantize(&x, m, k);
+                    let xs: Vec<Row<'_>> = (0..m).map(|i| reference.row(i)).collect();
+                    for isa in Isa::tested() {
+                        let q = prepare(isa, kind, Rows::quantize(&x, m, k));
+                        let xq: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                        for g in 1..=4 {
+                            for r0 in [0, n - g] {
+                                let ws = &ws[r0..r0 + g];
+                                let mut want = vec![0f32; g * m];
+                                dot_row_group(Isa::Scalar, kind, ws, &xs, &mut want);
+                                let mut got = vec![0f32; g * m];
+                                dot_row_group(isa, kind, ws, &xq, &mut got);
+                                assert_eq!(
+                                    bits(&got),
+                                    bits(&want),
+                                    "{kind:?} {isa:?} nb{nb} m{m} g{g} r0{r0}"
+                                );
+                                cases += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases > 0);
     }
 }

@@ -597,8 +597,6 @@ macro_rules! kernels {
         #[inline]
         #[target_feature(enable = $feat)]
         unsafe fn group<K: Block>(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-            let m = xs.len();
-            assert!(ws.len() <= 4 && out.len() == ws.len() * m);
             let Some(first) = xs.first() else {
                 return;
             };
@@ -611,37 +609,21 @@ macro_rules! kernels {
                 assert!(x.pairs.len() >= 32 * whole && (!abs || x.pairs_abs.len() >= 32 * whole));
             }
             assert!(ws.iter().all(|w| w.len() >= kind.row_bytes(nb)));
-            let mut res = [0f32; 4];
-            if m == 1 {
-                // GEMV: the weight rows share each activation pair.
-                // SAFETY: AVX2 (caller); bounds just checked.
-                unsafe {
-                    match ws.len() {
-                        4 => rows::<4, K>(kind, ws, first, &mut res),
-                        3 => rows::<3, K>(kind, ws, first, &mut res),
-                        2 => rows::<2, K>(kind, ws, first, &mut res),
-                        1 => rows::<1, K>(kind, ws, first, &mut res),
-                        _ => {}
-                    }
-                }
-                out.copy_from_slice(&res[..ws.len()]);
-                return;
-            }
-            // Several activation rows: each weight pair is unpacked once for up to four of them.
-            for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
-                for (x, o) in xs.chunks(4).zip(o.chunks_mut(4)) {
-                    // SAFETY: AVX2 (caller); bounds just checked.
-                    unsafe {
-                        match x.len() {
-                            4 => tile::<4, K>(kind, w, x, &mut res),
-                            3 => tile::<3, K>(kind, w, x, &mut res),
-                            2 => tile::<2, K>(kind, w, x, &mut res),
-                            _ => tile::<1, K>(kind, w, x, &mut res),
-                        }
-                    }
-                    o.copy_from_slice(&res[..o.len()]);
-                }
-            }
+            // GEMV: the weight rows share each activation pair; several activation rows:
+            // each weight pair is unpacked once for up to four of them.
+            passes!(
+                ws,
+                xs,
+                out,
+                res,
+                // SAFETY: the features (caller); bounds just checked.
+                rows | R,
+                x0 | unsafe { rows::<R, K>(kind, ws, x0, &mut res) },
+                // SAFETY: as above.
+                tile | C,
+                w,
+                x | unsafe { tile::<C, K>(kind, w, x, &mut res) },
+            );
         }
 
         /// One weight row against C activation rows, into `res[..C]` (the same order as
@@ -788,7 +770,9 @@ macro_rules! kernels {
     };
 }
 
-/// The AVX2 tier: `vpmaddubsw` (i16 pair sums) widened by `vpmaddwd`.
+/// The AVX2 tier: `vpmaddubsw` (i16 pair sums) widened by `vpmaddwd`. Its `sum4x2` and
+/// `sum4x2_small` (and those of [`avx512`] and [`avxvnni`]) are also the grouped and nvfp4
+/// kernels' sums of the same tier.
 pub(super) mod avx2 {
     use super::*;
 
@@ -802,13 +786,23 @@ pub(super) mod avx2 {
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn sum4x2(u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+    pub(in crate::linear::cpu) fn sum4x2(
+        u0: __m256i,
+        s0: __m256i,
+        u1: __m256i,
+        s1: __m256i,
+    ) -> __m256i {
         _mm256_add_epi32(sum4(u0, s0), sum4(u1, s1))
     }
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn sum4x2_small(u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+    pub(in crate::linear::cpu) fn sum4x2_small(
+        u0: __m256i,
+        s0: __m256i,
+        u1: __m256i,
+        s1: __m256i,
+    ) -> __m256i {
         let p = _mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1));
         _mm256_madd_epi16(p, _mm256_set1_epi16(1))
     }
@@ -824,13 +818,23 @@ macro_rules! vnni_sums {
 
         #[inline]
         #[target_feature(enable = $feat)]
-        fn sum4x2(u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+        pub(in crate::linear::cpu) fn sum4x2(
+            u0: __m256i,
+            s0: __m256i,
+            u1: __m256i,
+            s1: __m256i,
+        ) -> __m256i {
             $dp($dp(_mm256_setzero_si256(), u0, s0), u1, s1)
         }
 
         #[inline]
         #[target_feature(enable = $feat)]
-        fn sum4x2_small(u0: __m256i, s0: __m256i, u1: __m256i, s1: __m256i) -> __m256i {
+        pub(in crate::linear::cpu) fn sum4x2_small(
+            u0: __m256i,
+            s0: __m256i,
+            u1: __m256i,
+            s1: __m256i,
+        ) -> __m256i {
             sum4x2(u0, s0, u1, s1)
         }
     };

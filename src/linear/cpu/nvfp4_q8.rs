@@ -47,9 +47,9 @@
 //! No payload is refused (§8: products do not validate; run `validate` first on untrusted
 //! payloads).
 //!
-//! The AVX2 path computes `S_b` with unsigned weights `u = 2·e2m1 + 12 ∈ [0, 24]`
-//! (`vpmaddubsw`) and removes `12·Σq` with the activation's exact 16-value code sums, and
-//! forms `C_b` as `(sf_b/256)·(128·dx_j)` (the same exact value); the exact-weight order
+//! The x86 paths compute `S_b` with unsigned weights `u = 2·e2m1 + 12 ∈ [0, 24]`
+//! (`vpmaddubsw` on AVX2, `vpdpbusd` on the VNNI tiers), remove `12·Σq` with the
+//! activation's exact 16-value code sums, and form `C_b` as `(sf_b/256)·(128·dx_j)` (the same exact value); the exact-weight order
 //! runs in scalar code on every instruction set.
 
 use super::{Isa, tree8};
@@ -206,10 +206,16 @@ pub(crate) fn dot_row_group(isa: Isa, ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut
     let nb = 2 * x0.d.len();
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
-        // FMA and F16C) only after run-time detection (the
+        // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
+        // of all its features (`Isa::available`), those its kernel is compiled for (the
         // kernel checks the lengths).
-        isa if isa.avx2() => unsafe { super::nvfp4_q8_avx2::dot_row_group(ws, xs, out) },
+        Isa::Avx512 => unsafe { super::nvfp4_q8_avx2::avx512::dot_row_group(ws, xs, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::AvxVnni => unsafe { super::nvfp4_q8_avx2::avxvnni::dot_row_group(ws, xs, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { super::nvfp4_q8_avx2::avx2::dot_row_group(ws, xs, out) },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
                 let f = fast(w, nb);
@@ -314,5 +320,94 @@ mod tests {
                 assert_eq!(fast_given_max(&w, max, words.len()), fast(&w, words.len()));
             }
         }
+    }
+
+    /// Every tier equals the scalar reference word for word (a NaN compares equal to any
+    /// NaN: its sign and payload are not specified, docs/linear.md): random codes, E4M3FN
+    /// scale words drawn from NaN (0x7F, 0xFF), negative, subnormal, ±0, the largest and
+    /// normal words, divisors from the fast range and beyond it (extreme, 0, negative, NaN,
+    /// Inf), K with a tail past the last whole chunk of eight blocks, M = 1 (rows) and
+    /// M > 1 (tiles), groups of 1..4 weight rows.
+    #[test]
+    fn every_tier_equals_scalar_word_for_word() {
+        const SPECIAL: [u8; 10] = [0x7F, 0xFF, 0x80, 0x81, 0x01, 0x07, 0x00, 0x7E, 0xB8, 0x08];
+        let divisors = [
+            1.0,
+            2688.0 / 3.5,
+            2f32.powi(117),
+            2687.0 * 2f32.powi(-127),
+            0.0,
+            -1.0,
+            f32::NAN,
+            f32::INFINITY,
+        ];
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let bits = |v: &[f32]| {
+            v.iter()
+                .map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() })
+                .collect::<Vec<_>>()
+        };
+        let n = 6;
+        let mut cases = 0;
+        // K = 16·nb: nb 16-value blocks, a tail of 2, 4 or 6 past the whole chunks.
+        for nb in [8, 10, 12, 16, 22, 38] {
+            let span = scales_span(nb);
+            let codes: Vec<u8> = (0..n * 8 * nb).map(|_| next() as u8).collect();
+            let mut scales: Vec<u8> = (0..n * span).map(|_| next() as u8).collect();
+            for r in 0..n {
+                for b in 0..nb {
+                    let v = next();
+                    // Rows 0 and 1 valid normal words only; the others one special in four.
+                    scales[r * span + b / TILE_BLOCKS * TILE_BYTES + b % TILE_BLOCKS] =
+                        if r >= 2 && v % 4 == 0 {
+                            SPECIAL[(v >> 8) as usize % SPECIAL.len()]
+                        } else {
+                            0x20 + (v >> 16) as u8 % 0x40
+                        };
+                }
+            }
+            let ws: Vec<NRow<'_>> = (0..n)
+                .map(|r| NRow {
+                    codes: &codes[r * 8 * nb..(r + 1) * 8 * nb],
+                    scales: &scales[r * span..(r + 1) * span],
+                    d: if r == 0 {
+                        1.0
+                    } else {
+                        divisors[(next() >> 8) as usize % divisors.len()]
+                    },
+                })
+                .collect();
+            let k = 16 * nb;
+            for m in [1, 2, 3, 5, 6] {
+                let mut x: Vec<f32> = (0..m * k)
+                    .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+                    .collect();
+                x[32..64].fill(0.0); // an all-zero activation block (d = 0)
+                let reference = Rows::quantize(&x, m, k);
+                let xs: Vec<Row<'_>> = (0..m).map(|i| reference.row(i)).collect();
+                for isa in Isa::tested() {
+                    let q = prepare(isa, Rows::quantize(&x, m, k));
+                    let xq: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                    for g in 1..=4 {
+                        for r0 in [0, n - g] {
+                            let ws = &ws[r0..r0 + g];
+                            let mut want = vec![0f32; g * m];
+                            dot_row_group(Isa::Scalar, ws, &xs, &mut want);
+                            let mut got = vec![0f32; g * m];
+                            dot_row_group(isa, ws, &xq, &mut got);
+                            assert_eq!(bits(&got), bits(&want), "{isa:?} nb{nb} m{m} g{g} r0{r0}");
+                            cases += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases > 0);
     }
 }

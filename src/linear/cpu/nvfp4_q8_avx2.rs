@@ -1,5 +1,8 @@
-//! AVX2 + FMA + F16C kernel of nvfp4 against q8_1 activations, in exactly the order of
-//! [`super::nvfp4_q8`]'s module docs.
+//! The x86 kernel of nvfp4 against q8_1 activations, in exactly the order of
+//! [`super::nvfp4_q8`]'s module docs: one source ([`kernels!`]) compiled once per tier —
+//! [`avx2`] (AVX2 + FMA + F16C: `vpmaddubsw` + `vpmaddwd`), [`avx512`] and [`avxvnni`]
+//! (256-bit `vpdpbusd`, no i16 step) — the same exact block sums in the same lanes, then the
+//! same f32 operations: the same bits on every tier.
 //!
 //! A chunk is 128 values: 8 nvfp4 blocks (64 code bytes, 8 scale words) against 4 q8_1
 //! blocks. The activation codes of each 64-value pair of q8_1 blocks are rearranged once per
@@ -53,297 +56,305 @@ pub(super) fn arrange(mut rows: Rows) -> Rows {
     rows
 }
 
-/// `u = 2·e2m1(c) + 12` for every code word c, in both 128-bit lanes.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn table() -> __m256i {
-    _mm256_setr_epi8(
-        12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, //
-        12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
-    )
-}
-
-/// The unsigned weights of the 64 values at code byte `p` (32 bytes): [low nibbles = even
-/// elements, high nibbles = odd elements].
-///
-/// # Safety
-/// AVX2 available; 32 bytes at `p`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn unpack(p: *const u8, table: __m256i) -> [__m256i; 2] {
-    // SAFETY: the caller's contract.
-    let v = unsafe { _mm256_loadu_si256(p.cast()) };
-    let m = _mm256_set1_epi8(0x0F);
-    let lo = _mm256_and_si256(v, m);
-    let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
-    [
-        _mm256_shuffle_epi8(table, lo),
-        _mm256_shuffle_epi8(table, hi),
-    ]
-}
-
-/// The arranged activation codes of a chunk (128 values at `xp`).
-///
-/// # Safety
-/// AVX2 available; 128 bytes at `xp`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn xcodes(xp: *const i8) -> [__m256i; 4] {
-    // SAFETY: the caller's contract.
-    unsafe { std::array::from_fn(|i| _mm256_loadu_si256(xp.add(32 * i).cast())) }
-}
-
-/// The chunk's eight raw block sums Σu·q in lane order [`Q`].
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn raw(u: &[__m256i; 4], x: &[__m256i; 4]) -> __m256i {
-    let ones = _mm256_set1_epi16(1);
-    // i16 bound: each pair ≤ 2·24·127 = 6096, the two added ≤ 12192 < 32767.
-    let step = |j: usize| {
-        let p = _mm256_add_epi16(
-            _mm256_maddubs_epi16(u[2 * j], x[2 * j]),
-            _mm256_maddubs_epi16(u[2 * j + 1], x[2 * j + 1]),
-        );
-        _mm256_madd_epi16(p, ones)
-    };
-    _mm256_hadd_epi32(step(0), step(1))
-}
-
-/// An activation row's factors for the chunk at block b (lane order [`Q`]): `128·dx` of each
-/// lane's q8_1 block and `12·Σq` of each lane's 16 codes.
-///
-/// # Safety
-/// AVX2 available; q8_1 blocks b/2 .. b/2 + 4 lie in `x`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn xfactors(x: &Row<'_>, b: usize) -> (__m256, __m256i) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        let d = _mm256_castps128_ps256(_mm_loadu_ps(x.d.as_ptr().add(b / 2)));
-        let d = _mm256_permutevar8x32_ps(d, _mm256_loadu_si256(QD.as_ptr().cast()));
-        // Exact: dx is a binary16 value, 128·dx < 2²⁴.
-        let d = _mm256_mul_ps(d, _mm256_set1_ps(128.0));
-        let s = _mm256_cvtepi16_epi32(_mm_loadu_si128(x.sum16.as_ptr().add(b).cast()));
-        let s = _mm256_permutevar8x32_epi32(s, _mm256_loadu_si256(Q.as_ptr().cast()));
-        // Exact: |12·Σq| ≤ 12·16·127.
-        (d, _mm256_mullo_epi32(s, _mm256_set1_epi32(12)))
-    }
-}
-
-/// The 8 scale words of the chunk at block b (a multiple of 8) of the row whose first word
-/// is at `p` (4 contiguous words in tile b/4 and 4 in the next), in lane order [`Q`]: the
-/// 16-bit interleave of the two tiles' words gives blocks (0, 1, 4, 5, 2, 3, 6, 7). The
-/// high 8 bytes are 0.
-///
-/// # Safety
-/// AVX2 available; tiles b/4 and b/4 + 1 lie in the row's scale span.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn words(p: *const u8, b: usize) -> __m128i {
-    // SAFETY: the caller's contract.
-    unsafe {
-        let t = p.add(b / 4 * TILE_BYTES);
-        let lo = t.cast::<i32>().read_unaligned();
-        let hi = t.add(TILE_BYTES).cast::<i32>().read_unaligned();
-        _mm_unpacklo_epi16(_mm_cvtsi32_si128(lo), _mm_cvtsi32_si128(hi))
-    }
-}
-
-/// The chunk's scales `sf/256` (lane order [`Q`]) from its words in that order
-/// ([`words`]): a valid E4M3FN word shifted left by 7 is the binary16 of its value / 256
-/// (the exponent biases differ by 8; subnormals alike).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn scales(w: __m128i) -> __m256 {
-    _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(w), 7))
-}
-
-/// The largest byte of `max` and of the words of blocks `whole .. nb` of every row of `ws`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn largest(max: __m128i, ws: &[NRow<'_>], whole: usize, nb: usize) -> u8 {
-    let mut a = [0u8; 16];
-    // SAFETY: 16 bytes into `a`.
-    unsafe { _mm_storeu_si128(a.as_mut_ptr().cast(), max) };
-    let mut m = a.iter().copied().max().unwrap_or(0);
-    for w in ws {
-        for b in whole..nb {
-            m = m.max(w.word(b));
+/// The kernels of one tier, compiled for its features `$feat` (a string literal); the
+/// calling module imports the tier's exact i32 sums `sum4x2_small` of `legacy_avx2` (each
+/// i32 lane: the u8 × i8 products of its 4-byte group in both operand pairs).
+macro_rules! kernels {
+    ($feat:tt) => {
+        /// `u = 2·e2m1(c) + 12` for every code word c, in both 128-bit lanes.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn table() -> __m256i {
+            _mm256_setr_epi8(
+                12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, //
+                12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
+            )
         }
-    }
-    m
-}
 
-/// # Safety
-/// AVX2, FMA and F16C available; the activation rows' `pairs` are arranged ([`arrange`]).
-/// (Lengths are checked here.)
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
-    let m = xs.len();
-    assert!(ws.len() <= 4 && out.len() == ws.len() * m);
-    let Some(first) = xs.first() else {
-        return;
-    };
-    // The bounds checks: every pointer read below stays inside these.
-    let nb = 2 * first.d.len();
-    let whole = nb / 8 * 8;
-    for x in xs {
-        assert!(2 * x.d.len() == nb && x.qs.len() >= 16 * nb && x.sum16.len() >= nb);
-        assert!(x.pairs.len() >= 16 * whole);
-    }
-    let span = scales_span(nb);
-    assert!(
-        ws.iter()
-            .all(|w| w.codes.len() >= 8 * nb && w.scales.len() >= span)
-    );
-    let mut res = [0f32; 4];
-    if m == 1 {
-        // SAFETY: AVX2 (caller); bounds just checked.
-        unsafe {
-            match ws.len() {
-                4 => rows::<4>(ws, first, &mut res),
-                3 => rows::<3>(ws, first, &mut res),
-                2 => rows::<2>(ws, first, &mut res),
-                1 => rows::<1>(ws, first, &mut res),
-                _ => {}
+        /// The unsigned weights of the 64 values at code byte `p` (32 bytes): [low nibbles = even
+        /// elements, high nibbles = odd elements].
+        ///
+        /// # Safety
+        /// AVX2 available; 32 bytes at `p`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn unpack(p: *const u8, table: __m256i) -> [__m256i; 2] {
+            // SAFETY: the caller's contract.
+            let v = unsafe { _mm256_loadu_si256(p.cast()) };
+            let m = _mm256_set1_epi8(0x0F);
+            let lo = _mm256_and_si256(v, m);
+            let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+            [
+                _mm256_shuffle_epi8(table, lo),
+                _mm256_shuffle_epi8(table, hi),
+            ]
+        }
+
+        /// The arranged activation codes of a chunk (128 values at `xp`).
+        ///
+        /// # Safety
+        /// AVX2 available; 128 bytes at `xp`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn xcodes(xp: *const i8) -> [__m256i; 4] {
+            // SAFETY: the caller's contract.
+            unsafe { std::array::from_fn(|i| _mm256_loadu_si256(xp.add(32 * i).cast())) }
+        }
+
+        /// The chunk's eight raw block sums Σu·q in lane order [`Q`].
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn raw(u: &[__m256i; 4], x: &[__m256i; 4]) -> __m256i {
+            // AVX2's i16 bound: each pair ≤ 2·24·127 = 6096, the two added ≤ 12192 < 32767.
+            let step = |j: usize| sum4x2_small(u[2 * j], x[2 * j], u[2 * j + 1], x[2 * j + 1]);
+            _mm256_hadd_epi32(step(0), step(1))
+        }
+
+        /// An activation row's factors for the chunk at block b (lane order [`Q`]): `128·dx` of each
+        /// lane's q8_1 block and `12·Σq` of each lane's 16 codes.
+        ///
+        /// # Safety
+        /// AVX2 available; q8_1 blocks b/2 .. b/2 + 4 lie in `x`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn xfactors(x: &Row<'_>, b: usize) -> (__m256, __m256i) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                let d = _mm256_castps128_ps256(_mm_loadu_ps(x.d.as_ptr().add(b / 2)));
+                let d = _mm256_permutevar8x32_ps(d, _mm256_loadu_si256(QD.as_ptr().cast()));
+                // Exact: dx is a binary16 value, 128·dx < 2²⁴.
+                let d = _mm256_mul_ps(d, _mm256_set1_ps(128.0));
+                let s = _mm256_cvtepi16_epi32(_mm_loadu_si128(x.sum16.as_ptr().add(b).cast()));
+                let s = _mm256_permutevar8x32_epi32(s, _mm256_loadu_si256(Q.as_ptr().cast()));
+                // Exact: |12·Σq| ≤ 12·16·127.
+                (d, _mm256_mullo_epi32(s, _mm256_set1_epi32(12)))
             }
         }
-        out.copy_from_slice(&res[..ws.len()]);
-        return;
-    }
-    for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
-        for (x, o) in xs.chunks(4).zip(o.chunks_mut(4)) {
-            // SAFETY: AVX2 (caller); bounds just checked.
+
+        /// The 8 scale words of the chunk at block b (a multiple of 8) of the row whose first word
+        /// is at `p` (4 contiguous words in tile b/4 and 4 in the next), in lane order [`Q`]: the
+        /// 16-bit interleave of the two tiles' words gives blocks (0, 1, 4, 5, 2, 3, 6, 7). The
+        /// high 8 bytes are 0.
+        ///
+        /// # Safety
+        /// AVX2 available; tiles b/4 and b/4 + 1 lie in the row's scale span.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn words(p: *const u8, b: usize) -> __m128i {
+            // SAFETY: the caller's contract.
             unsafe {
-                match x.len() {
-                    4 => tile::<4>(w, x, &mut res),
-                    3 => tile::<3>(w, x, &mut res),
-                    2 => tile::<2>(w, x, &mut res),
-                    _ => tile::<1>(w, x, &mut res),
+                let t = p.add(b / 4 * TILE_BYTES);
+                let lo = t.cast::<i32>().read_unaligned();
+                let hi = t.add(TILE_BYTES).cast::<i32>().read_unaligned();
+                _mm_unpacklo_epi16(_mm_cvtsi32_si128(lo), _mm_cvtsi32_si128(hi))
+            }
+        }
+
+        /// The chunk's scales `sf/256` (lane order [`Q`]) from its words in that order
+        /// ([`words`]): a valid E4M3FN word shifted left by 7 is the binary16 of its value / 256
+        /// (the exponent biases differ by 8; subnormals alike).
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn scales(w: __m128i) -> __m256 {
+            _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(w), 7))
+        }
+
+        /// The largest byte of `max` and of the words of blocks `whole .. nb` of every row of `ws`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn largest(max: __m128i, ws: &[NRow<'_>], whole: usize, nb: usize) -> u8 {
+            let mut a = [0u8; 16];
+            // SAFETY: 16 bytes into `a`.
+            unsafe { _mm_storeu_si128(a.as_mut_ptr().cast(), max) };
+            let mut m = a.iter().copied().max().unwrap_or(0);
+            for w in ws {
+                for b in whole..nb {
+                    m = m.max(w.word(b));
                 }
             }
-            o.copy_from_slice(&res[..o.len()]);
+            m
         }
-    }
-}
 
-/// The reference lanes of `acc` (lane order [`Q`]), the scalar tail blocks `whole .. nb`,
-/// the lane tree and the division by d_w.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn finish(acc: __m256, w: &NRow<'_>, x: &Row<'_>, whole: usize, nb: usize) -> f32 {
-    let mut a = [0f32; 8];
-    // SAFETY: `Q` holds 8 i32, `a` 8 f32.
-    unsafe {
-        let q = _mm256_loadu_si256(Q.as_ptr().cast());
-        _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc, q));
-    }
-    blocks_scalar(w, x, whole, nb, &mut a);
-    tree8(a) / w.d
-}
-
-/// One weight row against C activation rows, into `res[..C]`.
-///
-/// # Safety
-/// As [`dot_row_group`] (bounds checked there).
-#[inline(never)]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn tile<const C: usize>(w: &NRow<'_>, xs: &[Row<'_>], res: &mut [f32; 4]) {
-    let nb = 2 * xs[0].d.len();
-    let whole = nb / 8 * 8;
-    let (wp, sp) = (w.codes.as_ptr(), w.scales.as_ptr());
-    let t = table();
-    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in the weight row and every
-    // activation row (the caller's checks).
-    unsafe {
-        let mut acc = [_mm256_setzero_ps(); C];
-        let mut max = _mm_setzero_si128();
-        let mut b = 0;
-        while b < whole {
-            let [u0, u1] = unpack(wp.add(8 * b), t);
-            let [u2, u3] = unpack(wp.add(8 * b + 32), t);
-            let u = [u0, u1, u2, u3];
-            let ws = words(sp, b);
-            max = _mm_max_epu8(max, ws);
-            let sf = scales(ws);
-            for c in 0..C {
-                let x = xcodes(xs[c].pairs.as_ptr().add(16 * b));
-                let (dx, off) = xfactors(&xs[c], b);
-                let s = _mm256_sub_epi32(raw(&u, &x), off);
-                acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(sf, dx), _mm256_cvtepi32_ps(s), acc[c]);
-            }
-            b += 8;
-        }
-        let fast = fast_given_max(w, largest(max, std::slice::from_ref(w), whole, nb), nb);
-        for c in 0..C {
-            res[c] = if fast {
-                finish(acc[c], w, &xs[c], whole, nb)
-            } else {
-                exact_weights(w, &xs[c])
+        /// # Safety
+        /// AVX2, FMA and F16C available; the activation rows' `pairs` are arranged ([`arrange`]).
+        /// (Lengths are checked here.)
+        #[target_feature(enable = $feat)]
+        pub(in crate::linear::cpu) unsafe fn dot_row_group(
+            ws: &[NRow<'_>],
+            xs: &[Row<'_>],
+            out: &mut [f32],
+        ) {
+            let Some(first) = xs.first() else {
+                return;
             };
+            // The bounds checks: every pointer read below stays inside these.
+            let nb = 2 * first.d.len();
+            let whole = nb / 8 * 8;
+            for x in xs {
+                assert!(2 * x.d.len() == nb && x.qs.len() >= 16 * nb && x.sum16.len() >= nb);
+                assert!(x.pairs.len() >= 16 * whole);
+            }
+            let span = scales_span(nb);
+            assert!(
+                ws.iter()
+                    .all(|w| w.codes.len() >= 8 * nb && w.scales.len() >= span)
+            );
+            passes!(
+                ws,
+                xs,
+                out,
+                res,
+                // SAFETY: the features (caller); bounds just checked.
+                rows | R,
+                x0 | unsafe { rows::<R>(ws, x0, &mut res) },
+                // SAFETY: as above.
+                tile | C,
+                w,
+                x | unsafe { tile::<C>(w, x, &mut res) },
+            );
         }
-    }
+
+        /// The reference lanes of `acc` (lane order [`Q`]), the scalar tail blocks `whole .. nb`,
+        /// the lane tree and the division by d_w.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn finish(acc: __m256, w: &NRow<'_>, x: &Row<'_>, whole: usize, nb: usize) -> f32 {
+            let mut a = [0f32; 8];
+            // SAFETY: `Q` holds 8 i32, `a` 8 f32.
+            unsafe {
+                let q = _mm256_loadu_si256(Q.as_ptr().cast());
+                _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc, q));
+            }
+            blocks_scalar(w, x, whole, nb, &mut a);
+            tree8(a) / w.d
+        }
+
+        /// One weight row against C activation rows, into `res[..C]`.
+        ///
+        /// # Safety
+        /// As [`dot_row_group`] (bounds checked there).
+        #[inline(never)]
+        #[target_feature(enable = $feat)]
+        unsafe fn tile<const C: usize>(w: &NRow<'_>, xs: &[Row<'_>], res: &mut [f32; 4]) {
+            let nb = 2 * xs[0].d.len();
+            let whole = nb / 8 * 8;
+            let (wp, sp) = (w.codes.as_ptr(), w.scales.as_ptr());
+            let t = table();
+            // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in the weight row and every
+            // activation row (the caller's checks).
+            unsafe {
+                let mut acc = [_mm256_setzero_ps(); C];
+                let mut max = _mm_setzero_si128();
+                let mut b = 0;
+                while b < whole {
+                    let [u0, u1] = unpack(wp.add(8 * b), t);
+                    let [u2, u3] = unpack(wp.add(8 * b + 32), t);
+                    let u = [u0, u1, u2, u3];
+                    let ws = words(sp, b);
+                    max = _mm_max_epu8(max, ws);
+                    let sf = scales(ws);
+                    for c in 0..C {
+                        let x = xcodes(xs[c].pairs.as_ptr().add(16 * b));
+                        let (dx, off) = xfactors(&xs[c], b);
+                        let s = _mm256_sub_epi32(raw(&u, &x), off);
+                        acc[c] =
+                            _mm256_fmadd_ps(_mm256_mul_ps(sf, dx), _mm256_cvtepi32_ps(s), acc[c]);
+                    }
+                    b += 8;
+                }
+                let fast = fast_given_max(w, largest(max, std::slice::from_ref(w), whole, nb), nb);
+                for c in 0..C {
+                    res[c] = if fast {
+                        finish(acc[c], w, &xs[c], whole, nb)
+                    } else {
+                        exact_weights(w, &xs[c])
+                    };
+                }
+            }
+        }
+
+        /// R weight rows against one activation row, into `res[..R]`.
+        ///
+        /// Whether rows are fast is first asked of the whole group's largest scale word (one
+        /// running maximum for all R rows; [`fast_given_max`]).
+        ///
+        /// # Safety
+        /// As [`dot_row_group`] (bounds checked there).
+        #[inline(never)]
+        #[target_feature(enable = $feat)]
+        unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4]) {
+            let nb = 2 * x.d.len();
+            let whole = nb / 8 * 8;
+            let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
+            let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
+            // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
+            let pf_dist = R * ws[0].codes.len();
+            let xp = x.pairs.as_ptr();
+            let t = table();
+            // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
+            unsafe {
+                let mut acc = [_mm256_setzero_ps(); R];
+                let mut max = _mm_setzero_si128();
+                // One chunk of row i: its sums against the activation codes `xv`, times `sf·dx`.
+                let chunk = |i: usize, b: usize, xv: &[__m256i; 4], off: __m256i| {
+                    let w = wp[i].add(8 * b);
+                    // The same chunk of the next group's row i (one cache line): each row is only
+                    // a few KiB, too short for the hardware prefetcher to follow four.
+                    _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(pf_dist).cast());
+                    let [u0, u1] = unpack(w, t);
+                    let [u2, u3] = unpack(w.add(32), t);
+                    _mm256_cvtepi32_ps(_mm256_sub_epi32(raw(&[u0, u1, u2, u3], xv), off))
+                };
+                let mut b = 0;
+                while b < whole {
+                    let xv = xcodes(xp.add(16 * b));
+                    let (dx, off) = xfactors(x, b);
+                    // The next row group's scale words of this chunk: the next 64 bytes of both
+                    // tiles (rows 16 bytes apart; at a 32-row boundary they are the tiles' first
+                    // line, read 8 groups earlier).
+                    let tile = sp[0].wrapping_add(b / 4 * TILE_BYTES + 64);
+                    _mm_prefetch::<_MM_HINT_T1>(tile.cast());
+                    _mm_prefetch::<_MM_HINT_T1>(tile.wrapping_add(TILE_BYTES).cast());
+                    for i in 0..R {
+                        let wd = words(sp[i], b);
+                        max = _mm_max_epu8(max, wd);
+                        let s = chunk(i, b, &xv, off);
+                        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(scales(wd), dx), s, acc[i]);
+                    }
+                    b += 8;
+                }
+                let gmax = largest(max, &ws[..R], whole, nb);
+                for i in 0..R {
+                    let w = &ws[i];
+                    let fast = fast_given_max(w, gmax, nb);
+                    res[i] = if fast {
+                        finish(acc[i], w, x, whole, nb)
+                    } else {
+                        exact_weights(w, x)
+                    };
+                }
+            }
+        }
+    };
 }
 
-/// R weight rows against one activation row, into `res[..R]`.
-///
-/// Whether rows are fast is first asked of the whole group's largest scale word (one
-/// running maximum for all R rows; [`fast_given_max`]).
-///
-/// # Safety
-/// As [`dot_row_group`] (bounds checked there).
-#[inline(never)]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn rows<const R: usize>(ws: &[NRow<'_>], x: &Row<'_>, res: &mut [f32; 4]) {
-    let nb = 2 * x.d.len();
-    let whole = nb / 8 * 8;
-    let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
-    let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
-    // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
-    let pf_dist = R * ws[0].codes.len();
-    let xp = x.pairs.as_ptr();
-    let t = table();
-    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
-    unsafe {
-        let mut acc = [_mm256_setzero_ps(); R];
-        let mut max = _mm_setzero_si128();
-        // One chunk of row i: its sums against the activation codes `xv`, times `sf·dx`.
-        let chunk = |i: usize, b: usize, xv: &[__m256i; 4], off: __m256i| {
-            let w = wp[i].add(8 * b);
-            // The same chunk of the next group's row i (one cache line): each row is only
-            // a few KiB, too short for the hardware prefetcher to follow four.
-            _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(pf_dist).cast());
-            let [u0, u1] = unpack(w, t);
-            let [u2, u3] = unpack(w.add(32), t);
-            _mm256_cvtepi32_ps(_mm256_sub_epi32(raw(&[u0, u1, u2, u3], xv), off))
-        };
-        let mut b = 0;
-        while b < whole {
-            let xv = xcodes(xp.add(16 * b));
-            let (dx, off) = xfactors(x, b);
-            // The next row group's scale words of this chunk: the next 64 bytes of both
-            // tiles (rows 16 bytes apart; at a 32-row boundary they are the tiles' first
-            // line, read 8 groups earlier).
-            let tile = sp[0].wrapping_add(b / 4 * TILE_BYTES + 64);
-            _mm_prefetch::<_MM_HINT_T1>(tile.cast());
-            _mm_prefetch::<_MM_HINT_T1>(tile.wrapping_add(TILE_BYTES).cast());
-            for i in 0..R {
-                let wd = words(sp[i], b);
-                max = _mm_max_epu8(max, wd);
-                let s = chunk(i, b, &xv, off);
-                acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(scales(wd), dx), s, acc[i]);
-            }
-            b += 8;
-        }
-        let gmax = largest(max, &ws[..R], whole, nb);
-        for i in 0..R {
-            let w = &ws[i];
-            let fast = fast_given_max(w, gmax, nb);
-            res[i] = if fast {
-                finish(acc[i], w, x, whole, nb)
-            } else {
-                exact_weights(w, x)
-            };
-        }
-    }
+/// The AVX2 tier: `vpmaddubsw` (i16 pair sums) widened by `vpmaddwd`.
+pub(super) mod avx2 {
+    use super::*;
+    use crate::linear::cpu::legacy_avx2::avx2::sum4x2_small;
+    kernels!("avx2,fma,f16c");
+}
+
+/// The AVX-512 tier: 256-bit EVEX `vpdpbusd` (AVX512-VNNI + VL), the AVX2 tier's lanes.
+pub(super) mod avx512 {
+    use super::*;
+    use crate::linear::cpu::legacy_avx2::avx512::sum4x2_small;
+    kernels!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni");
+}
+
+/// The AVX-VNNI tier: 256-bit VEX `vpdpbusd`, the AVX2 tier's lanes.
+pub(super) mod avxvnni {
+    use super::*;
+    use crate::linear::cpu::legacy_avx2::avxvnni::sum4x2_small;
+    kernels!("avx2,fma,f16c,avxvnni");
 }
