@@ -435,8 +435,8 @@ int main() {
         ys.assign(5, -1.0f);
         CHECK(lin.try_forward_rows(xs, 2, 4, 0, 1, ys, 3).ok());
         CHECK(ys == std::vector<float>({8, -1, -1, 2, -1}));
-        ninfer::result<void> bad = lin.try_forward_rows(xs, 2, 4, 2, 1, ys, 3);
-        CHECK(!bad.ok() && bad.code() == NINFER_STATUS_INVALID_ARGUMENT);
+        ninfer::result<void> bad_range = lin.try_forward_rows(xs, 2, 4, 2, 1, ys, 3);
+        CHECK(!bad_range.ok() && bad_range.code() == NINFER_STATUS_INVALID_ARGUMENT);
         CHECK(ys == std::vector<float>({8, -1, -1, 2, -1}));
       }
       float ya[4] = {0, 0, 0, 0};
