@@ -19,21 +19,6 @@
 #include <stdint.h>
 
 /**
- * ggml type id of TQ1_0 (ternary, base-3 packed, 256 values in 54 bytes).
- */
-#define GGML_TYPE_TQ1_0 34
-
-/**
- * ggml type id of TQ2_0 (ternary, 2 bits per value, 256 values in 66 bytes).
- */
-#define GGML_TYPE_TQ2_0 35
-
-/**
- * Values per TQ1_0 / TQ2_0 block (ggml's `QK_K`).
- */
-#define TERNARY_BLOCK_VALUES 256
-
-/**
  * `weight_scale` rule of the ternary safetensors imports: value = code / weight_scale
  * (transformers' `BitLinear`, the packed `bitnet-b1.58-2B-4T` checkpoint).
  */
