@@ -119,6 +119,7 @@ pub(crate) fn dot_row_group(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linear::cpu::tests::{q8_1_tiers, xorshift};
 
     /// Hand-worked block sums and scales (codes written out from the layout).
     #[test]
@@ -165,13 +166,7 @@ mod tests {
         const SPECIAL: [u16; 10] = [
             0x7E00, 0xFE01, 0x7C00, 0xFC00, 0x0001, 0x83FF, 0x0000, 0x8000, 0x3C00, 0x7BFF,
         ];
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         // (format, plane-0 bytes, plane-1 bytes per 32-value block)
         let kinds = [
             (Grouped::Q2, 8, 0),
@@ -181,11 +176,6 @@ mod tests {
             (Grouped::Q6, 16, 8),
             (Grouped::Q8, 32, 0),
         ];
-        let bits = |v: &[f32]| {
-            v.iter()
-                .map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() })
-                .collect::<Vec<_>>()
-        };
         let n = 6;
         let mut cases = 0;
         for (kind, cb, hb) in kinds {
@@ -198,7 +188,7 @@ mod tests {
                 for (i, w) in scales.chunks_exact_mut(2).enumerate() {
                     let r = next();
                     // Row 0 normal scales only; the others one special word in eight.
-                    let d = if i >= groups && r % 8 == 0 {
+                    let d = if i >= groups && r.is_multiple_of(8) {
                         SPECIAL[(r >> 8) as usize % SPECIAL.len()]
                     } else {
                         0x2000 + (r >> 16) as u16 % 0x1C00
@@ -212,34 +202,14 @@ mod tests {
                         scales: &scales[i * 2 * groups..(i + 1) * 2 * groups],
                     })
                     .collect();
-                let k = 32 * nb;
-                for m in [1, 2, 3, 5, 6] {
-                    let mut x: Vec<f32> = (0..m * k)
-                        .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
-                        .collect();
-                    x[32..64].fill(0.0); // an all-zero activation block (d = 0)
-                    let reference = Rows::quantize(&x, m, k);
-                    let xs: Vec<Row<'_>> = (0..m).map(|i| reference.row(i)).collect();
-                    for isa in Isa::tested() {
-                        let q = prepare(isa, kind, Rows::quantize(&x, m, k));
-                        let xq: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
-                        for g in 1..=4 {
-                            for r0 in [0, n - g] {
-                                let ws = &ws[r0..r0 + g];
-                                let mut want = vec![0f32; g * m];
-                                dot_row_group(Isa::Scalar, kind, ws, &xs, &mut want);
-                                let mut got = vec![0f32; g * m];
-                                dot_row_group(isa, kind, ws, &xq, &mut got);
-                                assert_eq!(
-                                    bits(&got),
-                                    bits(&want),
-                                    "{kind:?} {isa:?} nb{nb} m{m} g{g} r0{r0}"
-                                );
-                                cases += 1;
-                            }
-                        }
-                    }
-                }
+                cases += q8_1_tiers(
+                    &mut next,
+                    n,
+                    32 * nb,
+                    &format!("{kind:?} nb{nb}"),
+                    |isa, q| prepare(isa, kind, q),
+                    |isa, r, xs, out| dot_row_group(isa, kind, &ws[r], xs, out),
+                );
             }
         }
         assert!(cases > 0);

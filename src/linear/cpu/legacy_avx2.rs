@@ -31,7 +31,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::legacy::{Legacy, blocks_scalar};
-use super::{P, PINV, tree8};
+use super::{P, tree8, unpermuted};
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
@@ -688,10 +688,8 @@ macro_rules! kernels {
                     }
                     b += 8;
                 }
-                let pinv = _mm256_loadu_si256(PINV.as_ptr().cast());
                 for c in 0..C {
-                    let mut a = [0f32; 8];
-                    _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc[c], pinv));
+                    let mut a = unpermuted(acc[c]);
                     blocks_scalar(kind, w, &xs[c], whole, nb, &mut a);
                     res[c] = tree8(a);
                 }
@@ -758,10 +756,8 @@ macro_rules! kernels {
                     }
                     b += 8;
                 }
-                let pinv = _mm256_loadu_si256(PINV.as_ptr().cast());
                 for i in 0..R {
-                    let mut a = [0f32; 8];
-                    _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc[i], pinv));
+                    let mut a = unpermuted(acc[i]);
                     blocks_scalar(kind, ws[i], x, whole, nb, &mut a);
                     res[i] = tree8(a);
                 }

@@ -112,6 +112,22 @@ const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
 #[cfg(target_arch = "x86_64")]
 const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
+/// The lanes of a chunked pass's accumulator back in block order (lane `PINV[c]` is block
+/// c), for the scalar tail and [`tree8`].
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+fn unpermuted(acc: std::arch::x86_64::__m256) -> [f32; 8] {
+    use std::arch::x86_64::*;
+    let mut a = [0f32; 8];
+    // SAFETY: `PINV` and `a` each hold 8 four-byte lanes (unaligned loads and stores).
+    unsafe {
+        let pinv = _mm256_loadu_si256(PINV.as_ptr().cast());
+        _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc, pinv));
+    }
+    a
+}
+
 /// Sums eight lanes in the fixed tree every kernel uses: `t[i] = a[i] + a[i+4]`,
 /// `u[i] = t[i] + t[i+2]`, `u[0] + u[1]` (the order of AVX2's 256 → 128 → 64 → 32 halving).
 #[inline]

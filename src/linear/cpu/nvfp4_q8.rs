@@ -234,6 +234,7 @@ pub(crate) fn dot_row_group(isa: Isa, ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linear::cpu::tests::{q8_1_tiers, xorshift};
 
     /// `TWICE` is twice the E2M1 table (the decoder's constants are the oracle).
     #[test]
@@ -341,18 +342,7 @@ mod tests {
             f32::NAN,
             f32::INFINITY,
         ];
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
-        let bits = |v: &[f32]| {
-            v.iter()
-                .map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() })
-                .collect::<Vec<_>>()
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         let n = 6;
         let mut cases = 0;
         // K = 16·nb: nb 16-value blocks, a tail of 2, 4 or 6 past the whole chunks.
@@ -365,7 +355,7 @@ mod tests {
                     let v = next();
                     // Rows 0 and 1 valid normal words only; the others one special in four.
                     scales[r * span + b / TILE_BLOCKS * TILE_BYTES + b % TILE_BLOCKS] =
-                        if r >= 2 && v % 4 == 0 {
+                        if r >= 2 && v.is_multiple_of(4) {
                             SPECIAL[(v >> 8) as usize % SPECIAL.len()]
                         } else {
                             0x20 + (v >> 16) as u8 % 0x40
@@ -383,30 +373,14 @@ mod tests {
                     },
                 })
                 .collect();
-            let k = 16 * nb;
-            for m in [1, 2, 3, 5, 6] {
-                let mut x: Vec<f32> = (0..m * k)
-                    .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
-                    .collect();
-                x[32..64].fill(0.0); // an all-zero activation block (d = 0)
-                let reference = Rows::quantize(&x, m, k);
-                let xs: Vec<Row<'_>> = (0..m).map(|i| reference.row(i)).collect();
-                for isa in Isa::tested() {
-                    let q = prepare(isa, Rows::quantize(&x, m, k));
-                    let xq: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
-                    for g in 1..=4 {
-                        for r0 in [0, n - g] {
-                            let ws = &ws[r0..r0 + g];
-                            let mut want = vec![0f32; g * m];
-                            dot_row_group(Isa::Scalar, ws, &xs, &mut want);
-                            let mut got = vec![0f32; g * m];
-                            dot_row_group(isa, ws, &xq, &mut got);
-                            assert_eq!(bits(&got), bits(&want), "{isa:?} nb{nb} m{m} g{g} r0{r0}");
-                            cases += 1;
-                        }
-                    }
-                }
-            }
+            cases += q8_1_tiers(
+                &mut next,
+                n,
+                16 * nb,
+                &format!("nb{nb}"),
+                prepare,
+                |isa, r, xs, out| dot_row_group(isa, &ws[r], xs, out),
+            );
         }
         assert!(cases > 0);
     }

@@ -60,3 +60,65 @@ pub(super) fn grouped_runs(w: &mut PreparedWeight<'_>, x: &[f32], m: usize) -> V
     }
     results
 }
+
+/// A xorshift64 stream: the tier tests' reproducible random words.
+pub(super) fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
+/// Result words, every NaN as one word: a NaN's sign and payload are not specified
+/// (docs/linear.md).
+pub(super) fn words(v: &[f32]) -> Vec<u32> {
+    v.iter()
+        .map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() })
+        .collect()
+}
+
+/// The tier check of a block family against q8_1 activations, shared by the legacy GGUF,
+/// grouped and nvfp4 kernels. For each M of [`TIER_MS`]: M rows of K random activations
+/// (block 1 all zero, so a zero activation scale is met) are quantized once for the scalar
+/// reference and once per tier by `prepare`; for every tier the machine has, every group of
+/// 1..=4 of the `n` weight rows at both ends gives `dot`'s words equal to `Isa::Scalar`'s.
+/// `dot(isa, rows, xs, out)` writes `rows.len()·M` results. Returns the cases run.
+pub(super) fn q8_1_tiers(
+    next: &mut impl FnMut() -> u64,
+    n: usize,
+    k: usize,
+    what: &str,
+    prepare: impl Fn(Isa, q8_1::Rows) -> q8_1::Rows,
+    dot: impl Fn(Isa, std::ops::Range<usize>, &[q8_1::Row<'_>], &mut [f32]),
+) -> usize {
+    let mut cases = 0;
+    for m in TIER_MS {
+        let mut x: Vec<f32> = (0..m * k)
+            .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+            .collect();
+        x[32..64].fill(0.0);
+        let reference = q8_1::Rows::quantize(&x, m, k);
+        let xs: Vec<q8_1::Row<'_>> = (0..m).map(|i| reference.row(i)).collect();
+        for isa in Isa::tested() {
+            let q = prepare(isa, q8_1::Rows::quantize(&x, m, k));
+            let xq: Vec<q8_1::Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+            for g in 1..=4 {
+                for r0 in [0, n - g] {
+                    let mut want = vec![0f32; g * m];
+                    dot(Isa::Scalar, r0..r0 + g, &xs, &mut want);
+                    let mut got = vec![0f32; g * m];
+                    dot(isa, r0..r0 + g, &xq, &mut got);
+                    assert_eq!(words(&got), words(&want), "{what} {isa:?} m{m} g{g} r0{r0}");
+                    cases += 1;
+                }
+            }
+        }
+    }
+    cases
+}
+
+/// The activation row counts of [`q8_1_tiers`]: M = 1 (the rows pass) and M > 1 (tiles of
+/// 1..=4 activation rows, with remainders).
+pub(super) const TIER_MS: [usize; 5] = [1, 2, 3, 5, 6];
