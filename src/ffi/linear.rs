@@ -3,7 +3,7 @@
 use super::boundary::{bytes, call, check_out_ptr, in_slice, out_slice, req, write};
 use super::view::{from_c, ninfer_weight_view};
 use crate::dtype::Dtype;
-use crate::error::{Error, Status, to_usize};
+use crate::error::{Error, Result, Status, to_usize};
 use crate::linear::{self, Activation, Device, PreparedWeight};
 use crate::registry::{Format, Layout, check_compatible};
 
@@ -246,6 +246,63 @@ pub unsafe extern "C" fn ninfer_linear_shape(
     })
 }
 
+/// The arguments both forward exports share, translated and checked before anything is
+/// written.
+struct ForwardArgs<'a> {
+    x: &'a [u8],
+    x_dtype: Dtype,
+    m: usize,
+    k: usize,
+    bias: Option<&'a [f32]>,
+    y_dtype: Dtype,
+}
+
+/// Translates the shared arguments of the forward exports: dtypes, sizes, x and the bias as
+/// slices; x and y may be NULL only when `m` is 0.
+///
+/// # Safety
+/// `x` readable for `x_bytes` and `bias` for `bias_len` elements (when not NULL), unchanged
+/// for `'a`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn forward_args<'a>(
+    x: *const core::ffi::c_void,
+    x_bytes: usize,
+    x_dtype: u32,
+    m: u64,
+    k: u64,
+    bias: *const f32,
+    bias_len: usize,
+    y: *mut core::ffi::c_void,
+    y_dtype: u32,
+) -> Result<ForwardArgs<'a>> {
+    let x_dtype = Dtype::from_u32(x_dtype)?;
+    let y_dtype = Dtype::from_u32(y_dtype)?;
+    let m = to_usize(m, "m")?;
+    let k = to_usize(k, "k")?;
+    if m > 0 && x.is_null() {
+        return Err(Error::NullPointer("x"));
+    }
+    if m > 0 && y.is_null() {
+        return Err(Error::NullPointer("y"));
+    }
+    // SAFETY: the caller's contract.
+    let x = unsafe { bytes(x.cast(), x_bytes, "x") }?;
+    let bias = if bias.is_null() && bias_len == 0 {
+        None
+    } else {
+        // SAFETY: the caller's contract.
+        Some(unsafe { in_slice(bias, bias_len, "bias") }?)
+    };
+    Ok(ForwardArgs {
+        x,
+        x_dtype,
+        m,
+        k,
+        bias,
+        y_dtype,
+    })
+}
+
 /// `y = x · Wᵀ (+ bias)`: `x` holds `m × k` activations of `x_dtype` (`NINFER_DTYPE_F32`,
 /// `_BF16` or `_F16`, native-endian, row-major, no alignment required) in `x_bytes` bytes;
 /// `y` receives `m × N` outputs of `y_dtype` (`F32` or `BF16`, rounded to nearest even from
@@ -298,24 +355,11 @@ pub unsafe extern "C" fn ninfer_linear_forward(
 ) -> Status {
     call(|| {
         let h = unsafe { req(handle, "handle") }?;
-        let x_dtype = Dtype::from_u32(x_dtype)?;
-        let y_dtype = Dtype::from_u32(y_dtype)?;
-        let m = to_usize(m, "m")?;
-        let k = to_usize(k, "k")?;
-        if m > 0 && x.is_null() {
-            return Err(Error::NullPointer("x"));
-        }
-        if m > 0 && y.is_null() {
-            return Err(Error::NullPointer("y"));
-        }
-        let x = unsafe { bytes(x.cast(), x_bytes, "x") }?;
-        let bias = if bias.is_null() && bias_len == 0 {
-            None
-        } else {
-            Some(unsafe { in_slice(bias, bias_len, "bias") }?)
-        };
+        // SAFETY: forwarded from this function's contract.
+        let a = unsafe { forward_args(x, x_bytes, x_dtype, m, k, bias, bias_len, y, y_dtype) }?;
         let y = unsafe { out_slice(y.cast::<u8>(), y_bytes, "y") }?;
-        h.weight.forward(x, x_dtype, m, k, bias, y, y_dtype)
+        h.weight
+            .forward(a.x, a.x_dtype, a.m, a.k, a.bias, y, a.y_dtype)
     })
 }
 
@@ -397,26 +441,12 @@ pub unsafe extern "C" fn ninfer_linear_forward_rows(
 ) -> Status {
     call(|| {
         let h = unsafe { req(handle, "handle") }?;
-        let x_dtype = Dtype::from_u32(x_dtype)?;
-        let y_dtype = Dtype::from_u32(y_dtype)?;
-        let m = to_usize(m, "m")?;
-        let k = to_usize(k, "k")?;
+        // SAFETY: forwarded from this function's contract.
+        let a = unsafe { forward_args(x, x_bytes, x_dtype, m, k, bias, bias_len, y, y_dtype) }?;
         let ldx = to_usize(ldx, "ldx")?;
         let n0 = to_usize(n0, "n0")?;
         let n1 = to_usize(n1, "n1")?;
         let ldy = to_usize(ldy, "ldy")?;
-        if m > 0 && x.is_null() {
-            return Err(Error::NullPointer("x"));
-        }
-        if m > 0 && y.is_null() {
-            return Err(Error::NullPointer("y"));
-        }
-        let x = unsafe { bytes(x.cast(), x_bytes, "x") }?;
-        let bias = if bias.is_null() && bias_len == 0 {
-            None
-        } else {
-            Some(unsafe { in_slice(bias, bias_len, "bias") }?)
-        };
         if y_bytes > isize::MAX as usize {
             return Err(Error::Overflow(format!("y: length {y_bytes}")));
         }
@@ -426,17 +456,17 @@ pub unsafe extern "C" fn ninfer_linear_forward_rows(
         // the caller's contract.
         unsafe {
             w.forward_rows_ptr(
-                x,
-                x_dtype,
-                m,
-                k,
+                a.x,
+                a.x_dtype,
+                a.m,
+                a.k,
                 ldx,
-                bias,
+                a.bias,
                 n0..n1,
                 y,
                 y_bytes,
                 ldy,
-                y_dtype,
+                a.y_dtype,
             )
         }
     })
