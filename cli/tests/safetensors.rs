@@ -351,7 +351,7 @@ fn search_method_and_tensor_filter() {
     ]);
     let t = out_text(&o);
     assert!(o.status.success(), "{t}");
-    assert!(t.contains("1 tensors encoded"), "{t}");
+    assert!(t.contains("1 tensor encoded"), "{t}");
     assert!(t.contains("copied (not selected)"), "{t}");
     let bytes = std::fs::read(&out).unwrap();
     let p = read_planes(&bytes, "w.a");

@@ -701,14 +701,17 @@ pub fn run(
     let tensors = w.len();
     w.write(out)?;
     outln!(
-        "\n{encoded} tensors encoded ({} bytes of planes), {} refused; RMS error over all encoded values {:.4e} ({:.4} of their RMS); encode {:.3} s, {:.3} s in all; wrote {} ({tensors} safetensors tensors)",
+        "\n{} encoded ({} bytes of planes), {} refused; RMS error over all encoded values {:.4e} ({:.4} of their RMS); encode {:.3} s, {:.3} s in all; wrote {} ({} safetensors {})",
+        table::counted(encoded as u64, "tensor"),
         count(encoded_bytes as u64),
         refusals.len(),
         (all_se / all_n).sqrt(),
         (all_se / all_sx.max(f64::MIN_POSITIVE)).sqrt(),
         encode_secs,
         start.elapsed().as_secs_f64(),
-        out.display()
+        out.display(),
+        count(tensors as u64),
+        table::plural(tensors as u64, "tensor")
     );
     Ok(refusals.is_empty())
 }
