@@ -128,27 +128,6 @@ impl Isa {
         self != Isa::Scalar
     }
 
-    /// Runs `f` compiled for this tier's features: portable Rust (no intrinsics) called
-    /// here is inlined into a function with the tier's target features, so the compiler may
-    /// use its vectors. The IEEE operations and their order are the source's (Rust never
-    /// contracts to FMA), so the results are those of [`Isa::Scalar`], bit for bit. Keep
-    /// `f` small and its callees `#[inline(always)]`, or they run at the baseline.
-    ///
-    /// Panics when the machine lacks `self` (callers pass [`Isa::detect`] or a tested tier).
-    #[inline(always)]
-    pub(crate) fn run<R>(self, f: impl FnOnce() -> R) -> R {
-        assert!(self.available(), "no {} tier on this machine", self.name());
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the machine runs the AVX-512 tier (asserted above).
-            Isa::Avx512 => unsafe { run_avx512(f) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: the machine runs the AVX2 tier (asserted above).
-            Isa::Avx2 | Isa::AvxVnni => unsafe { run_avx2(f) },
-            _ => f(),
-        }
-    }
-
     /// Lower-case name.
     pub fn name(self) -> &'static str {
         match self {
@@ -160,20 +139,44 @@ impl Isa {
     }
 }
 
-/// `f()` compiled for the AVX2 tier (AVX2 + F16C; no FMA, which portable code never asks
-/// for).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
-unsafe fn run_avx2<R>(f: impl FnOnce() -> R) -> R {
-    f()
+/// `on_tier!(isa, closure)`: calls the closure compiled for tier `isa`'s features, and
+/// evaluates to its result. Portable Rust (no intrinsics) called from the closure is
+/// inlined into a function with the tier's target features, so the compiler may use its
+/// vectors; the IEEE operations and their order are the source's (Rust never contracts to
+/// FMA), so every tier returns [`Isa::Scalar`]'s bits. The closure is expanded once per
+/// tier (each copy has one call site, which the compiler inlines); keep its callees
+/// `#[inline(always)]`, or they run at the baseline.
+///
+/// Panics when the machine lacks `isa` (callers pass [`Isa::detect`] or a tested tier).
+macro_rules! on_tier {
+    ($isa:expr, $f:expr) => {{
+        let isa: $crate::isa::Isa = $isa;
+        assert!(isa.available(), "no {} tier on this machine", isa.name());
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            $crate::isa::Isa::Avx512 => {
+                #[target_feature(enable = "avx2,f16c,avx512f,avx512bw,avx512vl")]
+                unsafe fn tier<R>(f: impl FnOnce() -> R) -> R {
+                    f()
+                }
+                // SAFETY: the machine runs the AVX-512 tier (asserted above).
+                unsafe { tier($f) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            $crate::isa::Isa::Avx2 | $crate::isa::Isa::AvxVnni => {
+                // AVX2 + F16C; no FMA, which portable code never asks for.
+                #[target_feature(enable = "avx2,f16c")]
+                unsafe fn tier<R>(f: impl FnOnce() -> R) -> R {
+                    f()
+                }
+                // SAFETY: the machine runs the AVX2 tier (asserted above).
+                unsafe { tier($f) }
+            }
+            _ => ($f)(),
+        }
+    }};
 }
-
-/// `f()` compiled for the AVX-512 tier (AVX2 + F16C + AVX-512 F/BW/VL).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c,avx512f,avx512bw,avx512vl")]
-unsafe fn run_avx512<R>(f: impl FnOnce() -> R) -> R {
-    f()
-}
+pub(crate) use on_tier;
 
 #[cfg(test)]
 mod tests {

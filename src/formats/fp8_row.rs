@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::formats::float_source::FloatSource;
-use crate::isa::Isa;
+use crate::isa::{Isa, on_tier};
 use crate::layouts::{self, fp8_row as layout};
 use crate::registry::{Format, Layout};
 use crate::view::WeightView;
@@ -183,7 +183,7 @@ fn round_bf16(x: f32) -> f32 {
 }
 
 /// Pass 1 of the encoder for row `r` of the source (its values rounded to BF16): the scale
-/// word, or the row's error. Inlined into each tier's copy ([`Isa::run`]).
+/// word, or the row's error. Inlined into each tier's copy ([`on_tier`]).
 #[inline(always)]
 fn row_scale(format: Format, src: &FloatSource<'_>, r: usize, cols: usize) -> Result<u16> {
     let row = r as u64;
@@ -248,7 +248,7 @@ fn row_scale(format: Format, src: &FloatSource<'_>, r: usize, cols: usize) -> Re
 }
 
 /// Pass 2 for row `r` of the source (BF16-rounded): the codes from the scale word (no
-/// failure possible). Inlined into each tier's copy ([`Isa::run`]).
+/// failure possible). Inlined into each tier's copy ([`on_tier`]).
 #[inline(always)]
 fn row_codes(format: Format, scale: u16, src: &FloatSource<'_>, r: usize, codes: &mut [u8]) {
     if scale == 0 {
@@ -383,7 +383,7 @@ pub fn fp8_row_maxabs(
 }
 
 /// [`fp8_row_maxabs`] on tier `isa` (one the machine runs): the same row code compiled for
-/// its features ([`Isa::run`]), bit-identical on every tier.
+/// its features ([`on_tier`]), bit-identical on every tier.
 pub(crate) fn fp8_row_maxabs_on(
     isa: Isa,
     format: Format,
@@ -406,13 +406,13 @@ pub(crate) fn fp8_row_maxabs_on(
         .into_par_iter()
         .map(|r| {
             crate::fpenv::require_subnormals("fp8_row_maxabs")?;
-            isa.run(|| row_scale(format, &src, r, cols))
+            on_tier!(isa, || row_scale(format, &src, r, cols))
         })
         .collect();
     let scales = scales.into_iter().collect::<Result<Vec<u16>>>()?;
     layout::for_each_row_mut(lay, cols, planes, |r, s, codes| {
         s.copy_from_slice(&scales[r].to_le_bytes());
-        isa.run(|| row_codes(format, scales[r], &src, r, codes));
+        on_tier!(isa, || row_codes(format, scales[r], &src, r, codes));
     });
     debug_assert!(matches!(lay, Layout::RowScaleV1 | Layout::RowInterleavedV1));
     Ok(())

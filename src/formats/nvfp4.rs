@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Location, Result, mul};
 use crate::formats::float_source::FloatSource;
-use crate::isa::Isa;
+use crate::isa::{Isa, on_tier};
 use crate::layouts::block_scale::{self as layout, BLOCK, DIVISORS_PLANE};
 use crate::registry::{Format, Layout};
 use crate::view::WeightView;
@@ -296,7 +296,7 @@ pub fn nvfp4_quantize(
 }
 
 /// One row of pass 1 of [`nvfp4_quantize`]: the block maxima `bm` of row `x` and the row's
-/// maximum (`x` finite). Inlined into each tier's copy ([`Isa::run`]).
+/// maximum (`x` finite). Inlined into each tier's copy ([`on_tier`]).
 #[inline(always)]
 fn block_maxima(x: &[f32], bm: &mut [f32]) -> f32 {
     let mut rmax = 0f32;
@@ -309,7 +309,7 @@ fn block_maxima(x: &[f32], bm: &mut [f32]) -> f32 {
 
 /// One row of pass 3 of [`nvfp4_quantize`]: the E2M1 codes of row `x` (two a byte, the
 /// earlier in the low nibble) with block multipliers `inv`. Inlined into each tier's copy
-/// ([`Isa::run`]).
+/// ([`on_tier`]).
 #[inline(always)]
 fn row_codes(x: &[f32], inv: impl Fn(usize) -> f32, out: &mut [u8]) {
     for (kb, (o, x)) in out
@@ -325,7 +325,7 @@ fn row_codes(x: &[f32], inv: impl Fn(usize) -> f32, out: &mut [u8]) {
 }
 
 /// [`nvfp4_quantize`] on tier `isa` (one the machine runs): the same row code compiled
-/// for its features ([`Isa::run`]), bit-identical on every tier.
+/// for its features ([`on_tier`]), bit-identical on every tier.
 pub(crate) fn nvfp4_quantize_on(
     isa: Isa,
     src: FloatSource<'_>,
@@ -374,7 +374,7 @@ pub(crate) fn nvfp4_quantize_on(
                         col: k as u64,
                     });
                 }
-                Ok(isa.run(|| block_maxima(buf, bm)))
+                Ok(on_tier!(isa, || block_maxima(buf, bm)))
             },
         )
         .collect();
@@ -414,7 +414,7 @@ pub(crate) fn nvfp4_quantize_on(
         |buf, (r, out)| {
             src.read_into(r * cols, buf);
             let inv = |kb: usize| blocks[r * nkb + kb].1;
-            isa.run(|| row_codes(buf, inv, out));
+            on_tier!(isa, || row_codes(buf, inv, out));
         },
     );
     scales.fill(0);

@@ -324,7 +324,10 @@ pub fn decode_row(view: &crate::WeightView<'_>, row: usize, out: &mut [f32]) -> 
     let planes = row_planes(view, row);
     // The same code compiled for the machine's tier (identical IEEE operations, so
     // identical results; tested on every tier).
-    crate::isa::Isa::detect().run(|| decode_row_impl(&s, cols, row, planes, &mut rc, &mut rs, out))
+    let isa = crate::isa::Isa::detect();
+    crate::isa::on_tier!(isa, || decode_row_impl(
+        &s, cols, row, planes, &mut rc, &mut rs, out
+    ))
 }
 
 #[inline(always)]
@@ -536,8 +539,10 @@ mod tests {
                 let mut b = vec![0f32; k];
                 let (mut rc, mut rs) = (vec![0i8; kp], vec![0u16; kp / s.group]);
                 let planes = row_planes(&v, 0);
-                isa.run(|| decode_row_impl(&s, k, 0, planes, &mut rc, &mut rs, &mut b))
-                    .unwrap();
+                crate::isa::on_tier!(isa, || decode_row_impl(
+                    &s, k, 0, planes, &mut rc, &mut rs, &mut b
+                ))
+                .unwrap();
                 assert_eq!(
                     a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                     b.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),

@@ -662,4 +662,88 @@ mod tests {
             }
         }
     }
+
+    /// Single-thread throughput of the encoders on every tier (MB/s of f32 source, best of
+    /// 5), for the record: `cargo test --release --lib encoder_tier_throughput -- --ignored
+    /// --nocapture`.
+    #[test]
+    #[ignore]
+    fn encoder_tier_throughput() {
+        use crate::formats::{fp8_row, nvfp4};
+        let (rows, cols) = (1024, 4096);
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
+            })
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let mb = (rows * cols * 4) as f64 / 1e6;
+        let best = |f: &mut dyn FnMut()| {
+            (0..5)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    f();
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        for isa in Isa::tested() {
+            let mut line = format!("{:>8}:", isa.name());
+            for f in [Format::Q4_G64Fp16, Format::Q8_G32Fp16] {
+                let s = Scheme::of(f).unwrap();
+                let per = row_plane_bytes(f, cols).unwrap();
+                let mut scr = Scratch::new(cols, padded_k(cols).unwrap());
+                let mut p = per.map(|n| vec![0u8; n]);
+                let t = best(&mut || {
+                    for r in 0..rows {
+                        let [a, b, c] = &mut p;
+                        let src = FloatSource::F32(&x);
+                        check_row(isa, &s, &src, r, cols, &mut scr.x).unwrap();
+                        encode_row(
+                            isa,
+                            &s,
+                            &src,
+                            r,
+                            cols,
+                            &Options::ABSMAX,
+                            &mut scr,
+                            [a, b, c],
+                        )
+                        .unwrap();
+                    }
+                });
+                line += &format!("  {f} {:6.0} MB/s", mb / t);
+            }
+            let fmt = Format::Fp8E4m3fnRowBf16;
+            let lens = crate::layouts::plane_sizes(fmt, fmt.info().layout, rows, cols).unwrap();
+            let mut p = [vec![0u8; lens[0]], vec![0u8; lens[1]]];
+            let t = pool.install(|| {
+                best(&mut || {
+                    let [a, b] = &mut p;
+                    let src = FloatSource::F32(&x);
+                    fp8_row::fp8_row_maxabs_on(isa, fmt, src, rows, cols, [a, b]).unwrap();
+                })
+            });
+            line += &format!("  fp8_row_maxabs {:6.0} MB/s", mb / t);
+            let fmt = Format::Nvfp4;
+            let lens = crate::layouts::plane_sizes(fmt, fmt.info().layout, rows, cols).unwrap();
+            let mut p = lens.map(|n| vec![0u8; n]);
+            let t = pool.install(|| {
+                best(&mut || {
+                    let [a, b, c] = &mut p;
+                    let src = FloatSource::F32(&x);
+                    nvfp4::nvfp4_quantize_on(isa, src, rows, cols, 1, [a, b, c]).unwrap();
+                })
+            });
+            line += &format!("  nvfp4_quantize {:6.0} MB/s", mb / t);
+            eprintln!("{line}");
+        }
+    }
 }
