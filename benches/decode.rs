@@ -1,7 +1,8 @@
 //! Single-thread row decoding speed of every gguf_* format on a 4096 × 4096 matrix of
 //! random blocks (finite, typical binary16 scales), through the public API
-//! (`WeightView` + `decode::decode_row`, which picks the fastest kernel), and the portable
-//! scalar kernel alone (`formats::gguf::dequantize_with`). Prints Gvalues/s (best of 5).
+//! (`WeightView` + `decode::decode_row`, on the machine's best tier), and every tier the
+//! machine runs alone, the scalar reference included (`formats::gguf::dequantize_with`).
+//! Prints Gvalues/s (best of 5).
 //!
 //! When the benchmark peer is built (`scripts/build-ggml.sh`), ggml's own `to_float` is
 //! timed on the same rows (it is a peer for speed only, never an oracle).
@@ -9,8 +10,8 @@
 //! `cargo bench --bench decode [-- FILTER]`; set `NINFER_BENCH_N=1024` for a quicker run.
 
 use ninfer::decode::decode_row;
-use ninfer::formats::gguf::{Kernel, best_kernel, dequantize_with};
-use ninfer::{Category, Format, WeightView};
+use ninfer::formats::gguf::dequantize_with;
+use ninfer::{Category, Format, Isa, WeightView};
 use std::time::Instant;
 
 #[path = "../cli/src/cmd/bench/ggml.rs"]
@@ -97,11 +98,16 @@ fn main() {
             best
         };
         let t_api = time(&mut |r, out| decode_row(&view, r as u64, out).unwrap());
-        let t_scalar = time(&mut |r, out| {
-            let b = &p[r * row_bytes..(r + 1) * row_bytes];
-            dequantize_with(Kernel::Scalar, f, b, out).unwrap()
-        });
         let gv = |t: f64| (n * k) as f64 / t / 1e9;
+        // Every tier of this machine on its own (the API runs the best one).
+        let mut tiers = String::new();
+        for isa in Isa::tiers() {
+            let t = time(&mut |r, out| {
+                let b = &p[r * row_bytes..(r + 1) * row_bytes];
+                dequantize_with(isa, f, b, out).unwrap()
+            });
+            tiers += &format!("   {} {:5.2}", isa.name(), gv(t));
+        }
         let to_float = peer
             .as_ref()
             .and_then(|g| f.info().ggml_type.and_then(|t| g.to_float(t)));
@@ -113,12 +119,11 @@ fn main() {
             })
         });
         println!(
-            "{:>14}: {:6.2} Gvalues/s ({:?}, {:5.2} GB/s of blocks)   scalar {:5.2}   ggml {}   ratio {}",
+            "{:>14}: {:6.2} Gvalues/s ({}, {:5.2} GB/s of blocks){tiers}   ggml {}   ratio {}",
             f.name(),
             gv(t_api),
-            best_kernel(f),
+            Isa::detect().name(),
             p.len() as f64 / t_api / 1e9,
-            gv(t_scalar),
             t_ggml.map_or("-".to_string(), |t| format!("{:5.2}", gv(t))),
             t_ggml.map_or("-".to_string(), |t| format!("{:5.2}x", t / t_api)),
         );

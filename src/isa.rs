@@ -7,11 +7,11 @@
 //! | [`Isa::Scalar`] | nothing | the portable reference order |
 //! | [`Isa::Avx2`] | AVX2, FMA, F16C | the AVX2 kernels of every family |
 //! | [`Isa::AvxVnni`] | the AVX2 tier + AVX-VNNI | AVX2, with 256-bit `vpdpbusd` (VEX) in the legacy GGUF, Q4_K–Q6_K, grouped-q8_1 and nvfp4-q8_1 kernels |
-//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | AVX2, with 256-bit `vpdpbusd` (EVEX) in the legacy GGUF, Q4_K–Q6_K, grouped-q8_1 and nvfp4-q8_1 kernels |
+//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | AVX2, with 256-bit `vpdpbusd` (EVEX) in the legacy GGUF, Q4_K–Q6_K, grouped-q8_1 and nvfp4-q8_1 kernels; 512-bit GGUF row decoding and grouped_absmax chunk encoding |
 //!
 //! Every tier returns the bits of the scalar reference (docs/linear.md, "Evaluation
 //! orders"). AVX-512 BF16 is reported as a separate capability ([`Cpu::avx512bf16`]); no
-//! tier requires it.
+//! tier requires it. Portable loops run per tier through [`on_tier`].
 
 use std::sync::OnceLock;
 
@@ -138,6 +138,45 @@ impl Isa {
         }
     }
 }
+
+/// `on_tier!(isa, closure)`: calls the closure compiled for tier `isa`'s features, and
+/// evaluates to its result. Portable Rust (no intrinsics) called from the closure is
+/// inlined into a function with the tier's target features, so the compiler may use its
+/// vectors; the IEEE operations and their order are the source's (Rust never contracts to
+/// FMA), so every tier returns [`Isa::Scalar`]'s bits. The closure is expanded once per
+/// tier (each copy has one call site, which the compiler inlines); keep its callees
+/// `#[inline(always)]`, or they run at the baseline.
+///
+/// Panics when the machine lacks `isa` (callers pass [`Isa::detect`] or a tested tier).
+macro_rules! on_tier {
+    ($isa:expr, $f:expr) => {{
+        let isa: $crate::isa::Isa = $isa;
+        assert!(isa.available(), "no {} tier on this machine", isa.name());
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            $crate::isa::Isa::Avx512 => {
+                #[target_feature(enable = "avx2,f16c,avx512f,avx512bw,avx512vl")]
+                unsafe fn tier<R>(f: impl FnOnce() -> R) -> R {
+                    f()
+                }
+                // SAFETY: the machine runs the AVX-512 tier (asserted above).
+                unsafe { tier($f) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            $crate::isa::Isa::Avx2 | $crate::isa::Isa::AvxVnni => {
+                // AVX2 + F16C; no FMA, which portable code never asks for.
+                #[target_feature(enable = "avx2,f16c")]
+                unsafe fn tier<R>(f: impl FnOnce() -> R) -> R {
+                    f()
+                }
+                // SAFETY: the machine runs the AVX2 tier (asserted above).
+                unsafe { tier($f) }
+            }
+            _ => ($f)(),
+        }
+    }};
+}
+pub(crate) use on_tier;
 
 #[cfg(test)]
 mod tests {

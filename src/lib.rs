@@ -48,6 +48,7 @@ mod ffi;
 
 pub use dtype::Dtype;
 pub use error::{Error, Location, Result, Status};
+pub use isa::Isa;
 pub use registry::{Category, Format, FormatInfo, Layout, ScaleType};
 pub use view::WeightView;
 

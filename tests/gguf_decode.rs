@@ -6,7 +6,7 @@
 //! format must have both sets: a missing fixture fails the test.
 
 use ninfer::decode::decode_row;
-use ninfer::{Category, Format, Status, WeightView};
+use ninfer::{Category, Format, Isa, Status, WeightView};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -152,22 +152,30 @@ fn bad_shapes_and_sizes_are_refused() {
     );
 }
 
-/// Every code path (scalar, and AVX2 when the CPU has it) gives the oracle's bits on every
-/// fixture, whole payload at once.
+/// The tiers this machine runs; each one it lacks is named on stderr (skipped visibly).
+fn tested_tiers() -> Vec<Isa> {
+    for isa in Isa::ALL.into_iter().filter(|i| !i.available()) {
+        eprintln!(
+            "note: no {} on this machine, its tier is not tested",
+            isa.name()
+        );
+    }
+    Isa::tiers().collect()
+}
+
+/// Every tier this machine runs gives the oracle's bits on every fixture, whole payload at
+/// once.
 #[test]
-fn every_kernel_matches_oracle() {
-    use ninfer::formats::gguf::{Kernel, dequantize_with};
+fn every_tier_matches_oracle() {
+    use ninfer::formats::gguf::dequantize_with;
     let fixtures = load_fixtures();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for kernel in [Kernel::Scalar, Kernel::Avx2] {
+    let tiers = tested_tiers();
+    for &kernel in &tiers {
         for fx in &fixtures {
             let mut out = vec![0f32; fx.rows * fx.cols];
-            match dequantize_with(kernel, fx.format, &fx.blocks, &mut out) {
-                Ok(()) => {}
-                Err(e) if e.status() == Status::Unsupported && kernel != Kernel::Scalar => {
-                    continue;
-                }
-                Err(e) => panic!("{kernel:?} {}: {e}", fx.format),
+            if let Err(e) = dequantize_with(kernel, fx.format, &fx.blocks, &mut out) {
+                panic!("{kernel:?} {}: {e}", fx.format);
             }
             for (i, (got, &want)) in out.iter().zip(&fx.expected).enumerate() {
                 assert_eq!(
@@ -186,22 +194,31 @@ fn every_kernel_matches_oracle() {
     for (k, n) in &counts {
         println!("{k:>22}: {n} values");
     }
-    let scalar = counts.keys().filter(|k| k.starts_with("Scalar")).count();
-    assert_eq!(scalar, gguf_formats().len());
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    for isa in tiers {
         for f in gguf_formats() {
-            assert!(counts.contains_key(&format!("Avx2 {f}")), "no AVX2 {f}");
+            assert!(
+                counts.contains_key(&format!("{isa:?} {f}")),
+                "no {isa:?} {f}"
+            );
         }
+    }
+    // A tier the machine lacks is refused with a status, never run.
+    for isa in Isa::ALL.into_iter().filter(|i| !i.available()) {
+        let fx = &fixtures[0];
+        let mut out = vec![0f32; fx.rows * fx.cols];
+        let e = ninfer::formats::gguf::dequantize_with(isa, fx.format, &fx.blocks, &mut out)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::Unsupported);
     }
 }
 
-/// Scalar and AVX2 agree bit for bit on random blocks whose scales include NaN, ±Inf,
-/// subnormals and zeros (outside the oracle's finite domain, decoding is still a pure
-/// function of the bytes and must not depend on the code path).
+/// Every tier agrees with the scalar one bit for bit on random blocks whose scales include
+/// NaN, ±Inf, subnormals and zeros (outside the oracle's finite domain, decoding is still
+/// a pure function of the bytes and must not depend on the code path).
 #[test]
-fn kernels_agree_on_non_finite_scales() {
-    use ninfer::formats::gguf::{Kernel, dequantize_with};
+fn every_tier_agrees_on_non_finite_scales() {
+    use ninfer::formats::gguf::dequantize_with;
+    let tiers = tested_tiers();
     let mut state = 0x1234_5678_9abc_def1u64;
     let mut next = move || {
         state ^= state << 13;
@@ -215,7 +232,8 @@ fn kernels_agree_on_non_finite_scales() {
     for f in gguf_formats() {
         let info = f.info();
         let (bv, bb) = (info.block_values as usize, info.block_bytes as usize);
-        let nblocks = 64;
+        // 8-block groups and a tail (the Q8_0 kernels convert 8 scales at a time).
+        let nblocks = 67;
         let mut blocks: Vec<u8> = (0..nblocks * bb).map(|_| next() as u8).collect();
         for (i, b) in blocks.chunks_exact_mut(bb).enumerate() {
             // Overwrite every 2-byte-aligned fp16 candidate field with specials sometimes.
@@ -230,13 +248,13 @@ fn kernels_agree_on_non_finite_scales() {
             b[at..at + 2].copy_from_slice(&h.to_le_bytes());
         }
         let mut a = vec![0f32; nblocks * bv];
-        let mut b = vec![0f32; nblocks * bv];
-        dequantize_with(Kernel::Scalar, f, &blocks, &mut a).unwrap();
-        if dequantize_with(Kernel::Avx2, f, &blocks, &mut b).is_err() {
-            continue;
-        }
-        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-            assert_eq!(x.to_bits(), y.to_bits(), "{f} value {i}");
+        dequantize_with(Isa::Scalar, f, &blocks, &mut a).unwrap();
+        for &isa in &tiers {
+            let mut b = vec![0f32; nblocks * bv];
+            dequantize_with(isa, f, &blocks, &mut b).unwrap();
+            for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+                assert_eq!(x.to_bits(), y.to_bits(), "{isa:?} {f} value {i}");
+            }
         }
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::formats::float_source::FloatSource;
+use crate::isa::{Isa, on_tier};
 use crate::layouts::{self, fp8_row as layout};
 use crate::registry::{Format, Layout};
 use crate::view::WeightView;
@@ -112,16 +113,22 @@ pub fn decode_row(view: &WeightView<'_>, r: usize, out: &mut [f32]) -> Result<()
     Ok(())
 }
 
-/// `out[k] = binary32(e4m3fn(codes[k]) · s32)` for codes already checked (no NaN word).
-/// Uses AVX2 + F16C when the CPU has them; the result is bit-identical to
-/// [`decode_codes_scalar`] (tested).
+/// `out[k] = binary32(e4m3fn(codes[k]) · s32)` for codes already checked (no NaN word),
+/// on this machine's best tier; the result is bit-identical to [`decode_codes_scalar`]
+/// (tested).
 pub fn decode_codes(codes: &[u8], s32: f32, out: &mut [f32]) {
+    decode_codes_on(Isa::detect(), codes, s32, out)
+}
+
+/// [`decode_codes`] on tier `isa` (one the machine runs).
+pub(crate) fn decode_codes_on(isa: Isa, codes: &[u8], s32: f32, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if codes.len() >= 8 && crate::isa::Cpu::get().avx2 && crate::isa::Cpu::get().f16c {
-        // SAFETY: the CPU supports AVX2 and F16C (checked just above).
+    if codes.len() >= 8 && isa.avx2() && isa.available() {
+        // SAFETY: the machine runs the AVX2 tier (AVX2, F16C), checked just above.
         unsafe { decode_codes_avx2(codes, s32, out) };
         return;
     }
+    let _ = isa;
     decode_codes_scalar(codes, s32, out)
 }
 
@@ -166,7 +173,7 @@ unsafe fn decode_codes_avx2(codes: &[u8], s32: f32, out: &mut [f32]) {
 /// `x` rounded to the nearest BF16 (ties to even), as an exact binary32 value. Identical
 /// to `half::bf16::from_f32` for every non-NaN input (±Inf stay, finite values beyond the
 /// BF16 range become ±Inf); a NaN stays a NaN (the encoder refuses both).
-#[inline]
+#[inline(always)]
 fn round_bf16(x: f32) -> f32 {
     let b = x.to_bits();
     // No u32 overflow: the largest non-NaN pattern is 0xFF80_0000. A select, not a
@@ -176,7 +183,8 @@ fn round_bf16(x: f32) -> f32 {
 }
 
 /// Pass 1 of the encoder for row `r` of the source (its values rounded to BF16): the scale
-/// word, or the row's error.
+/// word, or the row's error. Inlined into each tier's copy ([`on_tier`]).
+#[inline(always)]
 fn row_scale(format: Format, src: &FloatSource<'_>, r: usize, cols: usize) -> Result<u16> {
     let row = r as u64;
     // Per chunk one vectorizable pass (max of |x| and a finiteness flag), then the slow
@@ -240,7 +248,8 @@ fn row_scale(format: Format, src: &FloatSource<'_>, r: usize, cols: usize) -> Re
 }
 
 /// Pass 2 for row `r` of the source (BF16-rounded): the codes from the scale word (no
-/// failure possible).
+/// failure possible). Inlined into each tier's copy ([`on_tier`]).
+#[inline(always)]
 fn row_codes(format: Format, scale: u16, src: &FloatSource<'_>, r: usize, codes: &mut [u8]) {
     if scale == 0 {
         codes.fill(0);
@@ -261,6 +270,7 @@ const CHUNK: usize = 256;
 
 /// Calls `f(first column, values)` over row `r` of the source (`cols` values), rounded to
 /// BF16, in chunks of at most [`CHUNK`] values in column order.
+#[inline(always)]
 fn for_row_chunks(src: &FloatSource<'_>, r: usize, cols: usize, mut f: impl FnMut(usize, &[f32])) {
     let mut buf = [0f32; CHUNK];
     for j in (0..cols).step_by(CHUNK) {
@@ -369,6 +379,19 @@ pub fn fp8_row_maxabs(
     cols: usize,
     planes: [&mut [u8]; 2],
 ) -> Result<()> {
+    fp8_row_maxabs_on(Isa::detect(), format, src, rows, cols, planes)
+}
+
+/// [`fp8_row_maxabs`] on tier `isa` (one the machine runs): the same row code compiled for
+/// its features ([`on_tier`]), bit-identical on every tier.
+pub(crate) fn fp8_row_maxabs_on(
+    isa: Isa,
+    format: Format,
+    src: FloatSource<'_>,
+    rows: usize,
+    cols: usize,
+    planes: [&mut [u8]; 2],
+) -> Result<()> {
     is_fp8_row(format)?;
     src.check_shape(rows, cols)?;
     let lay = format.info().layout;
@@ -383,13 +406,13 @@ pub fn fp8_row_maxabs(
         .into_par_iter()
         .map(|r| {
             crate::fpenv::require_subnormals("fp8_row_maxabs")?;
-            row_scale(format, &src, r, cols)
+            on_tier!(isa, || row_scale(format, &src, r, cols))
         })
         .collect();
     let scales = scales.into_iter().collect::<Result<Vec<u16>>>()?;
     layout::for_each_row_mut(lay, cols, planes, |r, s, codes| {
         s.copy_from_slice(&scales[r].to_le_bytes());
-        row_codes(format, scales[r], &src, r, codes);
+        on_tier!(isa, || row_codes(format, scales[r], &src, r, codes));
     });
     debug_assert!(matches!(lay, Layout::RowScaleV1 | Layout::RowInterleavedV1));
     Ok(())
@@ -498,7 +521,7 @@ mod tests {
     }
 
     #[test]
-    fn simd_decode_is_bit_identical_to_scalar() {
+    fn simd_decode_is_bit_identical_to_scalar_every_tier() {
         let codes: Vec<u8> = (0..=255u8).filter(|&c| !e4m3fn::is_nan(c)).collect();
         let mut scales: Vec<f32> = [0x0000u16, 0x0001, 0x0080, 0x3F80, 0x7F7F, 0x3C00, 0x0055]
             .iter()
@@ -513,12 +536,14 @@ mod tests {
         for &s in &scales {
             for len in [codes.len(), 7, 8, 9, 17] {
                 let c = &codes[codes.len() - len..];
-                let mut a = vec![0f32; len];
                 let mut b = vec![1f32; len];
-                decode_codes(c, s, &mut a);
                 decode_codes_scalar(c, s, &mut b);
-                for (x, y) in a.iter().zip(&b) {
-                    assert_eq!(x.to_bits(), y.to_bits(), "scale {s:e}");
+                for isa in Isa::tested() {
+                    let mut a = vec![0f32; len];
+                    decode_codes_on(isa, c, s, &mut a);
+                    for (x, y) in a.iter().zip(&b) {
+                        assert_eq!(x.to_bits(), y.to_bits(), "{isa:?} scale {s:e}");
+                    }
                 }
                 n += len;
             }
@@ -672,5 +697,66 @@ mod tests {
         .unwrap();
         assert_eq!(u16::from_le_bytes(s), 0x0080);
         assert_eq!(e4m3fn::decode(c[0]), 0.0625);
+    }
+
+    /// fp8_row_maxabs on every tier writes the scalar tier's bytes (codes and scale words)
+    /// on sources across the binary32 range (ties, subnormals, zero rows, overflowing
+    /// binary16 scales), and every tier refuses a failing source with the same error,
+    /// writing nothing.
+    #[test]
+    fn maxabs_every_tier_matches_scalar() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (rows, cols) = (24, 300);
+        let mut x: Vec<f32> = (0..rows * cols)
+            .map(|i| {
+                let h = next();
+                match (i / cols) % 6 {
+                    0 => 0.0,
+                    // Any finite pattern below 2^23 (a finite binary16 scale).
+                    1 => f32::from_bits(((h as u32) % 0x4B00_0000) | (h >> 63 << 31) as u32),
+                    // Exact multiples of a power-of-two scale: ties of the E4M3FN rounding.
+                    2 => ((h % 1793) as f32 - 896.0) * 0.25,
+                    3 => f32::from_bits((h as u32) % 0x0080_0000), // subnormals
+                    _ => ((h >> 11) as f32 / (1u64 << 53) as f32 - 0.5) * 1e3,
+                }
+            })
+            .collect();
+        for format in [Format::Fp8E4m3fnRowBf16, Format::Fp8E4m3fnRowFp16] {
+            let lens = layouts::plane_sizes(format, format.info().layout, rows, cols).unwrap();
+            let run = |isa: Isa, x: &[f32]| {
+                let mut p = [vec![0xA5u8; lens[0]], vec![0x5Au8; lens[1]]];
+                let [a, b] = &mut p;
+                let r = fp8_row_maxabs_on(isa, format, FloatSource::F32(x), rows, cols, [a, b]);
+                (r.map_err(|e| e.to_string()), p)
+            };
+            let want = run(Isa::Scalar, &x);
+            assert!(want.0.is_ok(), "{format}: {:?}", want.0);
+            for isa in Isa::tested() {
+                assert_eq!(run(isa, &x), want, "{format} {isa:?}");
+            }
+        }
+        // A scale overflow (fp16: amax / 448 ≥ 65520) and a NaN: refused, nothing written.
+        x[5 * cols + 7] = 3.0e7;
+        let mut bad = x.clone();
+        bad[9 * cols + 3] = f32::NAN;
+        for (format, src) in [
+            (Format::Fp8E4m3fnRowFp16, &x),
+            (Format::Fp8E4m3fnRowBf16, &bad),
+        ] {
+            let lens = layouts::plane_sizes(format, format.info().layout, rows, cols).unwrap();
+            for isa in Isa::tested() {
+                let mut p = [vec![0xA5u8; lens[0]], vec![0x5Au8; lens[1]]];
+                let [a, b] = &mut p;
+                let r = fp8_row_maxabs_on(isa, format, FloatSource::F32(src), rows, cols, [a, b]);
+                assert!(r.is_err(), "{format} {isa:?}");
+                assert!(p[0].iter().all(|&v| v == 0xA5) && p[1].iter().all(|&v| v == 0x5A));
+            }
+        }
     }
 }

@@ -9,6 +9,7 @@
 
 use crate::error::{Error, Location, Result, mul};
 use crate::formats::float_source::FloatSource;
+use crate::isa::{Isa, on_tier};
 use crate::layouts::block_scale::{self as layout, BLOCK, DIVISORS_PLANE};
 use crate::registry::{Format, Layout};
 use crate::view::WeightView;
@@ -155,15 +156,27 @@ pub fn decode_row(view: &WeightView<'_>, r: usize, out: &mut [f32]) -> Result<()
 
 /// Decodes whole 16-value blocks: `out[k] = binary32(binary32(e2m1(c[k]) · sf) / d)` with
 /// `sf = e4m3fn(scale(k / 16))`; `codes` holds `out.len() / 2` bytes, scales are already
-/// checked. AVX2 when available, bit-identical to [`decode_blocks_scalar`] (IEEE division
-/// is correctly rounded in every lane; tested).
+/// checked. On this machine's best tier, bit-identical to [`decode_blocks_scalar`] (IEEE
+/// division is correctly rounded in every lane; tested).
 pub fn decode_blocks(codes: &[u8], scale: impl Fn(usize) -> u8, d: f32, out: &mut [f32]) {
+    decode_blocks_on(Isa::detect(), codes, scale, d, out)
+}
+
+/// [`decode_blocks`] on tier `isa` (one the machine runs).
+pub(crate) fn decode_blocks_on(
+    isa: Isa,
+    codes: &[u8],
+    scale: impl Fn(usize) -> u8,
+    d: f32,
+    out: &mut [f32],
+) {
     #[cfg(target_arch = "x86_64")]
-    if crate::isa::Cpu::get().avx2 {
-        // SAFETY: the CPU supports AVX2 (checked just above).
+    if isa.avx2() && isa.available() {
+        // SAFETY: the machine runs the AVX2 tier, checked just above.
         unsafe { decode_blocks_avx2(codes, scale, d, out) };
         return;
     }
+    let _ = isa;
     decode_blocks_scalar(codes, scale, d, out)
 }
 
@@ -279,6 +292,48 @@ pub fn nvfp4_quantize(
     sources: usize,
     planes: [&mut [u8]; 3],
 ) -> Result<()> {
+    nvfp4_quantize_on(Isa::detect(), src, rows, cols, sources, planes)
+}
+
+/// One row of pass 1 of [`nvfp4_quantize`]: the block maxima `bm` of row `x` and the row's
+/// maximum (`x` finite). Inlined into each tier's copy ([`on_tier`]).
+#[inline(always)]
+fn block_maxima(x: &[f32], bm: &mut [f32]) -> f32 {
+    let mut rmax = 0f32;
+    for (m, blk) in bm.iter_mut().zip(x.chunks_exact(BLOCK)) {
+        *m = blk.iter().fold(0f32, |a, x| a.max(x.abs()));
+        rmax = rmax.max(*m);
+    }
+    rmax
+}
+
+/// One row of pass 3 of [`nvfp4_quantize`]: the E2M1 codes of row `x` (two a byte, the
+/// earlier in the low nibble) with block multipliers `inv`. Inlined into each tier's copy
+/// ([`on_tier`]).
+#[inline(always)]
+fn row_codes(x: &[f32], inv: impl Fn(usize) -> f32, out: &mut [u8]) {
+    for (kb, (o, x)) in out
+        .chunks_exact_mut(BLOCK / 2)
+        .zip(x.chunks_exact(BLOCK))
+        .enumerate()
+    {
+        let inv = inv(kb);
+        for (byte, pair) in o.iter_mut().zip(x.chunks_exact(2)) {
+            *byte = e2m1::encode(pair[0] * inv) | (e2m1::encode(pair[1] * inv) << 4);
+        }
+    }
+}
+
+/// [`nvfp4_quantize`] on tier `isa` (one the machine runs): the same row code compiled
+/// for its features ([`on_tier`]), bit-identical on every tier.
+pub(crate) fn nvfp4_quantize_on(
+    isa: Isa,
+    src: FloatSource<'_>,
+    rows: usize,
+    cols: usize,
+    sources: usize,
+    planes: [&mut [u8]; 3],
+) -> Result<()> {
     src.check_shape(rows, cols)?;
     let nkb = layout::k_blocks(cols)?;
     if sources == 0 || !rows.is_multiple_of(sources) {
@@ -319,12 +374,7 @@ pub fn nvfp4_quantize(
                         col: k as u64,
                     });
                 }
-                let mut rmax = 0f32;
-                for (m, blk) in bm.iter_mut().zip(buf.chunks_exact(BLOCK)) {
-                    *m = blk.iter().fold(0f32, |a, x| a.max(x.abs()));
-                    rmax = rmax.max(*m);
-                }
-                Ok(rmax)
+                Ok(on_tier!(isa, || block_maxima(buf, bm)))
             },
         )
         .collect();
@@ -363,16 +413,8 @@ pub fn nvfp4_quantize(
         || vec![0f32; cols],
         |buf, (r, out)| {
             src.read_into(r * cols, buf);
-            for (kb, (o, x)) in out
-                .chunks_exact_mut(BLOCK / 2)
-                .zip(buf.chunks_exact(BLOCK))
-                .enumerate()
-            {
-                let inv = blocks[r * nkb + kb].1;
-                for (byte, pair) in o.iter_mut().zip(x.chunks_exact(2)) {
-                    *byte = e2m1::encode(pair[0] * inv) | (e2m1::encode(pair[1] * inv) << 4);
-                }
-            }
+            let inv = |kb: usize| blocks[r * nkb + kb].1;
+            on_tier!(isa, || row_codes(buf, inv, out));
         },
     );
     scales.fill(0);
@@ -429,7 +471,7 @@ mod tests {
     }
 
     #[test]
-    fn simd_decode_is_bit_identical_to_scalar() {
+    fn simd_decode_is_bit_identical_to_scalar_every_tier() {
         // Every code in every position, with every valid scale word, over divisors that
         // round (3, 7e-3), are tiny or huge, or subnormal.
         let codes: Vec<u8> = (0..=255u8).collect(); // 32 blocks: all byte values
@@ -446,12 +488,14 @@ mod tests {
         ] {
             for s0 in 0..=0x7Eu8 {
                 let scale = |kb: usize| ((s0 as usize + kb * 37) % 0x7F) as u8;
-                let mut a = vec![0f32; 512];
                 let mut b = vec![1f32; 512];
-                decode_blocks(&codes, scale, d, &mut a);
                 decode_blocks_scalar(&codes, scale, d, &mut b);
-                for (x, y) in a.iter().zip(&b) {
-                    assert_eq!(x.to_bits(), y.to_bits(), "d {d:e}");
+                for isa in Isa::tested() {
+                    let mut a = vec![0f32; 512];
+                    decode_blocks_on(isa, &codes, scale, d, &mut a);
+                    for (x, y) in a.iter().zip(&b) {
+                        assert_eq!(x.to_bits(), y.to_bits(), "{isa:?} d {d:e}");
+                    }
                 }
                 n += 512;
             }
@@ -565,5 +609,60 @@ mod tests {
         .unwrap();
         assert_eq!(f32::from_le_bytes(divs), 1.0);
         assert!(scales.iter().all(|&b| b == 0) && codes.iter().all(|&b| b == 0));
+    }
+
+    /// nvfp4_quantize on every tier writes the scalar tier's bytes (codes, block scales,
+    /// divisors) on sources with exact E2M1 ties, zero blocks and many binades, and every
+    /// tier refuses a non-finite source with the same error, writing nothing.
+    #[test]
+    fn quantize_every_tier_matches_scalar() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (rows, cols, sources) = (256, 96, 2);
+        let mut x: Vec<f32> = (0..rows * cols)
+            .map(|i| {
+                let h = next();
+                match (i / 16) % 5 {
+                    0 => 0.0,
+                    // E2M1 midpoints times a power of two: ties once scaled.
+                    1 => {
+                        [0.25f32, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0][(h % 8) as usize]
+                            * if h & 8 == 0 { 1.0 } else { -1.0 }
+                    }
+                    2 => {
+                        ((h >> 11) as f32 / (1u64 << 53) as f32 - 0.5)
+                            * 2f32.powi((h % 30) as i32 - 15)
+                    }
+                    _ => ((h >> 11) as f32 / (1u64 << 53) as f32 - 0.5) * 7.0,
+                }
+            })
+            .collect();
+        let lens = [
+            rows * cols / 2,
+            layout::scales_len(rows, cols / BLOCK).unwrap(),
+            4 * sources,
+        ];
+        let run = |isa: Isa, x: &[f32]| {
+            let mut p = lens.map(|n| vec![0xA5u8; n]);
+            let [a, b, c] = &mut p;
+            let r = nvfp4_quantize_on(isa, FloatSource::F32(x), rows, cols, sources, [a, b, c]);
+            (r.map_err(|e| e.to_string()), p)
+        };
+        let want = run(Isa::Scalar, &x);
+        assert!(want.0.is_ok(), "{:?}", want.0);
+        for isa in Isa::tested() {
+            assert_eq!(run(isa, &x), want, "{isa:?}");
+        }
+        x[77 * cols + 5] = f32::INFINITY;
+        for isa in Isa::tested() {
+            let (r, p) = run(isa, &x);
+            assert!(r.is_err(), "{isa:?}");
+            assert!(p.iter().all(|pl| pl.iter().all(|&v| v == 0xA5)), "{isa:?}");
+        }
     }
 }

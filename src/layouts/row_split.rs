@@ -322,28 +322,12 @@ pub fn decode_row(view: &crate::WeightView<'_>, row: usize, out: &mut [f32]) -> 
     let mut rc = try_filled(kp, 0i8, "a row of codes")?;
     let mut rs = try_filled(kp / s.group, 0u16, "a row of scales")?;
     let planes = row_planes(view, row);
-    #[cfg(target_arch = "x86_64")]
-    if crate::isa::Cpu::get().avx2 {
-        // SAFETY: the CPU reports AVX2.
-        return unsafe { decode_row_avx2(&s, cols, row, planes, &mut rc, &mut rs, out) };
-    }
-    decode_row_impl(&s, cols, row, planes, &mut rc, &mut rs, out)
-}
-
-/// The same code as [`decode_row_impl`] compiled for AVX2 (identical IEEE operations, so
-/// identical results; tested).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn decode_row_avx2(
-    s: &Scheme,
-    cols: usize,
-    row: usize,
-    planes: [&[u8]; MAX_PLANES],
-    rc: &mut [i8],
-    rs: &mut [u16],
-    out: &mut [f32],
-) -> Result<()> {
-    decode_row_impl(s, cols, row, planes, rc, rs, out)
+    // The same code compiled for the machine's tier (identical IEEE operations, so
+    // identical results; tested on every tier).
+    let isa = crate::isa::Isa::detect();
+    crate::isa::on_tier!(isa, || decode_row_impl(
+        &s, cols, row, planes, &mut rc, &mut rs, out
+    ))
 }
 
 #[inline(always)]
@@ -527,7 +511,7 @@ mod tests {
     }
 
     #[test]
-    fn portable_decode_equals_dispatched_decode() {
+    fn portable_decode_equals_every_tier() {
         for f in [
             Format::Q2_G64Fp16,
             Format::Q4_G64Fp16,
@@ -549,16 +533,22 @@ mod tests {
             let v =
                 WeightView::new(f, Layout::RowSplitK128_V1, 1, k, [&p[0], &p[1], &p[2]]).unwrap();
             let mut a = vec![0f32; k];
-            let mut b = vec![0f32; k];
             decode_row(&v, 0, &mut a).unwrap();
             let kp = padded_k(k).unwrap();
-            let (mut rc, mut rs) = (vec![0i8; kp], vec![0u16; kp / s.group]);
-            decode_row_impl(&s, k, 0, row_planes(&v, 0), &mut rc, &mut rs, &mut b).unwrap();
-            assert_eq!(
-                a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                b.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-                "{f}"
-            );
+            for isa in crate::isa::Isa::tested() {
+                let mut b = vec![0f32; k];
+                let (mut rc, mut rs) = (vec![0i8; kp], vec![0u16; kp / s.group]);
+                let planes = row_planes(&v, 0);
+                crate::isa::on_tier!(isa, || decode_row_impl(
+                    &s, k, 0, planes, &mut rc, &mut rs, &mut b
+                ))
+                .unwrap();
+                assert_eq!(
+                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    b.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{f} {isa:?}"
+                );
+            }
         }
     }
 

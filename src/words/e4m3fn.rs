@@ -114,8 +114,8 @@ fn magnitude(ab: u32) -> u32 {
 }
 
 /// [`encode`] with [`Saturation::Finite`]: RNE, clamped to ±448 (NaN → NaN word of its
-/// sign). Branch-free.
-#[inline]
+/// sign). Branch-free; always inlined, so that an encoder's loop can vectorize it.
+#[inline(always)]
 pub fn encode_satfinite(x: f32) -> u8 {
     let bits = x.to_bits();
     let sign = ((bits >> 24) & 0x80) as u8;

@@ -8,13 +8,19 @@
 //! ggml's `ggml-common.h` (docs/formats.md, "GGUF blocks").
 //!
 //! - `legacy`, `kquants`, `iquants`: one portable scalar dequantizer per block type.
-//! - `avx2`: x86-64 AVX2 kernels for every type, chosen at run time ([`Kernel`]), each
-//!   bit-identical to its scalar kernel.
+//! - `x86`: the x86-64 vector kernel of every type, one source expanded per tier: `avx2`
+//!   (256-bit) and `avx512` (512-bit widening and stores). The tier is [`Isa::detect`]'s;
+//!   each kernel is bit-identical to its scalar kernel.
 //! - [`grids`]: ggml's i-quant tables, carried as generated data.
 //! - [`validate()`]: the encoding rule (every binary16 scale field finite).
 
 #[cfg(target_arch = "x86_64")]
+#[macro_use]
+mod x86;
+#[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod grids;
 mod iquants;
 mod kquants;
@@ -24,6 +30,7 @@ mod validate;
 pub use validate::validate;
 
 use crate::error::{Error, Result};
+use crate::isa::Isa;
 use crate::registry::{Category, Format};
 
 pub(crate) use kquants::scale_min_k4;
@@ -73,32 +80,20 @@ fn dequantizer(format: Format) -> Option<DequantizeFn> {
     })
 }
 
-/// A dequantization code path. Every path gives bit-identical results; [`dequantize`]
-/// picks the fastest one this CPU runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kernel {
-    /// Portable scalar code (every gguf_* format).
-    Scalar,
-    /// x86-64 AVX2 (every gguf_* format), when the CPU has it.
-    Avx2,
-}
-
-fn kernel_fn(format: Format, kernel: Kernel) -> Option<DequantizeFn> {
-    match kernel {
-        Kernel::Scalar => dequantizer(format),
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => avx2::dequantizer(format),
-        #[cfg(not(target_arch = "x86_64"))]
-        Kernel::Avx2 => None,
+/// The code path of `format` on tier `isa` (AVX-VNNI runs the AVX2 kernels: decoding has
+/// no dot products). `None` when this machine lacks `isa`.
+fn kernel_fn(format: Format, isa: Isa) -> Option<DequantizeFn> {
+    if !isa.available() {
+        return None;
     }
-}
-
-/// The kernel [`dequantize`] uses for `format` on this CPU.
-pub fn best_kernel(format: Format) -> Kernel {
-    if kernel_fn(format, Kernel::Avx2).is_some() {
-        Kernel::Avx2
-    } else {
-        Kernel::Scalar
+    match isa {
+        Isa::Scalar => dequantizer(format),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => avx512::dequantizer(format),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::AvxVnni => avx2::dequantizer(format),
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => None,
     }
 }
 
@@ -108,26 +103,22 @@ pub fn is_decodable(format: Format) -> bool {
 }
 
 /// Dequantizes whole blocks of a gguf_* format into f32, bit-exactly as ggml (for finite
-/// scale fields, i.e. every valid payload), with the fastest [`Kernel`] this CPU runs.
+/// scale fields, i.e. every valid payload), on this machine's best tier ([`Isa::detect`]).
 ///
 /// `blocks.len()` must be `out.len() / block_values * block_bytes` and `out.len()` a
 /// multiple of block_values (the view guarantees both). Decoding is a pure function of the
 /// bytes: a NaN/Inf scale field gives non-finite values in its block (the sign and payload
 /// of such a NaN are not specified); `validate` reports such fields.
 pub fn dequantize(format: Format, blocks: &[u8], out: &mut [f32]) -> Result<()> {
-    dequantize_with(best_kernel(format), format, blocks, out)
+    dequantize_with(Isa::detect(), format, blocks, out)
 }
 
-/// [`dequantize`] on a chosen code path (for tests and benchmarks).
+/// [`dequantize`] on a chosen tier (for tests and benchmarks): every tier gives the same
+/// f32 words.
 ///
-/// Errors: [`Error::Unsupported`] when `kernel` does not handle `format` or the CPU lacks
-/// it; [`Error::Internal`] for a non-GGUF format or inconsistent lengths.
-pub fn dequantize_with(
-    kernel: Kernel,
-    format: Format,
-    blocks: &[u8],
-    out: &mut [f32],
-) -> Result<()> {
+/// Errors: [`Error::Unsupported`] when this machine lacks `isa`; [`Error::Internal`] for a
+/// non-GGUF format or inconsistent lengths.
+pub fn dequantize_with(isa: Isa, format: Format, blocks: &[u8], out: &mut [f32]) -> Result<()> {
     let info = format.info();
     if info.category != Category::GgufBlock {
         return Err(Error::Internal(format!("{format} is not a GGUF format")));
@@ -140,8 +131,8 @@ pub fn dequantize_with(
             out.len()
         )));
     }
-    let f = kernel_fn(format, kernel).ok_or_else(|| {
-        Error::Unsupported(format!("no {kernel:?} kernel for {format} on this CPU"))
+    let f = kernel_fn(format, isa).ok_or_else(|| {
+        Error::Unsupported(format!("no {} tier for {format} on this CPU", isa.name()))
     })?;
     f(blocks, out);
     Ok(())
@@ -153,18 +144,21 @@ pub fn dequantize_with(
 mod tests {
     use super::*;
 
-    /// Decodes one block with every kernel this CPU runs; all must agree bit for bit.
+    /// Decodes one block on every tier this CPU runs; all must agree bit for bit.
     fn decode(format: Format, block: &[u8]) -> Vec<f32> {
         let n = format.info().block_values as usize;
         let mut scalar = vec![f32::NAN; n];
-        dequantize_with(Kernel::Scalar, format, block, &mut scalar).unwrap();
-        let mut best = vec![f32::NAN; n];
-        dequantize(format, block, &mut best).unwrap();
-        assert_eq!(
-            scalar.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            best.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-            "{format}: kernels differ"
-        );
+        dequantize_with(Isa::Scalar, format, block, &mut scalar).unwrap();
+        for isa in Isa::tested() {
+            let mut y = vec![f32::NAN; n];
+            dequantize_with(isa, format, block, &mut y).unwrap();
+            assert_eq!(
+                scalar.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{format}: {} differs from scalar",
+                isa.name()
+            );
+        }
         scalar
     }
 

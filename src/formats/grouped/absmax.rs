@@ -16,7 +16,10 @@
 use super::Scheme;
 
 #[cfg(target_arch = "x86_64")]
+#[macro_use]
 pub(crate) mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx512;
 
 /// Why a group could not be encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

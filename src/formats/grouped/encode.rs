@@ -5,6 +5,7 @@ use super::absmax::{self, GroupError};
 use super::{Scheme, search};
 use crate::error::{Error, Result, mul};
 use crate::formats::float_source::FloatSource;
+use crate::isa::Isa;
 use crate::layouts::MAX_PLANES;
 use crate::layouts::row_split::{pack_codes, pack_scales, padded_k, row_plane_bytes};
 use crate::registry::{Format, Layout};
@@ -137,7 +138,7 @@ pub fn quantize(
     check_options(opts, cols)?;
     let per = row_plane_bytes(format, cols)?;
     let kp = padded_k(cols)?;
-    let kernel = Kernel::detect();
+    let kernel = Isa::detect();
     // Pass 1: every failure an encoding can have (non-finite value, scale overflow) is
     // found before anything is written; the lowest failing row is reported.
     let first_error = (0..rows)
@@ -269,29 +270,13 @@ impl Scratch {
     }
 }
 
-/// Which compiled copy of the row kernel runs. Both copies are the same Rust code (IEEE
-/// operations in the same order, no contraction), so their results are bit-identical; the
-/// AVX2 copy only lets the compiler use wider vectors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kernel {
-    Portable,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-}
-
-impl Kernel {
-    pub(crate) fn detect() -> Kernel {
-        #[cfg(target_arch = "x86_64")]
-        if absmax::avx2::available() {
-            return Kernel::Avx2;
-        }
-        Kernel::Portable
-    }
-}
-
+/// Encodes row `r` on tier `isa`. Every tier runs the same Rust row code (IEEE operations
+/// in the same order, no contraction), compiled for its features, and its chunk kernel for
+/// the leading whole chunks of 8 groups; the results are bit-identical. `isa` must be
+/// available on this machine (the callers pass [`Isa::detect`] or a tested tier).
 #[allow(clippy::too_many_arguments)]
 fn encode_row(
-    kernel: Kernel,
+    isa: Isa,
     s: &Scheme,
     src: &FloatSource<'_>,
     r: usize,
@@ -300,11 +285,15 @@ fn encode_row(
     scr: &mut Scratch,
     out: [&mut [u8]; 3],
 ) -> Result<RowStats> {
-    match kernel {
-        Kernel::Portable => encode_row_impl(s, src, r, cols, opts, scr, out, false),
+    assert!(isa.available(), "{} is not available", isa.name());
+    match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2 and F16C.
-        Kernel::Avx2 => unsafe { encode_row_avx2(s, src, r, cols, opts, scr, out) },
+        // SAFETY: the machine runs the AVX-512 tier (asserted above).
+        Isa::Avx512 => unsafe { encode_row_avx512(s, src, r, cols, opts, scr, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the machine runs the AVX2 tier (asserted above).
+        Isa::Avx2 | Isa::AvxVnni => unsafe { encode_row_avx2(s, src, r, cols, opts, scr, out) },
+        _ => encode_row_impl(s, src, r, cols, opts, scr, out, Chunk::None),
     }
 }
 
@@ -319,11 +308,36 @@ unsafe fn encode_row_avx2(
     scr: &mut Scratch,
     out: [&mut [u8]; 3],
 ) -> Result<RowStats> {
-    encode_row_impl(s, src, r, cols, opts, scr, out, true)
+    encode_row_impl(s, src, r, cols, opts, scr, out, Chunk::Avx2)
 }
 
-/// `chunks`: whether the AVX2 + F16C grouped_absmax kernel may encode the leading groups
-/// (only when the CPU has both).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c,avx512f,avx512bw,avx512vl")]
+unsafe fn encode_row_avx512(
+    s: &Scheme,
+    src: &FloatSource<'_>,
+    r: usize,
+    cols: usize,
+    opts: &Options<'_>,
+    scr: &mut Scratch,
+    out: [&mut [u8]; 3],
+) -> Result<RowStats> {
+    encode_row_impl(s, src, r, cols, opts, scr, out, Chunk::Avx512)
+}
+
+/// Which chunk kernel encodes a row's leading whole chunks of 8 groups.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// None: the scalar path encodes every group.
+    None,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+/// `chunks`: the chunk kernel that may encode the leading groups (only one the machine
+/// runs).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn encode_row_impl(
@@ -334,7 +348,7 @@ fn encode_row_impl(
     opts: &Options<'_>,
     scr: &mut Scratch,
     [lo, hi, sc]: [&mut [u8]; 3],
-    chunks: bool,
+    chunks: Chunk,
 ) -> Result<RowStats> {
     let Scratch {
         x: xbuf,
@@ -348,22 +362,26 @@ fn encode_row_impl(
     let search = opts.method == Method::GroupedSearch;
     // Leading whole chunks of 8 groups go straight into the planes; the rest (and any
     // failing chunk, which the scalar loop reports) by the scalar path below.
-    #[cfg(target_arch = "x86_64")]
-    let g0 = if chunks && !search {
-        // SAFETY: `chunks` is only true in `encode_row_avx2`, run when the CPU has AVX2 and
-        // F16C.
-        let done = unsafe { absmax::avx2::encode_chunks(s, xr, lo, hi, sc) };
-        st.zero += done.zero;
-        st.rescued += done.rescued;
-        done.groups
-    } else {
-        0
+    let (g0, zero, rescued) = match chunks {
+        _ if search => (0, 0, 0),
+        // SAFETY: `Chunk::Avx2` is only passed by `encode_row_avx2`, run when the machine
+        // runs the AVX2 tier.
+        #[cfg(target_arch = "x86_64")]
+        Chunk::Avx2 => {
+            let d = unsafe { absmax::avx2::encode_chunks(s, xr, lo, hi, sc) };
+            (d.groups, d.zero, d.rescued)
+        }
+        // SAFETY: `Chunk::Avx512` is only passed by `encode_row_avx512`, run when the
+        // machine runs the AVX-512 tier.
+        #[cfg(target_arch = "x86_64")]
+        Chunk::Avx512 => {
+            let d = unsafe { absmax::avx512::encode_chunks(s, xr, lo, hi, sc) };
+            (d.groups, d.zero, d.rescued)
+        }
+        Chunk::None => (0, 0, 0),
     };
-    #[cfg(not(target_arch = "x86_64"))]
-    let g0 = {
-        let _ = chunks;
-        0
-    };
+    st.zero += zero;
+    st.rescued += rescued;
     for (g, slot) in scales[..ng].iter_mut().enumerate().skip(g0) {
         let (a, b) = (g * s.group, ((g + 1) * s.group).min(cols));
         let x = &xr[a..b];
@@ -413,7 +431,7 @@ fn encode_row_impl(
 /// Scale overflow is monotone in a group's amax, so one integer max over the row decides
 /// both conditions; only a failing row is examined group by group.
 fn check_row(
-    kernel: Kernel,
+    isa: Isa,
     s: &Scheme,
     src: &FloatSource<'_>,
     r: usize,
@@ -428,11 +446,14 @@ fn check_row(
         ));
     }
     let xr = src.row(r, cols, buf);
-    let m = match kernel {
-        Kernel::Portable => absmax::amax_bits(xr),
+    let m = match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: Kernel::Avx2 is only chosen when the CPU reports AVX2.
-        Kernel::Avx2 => unsafe { amax_bits_avx2(xr) },
+        // SAFETY: the callers pass a tier the machine runs.
+        Isa::Avx512 => unsafe { amax_bits_avx512(xr) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the callers pass a tier the machine runs.
+        Isa::Avx2 | Isa::AvxVnni => unsafe { amax_bits_avx2(xr) },
+        _ => absmax::amax_bits(xr),
     };
     let ok = m <= 0x7f7f_ffff && (m == 0 || absmax::scale_for_amax(s, f32::from_bits(m)).is_ok());
     if ok {
@@ -454,9 +475,17 @@ fn check_row(
     ))
 }
 
+/// [`absmax::amax_bits`] compiled for the AVX2 tier.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn amax_bits_avx2(x: &[f32]) -> u32 {
+    absmax::amax_bits(x)
+}
+
+/// [`absmax::amax_bits`] compiled for the AVX-512 tier (512-bit integer maxima).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c,avx512f,avx512bw,avx512vl")]
+unsafe fn amax_bits_avx512(x: &[f32]) -> u32 {
     absmax::amax_bits(x)
 }
 
@@ -484,13 +513,10 @@ mod tests {
     /// whole binary32 range (binary16 subnormal scales, the 0x0001 rescue, scale overflow
     /// near 65504 · qmax), all-zero groups of ±0, exact ties (power-of-two scales, values
     /// (k + 1/2) · scale), and rows with a NaN or an infinity in some chunk. Every row is
-    /// encoded by both kernels; planes, statistics and errors must agree.
+    /// encoded on every tier; planes, statistics and errors must agree with the scalar tier.
     #[test]
-    fn chunk_kernel_matches_portable_on_edge_groups() {
-        let k = Kernel::detect();
-        if k == Kernel::Portable {
-            return;
-        }
+    fn chunk_kernel_matches_portable_on_edge_groups_every_tier() {
+        let tiers = Isa::tested();
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         let mut next = move || {
             state ^= state << 13;
@@ -549,7 +575,7 @@ mod tests {
                 let kp = padded_k(cols).unwrap();
                 for r in 0..rows {
                     let mut res = Vec::new();
-                    for kern in [Kernel::Portable, k] {
+                    for &kern in &tiers {
                         let mut scr = Scratch::new(cols, kp);
                         let mut p = per.map(|n| vec![0xa5u8; n]);
                         let [a, b, c] = &mut p;
@@ -568,19 +594,21 @@ mod tests {
                         // it first): only its error is compared.
                         res.push((st.clone(), st.map(|_| p)));
                     }
-                    assert_eq!(res[0], res[1], "{f} K = {cols} row {r}");
+                    for (t, other) in tiers.iter().zip(&res).skip(1) {
+                        assert_eq!(&res[0], other, "{f} K = {cols} row {r}: {t:?}");
+                    }
                     compared += 1;
                     failed += usize::from(res[0].0.is_err());
                 }
             }
         }
-        eprintln!("{compared} rows compared (portable vs {k:?}), {failed} refused");
+        eprintln!("{compared} rows compared (scalar vs {tiers:?}), {failed} refused");
         assert!(failed > 0 && failed < compared);
     }
 
     #[test]
-    fn portable_and_detected_kernels_agree() {
-        let k = Kernel::detect();
+    fn every_tier_agrees_with_scalar() {
+        let tiers = Isa::tested();
         let cols = 1000;
         let rows = 8;
         // Values spanning many binades, ties, zeros, negatives.
@@ -613,7 +641,7 @@ mod tests {
                 },
             ] {
                 let mut outs = Vec::new();
-                for kern in [Kernel::Portable, k] {
+                for &kern in &tiers {
                     let mut scr = Scratch::new(cols, kp);
                     let mut p = per.map(|n| vec![0u8; n * rows]);
                     for r in 0..rows {
@@ -628,8 +656,94 @@ mod tests {
                     }
                     outs.push(p);
                 }
-                assert_eq!(outs[0], outs[1], "{f} {:?} vs portable", k);
+                for (t, other) in tiers.iter().zip(&outs).skip(1) {
+                    assert_eq!(&outs[0], other, "{f} {t:?} vs scalar");
+                }
             }
+        }
+    }
+
+    /// Single-thread throughput of the encoders on every tier (MB/s of f32 source, best of
+    /// 5), for the record: `cargo test --release --lib encoder_tier_throughput -- --ignored
+    /// --nocapture`.
+    #[test]
+    #[ignore]
+    fn encoder_tier_throughput() {
+        use crate::formats::{fp8_row, nvfp4};
+        let (rows, cols) = (1024, 4096);
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
+            })
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let mb = (rows * cols * 4) as f64 / 1e6;
+        let best = |f: &mut dyn FnMut()| {
+            (0..5)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    f();
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        for isa in Isa::tested() {
+            let mut line = format!("{:>8}:", isa.name());
+            for f in [Format::Q4_G64Fp16, Format::Q8_G32Fp16] {
+                let s = Scheme::of(f).unwrap();
+                let per = row_plane_bytes(f, cols).unwrap();
+                let mut scr = Scratch::new(cols, padded_k(cols).unwrap());
+                let mut p = per.map(|n| vec![0u8; n]);
+                let t = best(&mut || {
+                    for r in 0..rows {
+                        let [a, b, c] = &mut p;
+                        let src = FloatSource::F32(&x);
+                        check_row(isa, &s, &src, r, cols, &mut scr.x).unwrap();
+                        encode_row(
+                            isa,
+                            &s,
+                            &src,
+                            r,
+                            cols,
+                            &Options::ABSMAX,
+                            &mut scr,
+                            [a, b, c],
+                        )
+                        .unwrap();
+                    }
+                });
+                line += &format!("  {f} {:6.0} MB/s", mb / t);
+            }
+            let fmt = Format::Fp8E4m3fnRowBf16;
+            let lens = crate::layouts::plane_sizes(fmt, fmt.info().layout, rows, cols).unwrap();
+            let mut p = [vec![0u8; lens[0]], vec![0u8; lens[1]]];
+            let t = pool.install(|| {
+                best(&mut || {
+                    let [a, b] = &mut p;
+                    let src = FloatSource::F32(&x);
+                    fp8_row::fp8_row_maxabs_on(isa, fmt, src, rows, cols, [a, b]).unwrap();
+                })
+            });
+            line += &format!("  fp8_row_maxabs {:6.0} MB/s", mb / t);
+            let fmt = Format::Nvfp4;
+            let lens = crate::layouts::plane_sizes(fmt, fmt.info().layout, rows, cols).unwrap();
+            let mut p = lens.map(|n| vec![0u8; n]);
+            let t = pool.install(|| {
+                best(&mut || {
+                    let [a, b, c] = &mut p;
+                    let src = FloatSource::F32(&x);
+                    nvfp4::nvfp4_quantize_on(isa, src, rows, cols, 1, [a, b, c]).unwrap();
+                })
+            });
+            line += &format!("  nvfp4_quantize {:6.0} MB/s", mb / t);
+            eprintln!("{line}");
         }
     }
 }

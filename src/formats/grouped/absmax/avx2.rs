@@ -15,11 +15,16 @@
 //!   even, as the scalar `round_clamp` does.
 //!
 //! A chunk holding a non-finite value or a scale overflow is left to the scalar path, which
-//! reports it. `encode_row`'s test and `tests/grouped*.rs` check both paths bit for bit.
+//! reports it. `encode_row`'s tests and `tests/grouped*.rs` check every tier bit for bit.
+//!
+//! The chunk encoder is one source ([`chunk_kernel`]) expanded per tier; a tier module
+//! supplies `amax8` (lane j = group j's amax pattern) and `codes32` (32 codes as ordered
+//! bytes) at its vector width: this one at 256 bits, `avx512` at 512.
 //!
 //! # Safety
-//! Every function here requires AVX2 and F16C; the caller detects both at run time. Loads
-//! and stores go through slices whose bounds were checked by indexing.
+//! Every function here requires AVX2 and F16C; the caller checks that the machine runs the
+//! AVX2 tier ([`crate::isa::Isa::Avx2`]). Loads and stores go through slices whose bounds
+//! were checked by indexing.
 
 // Intrinsics became safe inside `#[target_feature]` functions after our MSRV (1.85).
 #![allow(unused_unsafe)]
@@ -37,147 +42,161 @@ pub(crate) struct Chunks {
     pub rescued: u64,
 }
 
-/// Whether this CPU runs [`encode_chunks`].
-pub(crate) fn available() -> bool {
-    let c = crate::isa::Cpu::get();
-    c.avx2 && c.f16c
+/// The chunk encoder ([`encode_chunks`]) compiled for the target features `$feat`, over
+/// the tier's `amax8` and `codes32` (module docs of the tier modules).
+macro_rules! chunk_kernel {
+    ($feat:literal) => {
+        /// Encodes the leading whole chunks of 8 groups of row `x` (its logical values) straight
+        /// into the row's `row_split_k128_v1` plane rows `lo`, `hi`, `sc` (lengths of
+        /// `row_plane_bytes`). Stops before the first chunk holding a non-finite value or a scale
+        /// overflow, and does nothing for a scheme other than q4/q5/q6 with G = 64 or q8 with
+        /// G = 32. The caller encodes the remaining groups (and the padding) by the scalar path.
+        ///
+        /// # Safety
+        /// The CPU must run the tier of the expansion.
+        #[target_feature(enable = $feat)]
+        pub(crate) unsafe fn encode_chunks(
+            s: &Scheme,
+            x: &[f32],
+            lo: &mut [u8],
+            hi: &mut [u8],
+            sc: &mut [u8],
+        ) -> Chunks {
+            let mut done = Chunks::default();
+            let g = s.group;
+            if !matches!((s.bits, g), (4..=6, 64) | (8, 32)) || s.encoder_qmax <= 0 {
+                return done;
+            }
+            let chunk = 8 * g;
+            // SAFETY (whole body): the tier's features are enabled (caller contract); every pointer below
+            // comes from a slice indexed to the exact length it is read or written through.
+            unsafe {
+                let den = _mm256_set1_ps(s.encoder_qmax as f32);
+                let one = _mm256_set1_ps(1.0);
+                let finite_max = _mm256_set1_epi32(0x7f7f_ffff);
+                let k = Consts::new(s);
+                for (c, xc) in x.chunks_exact(chunk).enumerate() {
+                    let p = xc.as_ptr();
+                    // Ask for the source PREFETCH bytes ahead: the loads below wait on memory
+                    // otherwise (a prefetch past the row's end is harmless: it never faults).
+                    for line in (0..chunk * 4).step_by(64) {
+                        let ahead = p.cast::<i8>().wrapping_add(PREFETCH + line);
+                        _mm_prefetch::<_MM_HINT_T0>(ahead);
+                    }
+                    let amax = amax8(p, g);
+                    if _mm256_movemask_epi8(_mm256_cmpgt_epi32(amax, finite_max)) != 0 {
+                        break;
+                    }
+                    let raw = _mm256_div_ps(_mm256_castsi256_ps(amax), den);
+                    let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(raw);
+                    if _mm_movemask_epi8(_mm_cmpeq_epi16(h, _mm_set1_epi16(0x7c00))) != 0 {
+                        break;
+                    }
+                    let zero32 = _mm256_cmpeq_epi32(amax, _mm256_setzero_si256());
+                    let zero16 = _mm_packs_epi32(
+                        _mm256_castsi256_si128(zero32),
+                        _mm256_extracti128_si256::<1>(zero32),
+                    );
+                    let rescue = _mm_andnot_si128(zero16, _mm_cmpeq_epi16(h, _mm_setzero_si128()));
+                    let h = _mm_or_si128(h, _mm_and_si128(rescue, _mm_set1_epi16(1)));
+                    _mm_storeu_si128(sc[c * 16..c * 16 + 16].as_mut_ptr().cast(), h);
+                    done.zero += u64::from(_mm_movemask_epi8(zero16).count_ones() / 2);
+                    // As the scalar driver counts them: every 0x0001 scale word.
+                    let ones = _mm_cmpeq_epi16(h, _mm_set1_epi16(1));
+                    done.rescued += u64::from(_mm_movemask_epi8(ones).count_ones() / 2);
+                    // A zero group's scale is +0: its multiplier is 0 (its values are ±0) so that
+                    // its codes are 0, as the scalar path writes them.
+                    let inv = _mm256_div_ps(one, _mm256_cvtph_ps(h));
+                    let inv = _mm256_andnot_ps(_mm256_castsi256_ps(zero32), inv);
+                    let mut invs = [0f32; 8];
+                    _mm256_storeu_ps(invs.as_mut_ptr(), inv);
+                    for (j, &iv) in invs.iter().enumerate() {
+                        let gi = c * 8 + j;
+                        let q = p.add(j * g);
+                        if g == 32 {
+                            let codes = codes32(&k, q, iv);
+                            _mm256_storeu_si256(
+                                lo[gi * 32..gi * 32 + 32].as_mut_ptr().cast(),
+                                codes,
+                            );
+                        } else {
+                            let c0 = codes32(&k, q, iv);
+                            let c1 = codes32(&k, q.add(32), iv);
+                            let l = nibbles64(c0, c1);
+                            _mm256_storeu_si256(lo[gi * 32..gi * 32 + 32].as_mut_ptr().cast(), l);
+                            match s.bits {
+                                5 => {
+                                    let b0 =
+                                        _mm256_movemask_epi8(_mm256_slli_epi16::<3>(c0)) as u32;
+                                    let b1 =
+                                        _mm256_movemask_epi8(_mm256_slli_epi16::<3>(c1)) as u32;
+                                    let w = u64::from(b0) | (u64::from(b1) << 32);
+                                    hi[gi * 8..gi * 8 + 8].copy_from_slice(&w.to_le_bytes());
+                                }
+                                6 => {
+                                    let t = crumbs64(c0, c1);
+                                    _mm_storeu_si128(
+                                        hi[gi * 16..gi * 16 + 16].as_mut_ptr().cast(),
+                                        t,
+                                    );
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    done.groups += 8;
+                }
+            }
+            done
+        }
+    };
 }
 
-/// Encodes the leading whole chunks of 8 groups of row `x` (its logical values) straight
-/// into the row's `row_split_k128_v1` plane rows `lo`, `hi`, `sc` (lengths of
-/// `row_plane_bytes`). Stops before the first chunk holding a non-finite value or a scale
-/// overflow, and does nothing for a scheme other than q4/q5/q6 with G = 64 or q8 with
-/// G = 32. The caller encodes the remaining groups (and the padding) by the scalar path.
-///
-/// # Safety
-/// The CPU must support AVX2 and F16C ([`available`]).
-#[target_feature(enable = "avx2,f16c")]
-pub(crate) unsafe fn encode_chunks(
-    s: &Scheme,
-    x: &[f32],
-    lo: &mut [u8],
-    hi: &mut [u8],
-    sc: &mut [u8],
-) -> Chunks {
-    let mut done = Chunks::default();
-    let g = s.group;
-    if !matches!((s.bits, g), (4..=6, 64) | (8, 32)) || s.encoder_qmax <= 0 {
-        return done;
-    }
-    let chunk = 8 * g;
-    // SAFETY (whole body): AVX2 and F16C are enabled (caller contract); every pointer below
-    // comes from a slice indexed to the exact length it is read or written through.
-    unsafe {
-        let den = _mm256_set1_ps(s.encoder_qmax as f32);
-        let one = _mm256_set1_ps(1.0);
-        let abs = _mm256_set1_epi32(0x7fff_ffff);
-        let finite_max = _mm256_set1_epi32(0x7f7f_ffff);
-        let k = Consts::new(s);
-        for (c, xc) in x.chunks_exact(chunk).enumerate() {
-            let p = xc.as_ptr();
-            // Ask for the source PREFETCH bytes ahead: the loads below wait on memory
-            // otherwise (a prefetch past the row's end is harmless: it never faults).
-            for line in (0..chunk * 4).step_by(64) {
-                let ahead = p.cast::<i8>().wrapping_add(PREFETCH + line);
-                _mm_prefetch::<_MM_HINT_T0>(ahead);
-            }
-            let mut m = [_mm256_setzero_si256(); 8];
-            for (j, mj) in m.iter_mut().enumerate() {
-                for v in 0..g / 8 {
-                    let b = _mm256_castps_si256(_mm256_loadu_ps(p.add(j * g + v * 8)));
-                    *mj = _mm256_max_epi32(*mj, _mm256_and_si256(b, abs));
-                }
-            }
-            let amax = reduce8(&m);
-            if _mm256_movemask_epi8(_mm256_cmpgt_epi32(amax, finite_max)) != 0 {
-                break;
-            }
-            let raw = _mm256_div_ps(_mm256_castsi256_ps(amax), den);
-            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(raw);
-            if _mm_movemask_epi8(_mm_cmpeq_epi16(h, _mm_set1_epi16(0x7c00))) != 0 {
-                break;
-            }
-            let zero32 = _mm256_cmpeq_epi32(amax, _mm256_setzero_si256());
-            let zero16 = _mm_packs_epi32(
-                _mm256_castsi256_si128(zero32),
-                _mm256_extracti128_si256::<1>(zero32),
-            );
-            let rescue = _mm_andnot_si128(zero16, _mm_cmpeq_epi16(h, _mm_setzero_si128()));
-            let h = _mm_or_si128(h, _mm_and_si128(rescue, _mm_set1_epi16(1)));
-            _mm_storeu_si128(sc[c * 16..c * 16 + 16].as_mut_ptr().cast(), h);
-            done.zero += u64::from(_mm_movemask_epi8(zero16).count_ones() / 2);
-            // As the scalar driver counts them: every 0x0001 scale word.
-            let ones = _mm_cmpeq_epi16(h, _mm_set1_epi16(1));
-            done.rescued += u64::from(_mm_movemask_epi8(ones).count_ones() / 2);
-            // A zero group's scale is +0: its multiplier is 0 (its values are ±0) so that
-            // its codes are 0, as the scalar path writes them.
-            let inv = _mm256_div_ps(one, _mm256_cvtph_ps(h));
-            let inv = _mm256_andnot_ps(_mm256_castsi256_ps(zero32), inv);
-            let mut invs = [0f32; 8];
-            _mm256_storeu_ps(invs.as_mut_ptr(), inv);
-            for (j, &iv) in invs.iter().enumerate() {
-                let gi = c * 8 + j;
-                let iv = _mm256_set1_ps(iv);
-                let q = p.add(j * g);
-                if g == 32 {
-                    let codes = codes32(&k, q, iv);
-                    _mm256_storeu_si256(lo[gi * 32..gi * 32 + 32].as_mut_ptr().cast(), codes);
-                } else {
-                    let c0 = codes32(&k, q, iv);
-                    let c1 = codes32(&k, q.add(32), iv);
-                    let l = nibbles64(c0, c1);
-                    _mm256_storeu_si256(lo[gi * 32..gi * 32 + 32].as_mut_ptr().cast(), l);
-                    match s.bits {
-                        5 => {
-                            let b0 = _mm256_movemask_epi8(_mm256_slli_epi16::<3>(c0)) as u32;
-                            let b1 = _mm256_movemask_epi8(_mm256_slli_epi16::<3>(c1)) as u32;
-                            let w = u64::from(b0) | (u64::from(b1) << 32);
-                            hi[gi * 8..gi * 8 + 8].copy_from_slice(&w.to_le_bytes());
-                        }
-                        6 => {
-                            let t = crumbs64(c0, c1);
-                            _mm_storeu_si128(hi[gi * 16..gi * 16 + 16].as_mut_ptr().cast(), t);
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            done.groups += 8;
-        }
-    }
-    done
-}
+chunk_kernel!("avx2,f16c");
 
 /// How far ahead of the chunk being encoded the source is prefetched, in bytes.
-const PREFETCH: usize = 4096;
+pub(super) const PREFETCH: usize = 4096;
 
-/// Broadcast constants of the code selection.
-struct Consts {
-    qmin: __m256,
-    qmax: __m256,
-    magic: __m256,
-    magic_bits: __m256i,
+/// Constants of the code selection (broadcast by each tier's `codes32`).
+pub(crate) struct Consts {
+    pub(super) qmin: f32,
+    pub(super) qmax: f32,
 }
 
 impl Consts {
-    #[target_feature(enable = "avx2")]
-    unsafe fn new(s: &Scheme) -> Consts {
-        // SAFETY: AVX2 is enabled.
-        unsafe {
-            Consts {
-                qmin: _mm256_set1_ps(s.qmin as f32),
-                qmax: _mm256_set1_ps(s.qmax as f32),
-                magic: _mm256_set1_ps(RNE_MAGIC),
-                magic_bits: _mm256_set1_epi32(RNE_MAGIC_BITS),
+    pub(crate) fn new(s: &Scheme) -> Consts {
+        Consts {
+            qmin: s.qmin as f32,
+            qmax: s.qmax as f32,
+        }
+    }
+}
+
+/// Lane j = the amax bit pattern of group j of the 8 groups of `g` values at `p`.
+///
+/// # Safety
+/// AVX2; `p` readable for `8 · g` values (`g` a multiple of 8).
+#[target_feature(enable = "avx2,f16c")]
+#[inline]
+unsafe fn amax8(p: *const f32, g: usize) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let abs = _mm256_set1_epi32(0x7fff_ffff);
+        let mut m = [_mm256_setzero_si256(); 8];
+        for (j, mj) in m.iter_mut().enumerate() {
+            for v in 0..g / 8 {
+                let b = _mm256_castps_si256(_mm256_loadu_ps(p.add(j * g + v * 8)));
+                *mj = _mm256_max_epi32(*mj, _mm256_and_si256(b, abs));
             }
         }
+        reduce8(&m)
     }
 }
 
 /// Lane j = the maximum of the 8 lanes of `m[j]` (a transpose-and-reduce).
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn reduce8(m: &[__m256i; 8]) -> __m256i {
+pub(super) unsafe fn reduce8(m: &[__m256i; 8]) -> __m256i {
     // SAFETY: AVX2 is enabled.
     unsafe {
         let pair = |a: __m256i, b: __m256i| {
@@ -196,17 +215,21 @@ unsafe fn reduce8(m: &[__m256i; 8]) -> __m256i {
     }
 }
 
-/// The codes of 32 values at `p` with multiplier `inv`, as 32 ordered bytes.
-#[target_feature(enable = "avx2")]
+/// The codes of 32 values at `p` with multiplier `inv`, as 32 ordered bytes:
+/// `clamp(rne(x · inv))` (module docs).
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
-unsafe fn codes32(k: &Consts, p: *const f32, inv: __m256) -> __m256i {
+unsafe fn codes32(k: &Consts, p: *const f32, inv: f32) -> __m256i {
     // SAFETY: AVX2 is enabled; the caller passes 32 readable values.
     unsafe {
+        let inv = _mm256_set1_ps(inv);
+        let (qmin, qmax) = (_mm256_set1_ps(k.qmin), _mm256_set1_ps(k.qmax));
+        let (magic, magic_bits) = (_mm256_set1_ps(RNE_MAGIC), _mm256_set1_epi32(RNE_MAGIC_BITS));
         let code8 = |i: usize| {
             let v = _mm256_mul_ps(_mm256_loadu_ps(p.add(i)), inv);
-            let v = _mm256_max_ps(_mm256_min_ps(v, k.qmax), k.qmin);
+            let v = _mm256_max_ps(_mm256_min_ps(v, qmax), qmin);
             // The sum's pattern minus the constant's is the rounded integer (in [qmin, qmax]).
-            _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(v, k.magic)), k.magic_bits)
+            _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(v, magic)), magic_bits)
         };
         let ab = _mm256_packs_epi32(code8(0), code8(8));
         let cd = _mm256_packs_epi32(code8(16), code8(24));
@@ -220,7 +243,7 @@ unsafe fn codes32(k: &Consts, p: *const f32, inv: __m256) -> __m256i {
 /// the earlier in the low nibble.
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn nibbles64(c0: __m256i, c1: __m256i) -> __m256i {
+pub(super) unsafe fn nibbles64(c0: __m256i, c1: __m256i) -> __m256i {
     // SAFETY: AVX2 is enabled.
     unsafe {
         let m = _mm256_set1_epi8(0x0f);
@@ -235,7 +258,7 @@ unsafe fn nibbles64(c0: __m256i, c1: __m256i) -> __m256i {
 /// earlier in the less significant bits.
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn crumbs64(c0: __m256i, c1: __m256i) -> __m128i {
+pub(super) unsafe fn crumbs64(c0: __m256i, c1: __m256i) -> __m128i {
     // SAFETY: AVX2 is enabled.
     unsafe {
         let m = _mm256_set1_epi8(0x03);
