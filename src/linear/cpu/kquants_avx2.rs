@@ -371,7 +371,7 @@ macro_rules! kernels {
                 for i in 0..RW {
                     let (u0, u1) = (U::codes::<J>(w[i]), U::codes::<J1>(w[i]));
                     for r in 0..RX {
-                        out[i][r] = if U::WIDE || (VNNI && U::PER32) {
+                        out[i][r] = if U::WIDE || VNNI {
                             _mm256_hadd_epi32(sum4(u0, x0[r]), sum4(u1, x1[r]))
                         } else {
                             let v0 = _mm256_maddubs_epi16(u0, x0[r]);
@@ -394,6 +394,11 @@ macro_rules! kernels {
                 _mm256_mullo_epi32(_mm256_hadd_epi32(a, b), sc)
             } else if VNNI && U::PER32 {
                 _mm256_hadd_epi32(a, b)
+            } else if VNNI {
+                // Q2_K, Q3_K: the i16 scale pairs of `sc` sign-extended to one i32 lane each
+                // (lane k = sc[2(J+k)], lane 4+k = sc[2(J+k)+1], as Q6_K's); the half sums
+                // times |sc| ≤ 32 stay far below 2³¹.
+                _mm256_mullo_epi32(_mm256_hadd_epi32(a, b), _mm256_srai_epi32(sc, 16))
             } else {
                 // Each i16 lane is now a sum of 8 products |u·x| ≤ 31·127 (Q5_K): ≤ 31496 < 2¹⁵;
                 // the scaled pair sums stay far below 2³¹.
