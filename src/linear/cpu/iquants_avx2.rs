@@ -1,17 +1,34 @@
-//! AVX2 + FMA + F16C (+ BMI1 `bextr` for bit fields, detected at run time by the caller)
-//! versions of the i-quant kernels, in exactly the order of [`super::iquants`]'s module docs.
+//! The x86 i-quant kernels, in exactly the order of [`super::iquants`]'s module docs: one
+//! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avxvnni`] and
+//! [`avx512`] (256-bit `vpdpbusd` for every type's block sums; [`avx512`] also applies the
+//! signs of IQ2_XXS, IQ2_XS and IQ3_XXS as a mask) — each with BMI1 `bextr` for the bit
+//! fields (detected at run time by the caller).
 //!
 //! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
-//! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors.
-//! Against activation codes x: `vpmaddubsw(a, sign(x, s))` (pair sums ≤ 2·62·127 < 2¹⁵:
-//! magnitudes ≤ 62, |x| ≤ 127 since q8_1 never writes −128), then `vpmaddwd` with `m` gives
-//! 8 exact i32 partial sums; an unpack-and-add tree ([`halves`]) turns the eight groups'
-//! partials into one vector whose lane g is `T_g` (scaled per group by [`Iq::finish`] where the scale was not
-//! in `m`), then one `cvt` + one `fma` per super-block with the eight `(d·c)·dx_b`.
+//! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors (one
+//! per 16-value half, the types with per-16 scales; else the constant 1, or 8 for IQ1_S).
+//! Against activation codes x, on the AVX2 tier: `vpmaddubsw(a, sign(x, s))` (pair sums ≤
+//! 2·62·127 < 2¹⁵: magnitudes ≤ 62, |x| ≤ 127 since q8_1 never writes −128), then
+//! `vpmaddwd` with `m` gives 8 exact i32 partial sums; an unpack-and-add tree ([`halves`])
+//! turns the eight groups' partials into per-half sums and one vector whose lane g is `T_g`
+//! (scaled per group by [`Iq::finish`] where the scale was not in `m`), then one `cvt` + one
+//! `fma` per super-block with the eight `(d·c)·dx_b`.
+//!
+//! The VNNI tiers form the same partials without the factors, `vpdpbusd(a, sign(x, s))`
+//! (four exact products per i32 lane), and apply them after the tree: the per-half factors
+//! by one `vpmulld` per half vector (a half sum ≤ 16·62·127 times ≤ 120), IQ1_S's 8 by a
+//! shift. The AVX-512 tier takes the sign bits of the `KSIGNS_IQ2XS` types as one 32-bit
+//! mask ([`SIGNS_AT`]: three ors of table words, no vector blends) and negates x under it
+//! (`vpsubb` from zero), the same signed codes as `vpsignb`; for the explicit sign bytes of
+//! IQ2_S and IQ3_S the mask measured slower than [`sign_bits`], which every tier keeps. All
+//! are exact integers, so every tier gives the same `T_g`, the same bits.
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
 //! sums of `Rows::sum8` weighted per run (IQ1_M): the same integers `T_g`.
+//!
+//! A `vpgatherdd` of the 8 grid words of an IQ3_XXS or IQ3_S group measured slower or no
+//! faster than the broadcast loads and blends of [`set8`] on Zen 5.
 //!
 //! Software prefetch of the next rows does not pay here (measured): each weight row is
 //! read whole and in order, a stream the hardware prefetcher follows.
@@ -46,6 +63,31 @@ static SIGNS64: [u64; 128] = {
     }
     t
 };
+
+/// `KSIGNS_IQ2XS` moved to byte l of a u32 (`SIGNS_AT[l][i] = KSIGNS_IQ2XS[i] << 8l`): the
+/// sign bits of four runs of 8 values as one word by three ors.
+static SIGNS_AT: [[u32; 128]; 4] = {
+    let mut t = [[0u32; 128]; 4];
+    let mut l = 0;
+    while l < 4 {
+        let mut i = 0;
+        while i < 128 {
+            t[l][i] = (KSIGNS_IQ2XS[i] as u32) << (8 * l);
+            i += 1;
+        }
+        l += 1;
+    }
+    t
+};
+
+/// The 32 sign bits of four runs from their 7-bit `KSIGNS_IQ2XS` indices `f(l)`.
+#[inline(always)]
+fn ksigns_word(f: impl Fn(u32) -> usize) -> u32 {
+    SIGNS_AT[0][f(0) & 127]
+        | SIGNS_AT[1][f(1) & 127]
+        | SIGNS_AT[2][f(2) & 127]
+        | SIGNS_AT[3][f(3) & 127]
+}
 
 /// `IQ1S_GRID` with 1 added to every byte (grid values −1, 0, 1 → 0, 1, 2): unsigned
 /// magnitudes for `vpmaddubsw` directly against the activation codes; the kernels remove
@@ -114,10 +156,10 @@ fn bx(v: u64, start: u32, len: u32) -> usize {
 struct Group {
     /// The 32 magnitudes (u8).
     a: __m256i,
-    /// The sign sources (non-zero i8; [`Iq::SIGNED`] types without [`Iq::SIGN_BITS`], or
-    /// after [`prep`](avx2) on a tier that applies the bits as a vector).
+    /// The sign sources (non-zero i8, [`Iq::SIGNED`] types).
     s: __m256i,
-    /// The 32 sign bits (bit e set: value e negative; [`Iq::SIGN_BITS`] types).
+    /// The 32 sign bits (bit e set: value e negative), set where a tier applies the signs
+    /// of [`Iq::KSIGNS`] types as a mask.
     bits: u32,
     /// The 16 i16 per-half factors ([`Iq::PER16`] types).
     m: __m256i,
@@ -141,8 +183,9 @@ trait Iq {
     const HADD: bool = false;
     /// Whether the groups' sign sources apply (else the magnitudes are used as they are).
     const SIGNED: bool = true;
-    /// Whether the signs come as [`Group::bits`] (explicit sign bytes), else as [`Group::s`].
-    const SIGN_BITS: bool = false;
+    /// Whether the signs are `KSIGNS_IQ2XS` indices, also available as bits through
+    /// [`Iq::sign_word`] (for a tier that applies them as a mask).
+    const KSIGNS: bool = false;
     /// Whether a factor per 16-value half applies ([`Group::m`], and [`Iq::factors16`]
     /// on the VNNI tiers), else the constant factor [`Iq::M`] (1 or 8) for every value.
     const PER16: bool = false;
@@ -168,6 +211,14 @@ trait Iq {
     #[inline(always)]
     unsafe fn finish(t: __m256i, _ctx: &Self::Ctx, _x: X, _b: usize) -> __m256i {
         t
+    }
+    /// [`Iq::KSIGNS`] types: group g's 32 sign bits (bit e set: value e negative).
+    ///
+    /// # Safety
+    /// As [`Iq::group`].
+    #[inline(always)]
+    unsafe fn sign_word(_blk: *const u8, _g: usize) -> u32 {
+        unreachable!("sign_word of a type without sign indices")
     }
     /// [`Iq::PER16`] types: the 16 factors of the super-block's halves as bytes in the low
     /// 128 bits (byte h: half h = 2g + (value ≥ 16) of group g), those [`Group::m`] holds.
@@ -217,6 +268,13 @@ fn odd_top4(aux: __m256i) -> __m256i {
 struct Iq2Xxs;
 impl Iq for Iq2Xxs {
     const BB: usize = 66;
+    const KSIGNS: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+        // SAFETY: 4 bytes at 6 + 8g < 66.
+        let aux = unsafe { blk.add(6 + 8 * g).cast::<u32>().read_unaligned() } as u64;
+        ksigns_word(|l| bx(aux, 7 * l, 7))
+    }
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
@@ -261,6 +319,13 @@ impl Iq for Iq2Xxs {
 struct Iq3Xxs;
 impl Iq for Iq3Xxs {
     const BB: usize = 98;
+    const KSIGNS: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+        // SAFETY: 4 bytes at 66 + 4g < 98.
+        let aux = unsafe { blk.add(66 + 4 * g).cast::<u32>().read_unaligned() } as u64;
+        ksigns_word(|l| bx(aux, 7 * l, 7))
+    }
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
@@ -338,6 +403,13 @@ unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
 struct Iq2Xs;
 impl Iq for Iq2Xs {
     const BB: usize = 74;
+    const KSIGNS: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+        // SAFETY: 8 bytes at 2 + 8g < 66.
+        let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
+        ksigns_word(|l| bx(v, 16 * l + 9, 7))
+    }
     const HADD: bool = true;
     const PER16: bool = true;
     /// [`nibble_factors`] of the scales.
@@ -395,7 +467,6 @@ unsafe fn sign_bits(bits: u32) -> __m256i {
 struct Iq2S;
 impl Iq for Iq2S {
     const BB: usize = 82;
-    const SIGN_BITS: bool = true;
     const PER16: bool = true;
     /// [`nibble_factors`] of the scales.
     type Ctx = __m256i;
@@ -417,12 +488,11 @@ impl Iq for Iq2S {
                 let i = ((qs >> (8 * l)) & 255) | (((qh >> (2 * l)) & 3) << 8);
                 &IQ2S_GRID[i as usize]
             };
-            Group {
-                a: set4(grid(0), grid(1), grid(2), grid(3)),
-                s: _mm256_setzero_si256(),
-                bits: signs,
-                m: half_factors(*f, g),
-            }
+            Group::new(
+                set4(grid(0), grid(1), grid(2), grid(3)),
+                sign_bits(signs),
+                half_factors(*f, g),
+            )
         }
     }
     #[inline(always)]
@@ -437,7 +507,6 @@ impl Iq for Iq2S {
 struct Iq3S;
 impl Iq for Iq3S {
     const BB: usize = 110;
-    const SIGN_BITS: bool = true;
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
@@ -464,12 +533,11 @@ impl Iq for Iq3S {
                 &IQ3S_GRID[i & 511]
             };
             let signs = blk.add(74 + 4 * g).cast::<u32>().read_unaligned();
-            Group {
-                a: set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
-                s: _mm256_setzero_si256(),
-                bits: signs,
-                m: _mm256_setzero_si256(),
-            }
+            Group::new(
+                set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
+                sign_bits(signs),
+                _mm256_setzero_si256(),
+            )
         }
     }
     #[inline]
@@ -840,8 +908,8 @@ macro_rules! kernels {
             // SAFETY: the caller's contract.
             unsafe {
                 let mut grp = U::group(blk, g, ctx);
-                if U::SIGN_BITS && !MASK {
-                    grp.s = sign_bits(grp.bits);
+                if U::KSIGNS && MASK {
+                    grp.bits = U::sign_word(blk, g);
                 }
                 grp
             }
@@ -858,7 +926,7 @@ macro_rules! kernels {
             // SAFETY: 32 codes of block b.
             unsafe {
                 let xv = _mm256_loadu_si256(x.qs.add(32 * b).cast());
-                let xv = if U::SIGN_BITS && MASK {
+                let xv = if U::KSIGNS && MASK {
                     neg_bits(xv, grp.bits)
                 } else if U::SIGNED {
                     _mm256_sign_epi8(xv, grp.s)
