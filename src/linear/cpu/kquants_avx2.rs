@@ -1,7 +1,7 @@
 //! The x86 k-quant kernels, in exactly the order of [`super::kquants`]'s module docs: one
 //! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avx512`] and
-//! [`avxvnni`] (256-bit `vpdpbusd`, which Q4_K, Q5_K and Q6_K use for the block sums: the
-//! same exact integers in the same lanes, so the same bits).
+//! [`avxvnni`] (256-bit `vpdpbusd`, which every type uses for the block sums: the same exact
+//! integers in the same lanes, so the same bits).
 //!
 //! Per super-block and weight row, the header (scales, mins, d, dmin) is decoded once with
 //! vector ops. The codes are taken UNSIGNED (Q2_K 0..3, Q3_K 0..7 = q + 4, Q4_K 0..15,
@@ -16,7 +16,10 @@
 //!   built once per super-block by one `vpshufb` of the scale bytes) or with ones (Q4_K,
 //!   Q5_K); Q6_K's pairs (≤ 16002) cannot be added in i16, so it takes `vpmaddwd` with ones
 //!   per block, `vphaddd` twice and ONE `vpmulld` by the i32 scales per 4 blocks. No
-//!   per-block scale shuffles;
+//!   per-block scale shuffles. On the VNNI tiers every type takes Q6_K's route with
+//!   `vpdpbusd` (four products per i32 lane) in place of `vpmaddubsw` + `vpmaddwd`: Q2_K and
+//!   Q3_K multiply by their i16 scale pairs sign-extended to i32 (`vpsrad` 16), Q4_K and
+//!   Q5_K need no multiplication before the per-32 scales;
 //! - the two 128-bit halves are added so lane j holds block j's sum (the integer sums are
 //!   exact, so how they are grouped does not change the bits), and ONE convert + ONE fma
 //!   per super-block serves 8 blocks;
