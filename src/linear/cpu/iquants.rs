@@ -1,6 +1,6 @@
 //! vec_dot of the grid-coded GGUF i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
-//! IQ1_M) against q8_1 activations: the scalar reference order (AVX2 in `iquants_avx2`,
-//! identical bits).
+//! IQ1_M) against q8_1 activations: the scalar reference order (the x86 tiers, AVX2 and the
+//! VNNI ones, in `iquants_avx2`: identical bits).
 //!
 //! Every type is a 256-value super-block with one binary16 scale `d`, split in eight 32-value
 //! groups g that line up with the q8_1 blocks b = 8·sb + g of the activation row. Each
