@@ -19,9 +19,11 @@
 //! by one `vpmulld` per half vector (a half sum ≤ 16·62·127 times ≤ 120), IQ1_S's 8 by a
 //! shift. The AVX-512 tier takes the sign bits of the `KSIGNS_IQ2XS` types as one 32-bit
 //! mask ([`SIGNS_AT`]: three ors of table words, no vector blends) and negates x under it
-//! (`vpsubb` from zero), the same signed codes as `vpsignb`; for the explicit sign bytes of
-//! IQ2_S and IQ3_S the mask measured slower than [`sign_bits`], which every tier keeps. All
-//! are exact integers, so every tier gives the same `T_g`, the same bits.
+//! (`vpsubb` from zero), the same signed codes as `vpsignb`; the explicit sign bytes of
+//! IQ2_S and IQ3_S keep [`sign_bits`] + `vpsignb`, and those two types measured slower
+//! compiled for AVX-512 than for AVX-VNNI or AVX2, so the AVX-512 tier runs their
+//! [`avxvnni`] (else, IQ2_S, [`avx2`]) kernels (`super::iquants::dot_row_group`). All are
+//! exact integers, so every tier gives the same `T_g`, the same bits.
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
