@@ -1,6 +1,6 @@
 //! vec_dot of the grid-coded GGUF i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
-//! IQ1_M) against q8_1 activations: the scalar reference order (AVX2 in `iquants_avx2`,
-//! identical bits).
+//! IQ1_M) against q8_1 activations: the scalar reference order (the x86 tiers, AVX2 and the
+//! VNNI ones, in `iquants_avx2`: identical bits).
 //!
 //! Every type is a 256-value super-block with one binary16 scale `d`, split in eight 32-value
 //! groups g that line up with the q8_1 blocks b = 8·sb + g of the activation row. Each
@@ -198,14 +198,35 @@ fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
 /// has the bits of the module docs' order whatever the instruction set and grouping.
 pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
+    #[cfg(target_arch = "x86_64")]
+    let bmi1 = crate::isa::Cpu::get().bmi1;
     match isa {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects a tier above Isa::Scalar only after run-time
-        // detection of AVX2, FMA and F16C; BMI1 is checked here (else the reference runs:
-        // same bits).
-        isa if isa.avx2() && crate::isa::Cpu::get().bmi1 => unsafe {
-            super::iquants_avx2::dot_row_group(kind, ws, xs, out)
+        // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
+        // of all its features (`Isa::available`; the AVX-512 tier includes the AVX2 one, and
+        // AVX-VNNI is checked where its kernels run); BMI1 is checked here (else the
+        // reference runs: same bits).
+        Isa::Avx512 if bmi1 => unsafe {
+            use super::iquants_avx2::{avx2, avx512, avxvnni};
+            // IQ2_S and IQ3_S (vector sign bits, the most shuffles) measured slower compiled
+            // for AVX-512 than for AVX-VNNI (IQ2_S: than for AVX2 too): those kernels run
+            // where the CPU has them (same bits).
+            match kind {
+                IqKind::Iq2S | IqKind::Iq3S if crate::isa::Cpu::get().avxvnni => {
+                    avxvnni::dot_row_group(kind, ws, xs, out)
+                }
+                IqKind::Iq2S => avx2::dot_row_group(kind, ws, xs, out),
+                _ => avx512::dot_row_group(kind, ws, xs, out),
+            }
         },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::AvxVnni if bmi1 => unsafe {
+            super::iquants_avx2::avxvnni::dot_row_group(kind, ws, xs, out)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 if bmi1 => unsafe { super::iquants_avx2::avx2::dot_row_group(kind, ws, xs, out) },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
                 for (o, x) in o.iter_mut().zip(xs) {
@@ -239,6 +260,83 @@ pub(super) fn dot_one(kind: IqKind, w: &[u8], x: &Row<'_>) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linear::q8_1::Rows;
+
+    const ALL: [IqKind; 7] = [
+        IqKind::Iq2Xxs,
+        IqKind::Iq2Xs,
+        IqKind::Iq2S,
+        IqKind::Iq3Xxs,
+        IqKind::Iq3S,
+        IqKind::Iq1S,
+        IqKind::Iq1M,
+    ];
+
+    /// Every tier returns the scalar reference's words, for every type, M ∈ {1, 2, 3, 5},
+    /// K of 1, 3 and 8 super-blocks and 1..4-row weight groups: random payloads (every code,
+    /// scale and sign field drawn; the bytes all 0xFF in one row: the largest scales and
+    /// every sign negative) against activations whose codes reach ±127 in every block.
+    #[test]
+    fn every_tier_equals_scalar_word_for_word() {
+        let mut s = 0x9E3779B97F4A7C15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for kind in ALL {
+            let bb = kind.block_bytes();
+            for k in [256, 768, 2048] {
+                let n = 5;
+                let mut w: Vec<u8> = (0..n * k / 256 * bb).map(|_| next() as u8).collect();
+                let rb = k / 256 * bb;
+                w[rb..2 * rb].fill(0xFF);
+                for (i, blk) in w.chunks_exact_mut(bb).enumerate() {
+                    let v = [1.0f32, -0.5, 3e-3, 0.02][i % 4];
+                    let d = half::f16::from_f32(v).to_bits();
+                    if kind == IqKind::Iq1M {
+                        // The binary16 d in the top nibbles of the four scales words.
+                        for j in 0..4 {
+                            let at = 49 + 2 * j;
+                            blk[at] = (blk[at] & 0x0F) | ((((d >> (4 * j)) & 15) as u8) << 4);
+                        }
+                    } else {
+                        blk[0..2].copy_from_slice(&d.to_le_bytes());
+                    }
+                }
+                let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
+                for m in [1, 2, 3, 5] {
+                    let x: Vec<f32> = (0..m * k)
+                        .map(|i| match i % 5 {
+                            0 => 1.0,
+                            1 => -1.0,
+                            _ => (next() % 255) as f32 / 127.0 - 1.0,
+                        })
+                        .collect();
+                    let q = Rows::quantize(&x, m, k);
+                    let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                    let mut want = vec![0f32; n * m];
+                    dot_row_group(Isa::Scalar, kind, &rows, &xs, &mut want);
+                    assert!(want.iter().all(|v| v.is_finite()));
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    for isa in Isa::tested() {
+                        for g in 1..=4 {
+                            for r0 in [0, n - g] {
+                                let mut got = vec![0f32; g * m];
+                                dot_row_group(isa, kind, &rows[r0..r0 + g], &xs, &mut got);
+                                assert_eq!(
+                                    bits(&got),
+                                    bits(&want[r0 * m..(r0 + g) * m]),
+                                    "{kind:?} {isa:?} k{k} m{m} g{g} r{r0}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     /// The integer weights times d·c are the decoder's values, bit for bit, on random
     /// super-blocks of every type.

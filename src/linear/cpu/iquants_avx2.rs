@@ -1,17 +1,36 @@
-//! AVX2 + FMA + F16C (+ BMI1 `bextr` for bit fields, detected at run time by the caller)
-//! versions of the i-quant kernels, in exactly the order of [`super::iquants`]'s module docs.
+//! The x86 i-quant kernels, in exactly the order of [`super::iquants`]'s module docs: one
+//! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avxvnni`] and
+//! [`avx512`] (256-bit `vpdpbusd` for every type's block sums; [`avx512`] also applies the
+//! signs of IQ2_XXS, IQ2_XS and IQ3_XXS as a mask) — each with BMI1 `bextr` for the bit
+//! fields (detected at run time by the caller).
 //!
 //! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
-//! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors.
-//! Against activation codes x: `vpmaddubsw(a, sign(x, s))` (pair sums ≤ 2·62·127 < 2¹⁵:
-//! magnitudes ≤ 62, |x| ≤ 127 since q8_1 never writes −128), then `vpmaddwd` with `m` gives
-//! 8 exact i32 partial sums; an unpack-and-add tree ([`reduce8`]) turns the eight groups'
-//! partials into one vector whose lane g is `T_g` (scaled per group by [`Iq::finish`] where the scale was not
-//! in `m`), then one `cvt` + one `fma` per super-block with the eight `(d·c)·dx_b`.
+//! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors (one
+//! per 16-value half, the types with per-16 scales; else the constant 1, or 8 for IQ1_S).
+//! Against activation codes x, on the AVX2 tier: `vpmaddubsw(a, sign(x, s))` (pair sums ≤
+//! 2·62·127 < 2¹⁵: magnitudes ≤ 62, |x| ≤ 127 since q8_1 never writes −128), then
+//! `vpmaddwd` with `m` gives 8 exact i32 partial sums; an unpack-and-add tree ([`halves`])
+//! turns the eight groups' partials into per-half sums and one vector whose lane g is `T_g`
+//! (scaled per group by [`Iq::finish`] where the scale was not in `m`), then one `cvt` + one
+//! `fma` per super-block with the eight `(d·c)·dx_b`.
+//!
+//! The VNNI tiers form the same partials without the factors, `vpdpbusd(a, sign(x, s))`
+//! (four exact products per i32 lane), and apply them after the tree: the per-half factors
+//! by one `vpmulld` per half vector (a half sum ≤ 16·62·127 times ≤ 120), IQ1_S's 8 by a
+//! shift. The AVX-512 tier takes the sign bits of the `KSIGNS_IQ2XS` types as one 32-bit
+//! mask ([`SIGNS_AT`]: three ors of table words, no vector blends) and negates x under it
+//! (`vpsubb` from zero), the same signed codes as `vpsignb`; the explicit sign bytes of
+//! IQ2_S and IQ3_S keep [`sign_bits`] + `vpsignb`, and those two types measured slower
+//! compiled for AVX-512 than for AVX-VNNI or AVX2, so the AVX-512 tier runs their
+//! [`avxvnni`] (else, IQ2_S, [`avx2`]) kernels (`super::iquants::dot_row_group`). All are
+//! exact integers, so every tier gives the same `T_g`, the same bits.
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
 //! sums of `Rows::sum8` weighted per run (IQ1_M): the same integers `T_g`.
+//!
+//! A `vpgatherdd` of the 8 grid words of an IQ3_XXS or IQ3_S group measured slower or no
+//! faster than the broadcast loads and blends of [`set8`] on Zen 5.
 //!
 //! Software prefetch of the next rows does not pay here (measured): each weight row is
 //! read whole and in order, a stream the hardware prefetcher follows.
@@ -46,6 +65,31 @@ static SIGNS64: [u64; 128] = {
     }
     t
 };
+
+/// `KSIGNS_IQ2XS` moved to byte l of a u32 (`SIGNS_AT[l][i] = KSIGNS_IQ2XS[i] << 8l`): the
+/// sign bits of four runs of 8 values as one word by three ors.
+static SIGNS_AT: [[u32; 128]; 4] = {
+    let mut t = [[0u32; 128]; 4];
+    let mut l = 0;
+    while l < 4 {
+        let mut i = 0;
+        while i < 128 {
+            t[l][i] = (KSIGNS_IQ2XS[i] as u32) << (8 * l);
+            i += 1;
+        }
+        l += 1;
+    }
+    t
+};
+
+/// The 32 sign bits of four runs from their 7-bit `KSIGNS_IQ2XS` indices `f(l)`.
+#[inline(always)]
+fn ksigns_word(f: impl Fn(u32) -> usize) -> u32 {
+    SIGNS_AT[0][f(0) & 127]
+        | SIGNS_AT[1][f(1) & 127]
+        | SIGNS_AT[2][f(2) & 127]
+        | SIGNS_AT[3][f(3) & 127]
+}
 
 /// `IQ1S_GRID` with 1 added to every byte (grid values −1, 0, 1 → 0, 1, 2): unsigned
 /// magnitudes for `vpmaddubsw` directly against the activation codes; the kernels remove
@@ -109,18 +153,46 @@ fn bx(v: u64, start: u32, len: u32) -> usize {
     unsafe { _bextr_u64(v, start, len) as usize }
 }
 
-/// One unpacked group: magnitudes (u8), sign sources (non-zero i8), i16 factors.
-type Group = (__m256i, __m256i, __m256i);
+/// One unpacked group.
+#[derive(Clone, Copy)]
+struct Group {
+    /// The 32 magnitudes (u8).
+    a: __m256i,
+    /// The sign sources (non-zero i8, [`Iq::SIGNED`] types).
+    s: __m256i,
+    /// The 32 sign bits (bit e set: value e negative), set where a tier applies the signs
+    /// of [`Iq::KSIGNS`] types as a mask.
+    bits: u32,
+    /// The 16 i16 per-half factors ([`Iq::PER16`] types).
+    m: __m256i,
+}
+
+impl Group {
+    /// A group with sign-source vector `s` (zero where unused) and factors `m` (zero where
+    /// [`Iq::M`] applies).
+    #[inline(always)]
+    fn new(a: __m256i, s: __m256i, m: __m256i) -> Group {
+        Group { a, s, bits: 0, m }
+    }
+}
 
 /// A type's super-block unpacker (monomorphized per type).
 trait Iq {
     /// Bytes per super-block.
     const BB: usize;
-    /// Reduce the groups with [`reduce8_hadd`] (else [`reduce8_unpack`]): code
+    /// Reduce the groups with [`parts_hadd`] (else [`parts_unpack`]): code
     /// generation, measured per type.
     const HADD: bool = false;
     /// Whether the groups' sign sources apply (else the magnitudes are used as they are).
     const SIGNED: bool = true;
+    /// Whether the signs are `KSIGNS_IQ2XS` indices, also available as bits through
+    /// [`Iq::sign_word`] (for a tier that applies them as a mask).
+    const KSIGNS: bool = false;
+    /// Whether a factor per 16-value half applies ([`Group::m`], and [`Iq::factors16`]
+    /// on the VNNI tiers), else the constant factor [`Iq::M`] (1 or 8) for every value.
+    const PER16: bool = false;
+    /// The constant factor of every value's product (when not [`Iq::PER16`]): 1 or 8.
+    const M: i32 = 1;
     /// What a super-block's groups share.
     type Ctx: Copy;
     /// The super-block at `blk`: its `d·c` and context.
@@ -141,6 +213,23 @@ trait Iq {
     #[inline(always)]
     unsafe fn finish(t: __m256i, _ctx: &Self::Ctx, _x: X, _b: usize) -> __m256i {
         t
+    }
+    /// [`Iq::KSIGNS`] types: group g's 32 sign bits (bit e set: value e negative).
+    ///
+    /// # Safety
+    /// As [`Iq::group`].
+    #[inline(always)]
+    unsafe fn sign_word(_blk: *const u8, _g: usize) -> u32 {
+        unreachable!("sign_word of a type without sign indices")
+    }
+    /// [`Iq::PER16`] types: the 16 factors of the super-block's halves as bytes in the low
+    /// 128 bits (byte h: half h = 2g + (value ≥ 16) of group g), those [`Group::m`] holds.
+    ///
+    /// # Safety
+    /// AVX2 available.
+    #[inline(always)]
+    unsafe fn factors16(_ctx: &Self::Ctx) -> __m256i {
+        unreachable!("factors16 of a type without per-16 factors")
     }
 }
 
@@ -181,6 +270,13 @@ fn odd_top4(aux: __m256i) -> __m256i {
 struct Iq2Xxs;
 impl Iq for Iq2Xxs {
     const BB: usize = 66;
+    const KSIGNS: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+        // SAFETY: 4 bytes at 6 + 8g < 66.
+        let aux = unsafe { blk.add(6 + 8 * g).cast::<u32>().read_unaligned() } as u64;
+        ksigns_word(|l| bx(aux, 7 * l, 7))
+    }
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
@@ -207,10 +303,10 @@ impl Iq for Iq2Xxs {
         let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
         let grid = |i: u32| &IQ2XXS_GRID[((v >> (8 * i)) & 255) as usize];
         let sign = |l: u32| &SIGNS64[bx(v, 32 + 7 * l, 7) & 127];
-        (
+        Group::new(
             set4(grid(0), grid(1), grid(2), grid(3)),
             set4(sign(0), sign(1), sign(2), sign(3)),
-            _mm256_set1_epi16(1),
+            _mm256_setzero_si256(),
         )
     }
     #[inline]
@@ -225,6 +321,13 @@ impl Iq for Iq2Xxs {
 struct Iq3Xxs;
 impl Iq for Iq3Xxs {
     const BB: usize = 98;
+    const KSIGNS: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+        // SAFETY: 4 bytes at 66 + 4g < 98.
+        let aux = unsafe { blk.add(66 + 4 * g).cast::<u32>().read_unaligned() } as u64;
+        ksigns_word(|l| bx(aux, 7 * l, 7))
+    }
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
@@ -248,10 +351,10 @@ impl Iq for Iq3Xxs {
         };
         let grid = |i: u32| &IQ3XXS_GRID[((v >> (8 * i)) & 255) as usize];
         let sign = |l: u32| &SIGNS64[bx(aux as u64, 7 * l, 7) & 127];
-        (
+        Group::new(
             set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
             set4(sign(0), sign(1), sign(2), sign(3)),
-            _mm256_set1_epi16(1),
+            _mm256_setzero_si256(),
         )
     }
     #[inline]
@@ -302,7 +405,15 @@ unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
 struct Iq2Xs;
 impl Iq for Iq2Xs {
     const BB: usize = 74;
+    const KSIGNS: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+        // SAFETY: 8 bytes at 2 + 8g < 66.
+        let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
+        ksigns_word(|l| bx(v, 16 * l + 9, 7))
+    }
     const HADD: bool = true;
+    const PER16: bool = true;
     /// [`nibble_factors`] of the scales.
     type Ctx = __m256i;
     #[inline]
@@ -318,12 +429,16 @@ impl Iq for Iq2Xs {
         let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
         let grid = |l: u32| &IQ2XS_GRID[((v >> (16 * l)) & 511) as usize];
         let sign = |l: u32| &SIGNS64[((v >> (16 * l + 9)) & 127) as usize];
-        (
+        Group::new(
             set4(grid(0), grid(1), grid(2), grid(3)),
             set4(sign(0), sign(1), sign(2), sign(3)),
             // SAFETY: AVX2.
             unsafe { half_factors(*f, g) },
         )
+    }
+    #[inline(always)]
+    unsafe fn factors16(f: &__m256i) -> __m256i {
+        *f
     }
 }
 
@@ -354,6 +469,7 @@ unsafe fn sign_bits(bits: u32) -> __m256i {
 struct Iq2S;
 impl Iq for Iq2S {
     const BB: usize = 82;
+    const PER16: bool = true;
     /// [`nibble_factors`] of the scales.
     type Ctx = __m256i;
     #[inline]
@@ -374,12 +490,16 @@ impl Iq for Iq2S {
                 let i = ((qs >> (8 * l)) & 255) | (((qh >> (2 * l)) & 3) << 8);
                 &IQ2S_GRID[i as usize]
             };
-            (
+            Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 sign_bits(signs),
                 half_factors(*f, g),
             )
         }
+    }
+    #[inline(always)]
+    unsafe fn factors16(f: &__m256i) -> __m256i {
+        *f
     }
 }
 
@@ -415,10 +535,10 @@ impl Iq for Iq3S {
                 &IQ3S_GRID[i & 511]
             };
             let signs = blk.add(74 + 4 * g).cast::<u32>().read_unaligned();
-            (
+            Group::new(
                 set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
                 sign_bits(signs),
-                _mm256_set1_epi16(1),
+                _mm256_setzero_si256(),
             )
         }
     }
@@ -438,6 +558,7 @@ struct Iq1S;
 impl Iq for Iq1S {
     const BB: usize = 50;
     const SIGNED: bool = false;
+    const M: i32 = 8;
     /// (2s + 1, −1 where the delta is negative else 0) per group.
     type Ctx = (__m256i, __m256i);
     #[inline]
@@ -463,10 +584,10 @@ impl Iq for Iq1S {
                 let i = ((qs >> (8 * l)) & 255) | (((qh >> (3 * l)) & 7) << 8);
                 &IQ1S_GRID1[i as usize]
             };
-            (
+            Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
-                _mm256_set1_epi8(1),
-                _mm256_set1_epi16(8),
+                _mm256_setzero_si256(),
+                _mm256_setzero_si256(),
             )
         }
     }
@@ -497,6 +618,7 @@ struct Iq1M;
 impl Iq for Iq1M {
     const BB: usize = 56;
     const SIGNED: bool = false;
+    const PER16: bool = true;
     /// The 16 factors 8·f_h as bytes in both lanes (as [`nibble_factors`]), and the 32
     /// i16 run weights f_{r/2}·c_r (runs 0..16, 16..32).
     type Ctx = (__m256i, __m256i, __m256i);
@@ -596,12 +718,17 @@ impl Iq for Iq1M {
                 let i = *blk.add(4 * g + l as usize) as usize | (bx(qh as u64, 4 * l, 3) << 8);
                 &IQ1S_GRID1[i & 2047]
             };
-            (
+            Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
-                _mm256_set1_epi8(1),
+                _mm256_setzero_si256(),
                 half_factors(c.0, g),
             )
         }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn factors16(c: &(__m256i, __m256i, __m256i)) -> __m256i {
+        c.0
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
@@ -618,25 +745,6 @@ impl Iq for Iq1M {
     }
 }
 
-/// # Safety
-/// AVX2, FMA and F16C available; every row of `ws` holds whole super-blocks for the
-/// activation rows' length.
-#[target_feature(enable = "avx2,fma,f16c,bmi1")]
-pub(super) unsafe fn dot_row_group(kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-    // SAFETY (all calls): the caller's contract.
-    unsafe {
-        match kind {
-            IqKind::Iq2Xxs => rows::<Iq2Xxs>(ws, xs, out),
-            IqKind::Iq3Xxs => rows::<Iq3Xxs>(ws, xs, out),
-            IqKind::Iq2Xs => rows::<Iq2Xs>(ws, xs, out),
-            IqKind::Iq3S => rows::<Iq3S>(ws, xs, out),
-            IqKind::Iq2S => rows::<Iq2S>(ws, xs, out),
-            IqKind::Iq1S => rows::<Iq1S>(ws, xs, out),
-            IqKind::Iq1M => rows::<Iq1M>(ws, xs, out),
-        }
-    }
-}
-
 /// One activation row's planes as raw pointers.
 #[derive(Clone, Copy)]
 struct X {
@@ -646,69 +754,12 @@ struct X {
     sum8: *const i16,
 }
 
-/// # Safety
-/// As [`dot_row_group`].
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,bmi1")]
-unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-    let m = xs.len();
-    if m == 0 {
-        return;
-    }
-    let nb = xs[0].d.len();
-    let nsb = nb / 8;
-    // Bounded, not sized by input: xs is a slice of the engine's fixed array of TILE_M (64)
-    // activation rows (one tile), so this is at most 64 pointer records.
-    let mut px = Vec::with_capacity(m);
-    for x in xs {
-        // Every row holds nsb whole super-blocks: the pointer reads below stay in bounds.
-        assert!(
-            nb.is_multiple_of(8) && x.qs.len() >= 32 * nb && x.d.len() >= nb && x.sum.len() >= nb
-        );
-        assert!(x.sum8.len() >= 4 * nb);
-        px.push(X {
-            qs: x.qs.as_ptr(),
-            d: x.d.as_ptr(),
-            sum: x.sum.as_ptr(),
-            sum8: x.sum8.as_ptr(),
-        });
-    }
-    for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
-        assert!(w.len() >= nsb * U::BB);
-        // SAFETY: nsb super-blocks in w and in every activation row.
-        unsafe {
-            if m == 1 {
-                o[0] = row_fused::<U>(w.as_ptr(), nsb, px[0]);
-            } else {
-                row_buffered::<U>(w.as_ptr(), nsb, &px, o);
-            }
-        }
-    }
-}
-
-/// Group g of an activation row's super-block sb against an unpacked group: 8 i32 lanes.
-///
-/// # Safety
-/// AVX2; block 8·sb + g lies in the row.
+/// The eight groups' i32 partials `v[g]` summed per 128-bit half, by unpacks and adds
+/// (fewer micro-ops than [`parts_hadd`] on Zen 3: measured faster for all types but
+/// IQ2_XS, see [`Iq::HADD`]): `q0` = [Σ low half of v0..v3 | Σ high half of v0..v3], `q1`
+/// likewise for v4..v7 (exact integers).
 #[inline(always)]
-unsafe fn group_dot<U: Iq>(x: X, b: usize, (a, s, m): Group) -> __m256i {
-    // SAFETY: 32 codes of block b.
-    unsafe {
-        let xv = _mm256_loadu_si256(x.qs.add(32 * b).cast());
-        let xv = if U::SIGNED {
-            _mm256_sign_epi8(xv, s)
-        } else {
-            xv
-        };
-        _mm256_madd_epi16(_mm256_maddubs_epi16(a, xv), m)
-    }
-}
-
-/// Lane g of the result = the sum of the 8 lanes of v[g] (exact integers), by unpacks and
-/// adds (fewer micro-ops than [`reduce8_hadd`] on Zen 3: measured faster for all types
-/// but IQ2_XS, see [`Iq::HADD`]).
-#[inline(always)]
-unsafe fn reduce8_unpack(v: [__m256i; 8]) -> __m256i {
+unsafe fn parts_unpack(v: [__m256i; 8]) -> (__m256i, __m256i) {
     // SAFETY: AVX2 (the callers' target features).
     unsafe {
         // Per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3].
@@ -717,44 +768,41 @@ unsafe fn reduce8_unpack(v: [__m256i; 8]) -> __m256i {
         // Per 128-bit lane: [Σa, Σb, Σc, Σd] of that lane's four values.
         let quad =
             |ab, cd| _mm256_add_epi32(_mm256_unpacklo_epi64(ab, cd), _mm256_unpackhi_epi64(ab, cd));
-        let q0 = quad(pair(v[0], v[1]), pair(v[2], v[3]));
-        let q1 = quad(pair(v[4], v[5]), pair(v[6], v[7]));
-        _mm256_add_epi32(
-            _mm256_permute2x128_si256(q0, q1, 0x20),
-            _mm256_permute2x128_si256(q0, q1, 0x31),
+        (
+            quad(pair(v[0], v[1]), pair(v[2], v[3])),
+            quad(pair(v[4], v[5]), pair(v[6], v[7])),
         )
     }
 }
 
-/// As [`reduce8_unpack`], by a `vphaddd` tree.
+/// As [`parts_unpack`], by a `vphaddd` tree.
 #[inline(always)]
-unsafe fn reduce8_hadd(v: [__m256i; 8]) -> __m256i {
+unsafe fn parts_hadd(v: [__m256i; 8]) -> (__m256i, __m256i) {
     // SAFETY: AVX2 (the callers' target features).
     unsafe {
         let h01 = _mm256_hadd_epi32(v[0], v[1]);
         let h23 = _mm256_hadd_epi32(v[2], v[3]);
         let h45 = _mm256_hadd_epi32(v[4], v[5]);
         let h67 = _mm256_hadd_epi32(v[6], v[7]);
-        // q0 = [v0..v3 low-half sums | v0..v3 high-half sums], q1 likewise for v4..v7.
-        let q0 = _mm256_hadd_epi32(h01, h23);
-        let q1 = _mm256_hadd_epi32(h45, h67);
-        _mm256_add_epi32(
-            _mm256_permute2x128_si256(q0, q1, 0x20),
-            _mm256_permute2x128_si256(q0, q1, 0x31),
-        )
+        (_mm256_hadd_epi32(h01, h23), _mm256_hadd_epi32(h45, h67))
     }
 }
 
-/// The eight groups' sums in lanes 0..8 (the same exact integers either way).
+/// The per-half sums of [`parts_unpack`] in group order: lane g of the first result is the
+/// low half of group g, of the second its high half.
 #[inline(always)]
-unsafe fn reduce8<U: Iq>(v: [__m256i; 8]) -> __m256i {
+unsafe fn halves<U: Iq>(v: [__m256i; 8]) -> (__m256i, __m256i) {
     // SAFETY: AVX2 (the callers' target features).
     unsafe {
-        if U::HADD {
-            reduce8_hadd(v)
+        let (q0, q1) = if U::HADD {
+            parts_hadd(v)
         } else {
-            reduce8_unpack(v)
-        }
+            parts_unpack(v)
+        };
+        (
+            _mm256_permute2x128_si256(q0, q1, 0x20),
+            _mm256_permute2x128_si256(q0, q1, 0x31),
+        )
     }
 }
 
@@ -779,68 +827,288 @@ fn finish8(acc: __m256) -> f32 {
     super::tree8(a)
 }
 
-/// One weight row against one activation row, each group unpacked and used at once.
-///
-/// # Safety
-/// AVX2; nsb super-blocks at `w` and in `x`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,bmi1")]
-unsafe fn row_fused<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
-    let mut acc = _mm256_setzero_ps();
-    for sb in 0..nsb {
-        // SAFETY: super-block sb lies in w and x.
-        unsafe {
-            let blk = w.add(sb * U::BB);
-            let (dc, ctx) = U::context(blk);
-            let b = 8 * sb;
-            // Written out so that the eight groups stay in registers.
-            let v = [
-                group_dot::<U>(x, b, U::group(blk, 0, &ctx)),
-                group_dot::<U>(x, b + 1, U::group(blk, 1, &ctx)),
-                group_dot::<U>(x, b + 2, U::group(blk, 2, &ctx)),
-                group_dot::<U>(x, b + 3, U::group(blk, 3, &ctx)),
-                group_dot::<U>(x, b + 4, U::group(blk, 4, &ctx)),
-                group_dot::<U>(x, b + 5, U::group(blk, 5, &ctx)),
-                group_dot::<U>(x, b + 6, U::group(blk, 6, &ctx)),
-                group_dot::<U>(x, b + 7, U::group(blk, 7, &ctx)),
-            ];
-            let t = U::finish(reduce8::<U>(v), &ctx, x, b);
-            acc = accumulate(acc, dc, x, sb, t);
+/// The kernels of one tier, compiled for its features `$feat` (a string literal); the
+/// calling module defines `VNNI` (whether `dot4` is `vpdpbusd`), `MASK` (whether
+/// `neg_bits` applies the sign bits as an AVX-512 mask, else as a [`sign_bits`] vector),
+/// `dot4(a, s)` (the exact i32 sums of each 4-byte group of u8 × i8 products) and
+/// `neg_bits(x, bits)` (byte e negated where bit e is set).
+macro_rules! kernels {
+    ($feat:tt) => {
+        /// # Safety
+        /// The features `$feat` and BMI1 available; every row of `ws` holds whole
+        /// super-blocks for the activation rows' length.
+        #[target_feature(enable = $feat)]
+        pub(in crate::linear::cpu) unsafe fn dot_row_group(
+            kind: IqKind,
+            ws: &[&[u8]],
+            xs: &[Row<'_>],
+            out: &mut [f32],
+        ) {
+            // SAFETY (all calls): the caller's contract.
+            unsafe {
+                match kind {
+                    IqKind::Iq2Xxs => rows::<Iq2Xxs>(ws, xs, out),
+                    IqKind::Iq3Xxs => rows::<Iq3Xxs>(ws, xs, out),
+                    IqKind::Iq2Xs => rows::<Iq2Xs>(ws, xs, out),
+                    IqKind::Iq3S => rows::<Iq3S>(ws, xs, out),
+                    IqKind::Iq2S => rows::<Iq2S>(ws, xs, out),
+                    IqKind::Iq1S => rows::<Iq1S>(ws, xs, out),
+                    IqKind::Iq1M => rows::<Iq1M>(ws, xs, out),
+                }
+            }
         }
-    }
-    finish8(acc)
+
+        /// # Safety
+        /// As [`dot_row_group`].
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+            let m = xs.len();
+            if m == 0 {
+                return;
+            }
+            let nb = xs[0].d.len();
+            let nsb = nb / 8;
+            // Bounded, not sized by input: xs is a slice of the engine's fixed array of TILE_M
+            // (64) activation rows (one tile), so this is at most 64 pointer records.
+            let mut px = Vec::with_capacity(m);
+            for x in xs {
+                // Every row holds nsb whole super-blocks: the pointer reads below stay in bounds.
+                assert!(
+                    nb.is_multiple_of(8)
+                        && x.qs.len() >= 32 * nb
+                        && x.d.len() >= nb
+                        && x.sum.len() >= nb
+                );
+                assert!(x.sum8.len() >= 4 * nb);
+                px.push(X {
+                    qs: x.qs.as_ptr(),
+                    d: x.d.as_ptr(),
+                    sum: x.sum.as_ptr(),
+                    sum8: x.sum8.as_ptr(),
+                });
+            }
+            for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+                assert!(w.len() >= nsb * U::BB);
+                // SAFETY: nsb super-blocks in w and in every activation row.
+                unsafe {
+                    if m == 1 {
+                        o[0] = row_fused::<U>(w.as_ptr(), nsb, px[0]);
+                    } else {
+                        row_buffered::<U>(w.as_ptr(), nsb, &px, o);
+                    }
+                }
+            }
+        }
+
+        /// Group `g` of the super-block at `blk`, its signs ready for [`group_dot`].
+        ///
+        /// # Safety
+        /// As [`Iq::group`].
+        #[inline(always)]
+        unsafe fn unpack<U: Iq>(blk: *const u8, g: usize, ctx: &U::Ctx) -> Group {
+            // SAFETY: the caller's contract.
+            unsafe {
+                let mut grp = U::group(blk, g, ctx);
+                if U::KSIGNS && MASK {
+                    grp.bits = U::sign_word(blk, g);
+                }
+                grp
+            }
+        }
+
+        /// Block b of an activation row against an unpacked group: 8 i32 lanes, each the
+        /// exact sum of four products (times the factors [`Group::m`] or [`Iq::M`] on the
+        /// tiers without VNNI; [`reduce`] applies them on the others).
+        ///
+        /// # Safety
+        /// The tier's features; block b lies in the row.
+        #[inline(always)]
+        unsafe fn group_dot<U: Iq>(x: X, b: usize, grp: Group) -> __m256i {
+            // SAFETY: 32 codes of block b.
+            unsafe {
+                let xv = _mm256_loadu_si256(x.qs.add(32 * b).cast());
+                let xv = if U::KSIGNS && MASK {
+                    neg_bits(xv, grp.bits)
+                } else if U::SIGNED {
+                    _mm256_sign_epi8(xv, grp.s)
+                } else {
+                    xv
+                };
+                if VNNI {
+                    dot4(grp.a, xv)
+                } else {
+                    let m = if U::PER16 {
+                        grp.m
+                    } else {
+                        _mm256_set1_epi16(U::M as i16)
+                    };
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(grp.a, xv), m)
+                }
+            }
+        }
+
+        /// Lane g = `T_g` from the eight groups' partials.
+        ///
+        /// # Safety
+        /// The tier's features; blocks b .. b + 8 lie in `x`.
+        #[inline(always)]
+        unsafe fn reduce<U: Iq>(v: [__m256i; 8], ctx: &U::Ctx, x: X, b: usize) -> __m256i {
+            // SAFETY: the caller's contract.
+            unsafe {
+                let (lo, hi) = halves::<U>(v);
+                let t = if VNNI && U::PER16 {
+                    // The factors of the low halves (bytes 0, 2, .., 14) and of the high
+                    // halves (1, 3, .., 15) as i32: ≤ 120 times a half sum ≤ 16·62·127.
+                    let f = _mm_shuffle_epi8(
+                        _mm256_castsi256_si128(U::factors16(ctx)),
+                        _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
+                    );
+                    let fl = _mm256_cvtepu8_epi32(f);
+                    let fh = _mm256_cvtepu8_epi32(_mm_srli_si128(f, 8));
+                    _mm256_add_epi32(_mm256_mullo_epi32(lo, fl), _mm256_mullo_epi32(hi, fh))
+                } else {
+                    let t = _mm256_add_epi32(lo, hi);
+                    if VNNI && U::M == 8 {
+                        _mm256_slli_epi32(t, 3)
+                    } else {
+                        t
+                    }
+                };
+                U::finish(t, ctx, x, b)
+            }
+        }
+
+        /// One weight row against one activation row, each group unpacked and used at once.
+        ///
+        /// # Safety
+        /// The tier's features; nsb super-blocks at `w` and in `x`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn row_fused<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
+            const { assert!(U::PER16 || U::M == 1 || U::M == 8) };
+            let mut acc = _mm256_setzero_ps();
+            for sb in 0..nsb {
+                // SAFETY: super-block sb lies in w and x.
+                unsafe {
+                    let blk = w.add(sb * U::BB);
+                    let (dc, ctx) = U::context(blk);
+                    let b = 8 * sb;
+                    // Written out so that the eight groups stay in registers.
+                    let v = [
+                        group_dot::<U>(x, b, unpack::<U>(blk, 0, &ctx)),
+                        group_dot::<U>(x, b + 1, unpack::<U>(blk, 1, &ctx)),
+                        group_dot::<U>(x, b + 2, unpack::<U>(blk, 2, &ctx)),
+                        group_dot::<U>(x, b + 3, unpack::<U>(blk, 3, &ctx)),
+                        group_dot::<U>(x, b + 4, unpack::<U>(blk, 4, &ctx)),
+                        group_dot::<U>(x, b + 5, unpack::<U>(blk, 5, &ctx)),
+                        group_dot::<U>(x, b + 6, unpack::<U>(blk, 6, &ctx)),
+                        group_dot::<U>(x, b + 7, unpack::<U>(blk, 7, &ctx)),
+                    ];
+                    let t = reduce::<U>(v, &ctx, x, b);
+                    acc = accumulate(acc, dc, x, sb, t);
+                }
+            }
+            finish8(acc)
+        }
+
+        /// One weight row against every activation row: each super-block unpacked once.
+        ///
+        /// # Safety
+        /// The tier's features; nsb super-blocks at `w` and in every row of `xs`;
+        /// `out.len() == xs.len()`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn row_buffered<U: Iq>(w: *const u8, nsb: usize, xs: &[X], out: &mut [f32]) {
+            // Bounded: at most TILE_M (64) accumulators of 32 bytes (xs is one tile's rows).
+            let mut acc = vec![_mm256_setzero_ps(); xs.len()];
+            let zero = _mm256_setzero_si256();
+            let mut buf = [Group::new(zero, zero, zero); 8];
+            for sb in 0..nsb {
+                // SAFETY: super-block sb lies in w and every row.
+                unsafe {
+                    let blk = w.add(sb * U::BB);
+                    let (dc, ctx) = U::context(blk);
+                    for (g, b) in buf.iter_mut().enumerate() {
+                        *b = unpack::<U>(blk, g, &ctx);
+                    }
+                    for (a, &x) in acc.iter_mut().zip(xs) {
+                        let mut v = [zero; 8];
+                        for (g, vg) in v.iter_mut().enumerate() {
+                            *vg = group_dot::<U>(x, 8 * sb + g, buf[g]);
+                        }
+                        let t = reduce::<U>(v, &ctx, x, 8 * sb);
+                        *a = accumulate(*a, dc, x, sb, t);
+                    }
+                }
+            }
+            for (o, a) in out.iter_mut().zip(acc) {
+                *o = finish8(a);
+            }
+        }
+    };
 }
 
-/// One weight row against every activation row: each super-block unpacked once.
-///
-/// # Safety
-/// AVX2; nsb super-blocks at `w` and in every row of `xs`; `out.len() == xs.len()`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,bmi1")]
-unsafe fn row_buffered<U: Iq>(w: *const u8, nsb: usize, xs: &[X], out: &mut [f32]) {
-    // Bounded: at most TILE_M (64) accumulators of 32 bytes (xs is one tile's rows).
-    let mut acc = vec![_mm256_setzero_ps(); xs.len()];
-    let zero = _mm256_setzero_si256();
-    let mut buf: [Group; 8] = [(zero, zero, zero); 8];
-    for sb in 0..nsb {
-        // SAFETY: super-block sb lies in w and every row.
-        unsafe {
-            let blk = w.add(sb * U::BB);
-            let (dc, ctx) = U::context(blk);
-            for (g, b) in buf.iter_mut().enumerate() {
-                *b = U::group(blk, g, &ctx);
-            }
-            for (a, &x) in acc.iter_mut().zip(xs) {
-                let mut v = [zero; 8];
-                for (g, vg) in v.iter_mut().enumerate() {
-                    *vg = group_dot::<U>(x, 8 * sb + g, buf[g]);
-                }
-                let t = U::finish(reduce8::<U>(v), &ctx, x, 8 * sb);
-                *a = accumulate(*a, dc, x, sb, t);
-            }
-        }
+/// The AVX2 tier: `vpmaddubsw` + `vpmaddwd` with the factors, `vpsignb` for the signs.
+pub(super) mod avx2 {
+    use super::*;
+
+    const VNNI: bool = false;
+    const MASK: bool = false;
+
+    #[inline(always)]
+    fn dot4(_a: __m256i, _s: __m256i) -> __m256i {
+        unreachable!("the AVX2 tier applies its factors in vpmaddwd")
     }
-    for (o, a) in out.iter_mut().zip(acc) {
-        *o = finish8(a);
+
+    #[inline(always)]
+    fn neg_bits(_x: __m256i, _bits: u32) -> __m256i {
+        unreachable!("the AVX2 tier applies sign bits as a vector")
     }
+
+    kernels!("avx2,fma,f16c,bmi1");
+}
+
+/// The AVX-512 tier: 256-bit EVEX `vpdpbusd`, the explicit sign bits as a mask
+/// (`vpsubb` from zero under it).
+pub(super) mod avx512 {
+    use super::*;
+
+    const VNNI: bool = true;
+    const MASK: bool = true;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn dot4(a: __m256i, s: __m256i) -> __m256i {
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, s)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn neg_bits(x: __m256i, bits: u32) -> __m256i {
+        _mm256_mask_sub_epi8(x, bits, _mm256_setzero_si256(), x)
+    }
+
+    kernels!("avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni");
+}
+
+/// The AVX-VNNI tier: 256-bit VEX `vpdpbusd`, `vpsignb` for the signs.
+pub(super) mod avxvnni {
+    use super::*;
+
+    const VNNI: bool = true;
+    const MASK: bool = false;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,avxvnni")]
+    fn dot4(a: __m256i, s: __m256i) -> __m256i {
+        _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, s)
+    }
+
+    #[inline(always)]
+    fn neg_bits(_x: __m256i, _bits: u32) -> __m256i {
+        unreachable!("the AVX-VNNI tier applies sign bits as a vector")
+    }
+
+    kernels!("avx2,fma,f16c,bmi1,avxvnni");
 }

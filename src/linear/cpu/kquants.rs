@@ -317,7 +317,7 @@ mod tests {
 
     /// Oracle: the f64 product of the exactly decoded weights (formats::gguf, checked
     /// against gguf-py) with the q8_1 values x̂; the kernel output must meet
-    /// `linear_f32acc_v1`, for every row-group size 1..4 and M ∈ {1, 2, 5}, and every tier
+    /// `linear_f32acc_v1`, for every row-group size 1..4 and M ∈ {1, 2, 3, 5}, and every tier
     /// must return the scalar path's bits.
     #[test]
     fn extreme_payloads_meet_the_criterion_and_every_tier_equals_scalar() {
@@ -335,7 +335,7 @@ mod tests {
                     }
                     let rb = k / 256 * kq.block_bytes();
                     let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
-                    for m in [1, 2, 5] {
+                    for m in [1, 2, 3, 5] {
                         let x = activations(m, k, &mut rng);
                         let q = Rows::quantize(&x, m, k);
                         let xh = q.dequantized();

@@ -1,7 +1,7 @@
 //! The x86 k-quant kernels, in exactly the order of [`super::kquants`]'s module docs: one
 //! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avx512`] and
-//! [`avxvnni`] (256-bit `vpdpbusd`, which Q4_K, Q5_K and Q6_K use for the block sums: the
-//! same exact integers in the same lanes, so the same bits).
+//! [`avxvnni`] (256-bit `vpdpbusd`, which Q3_K..Q6_K use for the block sums: the same exact
+//! integers in the same lanes, so the same bits).
 //!
 //! Per super-block and weight row, the header (scales, mins, d, dmin) is decoded once with
 //! vector ops. The codes are taken UNSIGNED (Q2_K 0..3, Q3_K 0..7 = q + 4, Q4_K 0..15,
@@ -16,7 +16,11 @@
 //!   built once per super-block by one `vpshufb` of the scale bytes) or with ones (Q4_K,
 //!   Q5_K); Q6_K's pairs (≤ 16002) cannot be added in i16, so it takes `vpmaddwd` with ones
 //!   per block, `vphaddd` twice and ONE `vpmulld` by the i32 scales per 4 blocks. No
-//!   per-block scale shuffles;
+//!   per-block scale shuffles. On the VNNI tiers Q3_K..Q6_K take Q6_K's route with
+//!   `vpdpbusd` (four products per i32 lane) in place of `vpmaddubsw` + `vpmaddwd`: Q3_K
+//!   multiplies by its i16 scale pairs sign-extended to i32 (`vpsrad` 16), Q4_K and Q5_K
+//!   need no multiplication before the per-32 scales; Q2_K keeps the i16 route (measured
+//!   faster);
 //! - the two 128-bit halves are added so lane j holds block j's sum (the integer sums are
 //!   exact, so how they are grouped does not change the bits), and ONE convert + ONE fma
 //!   per super-block serves 8 blocks;
@@ -75,6 +79,8 @@ trait K {
     /// `vpmaddubsw` pairs too large to add in i16 (Q6_K): reduced in i32, scaled by
     /// `vpmulld`.
     const WIDE: bool = false;
+    /// Whether the VNNI tiers form the block sums with `vpdpbusd` (else as the AVX2 tier).
+    const DPBUSD: bool = true;
     /// # Safety
     /// AVX2/FMA/F16C available; `b` points at a whole super-block.
     unsafe fn header(b: *const u8) -> Hdr;
@@ -153,6 +159,8 @@ struct Q2K;
 impl K for Q2K {
     const KQ: Kq = Kq::Q2K;
     const PER32: bool = false;
+    /// Measured 4–5% slower with `vpdpbusd` (its i16 route has the fewest shuffles).
+    const DPBUSD: bool = false;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn header(b: *const u8) -> Hdr {
@@ -371,7 +379,7 @@ macro_rules! kernels {
                 for i in 0..RW {
                     let (u0, u1) = (U::codes::<J>(w[i]), U::codes::<J1>(w[i]));
                     for r in 0..RX {
-                        out[i][r] = if U::WIDE || (VNNI && U::PER32) {
+                        out[i][r] = if U::WIDE || (VNNI && U::DPBUSD) {
                             _mm256_hadd_epi32(sum4(u0, x0[r]), sum4(u1, x1[r]))
                         } else {
                             let v0 = _mm256_maddubs_epi16(u0, x0[r]);
@@ -392,8 +400,13 @@ macro_rules! kernels {
         fn quad<U: K>(a: __m256i, b: __m256i, sc: __m256i) -> __m256i {
             if U::WIDE {
                 _mm256_mullo_epi32(_mm256_hadd_epi32(a, b), sc)
-            } else if VNNI && U::PER32 {
+            } else if VNNI && U::DPBUSD && U::PER32 {
                 _mm256_hadd_epi32(a, b)
+            } else if VNNI && U::DPBUSD {
+                // Q2_K, Q3_K: the i16 scale pairs of `sc` sign-extended to one i32 lane each
+                // (lane k = sc[2(J+k)], lane 4+k = sc[2(J+k)+1], as Q6_K's); the half sums
+                // times |sc| ≤ 32 stay far below 2³¹.
+                _mm256_mullo_epi32(_mm256_hadd_epi32(a, b), _mm256_srai_epi32(sc, 16))
             } else {
                 // Each i16 lane is now a sum of 8 products |u·x| ≤ 31·127 (Q5_K): ≤ 31496 < 2¹⁵;
                 // the scaled pair sums stay far below 2³¹.
