@@ -10,11 +10,14 @@
 //! - `legacy`, `kquants`, `iquants`: one portable scalar dequantizer per block type.
 //! - `avx2`: x86-64 AVX2 kernels for every type, chosen at run time ([`Kernel`]), each
 //!   bit-identical to its scalar kernel.
+//! - [`blocks`]: one descriptor per block type (name, ggml id, sizes, named fields).
 //! - [`grids`]: ggml's i-quant tables, carried as generated data.
 //! - [`validate()`]: the encoding rule (every binary16 scale field finite).
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+/// cbindgen:ignore
+pub mod blocks;
 pub mod grids;
 mod iquants;
 mod kquants;
@@ -25,8 +28,6 @@ pub use validate::validate;
 
 use crate::error::{Error, Result};
 use crate::registry::{Category, Format};
-
-pub(crate) use kquants::scale_min_k4;
 
 /// Reads the little-endian binary16 at `b[at..at + 2]` as f32 (exact).
 #[inline(always)]
