@@ -36,9 +36,10 @@ fn put8(y: &mut [f32], db: f32, grid: u64, signs: u8) {
     }
 }
 
-/// `block_iq2_xxs` ([`iq2_xxs`]). Each 32-value group g uses 8 bytes at qs + 8g: four grid indices (bytes 0..4) and a u32 whose top 4 bits are the group scale s
-/// and whose 7-bit fields 7l are the sign indices of the four 8-value runs;
-/// `db = d·(0.5 + s)·0.25`, `y = db·grid·±1`.
+/// `block_iq2_xxs` ([`iq2_xxs`]). Each 32-value group g uses 8 bytes at qs + 8g: four grid
+/// indices (bytes 0..4) and a u32 whose top 4 bits are the group scale s and whose 7-bit
+/// fields 7l are the sign indices of the four 8-value runs; `db = d·(0.5 + s)·0.25`,
+/// `y = db·grid·±1`.
 pub(super) fn dequantize_iq2_xxs(blocks: &[u8], out: &mut [f32]) {
     for (b, y) in blocks
         .chunks_exact(iq2_xxs::BYTES)
@@ -110,8 +111,9 @@ pub(super) fn dequantize_iq2_s(blocks: &[u8], out: &mut [f32]) {
     }
 }
 
-/// `block_iq3_xxs` ([`iq3_xxs`]): 64 grid indices (4 values each), then eight u32 (one per 32-value group) holding the scale s in the top 4 bits and four 7-bit
-/// sign indices; `db = d·(0.5 + s)·0.5`, `y = db·grid·±1`.
+/// `block_iq3_xxs` ([`iq3_xxs`]): 64 grid indices (4 values each), then eight u32 (one per
+/// 32-value group) holding the scale s in the top 4 bits and four 7-bit sign indices;
+/// `db = d·(0.5 + s)·0.5`, `y = db·grid·±1`.
 pub(super) fn dequantize_iq3_xxs(blocks: &[u8], out: &mut [f32]) {
     for (b, y) in blocks
         .chunks_exact(iq3_xxs::BYTES)
@@ -132,9 +134,10 @@ pub(super) fn dequantize_iq3_xxs(blocks: &[u8], out: &mut [f32]) {
     }
 }
 
-/// `block_iq3_s` ([`iq3_s`]). Run r = 4g + l (8 values) uses two 9-bit grid indices `qs[2r] | bit 2l of qh[g] << 8`
-/// and `qs[2r+1] | bit 2l+1 of qh[g] << 8`, and sign byte signs[r]; group g's scale is the
-/// nibble g % 2 of scales[g / 2]; `db = d·(1 + 2s)`, `y = db·grid·±1`.
+/// `block_iq3_s` ([`iq3_s`]). Run r = 4g + l (8 values) uses two 9-bit grid indices
+/// `qs[2r] | bit 2l of qh[g] << 8` and `qs[2r+1] | bit 2l+1 of qh[g] << 8`, and sign byte
+/// signs[r]; group g's scale is the nibble g % 2 of scales[g / 2]; `db = d·(1 + 2s)`,
+/// `y = db·grid·±1`.
 pub(super) fn dequantize_iq3_s(blocks: &[u8], out: &mut [f32]) {
     for (b, y) in blocks
         .chunks_exact(iq3_s::BYTES)

@@ -47,7 +47,12 @@ fn tables_source() -> String {
     for b in &crate::formats::gguf::blocks::BLOCK_TYPES {
         s += &format!("#define NF_{}_BYTES {}\n", b.name, b.bytes);
         for f in b.fields {
-            s += &format!("#define NF_{}_{} {}\n", b.name, f.name.to_ascii_uppercase(), f.at);
+            s += &format!(
+                "#define NF_{}_{} {}\n",
+                b.name,
+                f.name.to_ascii_uppercase(),
+                f.at
+            );
         }
     }
     s += "\n#ifdef NF_DEVICE_CODE\n#define NF_TABLE __device__ const\n#else\n\
