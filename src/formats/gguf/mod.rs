@@ -5,7 +5,7 @@
 //! value of every element is what ggml's `dequantize_row_*` computes: every function here
 //! reproduces its f32 results bit for bit (tests compare against PyPI `gguf`, an
 //! independent implementation; Q2_0, absent from it, against its equation). Block facts:
-//! ggml's `ggml-common.h` (docs/formats.md, "GGUF blocks").
+//! ggml's `ggml-common.h` (docs/formats.md, "GGUF blocks"), held once in [`blocks`].
 //!
 //! - `legacy`, `kquants`, `iquants`: one portable scalar dequantizer per block type.
 //! - `avx2`: x86-64 AVX2 kernels for every type, chosen at run time ([`Kernel`]), each
