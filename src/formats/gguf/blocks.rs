@@ -1,10 +1,11 @@
 //! One descriptor per GGUF block type: the library's copy of ggml's type-traits table.
 //!
 //! Every fact about a block's bytes lives here once: its ggml name and type id, values per
-//! block, and its fields in struct order ([`Field`]: name, byte offset, length, how the
-//! library reads it). A type's module (`q4_k`, `iq1_m`, ...) holds its fields as constants
+//! block, and its fields in struct order ([`Field`](crate::formats::gguf::blocks::Field):
+//! name, byte offset, length, element type). A type's module (`q4_k`, `iq1_m`, ...) holds its fields as constants
 //! (`q4_k::QS.at`), its size (`q4_k::BYTES`, the end of its last field, as C's `sizeof`)
-//! and its [`BlockType`] (`q4_k::BLOCK`); [`BLOCK_TYPES`] lists the 18 in registry order.
+//! and its [`BlockType`](crate::formats::gguf::blocks::BlockType) (`q4_k::BLOCK`);
+//! [`BLOCK_TYPES`](crate::formats::gguf::blocks::BLOCK_TYPES) lists the 18 in registry order.
 //! The registry's sizes, the decoders, the validator and the products all read these.
 //!
 //! Fields are laid out one after the other from byte 0 (ggml's structs have no padding:
@@ -13,8 +14,10 @@
 //! `qs[96]` is `qs[64]` (grid indices) then `scales_and_signs` (eight u32), and IQ2_S's
 //! `qs[64]` is `qs[32]` (grid indices) then `signs[32]`, as ggml's decoders read them.
 //!
-//! Facts decoded in more than one place are helpers here: [`scale_min_k4`] (Q4_K, Q5_K),
-//! [`q3_k::scales`], [`iq4_xs::scale`] and [`iq1_m::super_scale_bits`].
+//! Facts decoded in more than one place are functions here:
+//! [`scale_min_k4`](crate::formats::gguf::blocks::scale_min_k4) (Q4_K, Q5_K), `q3_k::scales`,
+//! `iq4_xs::scale` and `iq1_m::super_scale_bits`. They take a whole block (or the field's
+//! bytes) and panic on a shorter slice, as indexing does.
 
 use crate::registry::Format;
 use std::ops::Range;
@@ -128,11 +131,6 @@ impl BlockType {
         }
     }
 
-    /// The field named `name`, if the block has one.
-    pub fn field(&self, name: &str) -> Option<Field> {
-        self.fields.iter().copied().find(|f| f.name == name)
-    }
-
     /// Its plain binary16 fields (`d`, `dmin`; none for IQ1_M, whose super-scale is spread
     /// over its scales words: [`iq1_m::super_scale_bits`]).
     pub fn f16_fields(&self) -> impl Iterator<Item = Field> + '_ {
@@ -233,7 +231,7 @@ pub mod q2_0 {
 /// 4..8 take their low 4 bits from byte j+4 and their high 2 bits from the top of bytes
 /// j-4 and j (ggml's `get_scale_min_k4`).
 #[inline(always)]
-pub(crate) fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
+pub fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {
@@ -283,7 +281,7 @@ pub mod q3_k {
     /// low nibble of scale s is nibble s / 8 of byte s % 8, its high 2 bits are bits
     /// 2·(s / 4) of byte 8 + s % 4.
     #[inline(always)]
-    pub(crate) fn scales(s: &[u8]) -> [i8; 16] {
+    pub fn scales(s: &[u8]) -> [i8; 16] {
         let mut out = [0i8; 16];
         for (i, o) in out.iter_mut().enumerate() {
             let lo = (s[i % 8] >> (4 * (i / 8))) & 0x0F;
@@ -510,7 +508,7 @@ pub mod iq4_xs {
     /// The 6-bit scale (0..64, before ggml's − 32) of 32-value group `g` of `block`: nibble
     /// g % 2 of `scales_l[g / 2]`, high bits at 2g of `scales_h`.
     #[inline(always)]
-    pub(crate) fn scale(block: &[u8], g: usize) -> u8 {
+    pub fn scale(block: &[u8], g: usize) -> u8 {
         let lo = (block[SCALES_L.at + g / 2] >> (4 * (g % 2))) & 0x0F;
         let h = u16::from_le_bytes([block[SCALES_H.at], block[SCALES_H.at + 1]]);
         lo | ((((h >> (2 * g)) & 3) as u8) << 4)
@@ -518,7 +516,7 @@ pub mod iq4_xs {
 }
 
 /// `block_iq1_m { u8 qs[32]; u8 qh[16]; u8 scales[8]; }`: no `d` field, the binary16
-/// super-scale is spread over the scales words ([`super_scale_bits`]).
+/// super-scale is spread over the scales words ([`iq1_m::super_scale_bits`]).
 pub mod iq1_m {
     use super::*;
     /// Low 8 bits of the grid indices.
@@ -536,14 +534,14 @@ pub mod iq1_m {
 
     /// The little-endian scales word `w` (0..4) of `block`.
     #[inline(always)]
-    pub(crate) fn scale_word(block: &[u8], w: usize) -> u16 {
+    pub fn scale_word(block: &[u8], w: usize) -> u16 {
         let at = SCALES.at + 2 * w;
         u16::from_le_bytes([block[at], block[at + 1]])
     }
 
     /// The binary16 bits of the super-scale: nibble w is the top nibble of scales word w.
     #[inline(always)]
-    pub(crate) fn super_scale_bits(block: &[u8]) -> u16 {
+    pub fn super_scale_bits(block: &[u8]) -> u16 {
         let w = |i: usize| scale_word(block, i) >> 12;
         w(0) | (w(1) << 4) | (w(2) << 8) | (w(3) << 12)
     }
