@@ -14,9 +14,6 @@ use super::grids::{
 };
 use super::{f16_at, u16_at, u32_at};
 
-// The AVX2 decoders' and the validator's name for the shared unpacking.
-pub(super) use super::blocks::iq1_m::super_scale_bits as iq1_m_scale_bits;
-
 /// ±1 for element j of a sign byte (bit set → negative).
 #[inline(always)]
 fn sign(signs: u8, j: usize) -> f32 {

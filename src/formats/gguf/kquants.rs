@@ -3,9 +3,6 @@
 use super::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k, scale_min_k4};
 use super::f16_at;
 
-// The AVX2 decoders' name for the shared unpacking.
-pub(super) use super::blocks::q3_k::scales as q3_k_scales;
-
 /// `block_q4_K` ([`q4_k`]). Each 64-value chunk c uses qs[32c..32c+32]: its first 32
 /// values are the low nibbles with sub-block 2c, the next 32 the high nibbles with
 /// sub-block 2c+1; `y = (d·sc)·q − (dmin·m)`.
