@@ -9,6 +9,7 @@
 //! ([`FormatInfo::layout`]), and [`compatible`] answers whether a pair is legal.
 
 use crate::error::{Error, Result};
+use crate::formats::gguf::blocks::{self as b, BlockType};
 use std::ffi::CStr;
 
 /// A canonical persistent numeric format (C: `ninfer_format`, a `uint32_t`).
@@ -236,15 +237,11 @@ const fn grouped(
     }
 }
 
-const fn gguf(
-    format: Format,
-    cname: &'static CStr,
-    ty: u32,
-    values: u32,
-    bytes: u32,
-) -> FormatInfo {
+/// A gguf_* row: its sizes and ggml type are its block descriptor's.
+const fn gguf(cname: &'static CStr, block: BlockType) -> FormatInfo {
+    let (values, bytes) = (block.values as u32, block.bytes as u32);
     FormatInfo {
-        format,
+        format: block.format,
         cname,
         category: Category::GgufBlock,
         code_bits: 0,
@@ -255,7 +252,7 @@ const fn gguf(
         code_max: 0,
         qmax: 0,
         bits_per_weight: (bytes * 8) as f64 / values as f64,
-        ggml_type: Some(ty),
+        ggml_type: Some(block.ggml_type),
         layout: Layout::GgufBlocksV1,
     }
 }
@@ -323,24 +320,24 @@ pub static FORMATS: [FormatInfo; 30] = {
             ScaleType::F16,
             Layout::RowInterleavedV1,
         ),
-        gguf(GgufQ8_0, c"gguf_q8_0", 8, 32, 34),
-        gguf(GgufQ4_0, c"gguf_q4_0", 2, 32, 18),
-        gguf(GgufQ5_0, c"gguf_q5_0", 6, 32, 22),
-        gguf(GgufQ2_0, c"gguf_q2_0", 42, 64, 18),
-        gguf(GgufQ2_K, c"gguf_q2_k", 10, 256, 84),
-        gguf(GgufQ3_K, c"gguf_q3_k", 11, 256, 110),
-        gguf(GgufQ4_K, c"gguf_q4_k", 12, 256, 144),
-        gguf(GgufQ5_K, c"gguf_q5_k", 13, 256, 176),
-        gguf(GgufQ6_K, c"gguf_q6_k", 14, 256, 210),
-        gguf(GgufIq2Xxs, c"gguf_iq2_xxs", 16, 256, 66),
-        gguf(GgufIq2Xs, c"gguf_iq2_xs", 17, 256, 74),
-        gguf(GgufIq3Xxs, c"gguf_iq3_xxs", 18, 256, 98),
-        gguf(GgufIq1S, c"gguf_iq1_s", 19, 256, 50),
-        gguf(GgufIq4Nl, c"gguf_iq4_nl", 20, 32, 18),
-        gguf(GgufIq3S, c"gguf_iq3_s", 21, 256, 110),
-        gguf(GgufIq2S, c"gguf_iq2_s", 22, 256, 82),
-        gguf(GgufIq4Xs, c"gguf_iq4_xs", 23, 256, 136),
-        gguf(GgufIq1M, c"gguf_iq1_m", 29, 256, 56),
+        gguf(c"gguf_q8_0", b::q8_0::BLOCK),
+        gguf(c"gguf_q4_0", b::q4_0::BLOCK),
+        gguf(c"gguf_q5_0", b::q5_0::BLOCK),
+        gguf(c"gguf_q2_0", b::q2_0::BLOCK),
+        gguf(c"gguf_q2_k", b::q2_k::BLOCK),
+        gguf(c"gguf_q3_k", b::q3_k::BLOCK),
+        gguf(c"gguf_q4_k", b::q4_k::BLOCK),
+        gguf(c"gguf_q5_k", b::q5_k::BLOCK),
+        gguf(c"gguf_q6_k", b::q6_k::BLOCK),
+        gguf(c"gguf_iq2_xxs", b::iq2_xxs::BLOCK),
+        gguf(c"gguf_iq2_xs", b::iq2_xs::BLOCK),
+        gguf(c"gguf_iq3_xxs", b::iq3_xxs::BLOCK),
+        gguf(c"gguf_iq1_s", b::iq1_s::BLOCK),
+        gguf(c"gguf_iq4_nl", b::iq4_nl::BLOCK),
+        gguf(c"gguf_iq3_s", b::iq3_s::BLOCK),
+        gguf(c"gguf_iq2_s", b::iq2_s::BLOCK),
+        gguf(c"gguf_iq4_xs", b::iq4_xs::BLOCK),
+        gguf(c"gguf_iq1_m", b::iq1_m::BLOCK),
     ]
 };
 
@@ -404,44 +401,30 @@ impl std::fmt::Display for Format {
     }
 }
 
-/// The names ggml gives its type ids (facts from ggml.h), for messages and the CLI.
+/// The names ggml gives its type ids (facts from ggml.h; the supported block types' from
+/// their descriptors), for messages and the CLI.
 pub fn ggml_type_name(ty: u32) -> Option<&'static str> {
+    if let Some(block) = b::from_ggml_type(ty) {
+        return Some(block.name);
+    }
     Some(match ty {
         0 => "F32",
         1 => "F16",
-        2 => "Q4_0",
         3 => "Q4_1",
-        6 => "Q5_0",
         7 => "Q5_1",
-        8 => "Q8_0",
         9 => "Q8_1",
-        10 => "Q2_K",
-        11 => "Q3_K",
-        12 => "Q4_K",
-        13 => "Q5_K",
-        14 => "Q6_K",
         15 => "Q8_K",
-        16 => "IQ2_XXS",
-        17 => "IQ2_XS",
-        18 => "IQ3_XXS",
-        19 => "IQ1_S",
-        20 => "IQ4_NL",
-        21 => "IQ3_S",
-        22 => "IQ2_S",
-        23 => "IQ4_XS",
         24 => "I8",
         25 => "I16",
         26 => "I32",
         27 => "I64",
         28 => "F64",
-        29 => "IQ1_M",
         30 => "BF16",
         34 => "TQ1_0",
         35 => "TQ2_0",
         39 => "MXFP4",
         40 => "NVFP4",
         41 => "Q1_0",
-        42 => "Q2_0",
         _ => return None,
     })
 }

@@ -170,13 +170,12 @@ pub fn row_subset(n: usize) -> Vec<u64> {
 /// difference of two terms, `w = d·sc·q − dmin·m` (ggml's block_q2_K, block_q4_K,
 /// block_q5_K): with the codes zeroed a block decodes to its min term `−dmin·m` alone.
 fn code_bytes(format: Format) -> Option<std::ops::Range<usize>> {
+    use ninfer::formats::gguf::blocks::{q2_k, q4_k, q5_k};
     match format {
-        // scales[16], qs[64], d, dmin
-        Format::GgufQ2_K => Some(16..80),
-        // d, dmin, scales[12], qs[128]
-        Format::GgufQ4_K => Some(16..144),
-        // d, dmin, scales[12], qh[32], qs[128]
-        Format::GgufQ5_K => Some(16..176),
+        Format::GgufQ2_K => Some(q2_k::QS.range()),
+        Format::GgufQ4_K => Some(q4_k::QS.range()),
+        // qh and qs, adjacent
+        Format::GgufQ5_K => Some(q5_k::QH.at..q5_k::QS.end()),
         _ => None,
     }
 }

@@ -45,46 +45,38 @@ pub struct GgmlType {
 
 /// ggml's type table (`type_traits` in ggml.c; block structs in ggml-common.h): every type
 /// id ggml defines, with its block size. Ids ggml removed (4, 5, 31–33, 36–38) and ids it
-/// never had are `None`. gguf-py 0.19.0's `GGML_QUANT_SIZES` agrees on every entry but
-/// Q8_1, which it sizes at 40 bytes (float d and s of an older ggml); ggml's block is 36
-/// bytes (two binary16 fields), and ggml is what reads and writes these files.
+/// never had are `None`. The block types the library decodes come from its descriptors
+/// (`ninfer::formats::gguf::blocks`), the others from the table here. gguf-py 0.19.0's
+/// `GGML_QUANT_SIZES` agrees on every entry but Q8_1, which it sizes at 40 bytes (float d
+/// and s of an older ggml); ggml's block is 36 bytes (two binary16 fields), and ggml is
+/// what reads and writes these files.
 pub fn ggml_type(ty: u32) -> Option<GgmlType> {
+    if let Some(b) = ninfer::formats::gguf::blocks::from_ggml_type(ty) {
+        // The block types the library decodes: their descriptors.
+        return Some(GgmlType {
+            name: b.name,
+            block_values: b.values as u64,
+            block_bytes: b.bytes as u64,
+        });
+    }
     let (name, block_values, block_bytes) = match ty {
         0 => ("F32", 1, 4),
         1 => ("F16", 1, 2),
-        2 => ("Q4_0", 32, 18),
         3 => ("Q4_1", 32, 20),
-        6 => ("Q5_0", 32, 22),
         7 => ("Q5_1", 32, 24),
-        8 => ("Q8_0", 32, 34),
         9 => ("Q8_1", 32, 36),
-        10 => ("Q2_K", 256, 84),
-        11 => ("Q3_K", 256, 110),
-        12 => ("Q4_K", 256, 144),
-        13 => ("Q5_K", 256, 176),
-        14 => ("Q6_K", 256, 210),
         15 => ("Q8_K", 256, 292),
-        16 => ("IQ2_XXS", 256, 66),
-        17 => ("IQ2_XS", 256, 74),
-        18 => ("IQ3_XXS", 256, 98),
-        19 => ("IQ1_S", 256, 50),
-        20 => ("IQ4_NL", 32, 18),
-        21 => ("IQ3_S", 256, 110),
-        22 => ("IQ2_S", 256, 82),
-        23 => ("IQ4_XS", 256, 136),
         24 => ("I8", 1, 1),
         25 => ("I16", 1, 2),
         26 => ("I32", 1, 4),
         27 => ("I64", 1, 8),
         28 => ("F64", 1, 8),
-        29 => ("IQ1_M", 256, 56),
         30 => ("BF16", 1, 2),
         34 => ("TQ1_0", 256, 54),
         35 => ("TQ2_0", 256, 66),
         39 => ("MXFP4", 32, 17),
         40 => ("NVFP4", 64, 36),
         41 => ("Q1_0", 128, 18),
-        42 => ("Q2_0", 64, 18),
         _ => return None,
     };
     Some(GgmlType {

@@ -13,6 +13,7 @@
 
 use crate::error::{Error, Result, mul, try_filled};
 use crate::formats::float_source::FloatSource;
+use crate::formats::gguf::blocks::{q2_0, q8_0};
 use crate::formats::gguf::u16_at;
 use crate::layouts::{MAX_PLANES, row_split};
 use crate::registry::Format;
@@ -67,16 +68,18 @@ pub fn import_gguf(
         .chunks_exact(bb)
         .zip(codes.chunks_exact_mut(bv).zip(scales.iter_mut()))
     {
-        *s = u16_at(block, 0);
         match source {
             Format::GgufQ2_0 => {
+                *s = u16_at(block, q2_0::D.at);
+                let qs = q2_0::QS.of(block);
                 for (j, q) in c.iter_mut().enumerate() {
-                    let u = (block[2 + j / 4] >> (2 * (j % 4))) & 3;
+                    let u = (qs[j / 4] >> (2 * (j % 4))) & 3;
                     *q = u as i8 - 1;
                 }
             }
             _ => {
-                for (q, &b) in c.iter_mut().zip(&block[2..]) {
+                *s = u16_at(block, q8_0::D.at);
+                for (q, &b) in c.iter_mut().zip(q8_0::QS.of(block)) {
                     *q = b as i8;
                 }
             }

@@ -10,6 +10,10 @@
 // Intrinsics became safe inside `#[target_feature]` functions after our MSRV (1.85).
 #![allow(unused_unsafe)]
 
+use super::blocks::{
+    iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs, iq4_nl, iq4_xs, q2_0, q2_k, q3_k, q4_0,
+    q4_k, q5_0, q5_k, q6_k, q8_0,
+};
 use super::grids::{
     IQ1M_DELTA, IQ1S_DELTA, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID,
     KSIGNS_IQ2XS, KVALUES_IQ4NL,

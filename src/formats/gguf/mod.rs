@@ -5,12 +5,13 @@
 //! value of every element is what ggml's `dequantize_row_*` computes: every function here
 //! reproduces its f32 results bit for bit (tests compare against PyPI `gguf`, an
 //! independent implementation; Q2_0, absent from it, against its equation). Block facts:
-//! ggml's `ggml-common.h` (docs/formats.md, "GGUF blocks").
+//! ggml's `ggml-common.h` (docs/formats.md, "GGUF blocks"), held once in [`blocks`].
 //!
 //! - `legacy`, `kquants`, `iquants`: one portable scalar dequantizer per block type.
 //! - `x86`: the x86-64 vector kernel of every type, one source expanded per tier: `avx2`
 //!   (256-bit) and `avx512` (512-bit widening and stores). The tier is [`Isa::detect`]'s;
 //!   each kernel is bit-identical to its scalar kernel.
+//! - [`blocks`]: one descriptor per block type (name, ggml id, sizes, named fields).
 //! - [`grids`]: ggml's i-quant tables, carried as generated data.
 //! - [`validate()`]: the encoding rule (every binary16 scale field finite).
 
@@ -21,6 +22,8 @@ mod x86;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+/// cbindgen:ignore
+pub mod blocks;
 pub mod grids;
 mod iquants;
 mod kquants;
@@ -32,8 +35,6 @@ pub use validate::validate;
 use crate::error::{Error, Result};
 use crate::isa::Isa;
 use crate::registry::{Category, Format};
-
-pub(crate) use kquants::scale_min_k4;
 
 /// Reads the little-endian binary16 at `b[at..at + 2]` as f32 (exact).
 #[inline(always)]

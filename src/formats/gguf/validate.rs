@@ -4,41 +4,28 @@
 //! break is a NaN or infinite scale (d, dmin, or IQ1_M's spread super-scale), which a GGUF
 //! producer never writes and which would poison every value of its block.
 
-use super::iquants::iq1_m_scale_bits;
+use super::blocks::{Field, block_type, iq1_m};
+use super::u16_at;
 use crate::error::{Error, Result};
-use crate::registry::{Category, Format};
+use crate::registry::Format;
 use crate::view::WeightView;
-
-/// Byte offsets of the plain little-endian binary16 fields of one block (`d`, `dmin`).
-/// IQ1_M has none: its super-scale is spread over the scales words (see
-/// [`super::iquants`]).
-pub(super) fn f16_fields(format: Format) -> &'static [(usize, &'static str)] {
-    use Format::*;
-    match format {
-        GgufQ2_K => &[(80, "d"), (82, "dmin")],
-        GgufQ3_K => &[(108, "d")],
-        GgufQ4_K | GgufQ5_K => &[(0, "d"), (2, "dmin")],
-        GgufQ6_K => &[(208, "d")],
-        GgufIq1M => &[],
-        _ => &[(0, "d")],
-    }
-}
 
 #[inline(always)]
 fn is_finite_f16(bits: u16) -> bool {
     bits & 0x7C00 != 0x7C00
 }
 
-/// The first non-finite binary16 field of `block`, by name.
-fn bad_field(format: Format, block: &[u8]) -> Option<(&'static str, u16)> {
-    for &(at, name) in f16_fields(format) {
-        let bits = u16::from_le_bytes([block[at], block[at + 1]]);
+/// The first non-finite binary16 field of `block` by name: its descriptor's `f16` fields
+/// (`d`, `dmin`), then IQ1_M's `spread` super-scale.
+fn bad_field(f16: &[Field], spread: bool, block: &[u8]) -> Option<(&'static str, u16)> {
+    for f in f16 {
+        let bits = u16_at(block, f.at);
         if !is_finite_f16(bits) {
-            return Some((name, bits));
+            return Some((f.name, bits));
         }
     }
-    if format == Format::GgufIq1M {
-        let bits = iq1_m_scale_bits(block);
+    if spread {
+        let bits = iq1_m::super_scale_bits(block);
         if !is_finite_f16(bits) {
             return Some(("super-scale", bits));
         }
@@ -53,14 +40,14 @@ fn bad_field(format: Format, block: &[u8]) -> Option<(&'static str, u16)> {
 /// row), naming the field and its bits; [`Error::Internal`] if `view` is not a GGUF format.
 pub fn validate(view: &WeightView<'_>) -> Result<()> {
     let format = view.format();
-    let info = format.info();
-    if info.category != Category::GgufBlock {
+    let Some(desc) = block_type(format) else {
         return Err(Error::Internal(format!("{format} is not a GGUF format")));
-    }
-    let bb = info.block_bytes as usize;
+    };
+    let f16: Vec<Field> = desc.f16_fields().collect();
+    let spread = format == Format::GgufIq1M;
     for row in 0..view.rows() {
-        for (i, block) in view.row_bytes(0, row).chunks_exact(bb).enumerate() {
-            if let Some((name, bits)) = bad_field(format, block) {
+        for (i, block) in view.row_bytes(0, row).chunks_exact(desc.bytes).enumerate() {
+            if let Some((name, bits)) = bad_field(&f16, spread, block) {
                 return Err(Error::encoding(
                     row as u64,
                     i as u64,

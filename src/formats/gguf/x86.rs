@@ -36,14 +36,15 @@
 macro_rules! k4_scales {
     ($b:expr) => {{
         let b: &[u8] = $b;
-        let dd = _mm_cvtph_ps(_mm_cvtsi32_si128(u32_at(b, 0) as i32));
+        let dd = _mm_cvtph_ps(_mm_cvtsi32_si128(u32_at(b, q4_k::D.at) as i32));
         let d = _mm256_broadcastss_ps(dd);
         let dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dd));
         // The packing of `scale_min_k4`, four sub-blocks per u32 (byte j of a word is
         // sub-block j or j + 4): the low 6 bits of bytes 0..4 (scales) and 4..8 (mins) for
         // sub-blocks 0..4; for 4..8 a nibble of bytes 8..12 below the top 2 bits of bytes
         // 0..4 (scales) or 4..8 (mins). Masks keep bits from crossing bytes.
-        let (w0, w1, w2) = (u32_at(b, 4), u32_at(b, 8), u32_at(b, 12));
+        let sc = q4_k::SCALES.at;
+        let (w0, w1, w2) = (u32_at(b, sc), u32_at(b, sc + 4), u32_at(b, sc + 8));
         let sc_hi = (w2 & 0x0F0F_0F0F) | ((w0 >> 2) & 0x3030_3030);
         let m_hi = ((w2 >> 4) & 0x0F0F_0F0F) | ((w1 >> 2) & 0x3030_3030);
         let sc = (w0 & 0x3F3F_3F3F) as u64 | (sc_hi as u64) << 32;
@@ -167,25 +168,31 @@ macro_rules! gguf_kernels {
             // bounds.
             unsafe {
                 // Groups of 8 blocks share one scale conversion; the rest go one by one.
-                let n8 = (blocks.len() / 34).min(out.len() / 32) / 8;
-                let (body, tail) = blocks.split_at(34 * 8 * n8);
+                let n8 = (blocks.len() / q8_0::BYTES).min(out.len() / 32) / 8;
+                let (body, tail) = blocks.split_at(q8_0::BYTES * 8 * n8);
                 let (y_body, y_tail) = out.split_at_mut(32 * 8 * n8);
                 for (g, y) in body
-                    .chunks_exact(34 * 8)
+                    .chunks_exact(q8_0::BYTES * 8)
                     .zip(y_body.chunks_exact_mut(32 * 8))
                 {
                     let mut d = [0f32; 8];
-                    _mm256_storeu_ps(d.as_mut_ptr(), f16x8(g, 34, 0));
+                    _mm256_storeu_ps(d.as_mut_ptr(), f16x8(g, q8_0::BYTES, q8_0::D.at));
                     for (j, &d) in d.iter().enumerate() {
-                        let (q, y) = (&g[34 * j + 2..34 * j + 34], &mut y[32 * j..32 * j + 32]);
+                        let (q, y) = (
+                            q8_0::QS.of(&g[q8_0::BYTES * j..]),
+                            &mut y[32 * j..32 * j + 32],
+                        );
                         // SAFETY: `q` holds 32 bytes, `y` 32 floats.
                         unsafe { q8_block(q.as_ptr(), y.as_mut_ptr(), d) }
                     }
                 }
-                for (b, y) in tail.chunks_exact(34).zip(y_tail.chunks_exact_mut(32)) {
-                    let d = f16_at(b, 0);
+                for (b, y) in tail
+                    .chunks_exact(q8_0::BYTES)
+                    .zip(y_tail.chunks_exact_mut(32))
+                {
+                    let d = f16_at(b, q8_0::D.at);
                     // SAFETY: `b[2..]` holds 32 bytes, `y` 32 floats.
-                    unsafe { q8_block(b[2..34].as_ptr(), y.as_mut_ptr(), d) }
+                    unsafe { q8_block(q8_0::QS.of(b).as_ptr(), y.as_mut_ptr(), d) }
                 }
             }
         }
@@ -195,9 +202,12 @@ macro_rules! gguf_kernels {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
                 let eight = _mm256_set1_epi8(8);
-                for (b, y) in blocks.chunks_exact(18).zip(out.chunks_exact_mut(32)) {
-                    let d = f16_at(b, 0);
-                    let q = _mm256_sub_epi8(nibbles(load16(&b[2..])), eight);
+                for (b, y) in blocks
+                    .chunks_exact(q4_0::BYTES)
+                    .zip(out.chunks_exact_mut(32))
+                {
+                    let d = f16_at(b, q4_0::D.at);
+                    let q = _mm256_sub_epi8(nibbles(load16(q4_0::QS.of(b))), eight);
                     store_scaled(y, q, d, d);
                 }
             }
@@ -214,15 +224,19 @@ macro_rules! gguf_kernels {
                 );
                 let mask = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
                 let (x10, x16) = (_mm256_set1_epi8(0x10), _mm256_set1_epi8(16));
-                for (b, y) in blocks.chunks_exact(22).zip(out.chunks_exact_mut(32)) {
-                    let d = f16_at(b, 0);
-                    let qh = u32::from_le_bytes([b[2], b[3], b[4], b[5]]);
+                for (b, y) in blocks
+                    .chunks_exact(q5_0::BYTES)
+                    .zip(out.chunks_exact_mut(32))
+                {
+                    let d = f16_at(b, q5_0::D.at);
+                    let qh = u32_at(b, q5_0::QH.at);
                     let bits = _mm256_shuffle_epi8(_mm256_set1_epi32(qh as i32), spread);
                     let h = _mm256_and_si256(
                         _mm256_cmpeq_epi8(_mm256_and_si256(bits, mask), mask),
                         x10,
                     );
-                    let q = _mm256_sub_epi8(_mm256_or_si256(nibbles(load16(&b[6..])), h), x16);
+                    let q =
+                        _mm256_sub_epi8(_mm256_or_si256(nibbles(load16(q5_0::QS.of(b))), h), x16);
                     store_scaled(y, q, d, d);
                 }
             }
@@ -233,9 +247,12 @@ macro_rules! gguf_kernels {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
                 let (m3, one) = (_mm_set1_epi8(3), _mm_set1_epi8(1));
-                for (b, y) in blocks.chunks_exact(18).zip(out.chunks_exact_mut(64)) {
-                    let d = f16_at(b, 0);
-                    let qs = load16(&b[2..]);
+                for (b, y) in blocks
+                    .chunks_exact(q2_0::BYTES)
+                    .zip(out.chunks_exact_mut(64))
+                {
+                    let d = f16_at(b, q2_0::D.at);
+                    let qs = load16(q2_0::QS.of(b));
                     // c_i[k] = code 4k + i.
                     let c0 = _mm_and_si128(qs, m3);
                     let c1 = _mm_and_si128(_mm_srli_epi16::<2>(qs), m3);
@@ -262,11 +279,14 @@ macro_rules! gguf_kernels {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
                 let m3 = _mm256_set1_epi8(3);
-                for (b, y) in blocks.chunks_exact(84).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 80);
-                    let dmin = f16_at(b, 82);
+                for (b, y) in blocks
+                    .chunks_exact(q2_k::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, q2_k::D.at);
+                    let dmin = f16_at(b, q2_k::DMIN.at);
                     for h in 0..2 {
-                        let qs = load32(&b[16 + 32 * h..]);
+                        let qs = load32(&b[q2_k::QS.at + 32 * h..]);
                         for i in 0..4 {
                             let q = match i {
                                 0 => qs,
@@ -275,7 +295,8 @@ macro_rules! gguf_kernels {
                                 _ => _mm256_srli_epi16::<6>(qs),
                             };
                             let q = _mm256_and_si256(q, m3);
-                            let (s0, s1) = (b[8 * h + 2 * i], b[8 * h + 2 * i + 1]);
+                            let s = &q2_k::SCALES.of(b)[8 * h + 2 * i..];
+                            let (s0, s1) = (s[0], s[1]);
                             let o = 128 * h + 32 * i;
                             store_affine(
                                 &mut y[o..],
@@ -296,12 +317,15 @@ macro_rules! gguf_kernels {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
                 let (m3, four) = (_mm256_set1_epi8(3), _mm256_set1_epi8(4));
-                for (b, y) in blocks.chunks_exact(110).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 108);
-                    let hmask = load32(b);
-                    let scales = super::kquants::q3_k_scales(&b[96..108]);
+                for (b, y) in blocks
+                    .chunks_exact(q3_k::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, q3_k::D.at);
+                    let hmask = load32(q3_k::HMASK.of(b));
+                    let scales = q3_k::scales(q3_k::SCALES.of(b));
                     for h in 0..2 {
-                        let qs = load32(&b[32 + 32 * h..]);
+                        let qs = load32(&b[q3_k::QS.at + 32 * h..]);
                         for i in 0..4 {
                             let low = match i {
                                 0 => qs,
@@ -331,7 +355,10 @@ macro_rules! gguf_kernels {
             // SAFETY: the tier's features are enabled (module doc); every access is to whole blocks in
             // bounds.
             unsafe {
-                for (b, y) in blocks.chunks_exact(144).zip(out.chunks_exact_mut(256)) {
+                for (b, y) in blocks
+                    .chunks_exact(q4_k::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
                     let s = k4_scales!(b);
                     for (c, y) in y.chunks_exact_mut(64).enumerate() {
                         q4_k_chunk(y, &b[16 + 32 * c..48 + 32 * c], &s, 2 * c);
@@ -348,9 +375,9 @@ macro_rules! gguf_kernels {
             // SAFETY: the tier's features are enabled (module doc); `codes` holds 256 bytes.
             unsafe {
                 let (m4, x10) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x10));
-                let qh = load32(&b[16..48]);
+                let qh = load32(q5_k::QH.of(b));
                 for c in 0..4 {
-                    let qs = load32(&b[48 + 32 * c..80 + 32 * c]);
+                    let qs = load32(&q5_k::QS.of(b)[32 * c..32 * c + 32]);
                     // Bits 2c and 2c + 1 of each qh byte moved to bit 4 (a 16-bit shift by at most
                     // 4 only moves other bits of the same byte there).
                     let (h1, h2) = match c {
@@ -378,15 +405,15 @@ macro_rules! gguf_kernels {
                 // widened from it to i32 lanes. Each super-block's codes are written one iteration
                 // ahead: read back right away, the 8-byte loads stall on store forwarding.
                 let mut codes = [[0u8; 256]; 2];
-                if let Some(first) = blocks.get(..176) {
+                if let Some(first) = blocks.get(..q5_k::BYTES) {
                     q5_k_codes(first, &mut codes[0]);
                 }
                 for (i, (b, y)) in blocks
-                    .chunks_exact(176)
+                    .chunks_exact(q5_k::BYTES)
                     .zip(out.chunks_exact_mut(256))
                     .enumerate()
                 {
-                    if let Some(next) = blocks.get(176 * (i + 1)..176 * (i + 2)) {
+                    if let Some(next) = blocks.get(q5_k::BYTES * (i + 1)..q5_k::BYTES * (i + 2)) {
                         q5_k_codes(next, &mut codes[(i + 1) % 2]);
                     }
                     let s = k4_scales!(b);
@@ -407,13 +434,16 @@ macro_rules! gguf_kernels {
                     _mm256_set1_epi8(0x30),
                     _mm256_set1_epi8(32),
                 );
-                for (b, y) in blocks.chunks_exact(210).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 208);
+                for (b, y) in blocks
+                    .chunks_exact(q6_k::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, q6_k::D.at);
                     for h in 0..2 {
-                        let ql0 = load32(&b[64 * h..]);
-                        let ql1 = load32(&b[64 * h + 32..]);
-                        let qh = load32(&b[128 + 32 * h..]);
-                        let sc = &b[192 + 8 * h..200 + 8 * h];
+                        let ql0 = load32(&b[q6_k::QL.at + 64 * h..]);
+                        let ql1 = load32(&b[q6_k::QL.at + 64 * h + 32..]);
+                        let qh = load32(&b[q6_k::QH.at + 32 * h..]);
+                        let sc = &q6_k::SCALES.of(b)[8 * h..8 * h + 8];
                         // ((qh >> 2i) & 3) << 4, for i = 0..4 (the 16-bit shifts' spill is masked off).
                         let hb = [
                             _mm256_and_si256(_mm256_slli_epi16::<4>(qh), m30),
@@ -469,9 +499,12 @@ macro_rules! gguf_kernels {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
                 let table = iq4_table();
-                for (b, y) in blocks.chunks_exact(18).zip(out.chunks_exact_mut(32)) {
-                    let d = f16_at(b, 0);
-                    store_scaled(y, iq4_values(load16(&b[2..]), table), d, d);
+                for (b, y) in blocks
+                    .chunks_exact(iq4_nl::BYTES)
+                    .zip(out.chunks_exact_mut(32))
+                {
+                    let d = f16_at(b, iq4_nl::D.at);
+                    store_scaled(y, iq4_values(load16(iq4_nl::QS.of(b)), table), d, d);
                 }
             }
         }
@@ -481,14 +514,15 @@ macro_rules! gguf_kernels {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
                 let table = iq4_table();
-                for (b, y) in blocks.chunks_exact(136).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 0);
-                    let scales_h = u16::from_le_bytes([b[2], b[3]]);
+                for (b, y) in blocks
+                    .chunks_exact(iq4_xs::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, iq4_xs::D.at);
                     for (g, y) in y.chunks_exact_mut(32).enumerate() {
-                        let lo = (b[4 + g / 2] >> (4 * (g % 2))) & 0x0F;
-                        let hi = ((scales_h >> (2 * g)) & 3) as u8;
-                        let dl = d * ((lo | (hi << 4)) as i32 - 32) as f32;
-                        store_scaled(y, iq4_values(load16(&b[8 + 16 * g..]), table), dl, dl);
+                        let dl = d * (iq4_xs::scale(b, g) as i32 - 32) as f32;
+                        let qs = &iq4_xs::QS.of(b)[16 * g..];
+                        store_scaled(y, iq4_values(load16(qs), table), dl, dl);
                     }
                 }
             }
@@ -498,10 +532,13 @@ macro_rules! gguf_kernels {
         unsafe fn iq2_xxs(blocks: &[u8], out: &mut [f32]) {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
-                for (b, y) in blocks.chunks_exact(66).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 0);
+                for (b, y) in blocks
+                    .chunks_exact(iq2_xxs::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, iq2_xxs::D.at);
                     for (g, y) in y.chunks_exact_mut(32).enumerate() {
-                        let q = &b[2 + 8 * g..10 + 8 * g];
+                        let q = &iq2_xxs::QS.of(b)[8 * g..8 * g + 8];
                         let aux = u32_at(q, 4);
                         let db = d * (0.5 + (aux >> 28) as f32) * 0.25;
                         let point = |l: usize| {
@@ -520,16 +557,19 @@ macro_rules! gguf_kernels {
         unsafe fn iq2_xs(blocks: &[u8], out: &mut [f32]) {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
-                for (b, y) in blocks.chunks_exact(74).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 0);
+                for (b, y) in blocks
+                    .chunks_exact(iq2_xs::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, iq2_xs::D.at);
                     for (g, y) in y.chunks_exact_mut(32).enumerate() {
-                        let sc = b[66 + g];
+                        let sc = iq2_xs::SCALES.of(b)[g];
                         let db = [
                             d * (0.5 + (sc & 0x0F) as f32) * 0.25,
                             d * (0.5 + (sc >> 4) as f32) * 0.25,
                         ];
                         let point = |l: usize| {
-                            let q = u16_at(b, 2 + 8 * g + 2 * l);
+                            let q = u16_at(b, iq2_xs::QS.at + 8 * g + 2 * l);
                             (
                                 IQ2XS_GRID[(q & 511) as usize],
                                 KSIGNS_IQ2XS[(q >> 9) as usize],
@@ -547,9 +587,13 @@ macro_rules! gguf_kernels {
         unsafe fn iq2_s(blocks: &[u8], out: &mut [f32]) {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
-                for (b, y) in blocks.chunks_exact(82).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 0);
-                    let (qs, signs, qh, scales) = (&b[2..34], &b[34..66], &b[66..74], &b[74..82]);
+                for (b, y) in blocks
+                    .chunks_exact(iq2_s::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, iq2_s::D.at);
+                    let (qs, signs) = (iq2_s::QS.of(b), iq2_s::SIGNS.of(b));
+                    let (qh, scales) = (iq2_s::QH.of(b), iq2_s::SCALES.of(b));
                     for (g, y) in y.chunks_exact_mut(32).enumerate() {
                         let db = [
                             d * (0.5 + (scales[g] & 0x0F) as f32) * 0.25,
@@ -572,15 +616,19 @@ macro_rules! gguf_kernels {
         unsafe fn iq3_xxs(blocks: &[u8], out: &mut [f32]) {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
-                for (b, y) in blocks.chunks_exact(98).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 0);
+                for (b, y) in blocks
+                    .chunks_exact(iq3_xxs::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, iq3_xxs::D.at);
+                    let qs = iq3_xxs::QS.of(b);
                     for (g, y) in y.chunks_exact_mut(32).enumerate() {
-                        let aux = u32_at(b, 66 + 4 * g);
+                        let aux = u32_at(b, iq3_xxs::SCALES_AND_SIGNS.at + 4 * g);
                         let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
                         let point = |l: usize| {
                             let signs = KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize];
-                            let g1 = IQ3XXS_GRID[b[2 + 8 * g + 2 * l] as usize] as u64;
-                            let g2 = IQ3XXS_GRID[b[3 + 8 * g + 2 * l] as usize] as u64;
+                            let g1 = IQ3XXS_GRID[qs[8 * g + 2 * l] as usize] as u64;
+                            let g2 = IQ3XXS_GRID[qs[8 * g + 2 * l + 1] as usize] as u64;
                             (g1 | (g2 << 32), signs)
                         };
                         for (p, y) in y.chunks_exact_mut(16).enumerate() {
@@ -595,10 +643,17 @@ macro_rules! gguf_kernels {
         unsafe fn iq3_s(blocks: &[u8], out: &mut [f32]) {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
-                for (b, y) in blocks.chunks_exact(110).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 0);
-                    let (qs, qh, signs, scales) =
-                        (&b[2..66], &b[66..74], &b[74..106], &b[106..110]);
+                for (b, y) in blocks
+                    .chunks_exact(iq3_s::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, iq3_s::D.at);
+                    let (qs, qh, signs, scales) = (
+                        iq3_s::QS.of(b),
+                        iq3_s::QH.of(b),
+                        iq3_s::SIGNS.of(b),
+                        iq3_s::SCALES.of(b),
+                    );
                     for (g, y) in y.chunks_exact_mut(32).enumerate() {
                         let s = (scales[g / 2] >> (4 * (g % 2))) & 0x0F;
                         let db = d * (1 + 2 * s as i32) as f32;
@@ -625,15 +680,18 @@ macro_rules! gguf_kernels {
         unsafe fn iq1_s(blocks: &[u8], out: &mut [f32]) {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
-                for (b, y) in blocks.chunks_exact(50).zip(out.chunks_exact_mut(256)) {
-                    let d = f16_at(b, 0);
+                for (b, y) in blocks
+                    .chunks_exact(iq1_s::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = f16_at(b, iq1_s::D.at);
                     for (g, y) in y.chunks_exact_mut(32).enumerate() {
-                        let qh = u16_at(b, 34 + 2 * g);
+                        let qh = u16_at(b, iq1_s::QH.at + 2 * g);
                         let dl = d * (2 * ((qh >> 12) & 7) as i32 + 1) as f32;
                         let delta = signed_delta(IQ1S_DELTA, qh as u32, 15);
                         let point = |l: usize| {
-                            let idx =
-                                b[2 + 4 * g + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8);
+                            let idx = iq1_s::QS.of(b)[4 * g + l] as usize
+                                | ((((qh >> (3 * l)) & 7) as usize) << 8);
                             (IQ1S_GRID[idx], delta)
                         };
                         for (p, y) in y.chunks_exact_mut(16).enumerate() {
@@ -648,18 +706,22 @@ macro_rules! gguf_kernels {
         unsafe fn iq1_m(blocks: &[u8], out: &mut [f32]) {
             // SAFETY: the tier's features are enabled; every access is to whole blocks in bounds.
             unsafe {
-                for (b, y) in blocks.chunks_exact(56).zip(out.chunks_exact_mut(256)) {
-                    let d = half::f16::from_bits(super::iquants::iq1_m_scale_bits(b)).to_f32();
+                for (b, y) in blocks
+                    .chunks_exact(iq1_m::BYTES)
+                    .zip(out.chunks_exact_mut(256))
+                {
+                    let d = half::f16::from_bits(iq1_m::super_scale_bits(b)).to_f32();
                     for (g, y) in y.chunks_exact_mut(32).enumerate() {
-                        let sc = u16_at(b, 48 + 2 * (g / 2));
+                        let sc = iq1_m::scale_word(b, g / 2);
                         let shift = 6 * (g % 2);
                         let dl = [
                             d * (2 * ((sc >> shift) & 7) as i32 + 1) as f32,
                             d * (2 * ((sc >> (shift + 3)) & 7) as i32 + 1) as f32,
                         ];
                         let point = |l: usize| {
-                            let nib = b[32 + 2 * g + l / 2] >> (4 * (l % 2));
-                            let idx = b[4 * g + l] as usize | (((nib & 7) as usize) << 8);
+                            let nib = iq1_m::QH.of(b)[2 * g + l / 2] >> (4 * (l % 2));
+                            let idx =
+                                iq1_m::QS.of(b)[4 * g + l] as usize | (((nib & 7) as usize) << 8);
                             // The delta's sign set by bit arithmetic (a select here becomes a branch).
                             let delta =
                                 f32::from_bits(IQ1M_DELTA.to_bits() ^ (((nib as u32) & 8) << 28));

@@ -29,6 +29,9 @@
 //! So each output rounds once per 256 values in each of the 8 lanes plus the 3-level tree.
 
 use super::{Isa, tree8};
+use crate::formats::gguf::blocks::{
+    BlockType, iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs,
+};
 use crate::formats::gguf::grids::{
     IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KMASK_IQ2XS,
     KSIGNS_IQ2XS,
@@ -64,26 +67,23 @@ impl IqKind {
         })
     }
 
-    /// Bytes per 256-value super-block.
-    pub(crate) fn block_bytes(self) -> usize {
+    /// The block descriptor.
+    pub(crate) const fn block(self) -> &'static BlockType {
         match self {
-            IqKind::Iq2Xxs => 66,
-            IqKind::Iq2Xs => 74,
-            IqKind::Iq2S => 82,
-            IqKind::Iq3Xxs => 98,
-            IqKind::Iq3S => 110,
-            IqKind::Iq1S => 50,
-            IqKind::Iq1M => 56,
+            IqKind::Iq2Xxs => &iq2_xxs::BLOCK,
+            IqKind::Iq2Xs => &iq2_xs::BLOCK,
+            IqKind::Iq2S => &iq2_s::BLOCK,
+            IqKind::Iq3Xxs => &iq3_xxs::BLOCK,
+            IqKind::Iq3S => &iq3_s::BLOCK,
+            IqKind::Iq1S => &iq1_s::BLOCK,
+            IqKind::Iq1M => &iq1_m::BLOCK,
         }
     }
-}
 
-/// The binary16 bits of IQ1_M's super-scale: nibble i is the top nibble of the u16 scales
-/// word i (bytes 48 + 2i).
-#[inline(always)]
-pub(super) fn iq1_m_d_bits(blk: &[u8]) -> u16 {
-    let w = |i: usize| u16_at(blk, 48 + 2 * i) >> 12;
-    w(0) | (w(1) << 4) | (w(2) << 8) | (w(3) << 12)
+    /// Bytes per 256-value super-block.
+    pub(crate) const fn block_bytes(self) -> usize {
+        self.block().bytes
+    }
 }
 
 /// `d·c` of the super-block `blk` (module docs' table).
@@ -92,7 +92,7 @@ fn scale(kind: IqKind, blk: &[u8]) -> f32 {
         IqKind::Iq2Xxs | IqKind::Iq2Xs | IqKind::Iq2S | IqKind::Iq1S => f16_at(blk, 0) * 0.125,
         IqKind::Iq3Xxs => f16_at(blk, 0) * 0.25,
         IqKind::Iq3S => f16_at(blk, 0),
-        IqKind::Iq1M => half::f16::from_bits(iq1_m_d_bits(blk)).to_f32() * 0.125,
+        IqKind::Iq1M => half::f16::from_bits(iq1_m::super_scale_bits(blk)).to_f32() * 0.125,
     }
 }
 
@@ -118,7 +118,7 @@ fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
     match kind {
         IqKind::Iq2Xxs => {
             // qs[8g..8g+4]: grid indices; u32 at 8g+4: scale (top 4 bits), 4 × 7-bit signs.
-            let q = &blk[2 + 8 * g..10 + 8 * g];
+            let q = &iq2_xxs::QS.of(blk)[8 * g..8 * g + 8];
             let aux = u32_at(q, 4);
             let sc = 2 * (aux >> 28) as i32 + 1;
             for l in 0..4 {
@@ -128,16 +128,17 @@ fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
         }
         IqKind::Iq2Xs => {
             // u16 per run: 9-bit grid index, 7-bit sign index; scales[g]: a nibble per half.
-            let s = blk[66 + g];
+            let s = iq2_xs::SCALES.of(blk)[g];
             for l in 0..4 {
-                let q = u16_at(blk, 2 + 8 * g + 2 * l);
+                let q = u16_at(blk, iq2_xs::QS.at + 8 * g + 2 * l);
                 let sc = 2 * ((s >> (4 * (l / 2))) & 15) as i32 + 1;
                 let signs = KSIGNS_IQ2XS[(q >> 9) as usize];
                 put8(&mut w[8 * l..], sc, IQ2XS_GRID[(q & 511) as usize], signs);
             }
         }
         IqKind::Iq2S => {
-            let (qs, signs, qh, scales) = (&blk[2..34], &blk[34..66], &blk[66..74], &blk[74..82]);
+            let (qs, signs) = (iq2_s::QS.of(blk), iq2_s::SIGNS.of(blk));
+            let (qh, scales) = (iq2_s::QH.of(blk), iq2_s::SCALES.of(blk));
             for l in 0..4 {
                 let r = 4 * g + l;
                 let idx = qs[r] as usize | ((((qh[g] >> (2 * l)) & 3) as usize) << 8);
@@ -146,18 +147,19 @@ fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
             }
         }
         IqKind::Iq3Xxs => {
-            let aux = u32_at(blk, 66 + 4 * g);
+            let aux = u32_at(blk, iq3_xxs::SCALES_AND_SIGNS.at + 4 * g);
             let sc = 2 * (aux >> 28) as i32 + 1;
+            let qs = iq3_xxs::QS.of(blk);
             for l in 0..4 {
                 let signs = KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize];
-                let g1 = IQ3XXS_GRID[blk[2 + 8 * g + 2 * l] as usize] as u64;
-                let g2 = IQ3XXS_GRID[blk[3 + 8 * g + 2 * l] as usize] as u64;
+                let g1 = IQ3XXS_GRID[qs[8 * g + 2 * l] as usize] as u64;
+                let g2 = IQ3XXS_GRID[qs[8 * g + 2 * l + 1] as usize] as u64;
                 put8(&mut w[8 * l..], sc, g1 | (g2 << 32), signs);
             }
         }
         IqKind::Iq3S => {
-            let (qs, qh, signs, scales) =
-                (&blk[2..66], &blk[66..74], &blk[74..106], &blk[106..110]);
+            let (qs, qh) = (iq3_s::QS.of(blk), iq3_s::QH.of(blk));
+            let (signs, scales) = (iq3_s::SIGNS.of(blk), iq3_s::SCALES.of(blk));
             let sc = 2 * ((scales[g / 2] >> (4 * (g % 2))) & 15) as i32 + 1;
             for l in 0..4 {
                 let r = 4 * g + l;
@@ -169,21 +171,23 @@ fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
         }
         IqKind::Iq1S => {
             // qh[g]: 3 high index bits per run, the 3-bit scale at 12, the delta's sign at 15.
-            let qh = u16_at(blk, 34 + 2 * g);
+            let qh = u16_at(blk, iq1_s::QH.at + 2 * g);
             let sc = 2 * ((qh >> 12) & 7) as i32 + 1;
             let delta = if qh & 0x8000 != 0 { -1 } else { 1 };
             for l in 0..4 {
-                let idx = blk[2 + 4 * g + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8);
+                let idx =
+                    iq1_s::QS.of(blk)[4 * g + l] as usize | ((((qh >> (3 * l)) & 7) as usize) << 8);
                 put8_iq1(&mut w[8 * l..], sc, IQ1S_GRID[idx], delta);
             }
         }
         IqKind::Iq1M => {
             // Run l: nibble l%2 of qh[2g + l/2] (3 high index bits, delta sign at bit 3);
             // 3-bit scales of the two halves at 6(g%2) and 6(g%2)+3 of scales word g/2.
-            let sw = u16_at(blk, 48 + 2 * (g / 2));
+            let sw = iq1_m::scale_word(blk, g / 2);
+            let (qs, qh) = (iq1_m::QS.of(blk), iq1_m::QH.of(blk));
             for l in 0..4 {
-                let nib = blk[32 + 2 * g + l / 2] >> (4 * (l % 2));
-                let idx = blk[4 * g + l] as usize | (((nib & 7) as usize) << 8);
+                let nib = qh[2 * g + l / 2] >> (4 * (l % 2));
+                let idx = qs[4 * g + l] as usize | (((nib & 7) as usize) << 8);
                 let delta = if nib & 8 != 0 { -1 } else { 1 };
                 let sc = 2 * ((sw >> (6 * (g % 2) + 3 * (l / 2))) & 7) as i32 + 1;
                 put8_iq1(&mut w[8 * l..], sc, IQ1S_GRID[idx], delta);
@@ -349,22 +353,22 @@ mod tests {
             s ^= s << 17;
             s
         };
-        for (format, kind) in [
-            (Format::GgufIq2Xxs, IqKind::Iq2Xxs),
-            (Format::GgufIq2Xs, IqKind::Iq2Xs),
-            (Format::GgufIq2S, IqKind::Iq2S),
-            (Format::GgufIq3Xxs, IqKind::Iq3Xxs),
-            (Format::GgufIq3S, IqKind::Iq3S),
-            (Format::GgufIq1S, IqKind::Iq1S),
-            (Format::GgufIq1M, IqKind::Iq1M),
+        for kind in [
+            IqKind::Iq2Xxs,
+            IqKind::Iq2Xs,
+            IqKind::Iq2S,
+            IqKind::Iq3Xxs,
+            IqKind::Iq3S,
+            IqKind::Iq1S,
+            IqKind::Iq1M,
         ] {
+            let format = kind.block().format;
             assert_eq!(IqKind::of(format), Some(kind));
             let bb = kind.block_bytes();
-            assert_eq!(bb, format.info().block_bytes as usize);
             for _ in 0..200 {
                 let mut blk: Vec<u8> = (0..bb).map(|_| next() as u8).collect();
                 if kind == IqKind::Iq1M {
-                    blk[55] = (blk[55] & 0x0F) | 0x30;
+                    blk[iq1_m::BYTES - 1] = (blk[iq1_m::BYTES - 1] & 0x0F) | 0x30;
                 } else {
                     blk[0..2].copy_from_slice(&half::f16::from_f32(0.01).to_bits().to_le_bytes());
                 }

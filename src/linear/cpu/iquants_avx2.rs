@@ -40,6 +40,7 @@
 //! bits).
 
 use super::iquants::IqKind;
+use crate::formats::gguf::blocks::{iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs};
 use crate::formats::gguf::grids::{
     IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS,
 };
@@ -269,7 +270,7 @@ fn odd_top4(aux: __m256i) -> __m256i {
 /// and a u32 with four 7-bit sign indices and the scale in its top 4 bits.
 struct Iq2Xxs;
 impl Iq for Iq2Xxs {
-    const BB: usize = 66;
+    const BB: usize = iq2_xxs::BYTES;
     const KSIGNS: bool = true;
     #[inline(always)]
     unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
@@ -284,8 +285,8 @@ impl Iq for Iq2Xxs {
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: 66 bytes at blk: 2 + 64 loaded.
         unsafe {
-            let lo = _mm256_loadu_si256(blk.add(2).cast());
-            let hi = _mm256_loadu_si256(blk.add(34).cast());
+            let lo = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at).cast());
+            let hi = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at + 32).cast());
             // The u32 words 1, 3, 5, 7 of each half are the groups' aux words.
             let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
             let aux = _mm256_blend_epi32(
@@ -300,7 +301,7 @@ impl Iq for Iq2Xxs {
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
-        let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
+        let v = unsafe { u64_at(blk.add(iq2_xxs::QS.at + 8 * g)) };
         let grid = |i: u32| &IQ2XXS_GRID[((v >> (8 * i)) & 255) as usize];
         let sign = |l: u32| &SIGNS64[bx(v, 32 + 7 * l, 7) & 127];
         Group::new(
@@ -320,7 +321,7 @@ impl Iq for Iq2Xxs {
 /// at 2 + 8g and a u32 at 66 + 4g with four 7-bit sign indices and the scale on top.
 struct Iq3Xxs;
 impl Iq for Iq3Xxs {
-    const BB: usize = 98;
+    const BB: usize = iq3_xxs::BYTES;
     const KSIGNS: bool = true;
     #[inline(always)]
     unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
@@ -335,7 +336,7 @@ impl Iq for Iq3Xxs {
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: 98 bytes at blk: the 8 aux words at 66..98.
         unsafe {
-            let aux = _mm256_loadu_si256(blk.add(66).cast());
+            let aux = _mm256_loadu_si256(blk.add(iq3_xxs::SCALES_AND_SIGNS.at).cast());
             (f16_to_f32(u16_at(blk)) * 0.25, odd_top4(aux))
         }
     }
@@ -345,8 +346,10 @@ impl Iq for Iq3Xxs {
         // SAFETY: 8 bytes at 2 + 8g and 4 at 66 + 4g, inside the 98.
         let (v, aux) = unsafe {
             (
-                u64_at(blk.add(2 + 8 * g)),
-                blk.add(66 + 4 * g).cast::<u32>().read_unaligned(),
+                u64_at(blk.add(iq3_xxs::QS.at + 8 * g)),
+                blk.add(iq3_xxs::SCALES_AND_SIGNS.at + 4 * g)
+                    .cast::<u32>()
+                    .read_unaligned(),
             )
         };
         let grid = |i: u32| &IQ3XXS_GRID[((v >> (8 * i)) & 255) as usize];
@@ -404,7 +407,7 @@ unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
 /// index and a 7-bit sign index; a 4-bit scale per 16 values.
 struct Iq2Xs;
 impl Iq for Iq2Xs {
-    const BB: usize = 74;
+    const BB: usize = iq2_xs::BYTES;
     const KSIGNS: bool = true;
     #[inline(always)]
     unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
@@ -420,13 +423,18 @@ impl Iq for Iq2Xs {
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: scales at 66..74.
-        unsafe { (f16_to_f32(u16_at(blk)) * 0.125, nibble_factors(blk.add(66))) }
+        unsafe {
+            (
+                f16_to_f32(u16_at(blk)) * 0.125,
+                nibble_factors(blk.add(iq2_xs::SCALES.at)),
+            )
+        }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
-        let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
+        let v = unsafe { u64_at(blk.add(iq2_xs::QS.at + 8 * g)) };
         let grid = |l: u32| &IQ2XS_GRID[((v >> (16 * l)) & 511) as usize];
         let sign = |l: u32| &SIGNS64[((v >> (16 * l + 9)) & 127) as usize];
         Group::new(
@@ -468,7 +476,7 @@ unsafe fn sign_bits(bits: u32) -> __m256i {
 /// index qs[r] | 2 bits of qh[g] << 8 and explicit sign byte qs[32 + r].
 struct Iq2S;
 impl Iq for Iq2S {
-    const BB: usize = 82;
+    const BB: usize = iq2_s::BYTES;
     const PER16: bool = true;
     /// [`nibble_factors`] of the scales.
     type Ctx = __m256i;
@@ -476,16 +484,24 @@ impl Iq for Iq2S {
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: scales at 74..82.
-        unsafe { (f16_to_f32(u16_at(blk)) * 0.125, nibble_factors(blk.add(74))) }
+        unsafe {
+            (
+                f16_to_f32(u16_at(blk)) * 0.125,
+                nibble_factors(blk.add(iq2_s::SCALES.at)),
+            )
+        }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
         // SAFETY: qs at 2 + 4g, signs at 34 + 4g, qh at 66 + g: inside the 82 bytes.
         unsafe {
-            let qs = blk.add(2 + 4 * g).cast::<u32>().read_unaligned();
-            let signs = blk.add(34 + 4 * g).cast::<u32>().read_unaligned();
-            let qh = *blk.add(66 + g) as u32;
+            let qs = blk.add(iq2_s::QS.at + 4 * g).cast::<u32>().read_unaligned();
+            let signs = blk
+                .add(iq2_s::SIGNS.at + 4 * g)
+                .cast::<u32>()
+                .read_unaligned();
+            let qh = *blk.add(iq2_s::QH.at + g) as u32;
             let grid = |l: u32| {
                 let i = ((qs >> (8 * l)) & 255) | (((qh >> (2 * l)) & 3) << 8);
                 &IQ2S_GRID[i as usize]
@@ -508,7 +524,7 @@ impl Iq for Iq2S {
 /// sign bytes; a 4-bit scale per group.
 struct Iq3S;
 impl Iq for Iq3S {
-    const BB: usize = 110;
+    const BB: usize = iq3_s::BYTES;
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
@@ -516,7 +532,7 @@ impl Iq for Iq3S {
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: scales at 106..110.
         unsafe {
-            let v = _mm_cvtsi32_si128(blk.add(106).cast::<i32>().read_unaligned());
+            let v = _mm_cvtsi32_si128(blk.add(iq3_s::SCALES.at).cast::<i32>().read_unaligned());
             let m = _mm_set1_epi8(0x0F);
             let s = _mm_unpacklo_epi8(_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m));
             let s = _mm256_cvtepu8_epi32(s);
@@ -529,12 +545,15 @@ impl Iq for Iq3S {
     unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
         // SAFETY: qs at 2 + 8g, qh at 66 + g, signs at 74 + 4g: inside the 110 bytes.
         unsafe {
-            let qh = *blk.add(66 + g) as u64;
+            let qh = *blk.add(iq3_s::QH.at + g) as u64;
             let grid = |k: u32| {
-                let i = *blk.add(2 + 8 * g + k as usize) as usize | (bx(qh, k, 1) << 8);
+                let i = *blk.add(iq3_s::QS.at + 8 * g + k as usize) as usize | (bx(qh, k, 1) << 8);
                 &IQ3S_GRID[i & 511]
             };
-            let signs = blk.add(74 + 4 * g).cast::<u32>().read_unaligned();
+            let signs = blk
+                .add(iq3_s::SIGNS.at + 4 * g)
+                .cast::<u32>()
+                .read_unaligned();
             Group::new(
                 set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
                 sign_bits(signs),
@@ -556,7 +575,7 @@ impl Iq for Iq3S {
 /// [`Iq::finish`] adds (±1 − 8)·Σx through the exact block sum Σx and applies 2s + 1.
 struct Iq1S;
 impl Iq for Iq1S {
-    const BB: usize = 50;
+    const BB: usize = iq1_s::BYTES;
     const SIGNED: bool = false;
     const M: i32 = 8;
     /// (2s + 1, −1 where the delta is negative else 0) per group.
@@ -566,7 +585,7 @@ impl Iq for Iq1S {
     unsafe fn context(blk: *const u8) -> (f32, (__m256i, __m256i)) {
         // SAFETY: qh at 34..50.
         unsafe {
-            let qh = _mm256_cvtepu16_epi32(_mm_loadu_si128(blk.add(34).cast()));
+            let qh = _mm256_cvtepu16_epi32(_mm_loadu_si128(blk.add(iq1_s::QH.at).cast()));
             let s = _mm256_and_si256(_mm256_srli_epi32(qh, 12), _mm256_set1_epi32(7));
             let f = _mm256_or_si256(_mm256_add_epi32(s, s), _mm256_set1_epi32(1));
             let neg = _mm256_srai_epi32(_mm256_slli_epi32(qh, 16), 31);
@@ -578,8 +597,8 @@ impl Iq for Iq1S {
     unsafe fn group(blk: *const u8, g: usize, _: &(__m256i, __m256i)) -> Group {
         // SAFETY: qs at 2 + 4g, qh at 34 + 2g: inside the 50 bytes.
         unsafe {
-            let qs = blk.add(2 + 4 * g).cast::<u32>().read_unaligned();
-            let qh = u16_at(blk.add(34 + 2 * g)) as u32;
+            let qs = blk.add(iq1_s::QS.at + 4 * g).cast::<u32>().read_unaligned();
+            let qh = u16_at(blk.add(iq1_s::QH.at + 2 * g)) as u32;
             let grid = |l: u32| {
                 let i = ((qs >> (8 * l)) & 255) | (((qh >> (3 * l)) & 7) << 8);
                 &IQ1S_GRID1[i as usize]
@@ -616,7 +635,7 @@ impl Iq for Iq1S {
 /// (the same integers as `Σ f_h·(8·grid + δ)·x`).
 struct Iq1M;
 impl Iq for Iq1M {
-    const BB: usize = 56;
+    const BB: usize = iq1_m::BYTES;
     const SIGNED: bool = false;
     const PER16: bool = true;
     /// The 16 factors 8·f_h as bytes in both lanes (as [`nibble_factors`]), and the 32
@@ -627,7 +646,7 @@ impl Iq for Iq1M {
     unsafe fn context(blk: *const u8) -> (f32, (__m256i, __m256i, __m256i)) {
         // SAFETY: qh at 32..48, scales at 48..56.
         unsafe {
-            let words = u64_at(blk.add(48));
+            let words = u64_at(blk.add(iq1_m::SCALES.at));
             let d = ((words >> 12) & 0xF)
                 | ((words >> 24) & 0xF0)
                 | ((words >> 36) & 0xF00)
@@ -694,7 +713,7 @@ impl Iq for Iq1M {
                     z,
                 )
             };
-            let qh = _mm256_broadcastsi128_si256(_mm_loadu_si128(blk.add(32).cast()));
+            let qh = _mm256_broadcastsi128_si256(_mm_loadu_si128(blk.add(iq1_m::QH.at).cast()));
             // Even runs test bit 3, odd runs bit 7 of their qh byte.
             let sel = _mm256_set1_epi32(0x0080_0008);
             let weights = |base: i8| {
@@ -713,9 +732,10 @@ impl Iq for Iq1M {
     unsafe fn group(blk: *const u8, g: usize, c: &(__m256i, __m256i, __m256i)) -> Group {
         // SAFETY: qs at 4g, qh at 32 + 2g: inside the 56 bytes.
         unsafe {
-            let qh = u16_at(blk.add(32 + 2 * g)) as u32;
+            let qh = u16_at(blk.add(iq1_m::QH.at + 2 * g)) as u32;
             let grid = |l: u32| {
-                let i = *blk.add(4 * g + l as usize) as usize | (bx(qh as u64, 4 * l, 3) << 8);
+                let i = *blk.add(iq1_m::QS.at + 4 * g + l as usize) as usize
+                    | (bx(qh as u64, 4 * l, 3) << 8);
                 &IQ1S_GRID1[i & 2047]
             };
             Group::new(

@@ -25,7 +25,8 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::{Isa, tree8};
-use crate::formats::gguf::{f16_at, scale_min_k4};
+use crate::formats::gguf::blocks::{BlockType, q2_k, q3_k, q4_k, q5_k, q6_k, scale_min_k4};
+use crate::formats::gguf::f16_at;
 use crate::linear::q8_1::Row;
 use crate::registry::Format;
 
@@ -52,15 +53,20 @@ impl Kq {
         })
     }
 
+    /// The block descriptor.
+    pub(super) const fn block(self) -> &'static BlockType {
+        match self {
+            Kq::Q2K => &q2_k::BLOCK,
+            Kq::Q3K => &q3_k::BLOCK,
+            Kq::Q4K => &q4_k::BLOCK,
+            Kq::Q5K => &q5_k::BLOCK,
+            Kq::Q6K => &q6_k::BLOCK,
+        }
+    }
+
     /// Bytes per 256-value super-block.
     pub(super) const fn block_bytes(self) -> usize {
-        match self {
-            Kq::Q2K => 84,
-            Kq::Q3K => 110,
-            Kq::Q4K => 144,
-            Kq::Q5K => 176,
-            Kq::Q6K => 210,
-        }
+        self.block().bytes
     }
 
     /// Whether the type subtracts `dmin·m` (the `accm` lanes of the module docs).
@@ -78,82 +84,79 @@ struct Super {
     dmin: f32,
 }
 
-/// `block_q2_K { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin; }`: value 128h + 32i + l is
-/// bits 2i..2i+1 of qs[32h + l]; 16-value sub-block s has scale scales[s] & 15, min
-/// scales[s] >> 4.
+/// `block_q2_K` ([`q2_k`]): value 128h + 32i + l is bits 2i..2i+1 of qs[32h + l];
+/// 16-value sub-block s has scale scales[s] & 15, min scales[s] >> 4.
 fn unpack_q2_k(b: &[u8], o: &mut Super) {
+    let qs = q2_k::QS.of(b);
     for v in 0..256 {
         let (h, i, l) = (v / 128, (v / 32) % 4, v % 32);
-        o.q[v] = ((b[16 + 32 * h + l] >> (2 * i)) & 3) as i8;
+        o.q[v] = ((qs[32 * h + l] >> (2 * i)) & 3) as i8;
     }
-    for s in 0..16 {
-        o.sc[s] = (b[s] & 15) as i32;
-        o.m[s] = (b[s] >> 4) as i32;
+    for (s, &b) in q2_k::SCALES.of(b).iter().enumerate() {
+        o.sc[s] = (b & 15) as i32;
+        o.m[s] = (b >> 4) as i32;
     }
-    o.d = f16_at(b, 80);
-    o.dmin = f16_at(b, 82);
+    o.d = f16_at(b, q2_k::D.at);
+    o.dmin = f16_at(b, q2_k::DMIN.at);
 }
 
-/// `block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }`: value 128h + 32i + l
-/// is bits 2i..2i+1 of qs[32h + l], minus 4 when bit 4h + i of hmask[l] is CLEAR; scale s
-/// (signed, − 32) has its low nibble in nibble s/8 of scales[s%8] and its high two bits at
-/// bit 2·(s/4) of scales[8 + s%4].
+/// `block_q3_K` ([`q3_k`]): value 128h + 32i + l is bits 2i..2i+1 of qs[32h + l], minus 4
+/// when bit 4h + i of hmask[l] is CLEAR; signed scales from [`q3_k::scales`].
 fn unpack_q3_k(b: &[u8], o: &mut Super) {
+    let (hmask, qs) = (q3_k::HMASK.of(b), q3_k::QS.of(b));
     for v in 0..256 {
         let (h, i, l) = (v / 128, (v / 32) % 4, v % 32);
-        let low = ((b[32 + 32 * h + l] >> (2 * i)) & 3) as i8;
-        let set = (b[l] >> (4 * h + i)) & 1 == 1;
+        let low = ((qs[32 * h + l] >> (2 * i)) & 3) as i8;
+        let set = (hmask[l] >> (4 * h + i)) & 1 == 1;
         o.q[v] = if set { low } else { low - 4 };
     }
-    let s12 = &b[96..108];
-    for s in 0..16 {
-        let lo = (s12[s % 8] >> (4 * (s / 8))) & 15;
-        let hi = (s12[8 + s % 4] >> (2 * (s / 4))) & 3;
-        o.sc[s] = (lo | (hi << 4)) as i32 - 32;
+    for (o, s) in o.sc.iter_mut().zip(q3_k::scales(q3_k::SCALES.of(b))) {
+        *o = s as i32;
     }
     o.m = [0; 16];
-    o.d = f16_at(b, 108);
+    o.d = f16_at(b, q3_k::D.at);
     o.dmin = 0.0;
 }
 
-/// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }` and `block_q5_K { f16 d;
-/// f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }`: sub-block j (32 values) is nibble
-/// j%2 of qs[32·(j/2) ..][0..32], Q5_K adds bit j of qh[l] as bit 4; 6-bit scale and min
-/// from [`scale_min_k4`].
+/// `block_q4_K` ([`q4_k`]) and `block_q5_K` ([`q5_k`], the same d, dmin and scales):
+/// sub-block j (32 values) is nibble j%2 of qs[32·(j/2) ..][0..32], Q5_K adds bit j of
+/// qh[l] as bit 4; 6-bit scale and min from [`scale_min_k4`].
 fn unpack_q45_k(b: &[u8], five: bool, o: &mut Super) {
-    let qs = if five { 48 } else { 16 };
+    let qs = if five { q5_k::QS.of(b) } else { q4_k::QS.of(b) };
     for v in 0..256 {
         let (j, l) = (v / 32, v % 32);
-        let mut c = (b[qs + 32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+        let mut c = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
         if five {
-            c |= ((b[16 + l] >> j) & 1) << 4;
+            c |= ((q5_k::QH.of(b)[l] >> j) & 1) << 4;
         }
         o.q[v] = c as i8;
     }
+    let scales = q4_k::SCALES.of(b);
     for s in 0..16 {
-        let (sc, m) = scale_min_k4(s / 2, &b[4..16]);
+        let (sc, m) = scale_min_k4(s / 2, scales);
         o.sc[s] = sc as i32;
         o.m[s] = m as i32;
     }
-    o.d = f16_at(b, 0);
-    o.dmin = f16_at(b, 2);
+    o.d = f16_at(b, q4_k::D.at);
+    o.dmin = f16_at(b, q4_k::DMIN.at);
 }
 
-/// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }`: value 128h + 32i + l
-/// has its low 4 bits in nibble i/2 of ql[64h + 32(i%2) + l], its high 2 bits at bit 2i of
-/// qh[32h + l]; − 32; scale scales[v/16].
+/// `block_q6_K` ([`q6_k`]): value 128h + 32i + l has its low 4 bits in nibble i/2 of
+/// ql[64h + 32(i%2) + l], its high 2 bits at bit 2i of qh[32h + l]; − 32; scale
+/// scales[v/16].
 fn unpack_q6_k(b: &[u8], o: &mut Super) {
+    let (ql, qh) = (q6_k::QL.of(b), q6_k::QH.of(b));
     for v in 0..256 {
         let (h, i, l) = (v / 128, (v / 32) % 4, v % 32);
-        let lo = (b[64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
-        let hi = (b[128 + 32 * h + l] >> (2 * i)) & 3;
+        let lo = (ql[64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
+        let hi = (qh[32 * h + l] >> (2 * i)) & 3;
         o.q[v] = (lo | (hi << 4)) as i8 - 32;
     }
-    for s in 0..16 {
-        o.sc[s] = b[192 + s] as i8 as i32;
+    for (o, &s) in o.sc.iter_mut().zip(q6_k::SCALES.of(b)) {
+        *o = s as i8 as i32;
     }
     o.m = [0; 16];
-    o.d = f16_at(b, 208);
+    o.d = f16_at(b, q6_k::D.at);
     o.dmin = 0.0;
 }
 
@@ -246,24 +249,9 @@ mod tests {
 
     const ALL: [Kq; 5] = [Kq::Q2K, Kq::Q3K, Kq::Q4K, Kq::Q5K, Kq::Q6K];
 
-    fn format(kq: Kq) -> Format {
-        match kq {
-            Kq::Q2K => Format::GgufQ2_K,
-            Kq::Q3K => Format::GgufQ3_K,
-            Kq::Q4K => Format::GgufQ4_K,
-            Kq::Q5K => Format::GgufQ5_K,
-            Kq::Q6K => Format::GgufQ6_K,
-        }
-    }
-
     /// Offsets of the binary16 fields (d, dmin) in a super-block.
-    fn f16_fields(kq: Kq) -> &'static [usize] {
-        match kq {
-            Kq::Q2K => &[80, 82],
-            Kq::Q3K => &[108],
-            Kq::Q4K | Kq::Q5K => &[0, 2],
-            Kq::Q6K => &[208],
-        }
+    fn f16_fields(kq: Kq) -> Vec<usize> {
+        kq.block().f16_fields().map(|f| f.at).collect()
     }
 
     struct Lcg(u64);
@@ -298,7 +286,7 @@ mod tests {
             }
             if kq == Kq::Q6K && pattern == 3 && s % 2 == 0 {
                 // The extreme signed scales −128 and +127.
-                blk[192..208].copy_from_slice(&[0x80, 0x7F].repeat(8));
+                blk[q6_k::SCALES.range()].copy_from_slice(&[0x80, 0x7F].repeat(8));
             }
         }
         w
@@ -328,7 +316,7 @@ mod tests {
                 for pattern in 0..4 {
                     let n = 5;
                     let w = payload(kq, n, k, pattern, &mut rng);
-                    let view = WeightView::single(format(kq), n, k, &w).unwrap();
+                    let view = WeightView::single(kq.block().format, n, k, &w).unwrap();
                     let mut wd = vec![0f32; n * k];
                     for r in 0..n {
                         decode_row(&view, r as u64, &mut wd[r * k..(r + 1) * k]).unwrap();
@@ -430,7 +418,7 @@ mod tests {
             let (n, k) = (5, 1024);
             let mut w = payload(kq, n, k, 3, &mut rng);
             for blk in w.chunks_exact_mut(kq.block_bytes()) {
-                for &at in f16_fields(kq) {
+                for at in f16_fields(kq) {
                     let r = rng.next();
                     if r.is_multiple_of(4) {
                         let s = SPECIAL[(r >> 4) as usize % SPECIAL.len()];

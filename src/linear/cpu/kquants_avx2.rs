@@ -52,6 +52,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::kquants::{Kq, finish};
+use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k};
 use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 
@@ -166,12 +167,12 @@ impl K for Q2K {
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: 84 bytes at b.
         unsafe {
-            let s = _mm_loadu_si128(b.cast());
+            let s = _mm_loadu_si128(b.add(q2_k::SCALES.at).cast());
             let m = _mm_set1_epi8(0x0F);
             let mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m));
             per16(
-                f16x8(b.add(80)),
-                f16x8(b.add(82)),
+                f16x8(b.add(q2_k::D.at)),
+                f16x8(b.add(q2_k::DMIN.at)),
                 _mm_and_si128(s, m),
                 mn16,
             )
@@ -183,7 +184,7 @@ impl K for Q2K {
         let j = J;
         let (h, i) = (j / 4, j % 4);
         // SAFETY: qs[32h..32h+32] lies in the block.
-        let q = unsafe { load(b.add(16 + 32 * h)) };
+        let q = unsafe { load(b.add(q2_k::QS.at + 32 * h)) };
         let q = _mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * i as i32));
         _mm256_and_si256(q, _mm256_set1_epi8(3))
     }
@@ -199,15 +200,15 @@ impl K for Q3K {
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: 110 bytes at b.
         unsafe {
-            let a = std::ptr::read_unaligned(b.add(96).cast::<u64>());
-            let hb = std::ptr::read_unaligned(b.add(104).cast::<u32>());
+            let a = std::ptr::read_unaligned(b.add(q3_k::SCALES.at).cast::<u64>());
+            let hb = std::ptr::read_unaligned(b.add(q3_k::SCALES.at + 8).cast::<u32>());
             let two = |s: u32| ((hb >> s) & 0x0303_0303) as u64;
             let lo = 0x0F0F_0F0F_0F0F_0F0Fu64;
             let s0 = (a & lo) | ((two(0) | two(2) << 32) << 4);
             let s1 = ((a >> 4) & lo) | ((two(4) | two(6) << 32) << 4);
             let s = _mm_sub_epi8(_mm_set_epi64x(s1 as i64, s0 as i64), _mm_set1_epi8(32));
             let sc16 = _mm256_cvtepi8_epi16(s);
-            let d = f16x8(b.add(108));
+            let d = f16x8(b.add(q3_k::D.at));
             per16(d, d, s, _mm256_slli_epi16(sc16, 2))
         }
     }
@@ -217,7 +218,12 @@ impl K for Q3K {
         let j = J;
         let (h, i) = (j / 4, j % 4);
         // SAFETY: qs[32h..] and hmask[0..32] lie in the block.
-        let (q, hm) = unsafe { (load(b.add(32 + 32 * h)), load(b)) };
+        let (q, hm) = unsafe {
+            (
+                load(b.add(q3_k::QS.at + 32 * h)),
+                load(b.add(q3_k::HMASK.at)),
+            )
+        };
         let q = _mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * i as i32));
         let q = _mm256_and_si256(q, _mm256_set1_epi8(3));
         _mm256_or_si256(q, bit_to(hm, j, 2))
@@ -271,7 +277,10 @@ impl K for Q4K {
     unsafe fn codes<const J: usize>(b: *const u8) -> __m256i {
         let j = J;
         // SAFETY: qs[32(j/2)..] lies in the block.
-        nibble(unsafe { load(b.add(16 + 32 * (j / 2))) }, j % 2 == 1)
+        nibble(
+            unsafe { load(b.add(q4_k::QS.at + 32 * (j / 2))) },
+            j % 2 == 1,
+        )
     }
 }
 
@@ -291,7 +300,12 @@ impl K for Q5K {
     unsafe fn codes<const J: usize>(b: *const u8) -> __m256i {
         let j = J;
         // SAFETY: qs[32(j/2)..] and qh lie in the block.
-        let (q, qh) = unsafe { (load(b.add(48 + 32 * (j / 2))), load(b.add(16))) };
+        let (q, qh) = unsafe {
+            (
+                load(b.add(q5_k::QS.at + 32 * (j / 2))),
+                load(b.add(q5_k::QH.at)),
+            )
+        };
         _mm256_or_si256(nibble(q, j % 2 == 1), bit_to(qh, j, 4))
     }
 }
@@ -307,8 +321,8 @@ impl K for Q6K {
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: 210 bytes at b.
         unsafe {
-            let sc = _mm_loadu_si128(b.add(192).cast());
-            let d = f16x8(b.add(208));
+            let sc = _mm_loadu_si128(b.add(q6_k::SCALES.at).cast());
+            let d = f16x8(b.add(q6_k::D.at));
             // sc[0], sc[2], .., sc[6], sc[1], sc[3], .., sc[7], then the same + 8.
             let m = _mm_set_epi8(15, 13, 11, 9, 14, 12, 10, 8, 7, 5, 3, 1, 6, 4, 2, 0);
             let v = _mm_shuffle_epi8(sc, m);

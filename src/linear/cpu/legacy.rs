@@ -25,8 +25,9 @@
 //! weight rows share a pass.
 
 use super::{Isa, tree8};
+use crate::formats::gguf::blocks::{BlockType, iq4_nl, iq4_xs, q2_0, q4_0, q5_0, q8_0};
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
-use crate::formats::gguf::{f16_at, u16_at, u32_at};
+use crate::formats::gguf::{f16_at, u32_at};
 use crate::linear::q8_1::{Row, Rows};
 use crate::registry::Format;
 
@@ -55,27 +56,30 @@ impl Legacy {
         })
     }
 
+    /// The block descriptor.
+    pub(crate) const fn block(self) -> &'static BlockType {
+        match self {
+            Legacy::Q8_0 => &q8_0::BLOCK,
+            Legacy::Q4_0 => &q4_0::BLOCK,
+            Legacy::Q5_0 => &q5_0::BLOCK,
+            Legacy::Q2_0 => &q2_0::BLOCK,
+            Legacy::Iq4Nl => &iq4_nl::BLOCK,
+            Legacy::Iq4Xs => &iq4_xs::BLOCK,
+        }
+    }
+
     /// Bytes per weight block.
     // Read by the AVX2 kernels only.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) const fn block_bytes(self) -> usize {
-        match self {
-            Legacy::Q8_0 => 34,
-            Legacy::Q4_0 | Legacy::Iq4Nl | Legacy::Q2_0 => 18,
-            Legacy::Q5_0 => 22,
-            Legacy::Iq4Xs => 136,
-        }
+        self.block().bytes
     }
 
     /// 32-value (q8_1) blocks per weight block.
     // Read by the AVX2 kernels only.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) const fn sub_blocks(self) -> usize {
-        match self {
-            Legacy::Q2_0 => 2,
-            Legacy::Iq4Xs => 8,
-            _ => 1,
-        }
+        self.block().values / 32
     }
 
     /// Whole weight blocks needed for `nb` 32-value blocks (`nb` is a multiple of
@@ -106,63 +110,59 @@ pub(crate) fn block_total(kind: Legacy, w: &[u8], b: usize, xq: &[i8]) -> (i32, 
     let mut q = [0i32; 32];
     let (sc, d) = match kind {
         Legacy::Q8_0 => {
-            // block_q8_0 { f16 d; i8 qs[32]; }
-            let blk = &w[34 * b..34 * b + 34];
-            for (o, &c) in q.iter_mut().zip(&blk[2..]) {
+            let blk = &w[q8_0::BYTES * b..q8_0::BYTES * (b + 1)];
+            for (o, &c) in q.iter_mut().zip(q8_0::QS.of(blk)) {
                 *o = c as i8 as i32;
             }
-            (1, f16_at(blk, 0))
+            (1, f16_at(blk, q8_0::D.at))
         }
         Legacy::Q4_0 | Legacy::Iq4Nl => {
-            // { f16 d; u8 qs[16]; }: value e < 16 is the low nibble of qs[e], value e ≥ 16
-            // the high nibble of qs[e − 16].
-            let blk = &w[18 * b..18 * b + 18];
-            for e in 0..16 {
-                let (lo, hi) = ((blk[2 + e] & 0x0F) as usize, (blk[2 + e] >> 4) as usize);
+            // Q4_0 and IQ4_NL share { f16 d; u8 qs[16]; }: value e < 16 is the low nibble
+            // of qs[e], value e ≥ 16 the high nibble of qs[e − 16].
+            const { assert!(q4_0::QS.at == iq4_nl::QS.at && q4_0::BYTES == iq4_nl::BYTES) };
+            let blk = &w[q4_0::BYTES * b..q4_0::BYTES * (b + 1)];
+            for (e, &c) in q4_0::QS.of(blk).iter().enumerate() {
+                let (lo, hi) = ((c & 0x0F) as usize, (c >> 4) as usize);
                 (q[e], q[e + 16]) = if kind == Legacy::Q4_0 {
                     (lo as i32 - 8, hi as i32 - 8)
                 } else {
                     (KVALUES_IQ4NL[lo] as i32, KVALUES_IQ4NL[hi] as i32)
                 };
             }
-            (1, f16_at(blk, 0))
+            (1, f16_at(blk, q4_0::D.at))
         }
         Legacy::Q5_0 => {
-            // block_q5_0 { f16 d; u32 qh; u8 qs[16]; }: nibbles as Q4_0, bit e of qh is
-            // bit 4 of value e.
-            let blk = &w[22 * b..22 * b + 22];
-            let qh = u32_at(blk, 2);
-            for e in 0..16 {
-                let lo = (blk[6 + e] & 0x0F) as u32 | ((qh >> e) & 1) << 4;
-                let hi = (blk[6 + e] >> 4) as u32 | ((qh >> (e + 16)) & 1) << 4;
+            // Nibbles as Q4_0, bit e of the u32 qh is bit 4 of value e.
+            let blk = &w[q5_0::BYTES * b..q5_0::BYTES * (b + 1)];
+            let qh = u32_at(blk, q5_0::QH.at);
+            for (e, &c) in q5_0::QS.of(blk).iter().enumerate() {
+                let lo = (c & 0x0F) as u32 | ((qh >> e) & 1) << 4;
+                let hi = (c >> 4) as u32 | ((qh >> (e + 16)) & 1) << 4;
                 (q[e], q[e + 16]) = (lo as i32 - 16, hi as i32 - 16);
             }
-            (1, f16_at(blk, 0))
+            (1, f16_at(blk, q5_0::D.at))
         }
         Legacy::Q2_0 => {
-            // block_q2_0 { f16 d; u8 qs[16]; } over 64 values: value j is bits 2(j%4).. of
-            // qs[j/4]; this block is half b % 2.
-            let blk = &w[18 * (b / 2)..18 * (b / 2) + 18];
+            // 64 values: value j is bits 2(j%4).. of qs[j/4]; this block is half b % 2.
+            let blk = &w[q2_0::BYTES * (b / 2)..q2_0::BYTES * (b / 2 + 1)];
+            let qs = q2_0::QS.of(blk);
             for (e, o) in q.iter_mut().enumerate() {
                 let j = 32 * (b % 2) + e;
-                *o = ((blk[2 + j / 4] >> (2 * (j % 4))) & 3) as i32 - 1;
+                *o = ((qs[j / 4] >> (2 * (j % 4))) & 3) as i32 - 1;
             }
-            (1, f16_at(blk, 0))
+            (1, f16_at(blk, q2_0::D.at))
         }
         Legacy::Iq4Xs => {
-            // block_iq4_xs { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]; }: sub-block
-            // j = b % 8 is IQ4_NL-coded in qs[16j..16j+16]; 6-bit scale = nibble j of the
-            // scales_l word | bits 2j..2j+1 of scales_h << 4, factor ls − 32.
+            // Sub-block j = b % 8 is IQ4_NL-coded in qs[16j..16j+16], with the 6-bit scale
+            // `iq4_xs::scale`, factor ls − 32.
             let (sb, j) = (b / 8, b % 8);
-            let blk = &w[136 * sb..136 * sb + 136];
-            let ls =
-                (u32_at(blk, 4) >> (4 * j)) & 0x0F | ((u16_at(blk, 2) as u32 >> (2 * j)) & 3) << 4;
-            for e in 0..16 {
-                let c = blk[8 + 16 * j + e];
+            let blk = &w[iq4_xs::BYTES * sb..iq4_xs::BYTES * (sb + 1)];
+            let ls = iq4_xs::scale(blk, j);
+            for (e, &c) in iq4_xs::QS.of(blk)[16 * j..16 * j + 16].iter().enumerate() {
                 q[e] = KVALUES_IQ4NL[(c & 0x0F) as usize] as i32;
                 q[e + 16] = KVALUES_IQ4NL[(c >> 4) as usize] as i32;
             }
-            (ls as i32 - 32, f16_at(blk, 0))
+            (ls as i32 - 32, f16_at(blk, iq4_xs::D.at))
         }
     };
     let s: i32 = q.iter().zip(xq).map(|(&q, &x)| q * x as i32).sum();

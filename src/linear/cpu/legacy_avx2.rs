@@ -32,6 +32,7 @@
 
 use super::legacy::{Legacy, blocks_scalar};
 use super::{P, tree8, unpermuted};
+use crate::formats::gguf::blocks::{iq4_nl, iq4_xs, q2_0, q4_0, q5_0, q8_0};
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
@@ -246,7 +247,8 @@ macro_rules! kernels {
             unsafe fn unpack(w: *const u8, b: usize) -> Q8W {
                 // SAFETY: 32 code bytes from offset 2 of blocks b and b+1.
                 let q = unsafe {
-                    let (a, c) = (w.add(34 * b + 2), w.add(34 * b + 36));
+                    let (a, c) = (w.add(q8_0::BYTES * b), w.add(q8_0::BYTES * (b + 1)));
+                    let (a, c) = (a.add(q8_0::QS.at), c.add(q8_0::QS.at));
                     Halves {
                         lo: load2(c, a),
                         hi: load2(c.add(16), a.add(16)),
@@ -282,7 +284,7 @@ macro_rules! kernels {
             #[target_feature(enable = $feat)]
             unsafe fn scales(w: *const u8, b: usize) -> __m256 {
                 // SAFETY: the caller's contract.
-                unsafe { f16x8(w, 34, b) }
+                unsafe { f16x8(w, q8_0::BYTES, b) }
             }
         }
 
@@ -313,7 +315,11 @@ macro_rules! kernels {
             #[target_feature(enable = $feat)]
             unsafe fn unpack(w: *const u8, b: usize) -> Halves {
                 // SAFETY: 16 code bytes from offset 2 of blocks b and b+1; AVX2 (caller).
-                let (lo, hi) = nibbles(unsafe { load2(w.add(18 * b + 20), w.add(18 * b + 2)) });
+                let (a, c) = (
+                    q4_0::BYTES * b + q4_0::QS.at,
+                    q4_0::BYTES * (b + 1) + q4_0::QS.at,
+                );
+                let (lo, hi) = nibbles(unsafe { load2(w.add(c), w.add(a)) });
                 Halves { lo, hi }
             }
             #[inline]
@@ -325,7 +331,7 @@ macro_rules! kernels {
             #[target_feature(enable = $feat)]
             unsafe fn scales(w: *const u8, b: usize) -> __m256 {
                 // SAFETY: the caller's contract.
-                unsafe { f16x8(w, 18, b) }
+                unsafe { f16x8(w, q4_0::BYTES, b) }
             }
         }
 
@@ -347,11 +353,11 @@ macro_rules! kernels {
             unsafe fn unpack(w: *const u8, b: usize) -> Halves {
                 // SAFETY: qh (4 bytes at 2) and qs (16 bytes at 6) of blocks b and b+1; AVX2.
                 unsafe {
-                    let (a, c) = (w.add(22 * b), w.add(22 * b + 22));
-                    let (lo, hi) = nibbles(load2(c.add(6), a.add(6)));
+                    let (a, c) = (w.add(q5_0::BYTES * b), w.add(q5_0::BYTES * (b + 1)));
+                    let (lo, hi) = nibbles(load2(c.add(q5_0::QS.at), a.add(q5_0::QS.at)));
                     // qh words in bytes 0..4 of each lane (bytes 4..16 are qs, never selected);
                     // byte e of `lo` (value e) tests bit e, byte e of `hi` (value 16 + e) bit 16 + e.
-                    let qh = load2(c.add(2), a.add(2));
+                    let qh = load2(c.add(q5_0::QH.at), a.add(q5_0::QH.at));
                     let sel = _mm256_set1_epi64x(0x8040201008040201u64 as i64);
                     let bit4 = |ctl: __m256i| {
                         let s = _mm256_and_si256(_mm256_shuffle_epi8(qh, ctl), sel);
@@ -375,7 +381,7 @@ macro_rules! kernels {
             #[target_feature(enable = $feat)]
             unsafe fn scales(w: *const u8, b: usize) -> __m256 {
                 // SAFETY: the caller's contract.
-                unsafe { f16x8(w, 22, b) }
+                unsafe { f16x8(w, q5_0::BYTES, b) }
             }
         }
 
@@ -446,7 +452,11 @@ macro_rules! kernels {
             #[target_feature(enable = $feat)]
             unsafe fn unpack(w: *const u8, b: usize) -> Halves {
                 // SAFETY: 16 code bytes from offset 2 of blocks b and b+1.
-                iq4_unpack(unsafe { load2(w.add(18 * b + 20), w.add(18 * b + 2)) })
+                let (a, c) = (
+                    iq4_nl::BYTES * b + iq4_nl::QS.at,
+                    iq4_nl::BYTES * (b + 1) + iq4_nl::QS.at,
+                );
+                iq4_unpack(unsafe { load2(w.add(c), w.add(a)) })
             }
             #[inline]
             #[target_feature(enable = $feat)]
@@ -457,7 +467,7 @@ macro_rules! kernels {
             #[target_feature(enable = $feat)]
             unsafe fn scales(w: *const u8, b: usize) -> __m256 {
                 // SAFETY: the caller's contract.
-                unsafe { f16x8(w, 18, b) }
+                unsafe { f16x8(w, iq4_nl::BYTES, b) }
             }
         }
 
@@ -479,7 +489,10 @@ macro_rules! kernels {
             unsafe fn unpack(w: *const u8, b: usize) -> Halves {
                 // SAFETY: qs[16j .. 16j + 32] of the super-block (j = b % 8 even, ≤ 6).
                 iq4_unpack(unsafe {
-                    _mm256_loadu_si256(w.add(136 * (b / 8) + 8 + 16 * (b % 8)).cast())
+                    _mm256_loadu_si256(
+                        w.add(iq4_xs::BYTES * (b / 8) + iq4_xs::QS.at + 16 * (b % 8))
+                            .cast(),
+                    )
                 })
             }
             #[inline]
@@ -492,7 +505,10 @@ macro_rules! kernels {
             unsafe fn scales(w: *const u8, b: usize) -> __m256 {
                 // SAFETY: the super-block's d (caller).
                 unsafe {
-                    let h = w.add(136 * (b / 8)).cast::<i16>().read_unaligned();
+                    let h = w
+                        .add(iq4_xs::BYTES * (b / 8) + iq4_xs::D.at)
+                        .cast::<i16>()
+                        .read_unaligned();
                     _mm256_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32))))
                 }
             }
@@ -501,9 +517,11 @@ macro_rules! kernels {
             unsafe fn factors(w: *const u8, b: usize) -> __m256i {
                 // SAFETY: the words at 0 (d | scales_h << 16) and 4 (scales_l) of the super-block.
                 unsafe {
-                    let blk = w.add(136 * (b / 8));
+                    let blk = w.add(iq4_xs::BYTES * (b / 8));
                     let w0 = _mm256_set1_epi32(blk.cast::<i32>().read_unaligned());
-                    let sl = _mm256_set1_epi32(blk.add(4).cast::<i32>().read_unaligned());
+                    let sl = _mm256_set1_epi32(
+                        blk.add(iq4_xs::SCALES_L.at).cast::<i32>().read_unaligned(),
+                    );
                     // Lane i is sub-block j = P[i]: nibble j of scales_l; bits 2j, 2j+1 of
                     // scales_h (bits 16 + 2j.. of w0) moved to bits 4, 5.
                     let lo = _mm256_srlv_epi32(sl, _mm256_setr_epi32(0, 8, 16, 24, 4, 12, 20, 28));
@@ -541,7 +559,8 @@ macro_rules! kernels {
             #[target_feature(enable = $feat)]
             unsafe fn unpack(w: *const u8, b: usize) -> Halves {
                 // SAFETY: the 16 code bytes of Q2_0 block b/2; AVX2.
-                let v = unsafe { _mm_loadu_si128(w.add(9 * b + 2).cast()) };
+                let at = q2_0::BYTES * b / 2 + q2_0::QS.at;
+                let v = unsafe { _mm_loadu_si128(w.add(at).cast()) };
                 let m = _mm256_set1_epi8(3);
                 // Fields k = 0, 2 and k = 1, 3 (bytes 0..8 of each are block b, 8..16 block b+1).
                 let lo = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
@@ -562,7 +581,11 @@ macro_rules! kernels {
             unsafe fn scales(w: *const u8, b: usize) -> __m256 {
                 // SAFETY: the d of Q2_0 blocks b/2 .. b/2 + 4 (caller).
                 unsafe {
-                    let h = |i: usize| w.add(18 * (b / 2 + i)).cast::<i16>().read_unaligned();
+                    let h = |i: usize| {
+                        w.add(q2_0::BYTES * (b / 2 + i))
+                            .cast::<i16>()
+                            .read_unaligned()
+                    };
                     // Lanes P = (0, 2, 4, 6, 1, 3, 5, 7) are Q2_0 blocks (0, 1, 2, 3, 0, 1, 2, 3).
                     let f = _mm_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), 0, 0, 0, 0));
                     _mm256_set_m128(f, f)

@@ -102,16 +102,15 @@ pub(crate) fn payload(
             }
         }
         Category::GgufBlock => {
-            let bb = info.block_bytes as usize;
-            let fields: &[usize] = match format {
-                Format::GgufQ2_K => &[80, 82],
-                Format::GgufQ3_K => &[108],
-                Format::GgufQ4_K | Format::GgufQ5_K => &[0, 2],
-                Format::GgufQ6_K => &[208],
-                _ => &[0],
-            };
-            for blk in p[0].chunks_exact_mut(bb) {
-                for &at in fields {
+            let block = crate::formats::gguf::blocks::block_type(format).expect("a GGUF type");
+            // IQ1_M has no d (its scale is spread over its scales words): its first two
+            // bytes, codes, take a scale word as the others' d.
+            let mut fields: Vec<_> = block.f16_fields().map(|f| f.at).collect();
+            if fields.is_empty() {
+                fields.push(0);
+            }
+            for blk in p[0].chunks_exact_mut(block.bytes) {
+                for &at in &fields {
                     blk[at..at + 2].copy_from_slice(&rng.f16_scale());
                 }
             }

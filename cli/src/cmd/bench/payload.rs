@@ -7,6 +7,7 @@
 //! before it is timed.
 
 use ninfer::formats::float_source::FloatSource;
+use ninfer::formats::gguf::blocks;
 use ninfer::formats::nvfp4;
 use ninfer::{Format, Layout, WeightView};
 
@@ -51,25 +52,19 @@ pub fn planes(format: Format, n: usize, k: usize) -> ninfer::Result<[Vec<u8>; 3]
                 .for_each(|c| c[word - 1] = 0x3C | (c[word - 1] & 0x81));
         }
         Layout::GgufBlocksV1 => {
-            // Byte offsets of the binary16 super-block/block scales (d, and dmin where the
-            // type has one; gguf-blocks.md); every other byte is a legal code or sub-scale.
-            let fields: &[usize] = match format {
-                Format::GgufQ2_K => &[80, 82],
-                Format::GgufQ3_K => &[108],
-                Format::GgufQ4_K | Format::GgufQ5_K => &[0, 2],
-                Format::GgufQ6_K => &[208],
-                Format::GgufIq1M => &[],
-                _ => &[0],
-            };
-            for b in p[0].chunks_exact_mut(info.block_bytes as usize) {
-                for &at in fields {
-                    b[at..at + 2].copy_from_slice(&f16);
+            // The binary16 super-block/block scales (d, and dmin where the type has one);
+            // every other byte is a legal code or sub-scale.
+            let block = blocks::block_type(format).expect("a GGUF block type");
+            for b in p[0].chunks_exact_mut(block.bytes) {
+                for f in block.f16_fields() {
+                    b[f.range()].copy_from_slice(&f16);
                 }
                 if format == Format::GgufIq1M {
                     // IQ1_M's binary16 super-scale is spread over the top nibbles of its
-                    // four u16 sub-scale words; byte 55's holds its sign and top exponent
-                    // bits: 0x3 keeps it finite.
-                    b[55] = (b[55] & 0x0F) | 0x30;
+                    // four u16 sub-scale words; the last byte's holds its sign and top
+                    // exponent bits: 0x3 keeps it finite.
+                    let last = &mut b[blocks::iq1_m::SCALES.end() - 1];
+                    *last = (*last & 0x0F) | 0x30;
                 }
             }
         }

@@ -42,6 +42,19 @@ fn tables_source() -> String {
             d as u32
         );
     }
+    s += "\n// GGUF block layouts (the library's block descriptors): bytes per block and the byte\n\
+          // offset of each field.\n";
+    for b in &crate::formats::gguf::blocks::BLOCK_TYPES {
+        s += &format!("#define NF_{}_BYTES {}\n", b.name, b.bytes);
+        for f in b.fields {
+            s += &format!(
+                "#define NF_{}_{} {}\n",
+                b.name,
+                f.name.to_ascii_uppercase(),
+                f.at
+            );
+        }
+    }
     s += "\n#ifdef NF_DEVICE_CODE\n#define NF_TABLE __device__ const\n#else\n\
           #define NF_TABLE static const\n#endif\n\n";
     let kv: Vec<String> = crate::formats::gguf::grids::KVALUES_IQ4NL

@@ -243,6 +243,30 @@ NF_HD void nf_scale_min_k4(int j, const nf_u8* s, nf_i32* sc, nf_i32* m) {
     }
 }
 
+// The signed 6-bit scale si (0..16) of a Q3_K block: low nibble si / 8 of scales[si % 8],
+// high 2 bits at 2·(si / 4) of scales[8 + si % 4], minus 32.
+NF_HD nf_i32 nf_q3_k_scale(const nf_u8* blk, int si) {
+    const nf_u8* s = blk + NF_Q3_K_SCALES;
+    nf_i32 lo = (s[si % 8] >> (4 * (si / 8))) & 15;
+    nf_i32 hi = (s[8 + si % 4] >> (2 * (si / 4))) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+// The 6-bit scale of 32-value group g of an IQ4_XS block (before ggml's − 32): nibble g % 2
+// of scales_l[g / 2], high 2 bits at 2g of scales_h.
+NF_HD nf_u32 nf_iq4_xs_scale(const nf_u8* blk, int g) {
+    return ((blk[NF_IQ4_XS_SCALES_L + g / 2] >> (4 * (g % 2))) & 0x0Fu) |
+           (((nf_u16_at(blk + NF_IQ4_XS_SCALES_H) >> (2 * g)) & 3u) << 4);
+}
+
+// The binary16 bits of an IQ1_M block's super-scale: nibble i is the top nibble of the
+// u16 scales word i.
+NF_HD nf_u32 nf_iq1_m_super_scale_bits(const nf_u8* blk) {
+    nf_u32 bits = 0;
+    for (int i = 0; i < 4; i++) bits |= (nf_u16_at(blk + NF_IQ1_M_SCALES + 2 * i) >> 12) << (4 * i);
+    return bits;
+}
+
 // 2·e2m1(c) for every code word (an integer in [-12, 12]).
 NF_HD nf_i32 nf_twice_e2m1(nf_u32 c) {
     nf_i32 m = (nf_i32)nf_mul(nf_e2m1_magnitudes[c & 7u], 2.0f);
@@ -279,21 +303,22 @@ template <int F>
 NF_HD nf_i32 nf_iq_group(const nf_u8* blk, int g, const nf_i8* x, float* dc) {
     nf_i32 t = 0;
     if constexpr (F == NF_FMT_GGUF_IQ2_XXS) {
-        const nf_u8* q = blk + 2 + 8 * g;
+        const nf_u8* q = blk + NF_IQ2_XXS_QS + 8 * g;
         nf_u32 aux = nf_u32_at(q + 4);
         nf_i32 sc = 2 * (nf_i32)(aux >> 28) + 1;
         for (int l = 0; l < 4; l++) t += nf_iq_run(x + 8 * l, sc, nf_iq2xxs_grid[q[l]], nf_ksigns_iq2xs[(aux >> (7 * l)) & 127u]);
         *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.125f);
     } else if constexpr (F == NF_FMT_GGUF_IQ2_XS) {
-        nf_u32 s = blk[66 + g];
+        nf_u32 s = blk[NF_IQ2_XS_SCALES + g];
         for (int l = 0; l < 4; l++) {
-            nf_u32 q = nf_u16_at(blk + 2 + 8 * g + 2 * l);
+            nf_u32 q = nf_u16_at(blk + NF_IQ2_XS_QS + 8 * g + 2 * l);
             nf_i32 sc = 2 * (nf_i32)((s >> (4 * (l / 2))) & 15u) + 1;
             t += nf_iq_run(x + 8 * l, sc, nf_iq2xs_grid[q & 511u], nf_ksigns_iq2xs[q >> 9]);
         }
         *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.125f);
     } else if constexpr (F == NF_FMT_GGUF_IQ2_S) {
-        const nf_u8 *qs = blk + 2, *signs = blk + 34, *qh = blk + 66, *scales = blk + 74;
+        const nf_u8 *qs = blk + NF_IQ2_S_QS, *signs = blk + NF_IQ2_S_SIGNS, *qh = blk + NF_IQ2_S_QH,
+                    *scales = blk + NF_IQ2_S_SCALES;
         for (int l = 0; l < 4; l++) {
             int r = 4 * g + l;
             nf_u32 idx = qs[r] | (((qh[g] >> (2 * l)) & 3u) << 8);
@@ -302,15 +327,17 @@ NF_HD nf_i32 nf_iq_group(const nf_u8* blk, int g, const nf_i8* x, float* dc) {
         }
         *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.125f);
     } else if constexpr (F == NF_FMT_GGUF_IQ3_XXS) {
-        nf_u32 aux = nf_u32_at(blk + 66 + 4 * g);
+        nf_u32 aux = nf_u32_at(blk + NF_IQ3_XXS_SCALES_AND_SIGNS + 4 * g);
         nf_i32 sc = 2 * (nf_i32)(aux >> 28) + 1;
+        const nf_u8* qs = blk + NF_IQ3_XXS_QS;
         for (int l = 0; l < 4; l++) {
-            nf_u64 g1 = nf_iq3xxs_grid[blk[2 + 8 * g + 2 * l]], g2 = nf_iq3xxs_grid[blk[3 + 8 * g + 2 * l]];
+            nf_u64 g1 = nf_iq3xxs_grid[qs[8 * g + 2 * l]], g2 = nf_iq3xxs_grid[qs[8 * g + 2 * l + 1]];
             t += nf_iq_run(x + 8 * l, sc, g1 | (g2 << 32), nf_ksigns_iq2xs[(aux >> (7 * l)) & 127u]);
         }
         *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.25f);
     } else if constexpr (F == NF_FMT_GGUF_IQ3_S) {
-        const nf_u8 *qs = blk + 2, *qh = blk + 66, *signs = blk + 74, *scales = blk + 106;
+        const nf_u8 *qs = blk + NF_IQ3_S_QS, *qh = blk + NF_IQ3_S_QH, *signs = blk + NF_IQ3_S_SIGNS,
+                    *scales = blk + NF_IQ3_S_SCALES;
         nf_i32 sc = 2 * (nf_i32)((scales[g / 2] >> (4 * (g % 2))) & 15u) + 1;
         for (int l = 0; l < 4; l++) {
             int r = 4 * g + l;
@@ -321,41 +348,38 @@ NF_HD nf_i32 nf_iq_group(const nf_u8* blk, int g, const nf_i8* x, float* dc) {
         }
         *dc = nf_f16_to_f32(nf_u16_at(blk));
     } else if constexpr (F == NF_FMT_GGUF_IQ1_S) {
-        nf_u32 qh = nf_u16_at(blk + 34 + 2 * g);
+        nf_u32 qh = nf_u16_at(blk + NF_IQ1_S_QH + 2 * g);
         nf_i32 sc = 2 * (nf_i32)((qh >> 12) & 7u) + 1;
         nf_i32 delta = (qh & 0x8000u) ? -1 : 1;
         for (int l = 0; l < 4; l++) {
-            nf_u32 idx = blk[2 + 4 * g + l] | (((qh >> (3 * l)) & 7u) << 8);
+            nf_u32 idx = blk[NF_IQ1_S_QS + 4 * g + l] | (((qh >> (3 * l)) & 7u) << 8);
             t += nf_iq1_run(x + 8 * l, sc, nf_iq1s_grid[idx], delta);
         }
         *dc = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), 0.125f);
     } else {
         static_assert(F == NF_FMT_GGUF_IQ1_M, "an i-quant");
-        nf_u32 sw = nf_u16_at(blk + 48 + 2 * (g / 2));
+        nf_u32 sw = nf_u16_at(blk + NF_IQ1_M_SCALES + 2 * (g / 2));
         for (int l = 0; l < 4; l++) {
-            nf_u32 nib = blk[32 + 2 * g + l / 2] >> (4 * (l % 2));
-            nf_u32 idx = blk[4 * g + l] | ((nib & 7u) << 8);
+            nf_u32 nib = blk[NF_IQ1_M_QH + 2 * g + l / 2] >> (4 * (l % 2));
+            nf_u32 idx = blk[NF_IQ1_M_QS + 4 * g + l] | ((nib & 7u) << 8);
             nf_i32 delta = (nib & 8u) ? -1 : 1;
             nf_i32 sc = 2 * (nf_i32)((sw >> (6 * (g % 2) + 3 * (l / 2))) & 7u) + 1;
             t += nf_iq1_run(x + 8 * l, sc, nf_iq1s_grid[idx], delta);
         }
-        // The super-scale: the top nibble of each of the four u16 scale words.
-        nf_u32 dbits = 0;
-        for (int i = 0; i < 4; i++) dbits |= (nf_u16_at(blk + 48 + 2 * i) >> 12) << (4 * i);
-        *dc = nf_mul(nf_f16_to_f32(dbits), 0.125f);
+        *dc = nf_mul(nf_f16_to_f32(nf_iq1_m_super_scale_bits(blk)), 0.125f);
     }
     return t;
 }
 
 template <int F>
 NF_HD constexpr int nf_iq_block_bytes() {
-    return F == NF_FMT_GGUF_IQ2_XXS ? 66
-           : F == NF_FMT_GGUF_IQ2_XS ? 74
-           : F == NF_FMT_GGUF_IQ2_S  ? 82
-           : F == NF_FMT_GGUF_IQ3_XXS ? 98
-           : F == NF_FMT_GGUF_IQ3_S  ? 110
-           : F == NF_FMT_GGUF_IQ1_S  ? 50
-                                     : 56;
+    return F == NF_FMT_GGUF_IQ2_XXS ? NF_IQ2_XXS_BYTES
+           : F == NF_FMT_GGUF_IQ2_XS ? NF_IQ2_XS_BYTES
+           : F == NF_FMT_GGUF_IQ2_S  ? NF_IQ2_S_BYTES
+           : F == NF_FMT_GGUF_IQ3_XXS ? NF_IQ3_XXS_BYTES
+           : F == NF_FMT_GGUF_IQ3_S  ? NF_IQ3_S_BYTES
+           : F == NF_FMT_GGUF_IQ1_S  ? NF_IQ1_S_BYTES
+                                     : NF_IQ1_M_BYTES;
 }
 
 // Block b of row w against the block's activation codes xq (32 values; nvfp4 16) and the
@@ -367,14 +391,15 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
     o.dm = 0.0f;
     nf_i32 s = 0;
     if constexpr (F == NF_FMT_GGUF_Q8_0) {
-        const nf_u8* blk = w.p0 + 34 * b;
-        for (int e = 0; e < 32; e++) s += (nf_i32)(nf_i8)blk[2 + e] * xq[e];
+        const nf_u8* blk = w.p0 + NF_Q8_0_BYTES * b;
+        for (int e = 0; e < 32; e++) s += (nf_i32)(nf_i8)blk[NF_Q8_0_QS + e] * xq[e];
         o.t = s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
     } else if constexpr (F == NF_FMT_GGUF_Q4_0 || F == NF_FMT_GGUF_IQ4_NL) {
-        const nf_u8* blk = w.p0 + 18 * b;
+        static_assert(NF_Q4_0_BYTES == NF_IQ4_NL_BYTES && NF_Q4_0_QS == NF_IQ4_NL_QS, "one layout");
+        const nf_u8* blk = w.p0 + NF_Q4_0_BYTES * b;
         for (int e = 0; e < 16; e++) {
-            nf_u32 lo = blk[2 + e] & 0x0Fu, hi = blk[2 + e] >> 4;
+            nf_u32 lo = blk[NF_Q4_0_QS + e] & 0x0Fu, hi = blk[NF_Q4_0_QS + e] >> 4;
             nf_i32 ql, qh;
             if constexpr (F == NF_FMT_GGUF_Q4_0) {
                 ql = (nf_i32)lo - 8;
@@ -388,29 +413,29 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         o.t = s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
     } else if constexpr (F == NF_FMT_GGUF_Q5_0) {
-        const nf_u8* blk = w.p0 + 22 * b;
-        nf_u32 qh = nf_u32_at(blk + 2);
+        const nf_u8* blk = w.p0 + NF_Q5_0_BYTES * b;
+        nf_u32 qh = nf_u32_at(blk + NF_Q5_0_QH);
         for (int e = 0; e < 16; e++) {
-            nf_u32 lo = (blk[6 + e] & 0x0Fu) | (((qh >> e) & 1u) << 4);
-            nf_u32 hi = (blk[6 + e] >> 4) | (((qh >> (e + 16)) & 1u) << 4);
+            nf_u32 lo = (blk[NF_Q5_0_QS + e] & 0x0Fu) | (((qh >> e) & 1u) << 4);
+            nf_u32 hi = (blk[NF_Q5_0_QS + e] >> 4) | (((qh >> (e + 16)) & 1u) << 4);
             s += ((nf_i32)lo - 16) * xq[e] + ((nf_i32)hi - 16) * xq[e + 16];
         }
         o.t = s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
     } else if constexpr (F == NF_FMT_GGUF_Q2_0) {
-        const nf_u8* blk = w.p0 + 18 * (b / 2);
+        const nf_u8* blk = w.p0 + NF_Q2_0_BYTES * (b / 2);
         for (int e = 0; e < 32; e++) {
             int j = 32 * (b % 2) + e;
-            s += ((nf_i32)((blk[2 + j / 4] >> (2 * (j % 4))) & 3) - 1) * xq[e];
+            s += ((nf_i32)((blk[NF_Q2_0_QS + j / 4] >> (2 * (j % 4))) & 3) - 1) * xq[e];
         }
         o.t = s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
     } else if constexpr (F == NF_FMT_GGUF_IQ4_XS) {
         int sb = b / 8, j = b % 8;
-        const nf_u8* blk = w.p0 + 136 * sb;
-        nf_u32 ls = ((nf_u32_at(blk + 4) >> (4 * j)) & 0x0Fu) | (((nf_u16_at(blk + 2) >> (2 * j)) & 3u) << 4);
+        const nf_u8* blk = w.p0 + NF_IQ4_XS_BYTES * sb;
+        nf_u32 ls = nf_iq4_xs_scale(blk, j);
         for (int e = 0; e < 16; e++) {
-            nf_u32 c = blk[8 + 16 * j + e];
+            nf_u32 c = blk[NF_IQ4_XS_QS + 16 * j + e];
             s += nf_kvalues_iq4nl[c & 0x0Fu] * xq[e] + nf_kvalues_iq4nl[c >> 4] * xq[e + 16];
         }
         o.t = ((nf_i32)ls - 32) * s;
@@ -437,49 +462,49 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         nf_i32 sm = 0;
         float d, dmin = 0.0f;
         if constexpr (F == NF_FMT_GGUF_Q2_K) {
-            const nf_u8* blk = w.p0 + 84 * sb;
+            const nf_u8* blk = w.p0 + NF_Q2_K_BYTES * sb;
             for (int e = 0; e < 32; e++) {
                 int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32;
-                nf_i32 q = (blk[16 + 32 * h + l] >> (2 * i)) & 3;
-                s += (blk[v / 16] & 15) * q * xq[e];
-                sm += (blk[v / 16] >> 4) * xq[e];
+                nf_i32 q = (blk[NF_Q2_K_QS + 32 * h + l] >> (2 * i)) & 3;
+                s += (blk[NF_Q2_K_SCALES + v / 16] & 15) * q * xq[e];
+                sm += (blk[NF_Q2_K_SCALES + v / 16] >> 4) * xq[e];
             }
-            d = nf_f16_to_f32(nf_u16_at(blk + 80));
-            dmin = nf_f16_to_f32(nf_u16_at(blk + 82));
+            d = nf_f16_to_f32(nf_u16_at(blk + NF_Q2_K_D));
+            dmin = nf_f16_to_f32(nf_u16_at(blk + NF_Q2_K_DMIN));
         } else if constexpr (F == NF_FMT_GGUF_Q3_K) {
-            const nf_u8* blk = w.p0 + 110 * sb;
+            const nf_u8* blk = w.p0 + NF_Q3_K_BYTES * sb;
             for (int e = 0; e < 32; e++) {
-                int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32, si = v / 16;
-                nf_i32 low = (blk[32 + 32 * h + l] >> (2 * i)) & 3;
-                nf_i32 q = ((blk[l] >> (4 * h + i)) & 1) ? low : low - 4;
-                nf_i32 lo = (blk[96 + si % 8] >> (4 * (si / 8))) & 15;
-                nf_i32 hi = (blk[104 + si % 4] >> (2 * (si / 4))) & 3;
-                s += ((lo | (hi << 4)) - 32) * q * xq[e];
+                int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32;
+                nf_i32 low = (blk[NF_Q3_K_QS + 32 * h + l] >> (2 * i)) & 3;
+                nf_i32 q = ((blk[NF_Q3_K_HMASK + l] >> (4 * h + i)) & 1) ? low : low - 4;
+                s += nf_q3_k_scale(blk, v / 16) * q * xq[e];
             }
-            d = nf_f16_to_f32(nf_u16_at(blk + 108));
+            d = nf_f16_to_f32(nf_u16_at(blk + NF_Q3_K_D));
         } else if constexpr (F == NF_FMT_GGUF_Q4_K || F == NF_FMT_GGUF_Q5_K) {
             constexpr bool five = F == NF_FMT_GGUF_Q5_K;
-            const nf_u8* blk = w.p0 + (five ? 176 : 144) * sb;
+            static_assert(NF_Q4_K_D == NF_Q5_K_D && NF_Q4_K_DMIN == NF_Q5_K_DMIN && NF_Q4_K_SCALES == NF_Q5_K_SCALES,
+                          "Q4_K and Q5_K share d, dmin and scales");
+            const nf_u8* blk = w.p0 + (five ? NF_Q5_K_BYTES : NF_Q4_K_BYTES) * sb;
             nf_i32 sc, m;
-            nf_scale_min_k4(j, blk + 4, &sc, &m);
+            nf_scale_min_k4(j, blk + NF_Q4_K_SCALES, &sc, &m);
             for (int e = 0; e < 32; e++) {
-                nf_i32 c = (blk[(five ? 48 : 16) + 32 * (j / 2) + e] >> (4 * (j % 2))) & 15;
-                if (five) c |= ((blk[16 + e] >> j) & 1) << 4;
+                nf_i32 c = (blk[(five ? NF_Q5_K_QS : NF_Q4_K_QS) + 32 * (j / 2) + e] >> (4 * (j % 2))) & 15;
+                if (five) c |= ((blk[NF_Q5_K_QH + e] >> j) & 1) << 4;
                 s += sc * c * xq[e];
                 sm += m * xq[e];
             }
-            d = nf_f16_to_f32(nf_u16_at(blk));
-            dmin = nf_f16_to_f32(nf_u16_at(blk + 2));
+            d = nf_f16_to_f32(nf_u16_at(blk + NF_Q4_K_D));
+            dmin = nf_f16_to_f32(nf_u16_at(blk + NF_Q4_K_DMIN));
         } else {
             static_assert(F == NF_FMT_GGUF_Q6_K, "a format of the q8_1 family");
-            const nf_u8* blk = w.p0 + 210 * sb;
+            const nf_u8* blk = w.p0 + NF_Q6_K_BYTES * sb;
             for (int e = 0; e < 32; e++) {
                 int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32;
-                nf_i32 lo = (blk[64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
-                nf_i32 hi = (blk[128 + 32 * h + l] >> (2 * i)) & 3;
-                s += (nf_i32)(nf_i8)blk[192 + v / 16] * ((lo | (hi << 4)) - 32) * xq[e];
+                nf_i32 lo = (blk[NF_Q6_K_QL + 64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
+                nf_i32 hi = (blk[NF_Q6_K_QH + 32 * h + l] >> (2 * i)) & 3;
+                s += (nf_i32)(nf_i8)blk[NF_Q6_K_SCALES + v / 16] * ((lo | (hi << 4)) - 32) * xq[e];
             }
-            d = nf_f16_to_f32(nf_u16_at(blk + 208));
+            d = nf_f16_to_f32(nf_u16_at(blk + NF_Q6_K_D));
         }
         o.t = s;
         o.d = nf_mul(d, dx);
@@ -567,65 +592,62 @@ NF_HD float nf_iq1_delta(nf_u32 bits, int bit) { return ((bits >> bit) & 1u) ? -
 template <int F>
 NF_HD float nf_gguf_value(const nf_u8* row, int k) {
     if constexpr (F == NF_FMT_GGUF_Q8_0) {
-        const nf_u8* b = row + 34 * (k / 32);
-        return nf_mul((float)(nf_i8)b[2 + k % 32], nf_f16_to_f32(nf_u16_at(b)));
+        const nf_u8* b = row + NF_Q8_0_BYTES * (k / 32);
+        return nf_mul((float)(nf_i8)b[NF_Q8_0_QS + k % 32], nf_f16_to_f32(nf_u16_at(b + NF_Q8_0_D)));
     } else if constexpr (F == NF_FMT_GGUF_Q4_0 || F == NF_FMT_GGUF_IQ4_NL) {
-        const nf_u8* b = row + 18 * (k / 32);
+        const nf_u8* b = row + NF_Q4_0_BYTES * (k / 32);
         int e = k % 32;
-        nf_u32 c = (b[2 + e % 16] >> (4 * (e / 16))) & 0x0Fu;
-        float d = nf_f16_to_f32(nf_u16_at(b));
+        nf_u32 c = (b[NF_Q4_0_QS + e % 16] >> (4 * (e / 16))) & 0x0Fu;
+        float d = nf_f16_to_f32(nf_u16_at(b + NF_Q4_0_D));
         if constexpr (F == NF_FMT_GGUF_Q4_0) return nf_mul((float)((nf_i32)c - 8), d);
         else return nf_mul(d, (float)nf_kvalues_iq4nl[c]);
     } else if constexpr (F == NF_FMT_GGUF_Q5_0) {
-        const nf_u8* b = row + 22 * (k / 32);
+        const nf_u8* b = row + NF_Q5_0_BYTES * (k / 32);
         int e = k % 32;
-        nf_u32 c = ((b[6 + e % 16] >> (4 * (e / 16))) & 0x0Fu) | (((nf_u32_at(b + 2) >> e) & 1u) << 4);
-        return nf_mul((float)((nf_i32)c - 16), nf_f16_to_f32(nf_u16_at(b)));
+        nf_u32 c = ((b[NF_Q5_0_QS + e % 16] >> (4 * (e / 16))) & 0x0Fu) | (((nf_u32_at(b + NF_Q5_0_QH) >> e) & 1u) << 4);
+        return nf_mul((float)((nf_i32)c - 16), nf_f16_to_f32(nf_u16_at(b + NF_Q5_0_D)));
     } else if constexpr (F == NF_FMT_GGUF_Q2_0) {
-        const nf_u8* b = row + 18 * (k / 64);
+        const nf_u8* b = row + NF_Q2_0_BYTES * (k / 64);
         int e = k % 64;
-        nf_u32 c = (b[2 + e / 4] >> (2 * (e % 4))) & 3u;
-        return nf_mul((float)((nf_i32)c - 1), nf_f16_to_f32(nf_u16_at(b)));
+        nf_u32 c = (b[NF_Q2_0_QS + e / 4] >> (2 * (e % 4))) & 3u;
+        return nf_mul((float)((nf_i32)c - 1), nf_f16_to_f32(nf_u16_at(b + NF_Q2_0_D)));
     } else if constexpr (F == NF_FMT_GGUF_Q2_K) {
-        const nf_u8* b = row + 84 * (k / 256);
+        const nf_u8* b = row + NF_Q2_K_BYTES * (k / 256);
         int v = k % 256, h = v / 128, i = (v / 32) % 4, l = v % 32;
-        nf_u32 sc = b[v / 16], q = (b[16 + 32 * h + l] >> (2 * i)) & 3u;
-        float dl = nf_mul(nf_f16_to_f32(nf_u16_at(b + 80)), (float)(sc & 0x0Fu));
-        float ml = nf_mul(nf_f16_to_f32(nf_u16_at(b + 82)), (float)(sc >> 4));
+        nf_u32 sc = b[NF_Q2_K_SCALES + v / 16], q = (b[NF_Q2_K_QS + 32 * h + l] >> (2 * i)) & 3u;
+        float dl = nf_mul(nf_f16_to_f32(nf_u16_at(b + NF_Q2_K_D)), (float)(sc & 0x0Fu));
+        float ml = nf_mul(nf_f16_to_f32(nf_u16_at(b + NF_Q2_K_DMIN)), (float)(sc >> 4));
         return nf_sub(nf_mul(dl, (float)q), ml);
     } else if constexpr (F == NF_FMT_GGUF_Q3_K) {
-        const nf_u8* b = row + 110 * (k / 256);
-        int v = k % 256, h = v / 128, i = (v / 32) % 4, l = v % 32, si = v / 16;
-        nf_i32 low = (b[32 + 32 * h + l] >> (2 * i)) & 3;
-        nf_i32 sub = ((b[l] >> (4 * h + i)) & 1) ? 0 : 4;
-        nf_i32 lo = (b[96 + si % 8] >> (4 * (si / 8))) & 15;
-        nf_i32 hi = (b[104 + si % 4] >> (2 * (si / 4))) & 3;
-        float dl = nf_mul(nf_f16_to_f32(nf_u16_at(b + 108)), (float)((lo | (hi << 4)) - 32));
+        const nf_u8* b = row + NF_Q3_K_BYTES * (k / 256);
+        int v = k % 256, h = v / 128, i = (v / 32) % 4, l = v % 32;
+        nf_i32 low = (b[NF_Q3_K_QS + 32 * h + l] >> (2 * i)) & 3;
+        nf_i32 sub = ((b[NF_Q3_K_HMASK + l] >> (4 * h + i)) & 1) ? 0 : 4;
+        float dl = nf_mul(nf_f16_to_f32(nf_u16_at(b + NF_Q3_K_D)), (float)nf_q3_k_scale(b, v / 16));
         return nf_mul(dl, (float)(low - sub));
     } else if constexpr (F == NF_FMT_GGUF_Q4_K || F == NF_FMT_GGUF_Q5_K) {
         constexpr bool five = F == NF_FMT_GGUF_Q5_K;
-        const nf_u8* b = row + (five ? 176 : 144) * (k / 256);
+        const nf_u8* b = row + (five ? NF_Q5_K_BYTES : NF_Q4_K_BYTES) * (k / 256);
         int v = k % 256, j = v / 32, l = v % 32;
         nf_i32 sc, m;
-        nf_scale_min_k4(j, b + 4, &sc, &m);
-        nf_u32 q = (b[(five ? 48 : 16) + 32 * (j / 2) + l] >> (4 * (j % 2))) & 0x0Fu;
-        if (five) q |= ((b[16 + l] >> j) & 1u) << 4;
-        float d1 = nf_mul(nf_f16_to_f32(nf_u16_at(b)), (float)sc);
-        float m1 = nf_mul(nf_f16_to_f32(nf_u16_at(b + 2)), (float)m);
+        nf_scale_min_k4(j, b + NF_Q4_K_SCALES, &sc, &m);
+        nf_u32 q = (b[(five ? NF_Q5_K_QS : NF_Q4_K_QS) + 32 * (j / 2) + l] >> (4 * (j % 2))) & 0x0Fu;
+        if (five) q |= ((b[NF_Q5_K_QH + l] >> j) & 1u) << 4;
+        float d1 = nf_mul(nf_f16_to_f32(nf_u16_at(b + NF_Q4_K_D)), (float)sc);
+        float m1 = nf_mul(nf_f16_to_f32(nf_u16_at(b + NF_Q4_K_DMIN)), (float)m);
         return nf_sub(nf_mul(d1, (float)q), m1);
     } else if constexpr (F == NF_FMT_GGUF_Q6_K) {
-        const nf_u8* b = row + 210 * (k / 256);
+        const nf_u8* b = row + NF_Q6_K_BYTES * (k / 256);
         int v = k % 256, h = v / 128, i = (v / 32) % 4, l = v % 32;
-        nf_i32 lo = (b[64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
-        nf_i32 hi = (b[128 + 32 * h + l] >> (2 * i)) & 3;
-        float sc = (float)(nf_i8)b[192 + v / 16];
-        return nf_mul(nf_mul(nf_f16_to_f32(nf_u16_at(b + 208)), sc), (float)((lo | (hi << 4)) - 32));
+        nf_i32 lo = (b[NF_Q6_K_QL + 64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
+        nf_i32 hi = (b[NF_Q6_K_QH + 32 * h + l] >> (2 * i)) & 3;
+        float sc = (float)(nf_i8)b[NF_Q6_K_SCALES + v / 16];
+        return nf_mul(nf_mul(nf_f16_to_f32(nf_u16_at(b + NF_Q6_K_D)), sc), (float)((lo | (hi << 4)) - 32));
     } else if constexpr (F == NF_FMT_GGUF_IQ4_XS) {
-        const nf_u8* b = row + 136 * (k / 256);
+        const nf_u8* b = row + NF_IQ4_XS_BYTES * (k / 256);
         int v = k % 256, g = v / 32, e = v % 32;
-        nf_u32 lo = (b[4 + g / 2] >> (4 * (g % 2))) & 0x0Fu, hi = (nf_u16_at(b + 2) >> (2 * g)) & 3u;
-        float dl = nf_mul(nf_f16_to_f32(nf_u16_at(b)), (float)((nf_i32)(lo | (hi << 4)) - 32));
-        nf_u32 c = (b[8 + 16 * g + e % 16] >> (4 * (e / 16))) & 0x0Fu;
+        float dl = nf_mul(nf_f16_to_f32(nf_u16_at(b + NF_IQ4_XS_D)), (float)((nf_i32)nf_iq4_xs_scale(b, g) - 32));
+        nf_u32 c = (b[NF_IQ4_XS_QS + 16 * g + e % 16] >> (4 * (e / 16))) & 0x0Fu;
         return nf_mul(dl, (float)nf_kvalues_iq4nl[c]);
     } else {
         static_assert(nf_is_iquant<F>(), "a GGUF format");
@@ -636,18 +658,17 @@ NF_HD float nf_gguf_value(const nf_u8* row, int k) {
             float dl, delta;
             nf_u32 idx;
             if constexpr (F == NF_FMT_GGUF_IQ1_S) {
-                nf_u32 qh = nf_u16_at(b + 34 + 2 * g);
+                nf_u32 qh = nf_u16_at(b + NF_IQ1_S_QH + 2 * g);
                 dl = nf_mul(d, (float)(2 * (nf_i32)((qh >> 12) & 7u) + 1));
                 delta = nf_iq1_delta(qh, 15);
-                idx = b[2 + 4 * g + l] | (((qh >> (3 * l)) & 7u) << 8);
+                idx = b[NF_IQ1_S_QS + 4 * g + l] | (((qh >> (3 * l)) & 7u) << 8);
             } else {
-                nf_u32 dbits = 0;
-                for (int w = 0; w < 4; w++) dbits |= (nf_u16_at(b + 48 + 2 * w) >> 12) << (4 * w);
-                nf_u32 sc = nf_u16_at(b + 48 + 2 * (g / 2));
-                nf_u32 nib = b[32 + 2 * g + l / 2] >> (4 * (l % 2));
-                dl = nf_mul(nf_f16_to_f32(dbits), (float)(2 * (nf_i32)((sc >> (6 * (g % 2) + 3 * (l / 2))) & 7u) + 1));
+                nf_u32 sc = nf_u16_at(b + NF_IQ1_M_SCALES + 2 * (g / 2));
+                nf_u32 nib = b[NF_IQ1_M_QH + 2 * g + l / 2] >> (4 * (l % 2));
+                dl = nf_mul(nf_f16_to_f32(nf_iq1_m_super_scale_bits(b)),
+                            (float)(2 * (nf_i32)((sc >> (6 * (g % 2) + 3 * (l / 2))) & 7u) + 1));
                 delta = nf_iq1_delta(nib, 3);
-                idx = b[4 * g + l] | ((nib & 7u) << 8);
+                idx = b[NF_IQ1_M_QS + 4 * g + l] | ((nib & 7u) << 8);
             }
             float gv = (float)(nf_i8)nf_grid_byte(nf_iq1s_grid[idx], j);
             return nf_mul(dl, nf_add(gv, delta));
@@ -656,35 +677,36 @@ NF_HD float nf_gguf_value(const nf_u8* row, int k) {
             nf_u64 grid;
             nf_u32 signs;
             if constexpr (F == NF_FMT_GGUF_IQ2_XXS) {
-                const nf_u8* q = b + 2 + 8 * g;
+                const nf_u8* q = b + NF_IQ2_XXS_QS + 8 * g;
                 nf_u32 aux = nf_u32_at(q + 4);
                 db = nf_iq_db(d, aux >> 28, 0.25f);
                 grid = nf_iq2xxs_grid[q[l]];
                 signs = nf_ksigns_iq2xs[(aux >> (7 * l)) & 127u];
             } else if constexpr (F == NF_FMT_GGUF_IQ2_XS) {
-                nf_u32 q = nf_u16_at(b + 2 + 8 * g + 2 * l);
-                db = nf_iq_db(d, (b[66 + g] >> (4 * (l / 2))) & 0x0Fu, 0.25f);
+                nf_u32 q = nf_u16_at(b + NF_IQ2_XS_QS + 8 * g + 2 * l);
+                db = nf_iq_db(d, (b[NF_IQ2_XS_SCALES + g] >> (4 * (l / 2))) & 0x0Fu, 0.25f);
                 grid = nf_iq2xs_grid[q & 511u];
                 signs = nf_ksigns_iq2xs[q >> 9];
             } else if constexpr (F == NF_FMT_GGUF_IQ2_S) {
                 int r = 4 * g + l;
-                db = nf_iq_db(d, (b[74 + g] >> (4 * (l / 2))) & 0x0Fu, 0.25f);
-                grid = nf_iq2s_grid[b[2 + r] | (((b[66 + g] >> (2 * l)) & 3u) << 8)];
-                signs = b[34 + r];
+                db = nf_iq_db(d, (b[NF_IQ2_S_SCALES + g] >> (4 * (l / 2))) & 0x0Fu, 0.25f);
+                grid = nf_iq2s_grid[b[NF_IQ2_S_QS + r] | (((b[NF_IQ2_S_QH + g] >> (2 * l)) & 3u) << 8)];
+                signs = b[NF_IQ2_S_SIGNS + r];
             } else if constexpr (F == NF_FMT_GGUF_IQ3_XXS) {
-                nf_u32 aux = nf_u32_at(b + 66 + 4 * g);
+                nf_u32 aux = nf_u32_at(b + NF_IQ3_XXS_SCALES_AND_SIGNS + 4 * g);
+                const nf_u8* qs = b + NF_IQ3_XXS_QS + 8 * g + 2 * l;
                 db = nf_iq_db(d, aux >> 28, 0.5f);
-                grid = (nf_u64)nf_iq3xxs_grid[b[2 + 8 * g + 2 * l]] | ((nf_u64)nf_iq3xxs_grid[b[3 + 8 * g + 2 * l]] << 32);
+                grid = (nf_u64)nf_iq3xxs_grid[qs[0]] | ((nf_u64)nf_iq3xxs_grid[qs[1]] << 32);
                 signs = nf_ksigns_iq2xs[(aux >> (7 * l)) & 127u];
             } else {
                 static_assert(F == NF_FMT_GGUF_IQ3_S, "a grid i-quant");
                 int r = 4 * g + l;
-                nf_u32 s = (b[106 + g / 2] >> (4 * (g % 2))) & 0x0Fu;
+                nf_u32 s = (b[NF_IQ3_S_SCALES + g / 2] >> (4 * (g % 2))) & 0x0Fu;
                 db = nf_mul(d, (float)(1 + 2 * (nf_i32)s));
-                nf_u32 i1 = b[2 + 2 * r] | (((b[66 + g] >> (2 * l)) & 1u) << 8);
-                nf_u32 i2 = b[3 + 2 * r] | (((b[66 + g] >> (2 * l + 1)) & 1u) << 8);
+                nf_u32 i1 = b[NF_IQ3_S_QS + 2 * r] | (((b[NF_IQ3_S_QH + g] >> (2 * l)) & 1u) << 8);
+                nf_u32 i2 = b[NF_IQ3_S_QS + 2 * r + 1] | (((b[NF_IQ3_S_QH + g] >> (2 * l + 1)) & 1u) << 8);
                 grid = (nf_u64)nf_iq3s_grid[i1] | ((nf_u64)nf_iq3s_grid[i2] << 32);
-                signs = b[74 + r];
+                signs = b[NF_IQ3_S_SIGNS + r];
             }
             return nf_mul(nf_mul(db, (float)nf_grid_byte(grid, j)), nf_iq_sign(signs, j));
         }

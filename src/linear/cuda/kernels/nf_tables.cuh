@@ -37,6 +37,87 @@
 #define NF_DTYPE_BF16 1
 #define NF_DTYPE_F16 2
 
+// GGUF block layouts (the library's block descriptors): bytes per block and the byte
+// offset of each field.
+#define NF_Q8_0_BYTES 34
+#define NF_Q8_0_D 0
+#define NF_Q8_0_QS 2
+#define NF_Q4_0_BYTES 18
+#define NF_Q4_0_D 0
+#define NF_Q4_0_QS 2
+#define NF_Q5_0_BYTES 22
+#define NF_Q5_0_D 0
+#define NF_Q5_0_QH 2
+#define NF_Q5_0_QS 6
+#define NF_Q2_0_BYTES 18
+#define NF_Q2_0_D 0
+#define NF_Q2_0_QS 2
+#define NF_Q2_K_BYTES 84
+#define NF_Q2_K_SCALES 0
+#define NF_Q2_K_QS 16
+#define NF_Q2_K_D 80
+#define NF_Q2_K_DMIN 82
+#define NF_Q3_K_BYTES 110
+#define NF_Q3_K_HMASK 0
+#define NF_Q3_K_QS 32
+#define NF_Q3_K_SCALES 96
+#define NF_Q3_K_D 108
+#define NF_Q4_K_BYTES 144
+#define NF_Q4_K_D 0
+#define NF_Q4_K_DMIN 2
+#define NF_Q4_K_SCALES 4
+#define NF_Q4_K_QS 16
+#define NF_Q5_K_BYTES 176
+#define NF_Q5_K_D 0
+#define NF_Q5_K_DMIN 2
+#define NF_Q5_K_SCALES 4
+#define NF_Q5_K_QH 16
+#define NF_Q5_K_QS 48
+#define NF_Q6_K_BYTES 210
+#define NF_Q6_K_QL 0
+#define NF_Q6_K_QH 128
+#define NF_Q6_K_SCALES 192
+#define NF_Q6_K_D 208
+#define NF_IQ2_XXS_BYTES 66
+#define NF_IQ2_XXS_D 0
+#define NF_IQ2_XXS_QS 2
+#define NF_IQ2_XS_BYTES 74
+#define NF_IQ2_XS_D 0
+#define NF_IQ2_XS_QS 2
+#define NF_IQ2_XS_SCALES 66
+#define NF_IQ3_XXS_BYTES 98
+#define NF_IQ3_XXS_D 0
+#define NF_IQ3_XXS_QS 2
+#define NF_IQ3_XXS_SCALES_AND_SIGNS 66
+#define NF_IQ1_S_BYTES 50
+#define NF_IQ1_S_D 0
+#define NF_IQ1_S_QS 2
+#define NF_IQ1_S_QH 34
+#define NF_IQ4_NL_BYTES 18
+#define NF_IQ4_NL_D 0
+#define NF_IQ4_NL_QS 2
+#define NF_IQ3_S_BYTES 110
+#define NF_IQ3_S_D 0
+#define NF_IQ3_S_QS 2
+#define NF_IQ3_S_QH 66
+#define NF_IQ3_S_SIGNS 74
+#define NF_IQ3_S_SCALES 106
+#define NF_IQ2_S_BYTES 82
+#define NF_IQ2_S_D 0
+#define NF_IQ2_S_QS 2
+#define NF_IQ2_S_SIGNS 34
+#define NF_IQ2_S_QH 66
+#define NF_IQ2_S_SCALES 74
+#define NF_IQ4_XS_BYTES 136
+#define NF_IQ4_XS_D 0
+#define NF_IQ4_XS_SCALES_H 2
+#define NF_IQ4_XS_SCALES_L 4
+#define NF_IQ4_XS_QS 8
+#define NF_IQ1_M_BYTES 56
+#define NF_IQ1_M_QS 0
+#define NF_IQ1_M_QH 32
+#define NF_IQ1_M_SCALES 48
+
 #ifdef NF_DEVICE_CODE
 #define NF_TABLE __device__ const
 #else
