@@ -79,7 +79,12 @@ fn parse_args() -> Args {
                     })
                     .collect()
             }
-            "--m" => a.ms = list().iter().map(|s| s.parse().unwrap_or_else(|_| usage())).collect(),
+            "--m" => {
+                a.ms = list()
+                    .iter()
+                    .map(|s| s.parse().unwrap_or_else(|_| usage()))
+                    .collect()
+            }
             "--formats" => a.formats = list(),
             "--rounds" => a.rounds = v.parse().unwrap_or_else(|_| usage()),
             "--min-time" => a.min_time = v.parse().unwrap_or_else(|_| usage()),
@@ -126,8 +131,8 @@ fn weight_bytes(format: Format, n: usize, k: usize) -> Vec<u8> {
             b[at..at + 2].copy_from_slice(&d);
         }
     }
-    let view = WeightView::new(format, Layout::GgufBlocksV1, n, k, [&w, &[], &[]])
-        .expect("weight view");
+    let view =
+        WeightView::new(format, Layout::GgufBlocksV1, n, k, [&w, &[], &[]]).expect("weight view");
     ninfer::validate::validate(&view).expect("valid payload");
     w
 }
@@ -211,7 +216,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let view = WeightView::new(format, Layout::GgufBlocksV1, n, k, [&w, &[], &[]])?;
             let mut ours = PreparedWeight::new(view)?;
             ours.set_threads(1)?;
-            let qmm = QMatMul::from_qtensor(qtensor_from_ggml(dtype, &w, vec![n, k], &Device::Cpu)?)?;
+            let qmm =
+                QMatMul::from_qtensor(qtensor_from_ggml(dtype, &w, vec![n, k], &Device::Cpu)?)?;
             for &m in &args.ms {
                 let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ m as u64);
                 let x: Vec<f32> = (0..m * k)
@@ -223,21 +229,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ours.forward_f32(&x, m, None, &mut y)?;
                 let yc: Vec<f32> = qmm.forward(&xt)?.flatten_all()?.to_vec1()?;
                 let scale = yc.iter().fold(0f64, |a, &v| a.max(f64::from(v).abs()));
-                let diff = y
-                    .iter()
-                    .zip(&yc)
-                    .fold(0f64, |a, (&p, &q)| a.max((f64::from(p) - f64::from(q)).abs()));
+                let diff = y.iter().zip(&yc).fold(0f64, |a, (&p, &q)| {
+                    a.max((f64::from(p) - f64::from(q)).abs())
+                });
                 let rel = diff / scale.max(f64::MIN_POSITIVE);
                 let (t_ours, t_candle) = bench_pair(
                     args.rounds,
                     args.min_time,
-                    &mut || ours.forward_f32(&x, m, None, &mut y).expect("ninfer forward"),
+                    &mut || {
+                        ours.forward_f32(&x, m, None, &mut y)
+                            .expect("ninfer forward")
+                    },
                     &mut || {
                         std::hint::black_box(qmm.forward(&xt).expect("candle forward"));
                     },
                 );
                 let macs = (m * n * k) as f64 * 1e-9;
-                let bad = !(rel <= SANITY_TOL);
+                let bad = rel.is_nan() || rel > SANITY_TOL;
                 flagged += usize::from(bad);
                 println!(
                     "{:<10} {:>12} {:>4} {:>10} {:>12.2} {:>13.2} {:>7.2} {:>9.2e}{}",
