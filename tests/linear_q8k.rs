@@ -310,3 +310,63 @@ fn c_q8k_profile() {
         ninfer_linear_free(h);
     }
 }
+
+#[path = "../cli/src/cmd/bench/ggml.rs"]
+mod ggml;
+
+/// Peer check (not in CI: needs ggml built by `scripts/build-ggml.sh`; run with
+/// `NINFER_GGML_DIR=<dir> cargo test --release --test linear_q8k -- --ignored`): the q8_K
+/// bytes of `quantize_row_q8_k` equal those of ggml's `quantize_row_q8_K_ref` and of its
+/// CPU `quantize_row_q8_K` (the quantizer its k-quant vec_dots use) for finite rows:
+/// random magnitudes over many binades, exact halves (ties), zero blocks, negative and
+/// positive maxima and ties between ±max.
+#[test]
+#[ignore]
+fn q8k_blocks_match_ggml() {
+    let g = ggml::Ggml::load(&ggml::default_dir()).expect("ggml (NINFER_GGML_DIR)");
+    const GGML_Q4_K: u32 = 12;
+    const GGML_Q8_K: u32 = 15;
+    let dot = g.dot(GGML_Q4_K).unwrap();
+    assert_eq!(
+        (dot.vec_dot_type, dot.act_block_bytes),
+        (GGML_Q8_K, BLOCK_Q8_K_BYTES)
+    );
+    // The reference quantizer is not in q8_K's type traits: look it up by name (the
+    // libraries were loaded RTLD_GLOBAL).
+    // SAFETY: dlsym with a NUL-terminated name; a non-NULL result is ggml-quants.h's
+    // `void quantize_row_q8_K_ref(const float *, block_q8_K *, int64_t)`.
+    let reference: unsafe extern "C" fn(*const f32, *mut std::ffi::c_void, i64) = unsafe {
+        let p = libc::dlsym(libc::RTLD_DEFAULT, c"quantize_row_q8_K_ref".as_ptr());
+        assert!(!p.is_null(), "quantize_row_q8_K_ref not exported");
+        std::mem::transmute(p)
+    };
+    let peers = [
+        ("quantize_row_q8_K_ref", reference),
+        ("quantize_row_q8_K (CPU)", dot.from_float),
+    ];
+    let mut rng = Rng(77);
+    let mut blocks = 0usize;
+    for case in 0..400 {
+        let nb = 4;
+        let scale = 2f32.powi((case % 41) as i32 * 3 - 60);
+        let mut x: Vec<f32> = (0..nb * QK_K)
+            .map(|i| match (case + i) % 5 {
+                0 => (rng.unit() * 20.0).round() / 2.0 * scale,
+                _ => rng.unit() * scale,
+            })
+            .collect();
+        x[QK_K..2 * QK_K].fill(0.0);
+        x[2 * QK_K + 7] = -3.0 * scale;
+        x[2 * QK_K + 9] = 3.0 * scale;
+        let mut ours = vec![0u8; nb * BLOCK_Q8_K_BYTES];
+        quantize_row_q8_k(&x, &mut ours).unwrap();
+        for (name, f) in peers {
+            let mut theirs = vec![0u8; nb * BLOCK_Q8_K_BYTES];
+            // SAFETY: x holds nb·256 floats, theirs nb block_q8_K.
+            unsafe { f(x.as_ptr(), theirs.as_mut_ptr().cast(), x.len() as i64) };
+            assert_eq!(ours, theirs, "{name}, case {case}");
+        }
+        blocks += nb;
+    }
+    println!("{blocks} q8_K blocks identical to ggml's two quantizers");
+}
