@@ -1,7 +1,7 @@
 //! GGUF products against q8_K activations (the opt-in `Activation::Q8K` profile,
 //! docs/linear.md): the k-quants Q2_K..Q6_K and the i-quants coded in 256-value
 //! super-blocks (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S). The scalar
-//! reference order is here.
+//! reference order is here; AVX2 for Q4_K and Q6_K in `gguf_q8k_avx2` (identical bits).
 //!
 //! A weight super-block sb meets the activation's q8_K block sb (the same 256 values), with
 //! codes `x` and binary32 scale `dx`. Every weight value is an exact integer `w` times a
@@ -144,6 +144,15 @@ pub(crate) fn unpack(kind: KindK, blk: &[u8], o: &mut Ints) {
 /// q8_K row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
+    #[cfg(target_arch = "x86_64")]
+    if isa.avx2()
+        && let KindK::K(kq @ (Kq::Q4K | Kq::Q6K)) = kind
+    {
+        // SAFETY: a prepared weight selects a tier only after run-time detection of all
+        // its features (`Isa::available`); every tier past Scalar includes AVX2 and FMA.
+        unsafe { super::gguf_q8k_avx2::avx2::dot_row_group(kq, ws, xs, out) };
+        return;
+    }
     let _ = isa;
     let mut s = Ints::ZERO;
     for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
@@ -418,6 +427,53 @@ mod tests {
                 dot_row_group(isa, kind, &rows, &xs, &mut y);
                 for (i, v) in y.iter().enumerate() {
                     assert_eq!(v.is_nan(), i % m == 1, "{f} {isa:?} {i}");
+                }
+            }
+        }
+    }
+
+    /// Q4_K and Q6_K at the ends of their ranges (every byte 0xFF: codes 15 / 63, 6-bit
+    /// scales and mins 63; Q6_K scales −128 and +127; bytes alternating 0x00/0xFF) against
+    /// activation codes ±127: every tier equals the scalar path word for word, M ∈ {1, 2,
+    /// 3, 5}, and the integers stay exact (the scalar path meets the criterion).
+    #[test]
+    fn extreme_q4_k_q6_k_every_tier_equals_scalar() {
+        for f in [Format::GgufQ4_K, Format::GgufQ6_K] {
+            let kind = KindK::of(f).unwrap();
+            let (n, k) = (4, 1024);
+            for pattern in 0..3 {
+                let mut w = payload(f, n, k, 1, false, false);
+                let bb = kind.block_bytes();
+                for (s, blk) in w.chunks_exact_mut(bb).enumerate() {
+                    let keep: Vec<u8> = f16_fields(f)
+                        .iter()
+                        .flat_map(|&a| [blk[a], blk[a + 1]])
+                        .collect();
+                    for (i, b) in blk.iter_mut().enumerate() {
+                        *b = match pattern {
+                            0 => 0xFF,
+                            1 => [0x00, 0xFF][(i / 3) % 2],
+                            _ => [0x80, 0x7F][(i + s) % 2],
+                        };
+                    }
+                    for (j, &a) in f16_fields(f).iter().enumerate() {
+                        blk[a..a + 2].copy_from_slice(&keep[2 * j..2 * j + 2]);
+                    }
+                }
+                let rows: Vec<&[u8]> = w.chunks_exact(k / 256 * bb).collect();
+                for m in [1, 2, 3, 5] {
+                    let x: Vec<f32> = (0..m * k)
+                        .map(|i| [1.0f32, -1.0, 0.5, -0.25][(i + pattern) % 4])
+                        .collect();
+                    let q = Rows::quantize(&x, m, k);
+                    let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                    let mut want = vec![0f32; n * m];
+                    dot_row_group(Isa::Scalar, kind, &rows, &xs, &mut want);
+                    for isa in Isa::tested() {
+                        let mut got = vec![0f32; n * m];
+                        dot_row_group(isa, kind, &rows, &xs, &mut got);
+                        assert_eq!(bits(&got), bits(&want), "{f} {isa:?} p{pattern} m{m}");
+                    }
                 }
             }
         }
