@@ -149,7 +149,8 @@ pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>],
         && let KindK::K(kq @ (Kq::Q4K | Kq::Q6K)) = kind
     {
         // SAFETY: a prepared weight selects a tier only after run-time detection of all
-        // its features (`Isa::available`); every tier past Scalar includes AVX2 and FMA.
+        // its features (`Isa::available`); every tier past Scalar includes AVX2, FMA and
+        // F16C.
         unsafe { super::gguf_q8k_avx2::avx2::dot_row_group(kq, ws, xs, out) };
         return;
     }

@@ -20,7 +20,7 @@
 
 use super::gguf_q8k::finish;
 use super::kquants::Kq;
-use crate::formats::gguf::{f16_at, scale_min_k4};
+use crate::formats::gguf::scale_min_k4;
 use crate::linear::q8_k::{QK_K, Row};
 use std::arch::x86_64::*;
 
@@ -30,8 +30,8 @@ pub(crate) mod avx2 {
     /// Up to four weight rows against every q8_K row (`out` row of W major), Q4_K or Q6_K.
     ///
     /// # Safety
-    /// The CPU must support AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
+    /// The CPU must support AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub(crate) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
         let m = xs.len();
         for (w, o) in ws.iter().zip(out.chunks_exact_mut(m.max(1))) {
@@ -45,7 +45,7 @@ pub(crate) mod avx2 {
     }
 
     /// The exact sum of the eight i32 lanes.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     fn hsum(v: __m256i) -> i32 {
         let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
         let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
@@ -53,8 +53,16 @@ pub(crate) mod avx2 {
         _mm_cvtsi128_si32(s)
     }
 
+    /// The two binary16 words at `b[at..at + 4]` as f32 (exact; F16C).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn f16x2(b: &[u8], at: usize) -> (f32, f32) {
+        let w = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let v = _mm_cvtph_ps(_mm_cvtsi32_si128(w as i32));
+        (_mm_cvtss_f32(v), _mm_cvtss_f32(_mm_movehdup_ps(v)))
+    }
+
     /// 32 bytes at `p[at..at + 32]` (bounds checked).
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     fn load(p: &[u8], at: usize) -> __m256i {
         let s = &p[at..at + 32];
         // SAFETY: `s` is 32 readable bytes; unaligned load.
@@ -62,7 +70,7 @@ pub(crate) mod avx2 {
     }
 
     /// [`load`] of 32 activation codes.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     fn load_x(p: &[i8], at: usize) -> __m256i {
         let s = &p[at..at + 32];
         // SAFETY: as in `load`.
@@ -70,7 +78,7 @@ pub(crate) mod avx2 {
     }
 
     /// 16 i16 at `p[at..at + 16]`.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     fn load_i16(p: &[i16], at: usize) -> __m256i {
         let s = &p[at..at + 16];
         // SAFETY: `s` is 16 readable i16 (32 bytes); unaligned load.
@@ -78,7 +86,7 @@ pub(crate) mod avx2 {
     }
 
     /// One Q4_K row against one q8_K row.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     fn row_q4_k(w: &[u8], x: &Row<'_>) -> f32 {
         let (mut acc, mut accm) = (0f32, 0f32);
         let low = _mm256_set1_epi8(0x0F);
@@ -101,14 +109,15 @@ pub(crate) mod avx2 {
                     + m1 as i32 * (bs[4 * p + 2] as i32 + bs[4 * p + 3] as i32);
             }
             let dx = x.d[sb];
-            acc = (f16_at(blk, 0) * dx).mul_add(hsum(s) as f32, acc);
-            accm = (f16_at(blk, 2) * dx).mul_add(mi as f32, accm);
+            let (d, dmin) = f16x2(blk, 0);
+            acc = (d * dx).mul_add(hsum(s) as f32, acc);
+            accm = (dmin * dx).mul_add(mi as f32, accm);
         }
         finish(true, acc, accm)
     }
 
     /// One Q6_K row against one q8_K row.
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     fn row_q6_k(w: &[u8], x: &Row<'_>) -> f32 {
         let mut acc = 0f32;
         let low = _mm256_set1_epi8(0x0F);
@@ -154,7 +163,9 @@ pub(crate) mod avx2 {
                     s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv));
                 }
             }
-            acc = (f16_at(blk, 208) * x.d[sb]).mul_add(hsum(s) as f32, acc);
+            // d is the block's last word: read it with the word before it.
+            let (_, d) = f16x2(blk, 206);
+            acc = (d * x.d[sb]).mul_add(hsum(s) as f32, acc);
         }
         finish(false, acc, 0.0)
     }
