@@ -20,7 +20,6 @@
 
 use super::gguf_q8k::finish;
 use super::kquants::Kq;
-use crate::formats::gguf::scale_min_k4;
 use crate::linear::q8_k::{QK_K, Row};
 use std::arch::x86_64::*;
 
@@ -85,6 +84,51 @@ pub(crate) mod avx2 {
         unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
     }
 
+    /// `vpshufb` masks that broadcast 16-bit word j (0..8) of each 128-bit half to the
+    /// whole half.
+    const fn word_mask(j: u8) -> [u8; 32] {
+        let mut m = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            m[i] = 2 * j + (i % 2) as u8;
+            i += 1;
+        }
+        m
+    }
+    const WORD: [[u8; 32]; 8] = [
+        word_mask(0),
+        word_mask(1),
+        word_mask(2),
+        word_mask(3),
+        word_mask(4),
+        word_mask(5),
+        word_mask(6),
+        word_mask(7),
+    ];
+
+    /// [`WORD`]`[j]` as a vector.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn word(j: usize) -> __m256i {
+        // SAFETY: `WORD[j]` is 32 readable bytes; unaligned load.
+        unsafe { _mm256_loadu_si256(WORD[j].as_ptr().cast()) }
+    }
+
+    /// Q4_K's eight 6-bit scales and mins (`scale_min_k4` of j = 0..8) as bytes of two
+    /// u64, from the 12 scale bytes read as three little-endian u32 words.
+    #[inline(always)]
+    fn q4_k_scales(s: &[u8]) -> (u64, u64) {
+        let w = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
+        let (w0, w1, w2) = (w(0), w(1), w(2));
+        let sc_lo = w0 & 0x3F3F_3F3F;
+        let m_lo = w1 & 0x3F3F_3F3F;
+        let sc_hi = (w2 & 0x0F0F_0F0F) | (((w0 >> 6) & 0x0303_0303) << 4);
+        let m_hi = ((w2 >> 4) & 0x0F0F_0F0F) | (((w1 >> 6) & 0x0303_0303) << 4);
+        (
+            sc_lo as u64 | (sc_hi as u64) << 32,
+            m_lo as u64 | (m_hi as u64) << 32,
+        )
+    }
+
     /// One Q4_K row against one q8_K row.
     #[target_feature(enable = "avx2,fma,f16c")]
     fn row_q4_k(w: &[u8], x: &Row<'_>) -> f32 {
@@ -92,26 +136,29 @@ pub(crate) mod avx2 {
         let low = _mm256_set1_epi8(0x0F);
         for (sb, blk) in w.chunks_exact(144).take(x.d.len()).enumerate() {
             let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
-            let bs = &x.bsums[16 * sb..16 * sb + 16];
+            let (sc, mn) = q4_k_scales(&blk[4..16]);
+            // The 8 scales as i16 in both 128-bit halves; the mins once per value pair of
+            // `bsums` ([m0, m0, m1, m1, …]).
+            let sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc as i64)));
+            let m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(mn as i64));
+            let m16 = _mm256_setr_m128i(_mm_unpacklo_epi16(m16, m16), _mm_unpackhi_epi16(m16, m16));
+            let mi = _mm256_madd_epi16(m16, load_i16(x.bsums, 16 * sb));
             let mut s = _mm256_setzero_si256();
-            let mut mi = 0i32;
             for p in 0..4 {
-                let (sc0, m0) = scale_min_k4(2 * p, &blk[4..16]);
-                let (sc1, m1) = scale_min_k4(2 * p + 1, &blk[4..16]);
                 let q = load(blk, 16 + 32 * p);
                 let lo = _mm256_and_si256(q, low);
                 let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), low);
                 let p0 = _mm256_maddubs_epi16(lo, load_x(xq, 64 * p));
                 let p1 = _mm256_maddubs_epi16(hi, load_x(xq, 64 * p + 32));
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(p0, _mm256_set1_epi16(sc0 as i16)));
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(p1, _mm256_set1_epi16(sc1 as i16)));
-                mi += m0 as i32 * (bs[4 * p] as i32 + bs[4 * p + 1] as i32)
-                    + m1 as i32 * (bs[4 * p + 2] as i32 + bs[4 * p + 3] as i32);
+                let s0 = _mm256_shuffle_epi8(sc16, word(2 * p));
+                let s1 = _mm256_shuffle_epi8(sc16, word(2 * p + 1));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(p0, s0));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(p1, s1));
             }
             let dx = x.d[sb];
             let (d, dmin) = f16x2(blk, 0);
             acc = (d * dx).mul_add(hsum(s) as f32, acc);
-            accm = (dmin * dx).mul_add(mi as f32, accm);
+            accm = (dmin * dx).mul_add(hsum(mi) as f32, accm);
         }
         finish(true, acc, accm)
     }
@@ -153,12 +200,19 @@ pub(crate) mod avx2 {
                         _mm256_and_si256(_mm256_srli_epi16::<2>(qh), two),
                     ),
                 ];
+                // Scales 8h..8h+8 as i16 in both halves; chunk i takes word 2i in the low
+                // half (values 0..15) and 2i + 1 in the high half (16..31).
+                let half = _mm256_broadcastsi128_si256(if h == 0 {
+                    _mm256_castsi256_si128(sc16)
+                } else {
+                    _mm256_extracti128_si256::<1>(sc16)
+                });
                 for (i, q) in codes.into_iter().enumerate() {
                     let v = 128 * h + 32 * i;
                     let p = _mm256_maddubs_epi16(q, load_x(xq, v));
-                    let scv = _mm256_setr_m128i(
-                        _mm_set1_epi16(sc[v / 16] as i8 as i16),
-                        _mm_set1_epi16(sc[v / 16 + 1] as i8 as i16),
+                    let scv = _mm256_blend_epi32::<0xF0>(
+                        _mm256_shuffle_epi8(half, word(2 * i)),
+                        _mm256_shuffle_epi8(half, word(2 * i + 1)),
                     );
                     s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv));
                 }
