@@ -1,7 +1,8 @@
 //! GGUF products against q8_K activations (the opt-in `Activation::Q8K` profile,
 //! docs/linear.md): the k-quants Q2_K..Q6_K and the i-quants coded in 256-value
 //! super-blocks (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S). The scalar
-//! reference order is here; AVX2 for Q4_K and Q6_K in `gguf_q8k_avx2` (identical bits).
+//! reference order is here; AVX2 for Q4_K, Q6_K and IQ2_XXS in `gguf_q8k_avx2` (identical
+//! bits).
 //!
 //! A weight super-block sb meets the activation's q8_K block sb (the same 256 values), with
 //! codes `x` and binary32 scale `dx`. Every weight value is an exact integer `w` times a
@@ -145,13 +146,11 @@ pub(crate) fn unpack(kind: KindK, blk: &[u8], o: &mut Ints) {
 pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     #[cfg(target_arch = "x86_64")]
-    if isa.avx2()
-        && let KindK::K(kq @ (Kq::Q4K | Kq::Q6K)) = kind
-    {
+    if isa.avx2() && super::gguf_q8k_avx2::covers(kind) {
         // SAFETY: a prepared weight selects a tier only after run-time detection of all
         // its features (`Isa::available`); every tier past Scalar includes AVX2, FMA and
         // F16C.
-        unsafe { super::gguf_q8k_avx2::avx2::dot_row_group(kq, ws, xs, out) };
+        unsafe { super::gguf_q8k_avx2::avx2::dot_row_group(kind, ws, xs, out) };
         return;
     }
     let _ = isa;

@@ -1,4 +1,4 @@
-//! AVX2 kernels of Q4_K and Q6_K against q8_K activations, in exactly the order of
+//! AVX2 kernels of Q4_K, Q6_K and IQ2_XXS against q8_K activations, in exactly the order of
 //! [`super::gguf_q8k`]'s module docs (every tier past Scalar runs them: AVX2 + FMA is part
 //! of each).
 //!
@@ -13,31 +13,47 @@
 //!   16002 < 2¹⁵; `vpmaddwd` by the per-16 scales (the low 128-bit half of a vector holds
 //!   values 0..15, the high half 16..31); the offset 32·Σ_i sc_i·bsums_i
 //!   (`vpmaddwd` of the sign-extended scales with `bsums`) is subtracted.
+//! - IQ2_XXS: per 32-value group, the four grid points' bytes (unsigned, ≤ 43) against
+//!   the activation codes negated where the weight's sign bit is set (`vpsignb`);
+//!   `vpmaddubsw` pairs ≤ 2·43·127, `vpmaddwd` by the group's odd scale 2s + 1.
 //!
 //! The i32 lanes are summed exactly (|S_sb| < 2³¹), so the lane grouping does not change the
 //! integer, and the f32 steps are the scalar path's: one conversion and one fma per term and
 //! super-block.
 
-use super::gguf_q8k::finish;
+use super::gguf_q8k::{KindK, finish};
+use super::iquants::IqKind;
 use super::kquants::Kq;
+use crate::formats::gguf::grids::{IQ2XXS_GRID, KSIGNS_IQ2XS};
 use crate::linear::q8_k::{QK_K, Row};
 use std::arch::x86_64::*;
+
+/// Whether the x86 kernels below compute `kind` (else the scalar order runs).
+pub(crate) fn covers(kind: KindK) -> bool {
+    matches!(
+        kind,
+        KindK::K(Kq::Q4K | Kq::Q6K) | KindK::Iq(IqKind::Iq2Xxs)
+    )
+}
 
 pub(crate) mod avx2 {
     use super::*;
 
-    /// Up to four weight rows against every q8_K row (`out` row of W major), Q4_K or Q6_K.
+    /// Up to four weight rows against every q8_K row (`out` row of W major), for a kind
+    /// [`covers`] accepts.
     ///
     /// # Safety
     /// The CPU must support AVX2, FMA and F16C.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    pub(crate) unsafe fn dot_row_group(kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
         let m = xs.len();
         for (w, o) in ws.iter().zip(out.chunks_exact_mut(m.max(1))) {
             for (x, o) in xs.iter().zip(o.iter_mut()) {
-                *o = match kq {
-                    Kq::Q4K => row_q4_k(w, x),
-                    _ => row_q6_k(w, x),
+                *o = match kind {
+                    KindK::K(Kq::Q4K) => row_q4_k(w, x),
+                    KindK::K(Kq::Q6K) => row_q6_k(w, x),
+                    KindK::Iq(IqKind::Iq2Xxs) => row_iq2_xxs(w, x),
+                    _ => unreachable!("no AVX2 q8_K kernel for {kind:?}"),
                 };
             }
         }
@@ -220,6 +236,48 @@ pub(crate) mod avx2 {
             // d is the block's last word: read it with the word before it.
             let (_, d) = f16x2(blk, 206);
             acc = (d * x.d[sb]).mul_add(hsum(s) as f32, acc);
+        }
+        finish(false, acc, 0.0)
+    }
+
+    /// One IQ2_XXS row against one q8_K row: per 32-value group g, the grid bytes
+    /// (unsigned, ≤ 43) times the activation codes with the weight signs applied
+    /// (`vpsignb`), `vpmaddubsw` pairs ≤ 2·43·127, `vpmaddwd` by the odd scale 2s + 1.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn row_iq2_xxs(w: &[u8], x: &Row<'_>) -> f32 {
+        let mut acc = 0f32;
+        // Byte i of a group's sign vector tests bit i % 8 of sign byte i / 8.
+        let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+        let spread = _mm256_setr_epi8(
+            0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
+            3, 3, 3,
+        );
+        let one = _mm256_set1_epi8(1);
+        for (sb, blk) in w.chunks_exact(66).take(x.d.len()).enumerate() {
+            let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
+            let mut s = _mm256_setzero_si256();
+            for g in 0..8 {
+                let q = &blk[2 + 8 * g..10 + 8 * g];
+                let aux = u32::from_le_bytes([q[4], q[5], q[6], q[7]]);
+                let grid = _mm256_setr_epi64x(
+                    IQ2XXS_GRID[q[0] as usize] as i64,
+                    IQ2XXS_GRID[q[1] as usize] as i64,
+                    IQ2XXS_GRID[q[2] as usize] as i64,
+                    IQ2XXS_GRID[q[3] as usize] as i64,
+                );
+                let signs = u32::from_le_bytes(std::array::from_fn(|l| {
+                    KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize]
+                }));
+                let sv = _mm256_shuffle_epi8(_mm256_set1_epi32(signs as i32), spread);
+                let neg = _mm256_cmpeq_epi8(_mm256_and_si256(sv, bit), bit);
+                let xs = _mm256_sign_epi8(load_x(xq, 32 * g), _mm256_or_si256(neg, one));
+                let p = _mm256_maddubs_epi16(grid, xs);
+                let sc = _mm256_set1_epi16(2 * (aux >> 28) as i16 + 1);
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc));
+            }
+            // dw = d·(1/8), exact (the `iquants` table's c).
+            let (d, _) = f16x2(blk, 0);
+            acc = ((d * 0.125) * x.d[sb]).mul_add(hsum(s) as f32, acc);
         }
         finish(false, acc, 0.0)
     }
