@@ -51,7 +51,7 @@
 //!
 //! Non-finite values propagate as IEEE arithmetic does, except that in a q8_1 product (GGUF,
 //! or the opt-in profile) a non-finite activation makes its whole q8_1 block NaN (so every
-//! output is NaN). Products
+//! output is NaN), and likewise its q8_K block under [`Activation::Q8K`]. Products
 //! do not validate payloads (§8): an in-place kernel computes with the words' arithmetic
 //! meaning (never undefined behaviour), the decoded path fails with `InvalidEncoding`;
 //! run `validate` first on untrusted payloads.
