@@ -1128,8 +1128,8 @@ class linear {
   result<void> try_set_threads(std::uint32_t threads) {
     return detail::call(::ninfer_linear_set_threads(handle_.get(), threads));
   }
-  /// The activation profile (NINFER_ACTIVATION_EXACT or NINFER_ACTIVATION_Q8_1; see
-  /// ninfer_linear_set_activation). Unchanged on error.
+  /// The activation profile (NINFER_ACTIVATION_EXACT, NINFER_ACTIVATION_Q8_1 or
+  /// NINFER_ACTIVATION_Q8_K; see ninfer_linear_set_activation). Unchanged on error.
   result<void> try_set_activation(std::uint32_t activation) {
     return detail::call(::ninfer_linear_set_activation(handle_.get(), activation));
   }

@@ -1480,7 +1480,7 @@ fn activation_profile_refusals_and_defaults() {
     ));
     assert_eq!(w.activation(), Activation::Exact);
     assert!(matches!(
-        Activation::from_u32(2),
+        Activation::from_u32(3),
         Err(Error::InvalidArgument(_))
     ));
 }

@@ -324,7 +324,7 @@ fn c_activation_profile() {
             ninfer::cuda::compiled()
         );
         assert_eq!(
-            ninfer_linear_activation_supported(q4, rs, 2, 0),
+            ninfer_linear_activation_supported(q4, rs, 3, 0),
             Status::InvalidArgument
         );
         assert_eq!(
@@ -382,7 +382,8 @@ fn c_activation_profile() {
             ninfer_linear_set_activation(std::ptr::null_mut(), 1),
             Status::NullPointer
         );
-        assert_eq!(ninfer_linear_set_activation(h, 2), Status::InvalidArgument);
+        assert_eq!(ninfer_linear_set_activation(h, 3), Status::InvalidArgument);
+        assert_eq!(ninfer_linear_set_activation(h, 2), Status::Unsupported);
         assert_eq!(ninfer_linear_set_activation(h, 1), Status::Ok);
         let st = ninfer_linear_forward(
             h,

@@ -50,6 +50,11 @@ const (
 	// the only profile of GGUF weights, opt-in for q2/t2/q4/q5/q6/q8 grouped formats in
 	// row_split_k128_v1 and for nvfp4 (K a multiple of 32).
 	ActivationQ8_1 = Activation(C.NINFER_ACTIVATION_Q8_1)
+	// ActivationQ8K first quantizes each row of x to ggml's q8_K blocks (256 values, a
+	// binary32 scale d, codes in [-127, 127]) and multiplies with x̂ = d·code: opt-in for
+	// the GGUF k-quants (Q2_K..Q6_K) and 256-value i-quants (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS,
+	// IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S), on the CPU.
+	ActivationQ8K = Activation(C.NINFER_ACTIVATION_Q8_K)
 )
 
 // LinearSupported reports whether this build has a linear kernel for the combination:

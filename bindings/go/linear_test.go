@@ -166,6 +166,11 @@ func TestActivationSupportedTable(t *testing.T) {
 		{FormatGGUFQ8_0, gb, ActivationQ8_1, DeviceCPU, true},
 		{FormatGGUFQ4K, gb, ActivationQ8_1, DeviceCPU, true},
 		{FormatGGUFQ8_0, gb, ActivationExact, DeviceCPU, false}, // GGUF products quantize x
+		{FormatGGUFQ4K, gb, ActivationQ8K, DeviceCPU, true},
+		{FormatGGUFQ6K, gb, ActivationQ8K, DeviceCPU, true},
+		{FormatGGUFQ8_0, gb, ActivationQ8K, DeviceCPU, false}, // q8_K: k-quants, 256-value i-quants
+		{FormatQ4G64FP16, rs, ActivationQ8K, DeviceCPU, false},
+		{FormatGGUFQ4K, gb, ActivationQ8K, DeviceCUDA, false}, // q8_K: CPU only
 		{FormatBF16, cl, ActivationExact, DeviceCPU, true},
 		{FormatBF16, cl, ActivationQ8_1, DeviceCPU, false},
 		{FormatFP32, cl, ActivationQ8_1, DeviceCPU, false},

@@ -371,6 +371,21 @@ pub fn linear(view: &WeightView<'_>, decode: &DecodeRow<'_>, devices: &Devices) 
                         *o = q as f64;
                     }
                 }
+                Activation::Q8K => {
+                    use ninfer::linear::q8_k::{BLOCK_Q8_K_BYTES, QK_K, quantize_row_q8_k};
+                    let mut blocks = vec![0u8; k / QK_K * BLOCK_Q8_K_BYTES];
+                    if let Err(e) = quantize_row_q8_k(xm, &mut blocks) {
+                        report.failures.push(format!("q8_K values of x{tag}: {e}"));
+                        return Linear::Checked(report);
+                    }
+                    // x̂ = d·q, exact in f64.
+                    for (vb, b) in vm.chunks_mut(QK_K).zip(blocks.chunks(BLOCK_Q8_K_BYTES)) {
+                        let d = f32::from_le_bytes(b[..4].try_into().unwrap()) as f64;
+                        for (o, &q) in vb.iter_mut().zip(&b[4..260]) {
+                            *o = d * q as i8 as f64;
+                        }
+                    }
+                }
                 Activation::Exact => {
                     for (o, &q) in vm.iter_mut().zip(xm) {
                         *o = q as f64;

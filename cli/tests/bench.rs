@@ -276,3 +276,43 @@ fn bad_options_are_refused_with_a_message() {
         );
     }
 }
+
+/// `--activation q8_1,q8_K`: a GGUF k-quant gets a q8_1 row and a `+q8_K` row; a format
+/// without q8_K (q8_0) only its q8_1 row; an unknown profile is refused with the names.
+#[test]
+fn q8k_rows_beside_q8_1() {
+    let dir = scratch("q8k");
+    let o = bench(
+        &[
+            "--shapes",
+            "8x256",
+            "--budget-ms",
+            "1",
+            "--no-bw",
+            "--formats",
+            "gguf_q4_k,gguf_q8_0",
+            "--m",
+            "1,3",
+            "--threads",
+            "1",
+            "--activation",
+            "q8_1,q8_K",
+        ],
+        &dir,
+        None,
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let names: Vec<String> = table_rows(&out).into_iter().map(|r| r[0].clone()).collect();
+    for want in ["gguf_q4_k", "gguf_q4_k+q8_K", "gguf_q8_0"] {
+        assert_eq!(
+            names.iter().filter(|n| *n == want).count(),
+            2,
+            "{want}: {out}"
+        );
+    }
+    assert!(!names.iter().any(|n| n == "gguf_q8_0+q8_K"), "{out}");
+    let o = bench(&["--no-bw", "--activation", "q8_x"], &dir, None);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("exact, q8_1 or q8_K"), "{}", stderr(&o));
+}

@@ -26,6 +26,12 @@ pub const NINFER_ACTIVATION_EXACT: u32 = 0;
 /// nvfp4.
 #[allow(dead_code)] // exported to the header; Rust code uses `linear::Activation`
 pub const NINFER_ACTIVATION_Q8_1: u32 = 1;
+/// `ninfer_linear_set_activation`'s profile: each row of x quantized to ggml's q8_K blocks
+/// (256 values, binary32 scale d, int8 codes); the weight values times those values
+/// x̂ = d·code. Opt-in for the GGUF k-quants (Q2_K..Q6_K) and the 256-value i-quants
+/// (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S), on the CPU.
+#[allow(dead_code)] // exported to the header; Rust code uses `linear::Activation`
+pub const NINFER_ACTIVATION_Q8_K: u32 = 2;
 
 /// A weight prepared for `ninfer_linear_forward` (opaque).
 ///
@@ -102,7 +108,9 @@ pub extern "C" fn ninfer_linear_supported(
 /// `ninfer_linear_set_activation`): GGUF formats only with `Q8_1`, q2_g64_fp16,
 /// t2_g128_fp16, q4_g64_fp16, q5_g64_fp16, q6_g64_fp16 and q8_g32_fp16 in
 /// row_split_k128_v1 and nvfp4 in block_scale_k16_m128x4_v1 with both, every other
-/// supported format only with `EXACT`.
+/// supported format only with `EXACT`; `Q8_K` only for gguf_q2_k..gguf_q6_k, gguf_iq4_xs,
+/// gguf_iq1_s, gguf_iq1_m, gguf_iq2_xxs, gguf_iq2_xs, gguf_iq2_s, gguf_iq3_xxs and
+/// gguf_iq3_s on the CPU.
 ///
 /// Returns `OK` when it does, `UNSUPPORTED` when every number is valid but the
 /// combination is not implemented, and `UNKNOWN_FORMAT`, `UNKNOWN_LAYOUT`,
@@ -197,12 +205,15 @@ pub unsafe extern "C" fn ninfer_linear_set_threads(
 /// `NINFER_ACTIVATION_Q8_1` first quantizes each row of x to ggml's q8_1 blocks (32
 /// values, binary16 scale d, codes round(x/d) in [−127, 127]) and multiplies the weight
 /// values with x̂ = d·code, with integer block sums (criterion `linear_f32acc_v1` with x̂
-/// for x). Defaults: GGUF formats `Q8_1` (their only profile), every other format `EXACT`.
+/// for x). `NINFER_ACTIVATION_Q8_K` (GGUF k-quants and 256-value i-quants) quantizes each
+/// row of x to ggml's q8_K blocks instead (256 values, binary32 scale d, codes
+/// min(127, round_half_even(−127·x/max)), x̂ = d·code; docs/linear.md). Defaults: GGUF
+/// formats `Q8_1`, every other format `EXACT`.
 ///
 /// Errors (the setting is unchanged on error): `NULL_POINTER`, `INVALID_ARGUMENT` (unknown
-/// activation number), `UNSUPPORTED` (`EXACT` on a GGUF weight; `Q8_1` on a format without
-/// it, see `ninfer_linear_activation_supported`), `BAD_SHAPE` (`Q8_1` with K not a multiple
-/// of 32).
+/// activation number), `UNSUPPORTED` (`EXACT` on a GGUF weight; `Q8_1` or `Q8_K` on a
+/// format without it, see `ninfer_linear_activation_supported`), `BAD_SHAPE` (`Q8_1` with K
+/// not a multiple of 32, `Q8_K` with K not a multiple of 256).
 ///
 /// # Safety
 /// `handle` must come from `ninfer_linear_prepare`, not be freed, and not be in use by

@@ -35,6 +35,9 @@
 //!   blocks and accumulate the exact weight values times x̂ in f32 with integer block sums
 //!   ([`cpu::grouped_q8`], [`cpu::nvfp4_q8`]); [`supported_activation`] says which formats
 //!   have it.
+//! - Opt-in [`Activation::Q8K`]: the GGUF k-quants and 256-value i-quants quantize x to
+//!   ggml's q8_K blocks ([`q8_k`], one binary32 scale per 256 values) and accumulate one
+//!   exact integer super-block sum per fma ([`cpu::gguf_q8k`]).
 //! - Every output is computed by one thread in an order fixed per kernel family, so any
 //!   thread count and any M give the same bits for the same row of x, and the AVX2 path
 //!   gives the bits of the scalar path.
@@ -48,7 +51,7 @@
 //!
 //! Non-finite values propagate as IEEE arithmetic does, except that in a q8_1 product (GGUF,
 //! or the opt-in profile) a non-finite activation makes its whole q8_1 block NaN (so every
-//! output is NaN). Products
+//! output is NaN), and likewise its q8_K block under [`Activation::Q8K`]. Products
 //! do not validate payloads (§8): an in-place kernel computes with the words' arithmetic
 //! meaning (never undefined behaviour), the decoded path fails with `InvalidEncoding`;
 //! run `validate` first on untrusted payloads.
@@ -57,6 +60,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod plan;
 pub mod q8_1;
+pub mod q8_k;
 
 pub use cpu::Isa;
 
@@ -102,6 +106,11 @@ pub enum Activation {
     /// q8_1 values x̂. The only profile of gguf_* (the spec's GGUF product), opt-in for the
     /// grouped formats and nvfp4 (K a multiple of 32).
     Q8_1 = 1,
+    /// x quantized per row to ggml's q8_K blocks ([`q8_k`]: 256 values, a binary32 scale);
+    /// the weight values times the q8_K values x̂. Opt-in for the GGUF k-quants
+    /// (gguf_q2_k..gguf_q6_k) and the 256-value i-quants (gguf_iq4_xs, gguf_iq1_s,
+    /// gguf_iq1_m, gguf_iq2_xxs, gguf_iq2_xs, gguf_iq2_s, gguf_iq3_xxs, gguf_iq3_s).
+    Q8K = 2,
 }
 
 impl Activation {
@@ -110,15 +119,17 @@ impl Activation {
         match v {
             0 => Ok(Activation::Exact),
             1 => Ok(Activation::Q8_1),
+            2 => Ok(Activation::Q8K),
             _ => Err(Error::InvalidArgument(format!("unknown activation {v}"))),
         }
     }
 
-    /// Lower-case name (`exact`, `q8_1`).
+    /// Name (`exact`, `q8_1`, `q8_K`).
     pub fn name(self) -> &'static str {
         match self {
             Activation::Exact => "exact",
             Activation::Q8_1 => "q8_1",
+            Activation::Q8K => "q8_K",
         }
     }
 }
@@ -172,8 +183,10 @@ fn cuda_covers(plan: &Plan) -> Result<()> {
 /// with the activation profile `activation` ([`PreparedWeight::set_activation`]): gguf_*
 /// only with [`Activation::Q8_1`]; q2/t2/q4/q5/q6/q8 in row_split_k128_v1 and nvfp4 in
 /// block_scale_k16_m128x4_v1 with both; every other supported format only with
-/// [`Activation::Exact`]. (Q8_1 also needs K to be a
-/// multiple of 32, checked when it is set.)
+/// [`Activation::Exact`]; [`Activation::Q8K`] only for gguf_q2_k..gguf_q6_k, gguf_iq4_xs,
+/// gguf_iq1_s, gguf_iq1_m, gguf_iq2_xxs, gguf_iq2_xs, gguf_iq2_s, gguf_iq3_xxs and
+/// gguf_iq3_s, on the CPU. (Q8_1 also needs K to be a multiple of 32, checked when it is
+/// set.)
 pub fn supported_activation(
     format: Format,
     layout: Layout,
@@ -427,12 +440,13 @@ impl<'a> PreparedWeight<'a> {
     /// Chooses the activation profile (docs/linear.md, "Activation profiles"): with
     /// [`Activation::Q8_1`] every row of x is quantized to q8_1 blocks and the product is
     /// that of the weight values with x̂ (criterion `linear_f32acc_v1` with x̂ for x).
-    /// Defaults: gguf_* → Q8_1 (their only profile), every other format → Exact.
+    /// With [`Activation::Q8K`] (the GGUF k-quants and 256-value i-quants) x is quantized to
+    /// q8_K blocks ([`q8_k`]) instead. Defaults: gguf_* → Q8_1, every other format → Exact.
     ///
     /// Errors (the setting is unchanged on error): [`Error::Unsupported`] for Exact on a
-    /// gguf_* weight (the spec's GGUF product quantizes x to q8_1) or Q8_1 on a format
+    /// gguf_* weight (the spec's GGUF product quantizes x to q8_1), Q8_1 or Q8K on a format
     /// without it ([`supported_activation`]); [`Error::BadShape`] for Q8_1 when K is not a
-    /// multiple of 32.
+    /// multiple of 32 (Q8K: of 256).
     pub fn set_activation(&mut self, activation: Activation) -> Result<()> {
         let plan = Plan::with(self.plan.format, self.plan.layout, activation)?;
         #[cfg(feature = "cuda")]
@@ -442,6 +456,12 @@ impl<'a> PreparedWeight<'a> {
         if plan.quantizes_x() && !self.cols().is_multiple_of(q8_1::QK8_1) {
             return Err(Error::BadShape(format!(
                 "linear: q8_1 activations need K a multiple of 32 (K = {})",
+                self.cols()
+            )));
+        }
+        if activation == Activation::Q8K && !self.cols().is_multiple_of(q8_k::QK_K) {
+            return Err(Error::BadShape(format!(
+                "linear: q8_K activations need K a multiple of 256 (K = {})",
                 self.cols()
             )));
         }

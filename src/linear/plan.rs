@@ -28,6 +28,8 @@ pub(crate) enum Family {
     GroupedQ8,
     /// nvfp4 against q8_1 activations (the opt-in profile).
     Nvfp4Q8,
+    /// A GGUF k-quant or 256-value i-quant against q8_K activations (the opt-in profile).
+    GgufQ8K,
     /// Any other decodable format: rows decoded to f32, x exact.
     Decoded,
 }
@@ -62,6 +64,14 @@ impl Plan {
         let decodable = decode::is_decodable_format(format);
         let family = match (category, activation) {
             (Category::GgufBlock, Activation::Q8_1) if decodable => Family::Gguf,
+            (Category::GgufBlock, Activation::Q8K) if q8k_format(format) => Family::GgufQ8K,
+            (_, Activation::Q8K) => {
+                return Err(Error::Unsupported(format!(
+                    "linear: no q8_K-activation kernel for {format} in {layout} (q8_K is for \
+                     the GGUF k-quants Q2_K..Q6_K and the 256-value i-quants IQ4_XS, IQ1_S, \
+                     IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S)"
+                )));
+            }
             (Category::GgufBlock, Activation::Exact) => {
                 return Err(Error::Unsupported(format!(
                     "linear: {format} has no exact-activation profile (spec, paragraph after \
@@ -69,16 +79,23 @@ impl Plan {
                 )));
             }
             (Category::DirectFloat, Activation::Exact) => Family::Direct,
-            (Category::GroupedInt, a) if layout == Layout::RowSplitK128_V1 => match a {
-                Activation::Exact => Family::Grouped,
-                Activation::Q8_1 => Family::GroupedQ8,
-            },
+            (Category::GroupedInt, Activation::Exact) if layout == Layout::RowSplitK128_V1 => {
+                Family::Grouped
+            }
+            (Category::GroupedInt, Activation::Q8_1) if layout == Layout::RowSplitK128_V1 => {
+                Family::GroupedQ8
+            }
             (Category::RowScaledFloat, Activation::Exact) => Family::Fp8Row,
-            (Category::BlockScaledFloat, a) if layout == Layout::BlockScaleK16_M128x4_V1 => match a
+            (Category::BlockScaledFloat, Activation::Exact)
+                if layout == Layout::BlockScaleK16_M128x4_V1 =>
             {
-                Activation::Exact => Family::Nvfp4,
-                Activation::Q8_1 => Family::Nvfp4Q8,
-            },
+                Family::Nvfp4
+            }
+            (Category::BlockScaledFloat, Activation::Q8_1)
+                if layout == Layout::BlockScaleK16_M128x4_V1 =>
+            {
+                Family::Nvfp4Q8
+            }
             (_, Activation::Exact) if decodable => Family::Decoded,
             (_, Activation::Q8_1) if decodable => {
                 return Err(Error::Unsupported(format!(
@@ -99,10 +116,32 @@ impl Plan {
         })
     }
 
-    /// Whether the activation is quantized to q8_1 blocks before the product.
+    /// Whether the activation is quantized to q8_1 blocks before the product (q8_K is not
+    /// q8_1: see [`Family::GgufQ8K`]).
     pub(crate) fn quantizes_x(&self) -> bool {
         self.activation == Activation::Q8_1
     }
+}
+
+/// The formats with a q8_K-activation kernel (`cpu::gguf_q8k`): the GGUF k-quants and the
+/// i-quants coded in 256-value super-blocks.
+pub(crate) fn q8k_format(format: Format) -> bool {
+    matches!(
+        format,
+        Format::GgufQ2_K
+            | Format::GgufQ3_K
+            | Format::GgufQ4_K
+            | Format::GgufQ5_K
+            | Format::GgufQ6_K
+            | Format::GgufIq4Xs
+            | Format::GgufIq1S
+            | Format::GgufIq1M
+            | Format::GgufIq2Xxs
+            | Format::GgufIq2Xs
+            | Format::GgufIq2S
+            | Format::GgufIq3Xxs
+            | Format::GgufIq3S
+    )
 }
 
 #[cfg(test)]
@@ -140,6 +179,11 @@ mod tests {
                 );
                 if let Ok(p) = plan {
                     assert_eq!(p.quantizes_x(), cat == Category::GgufBlock);
+                }
+                let q8k = Plan::with(format, layout, Activation::Q8K);
+                assert_eq!(q8k.is_ok(), q8k_format(format), "{format}");
+                if let Ok(p) = q8k {
+                    assert!(!p.quantizes_x() && p.family == Family::GgufQ8K);
                 }
             }
         }

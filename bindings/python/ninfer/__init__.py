@@ -310,10 +310,15 @@ class Activation(enum.IntEnum):
     ``EXACT``: x as given; the default of every non-GGUF format, unavailable for GGUF
     weights. ``Q8_1``: each row of x first quantized to ggml's q8_1 blocks (32 values, a
     binary16 scale d, codes round(x/d) in [-127, 127]), then x̂ = d·code; the only profile of
-    GGUF weights, opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1 and for nvfp4."""
+    GGUF weights, opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1 and for nvfp4.
+    ``Q8_K``: each row of x first quantized to ggml's q8_K blocks (256 values, a binary32
+    scale d, codes in [-127, 127]), then x̂ = d·code; opt-in for the GGUF k-quants
+    (Q2_K..Q6_K) and 256-value i-quants (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
+    IQ3_XXS, IQ3_S), on the CPU."""
 
     EXACT = 0
     Q8_1 = 1
+    Q8_K = 2
 
 
 _DTYPE_NUMPY = {Dtype.F32: np.float32, Dtype.BF16: np.uint16, Dtype.F16: np.float16}

@@ -482,6 +482,11 @@ pub const Activation = enum(u32) {
     /// round(x/d) in [-127, 127]), then x̂ = d·code: the only profile of GGUF weights,
     /// opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1 and for nvfp4.
     q8_1 = c.NINFER_ACTIVATION_Q8_1,
+    /// Each row of x quantized to ggml's q8_K blocks (256 values, a binary32 scale d, codes
+    /// in [-127, 127]), then x̂ = d·code: opt-in for the GGUF k-quants (Q2_K..Q6_K) and
+    /// 256-value i-quants (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S),
+    /// on the CPU.
+    q8_k = c.NINFER_ACTIVATION_Q8_K,
     _,
 };
 
@@ -1021,6 +1026,10 @@ test "activation: the documented support table" {
         .{ .f = c.NINFER_FORMAT_GGUF_Q8_0, .l = gb, .a = .q8_1, .d = cpu, .want = true },
         .{ .f = c.NINFER_FORMAT_GGUF_Q5_K, .l = gb, .a = .q8_1, .d = cpu, .want = true },
         .{ .f = c.NINFER_FORMAT_GGUF_Q8_0, .l = gb, .a = .exact, .d = cpu, .want = false },
+        .{ .f = c.NINFER_FORMAT_GGUF_Q4_K, .l = gb, .a = .q8_k, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_GGUF_IQ2_XXS, .l = gb, .a = .q8_k, .d = cpu, .want = true },
+        .{ .f = c.NINFER_FORMAT_GGUF_Q8_0, .l = gb, .a = .q8_k, .d = cpu, .want = false },
+        .{ .f = c.NINFER_FORMAT_Q4_G64_FP16, .l = rs, .a = .q8_k, .d = cpu, .want = false },
         .{ .f = c.NINFER_FORMAT_BF16, .l = cl, .a = .exact, .d = cpu, .want = true },
         .{ .f = c.NINFER_FORMAT_BF16, .l = cl, .a = .q8_1, .d = cpu, .want = false },
         .{ .f = c.NINFER_FORMAT_FP32, .l = cl, .a = .q8_1, .d = cpu, .want = false },

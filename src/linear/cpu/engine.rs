@@ -7,13 +7,14 @@
 
 use super::float::{self, Grouped, WRow};
 use super::gguf::Kind;
+use super::gguf_q8k::{self, KindK};
 use super::{Isa, grouped_q8, nvfp4_q8};
 use crate::decode;
 use crate::error::{Error, Result, mul, try_filled, try_grow, try_vec};
 use crate::formats::nvfp4;
 use crate::layouts::{self, block_scale};
 use crate::linear::plan::{Family, Plan};
-use crate::linear::q8_1;
+use crate::linear::{q8_1, q8_k};
 use crate::registry::Format;
 use crate::view::WeightView;
 use rayon::prelude::*;
@@ -41,6 +42,8 @@ pub(crate) enum Kernel {
     GroupedQ8(Grouped),
     /// nvfp4 against q8_1 (the opt-in profile; block scales gathered per row).
     Nvfp4Q8,
+    /// A GGUF k-quant or 256-value i-quant against q8_K (the opt-in profile).
+    GgufQ8K(KindK),
     /// A GGUF type without a dedicated kernel: decoded f32 row against x̂ (q8_1 values).
     GgufDecoded,
     /// Any other decodable format: decoded f32 row against x.
@@ -60,6 +63,9 @@ impl Kernel {
             Family::Nvfp4 => Kernel::Nvfp4,
             Family::Nvfp4Q8 => Kernel::Nvfp4Q8,
             Family::Gguf => Kind::of(plan.format).map_or(Kernel::GgufDecoded, Kernel::Gguf),
+            Family::GgufQ8K => {
+                Kernel::GgufQ8K(KindK::of(plan.format).expect("the plan's q8_K format"))
+            }
             Family::Decoded => Kernel::Decoded,
         }
     }
@@ -165,6 +171,10 @@ impl<'a> Engine<'a> {
             }
             _ => None,
         };
+        let qk = match self.kernel {
+            Kernel::GgufQ8K(_) => Some(q8_k::Rows::with_capacity(mt, k)?),
+            _ => None,
+        };
         let xhat = match self.kernel {
             Kernel::GgufDecoded => try_vec(mk, "a tile of q8_1 activation values x̂")?,
             _ => Vec::new(),
@@ -203,7 +213,13 @@ impl<'a> Engine<'a> {
                 words: try_vec(words, "a scratch of nvfp4 scale words")?,
             }));
         }
-        Ok(Workspace { q, xhat, yt, slots })
+        Ok(Workspace {
+            q,
+            qk,
+            xhat,
+            yt,
+            slots,
+        })
     }
 
     /// The products of `mt` ≤ [`TILE_M`] activation rows `x` (`mt × K` f32) with the
@@ -221,7 +237,16 @@ impl<'a> Engine<'a> {
         let (n, k) = (rows.len(), self.cols());
         debug_assert!((1..=TILE_M).contains(&mt) && x.len() == mt * k);
         debug_assert!(rows.end <= self.rows());
-        let Workspace { q, xhat, yt, slots } = ws;
+        let Workspace {
+            q,
+            qk,
+            xhat,
+            yt,
+            slots,
+        } = ws;
+        if let Some(qk) = qk.as_mut() {
+            qk.quantize_into(x, mt);
+        }
         if let Some(q) = q.as_mut() {
             let mut rows = std::mem::take(q);
             rows.quantize_into(x, mt);
@@ -246,6 +271,13 @@ impl<'a> Engine<'a> {
             }
         }
         let qrows: &[q8_1::Row<'_>] = if q.is_some() { &qrow[..mt] } else { &[] };
+        let mut qkrow = [q8_k::Row::EMPTY; TILE_M];
+        if let Some(qk) = qk.as_ref() {
+            for (i, r) in qkrow.iter_mut().enumerate().take(mt) {
+                *r = qk.row(i);
+            }
+        }
+        let qkrows: &[q8_k::Row<'_>] = if qk.is_some() { &qkrow[..mt] } else { &[] };
         // Which activation rows may meet fp8 / nvfp4 rows in the scaled order.
         let mut xok_all = [false; TILE_M];
         let xok: &[bool] = match self.kernel {
@@ -269,7 +301,9 @@ impl<'a> Engine<'a> {
         // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
         // M = 1 (eight independent accumulator chains), the GGUF ones 4.
         let group = match self.kernel {
-            Kernel::Gguf(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => ROW_GROUP,
+            Kernel::Gguf(_) | Kernel::GgufQ8K(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
+                ROW_GROUP
+            }
             _ => FLOAT_GROUP,
         };
         let m = mt;
@@ -298,7 +332,11 @@ impl<'a> Engine<'a> {
                         .get(g * group * nkb..(g * group + o.len() / m) * nkb)
                         .unwrap_or(&[]);
                     let mut bufs = Bufs { f, values, other };
-                    self.row_group(first + g * group, xf, m, qrows, xok, o, &mut bufs, w)?;
+                    let q = Quantized {
+                        q8_1: qrows,
+                        q8_k: qkrows,
+                    };
+                    self.row_group(first + g * group, xf, m, q, xok, o, &mut bufs, w)?;
                 }
                 Ok(())
             })
@@ -329,12 +367,13 @@ impl<'a> Engine<'a> {
         r0: usize,
         x: &[f32],
         m: usize,
-        q: &[q8_1::Row<'_>],
+        qx: Quantized<'_, '_>,
         xok: &[bool],
         out: &mut [f32],
         bufs: &mut Bufs<'_>,
         words: &[u8],
     ) -> Result<()> {
+        let q = qx.q8_1;
         let v = &self.view;
         let count = out.len() / m;
         let bytes = |i: usize| v.row_bytes(0, r0 + i);
@@ -452,6 +491,13 @@ impl<'a> Engine<'a> {
                     *w = bytes(i);
                 }
                 super::gguf::dot_row_group(self.isa, kind, &ws[..count], q, out);
+            }
+            Kernel::GgufQ8K(kind) => {
+                let mut ws: [&[u8]; ROW_GROUP] = [&[]; ROW_GROUP];
+                for (i, w) in ws.iter_mut().enumerate().take(count) {
+                    *w = bytes(i);
+                }
+                gguf_q8k::dot_row_group(self.isa, kind, &ws[..count], qx.q8_k, out);
             }
             Kernel::GroupedQ8(kind) => {
                 let empty = grouped_q8::GRow {
@@ -582,6 +628,8 @@ pub(crate) const TILE_M: usize = 64;
 pub(crate) struct Workspace {
     /// The tile's q8_1 activations (q8_1 kernels only).
     q: Option<q8_1::Rows>,
+    /// The tile's q8_K activations (q8_K kernels only).
+    qk: Option<q8_k::Rows>,
     /// The tile's x̂ as f32 (the decoded GGUF path only).
     xhat: Vec<f32>,
     /// The tile's products, N × rows of the tile (row of W major).
@@ -601,6 +649,14 @@ struct Scratch {
     other: Vec<f32>,
     /// A chunk's nvfp4 scale words in block order.
     words: Vec<u8>,
+}
+
+/// A tile's quantized activation rows: q8_1 (q8_1 kernels), q8_K (q8_K kernels), else
+/// empty.
+#[derive(Clone, Copy)]
+struct Quantized<'s, 'r> {
+    q8_1: &'s [q8_1::Row<'r>],
+    q8_k: &'s [q8_k::Row<'r>],
 }
 
 /// The buffers of [`Scratch`] a row group uses.

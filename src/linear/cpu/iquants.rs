@@ -87,7 +87,7 @@ impl IqKind {
 }
 
 /// `d·c` of the super-block `blk` (module docs' table).
-fn scale(kind: IqKind, blk: &[u8]) -> f32 {
+pub(super) fn scale(kind: IqKind, blk: &[u8]) -> f32 {
     match kind {
         IqKind::Iq2Xxs | IqKind::Iq2Xs | IqKind::Iq2S | IqKind::Iq1S => f16_at(blk, 0) * 0.125,
         IqKind::Iq3Xxs => f16_at(blk, 0) * 0.25,
@@ -113,7 +113,7 @@ fn put8_iq1(w: &mut [i32], sc: i32, grid: u64, delta: i32) {
 
 /// The 32 integer weights of group g of super-block `blk` (the block layouts are those of
 /// `formats::gguf::iquants`).
-fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
+pub(super) fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
     let mut w = [0i32; 32];
     match kind {
         IqKind::Iq2Xxs => {

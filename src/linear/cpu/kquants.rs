@@ -75,13 +75,13 @@ impl Kq {
     }
 }
 
-/// One super-block as integers (module docs).
-struct Super {
-    q: [i8; 256],
-    sc: [i32; 16],
-    m: [i32; 16],
-    d: f32,
-    dmin: f32,
+/// One super-block as integers (module docs; also read by the q8_K kernels).
+pub(super) struct Super {
+    pub(super) q: [i8; 256],
+    pub(super) sc: [i32; 16],
+    pub(super) m: [i32; 16],
+    pub(super) d: f32,
+    pub(super) dmin: f32,
 }
 
 /// `block_q2_K` ([`q2_k`]): value 128h + 32i + l is bits 2i..2i+1 of qs[32h + l];
@@ -160,7 +160,8 @@ fn unpack_q6_k(b: &[u8], o: &mut Super) {
     o.dmin = 0.0;
 }
 
-fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
+/// Unpacks super-block `b` of type `kq` into `o` (module docs).
+pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
     match kq {
         Kq::Q2K => unpack_q2_k(b, o),
         Kq::Q3K => unpack_q3_k(b, o),

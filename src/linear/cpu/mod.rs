@@ -8,6 +8,8 @@
 //! - [`gguf`]: which family kernel a gguf_* block type runs on, all against q8_1
 //!   activations: [`legacy`] (Q8_0, Q4_0, Q5_0, Q2_0, IQ4_NL, IQ4_XS), [`kquants`]
 //!   (Q2_K..Q6_K), [`iquants`] (IQ1/IQ2/IQ3 grid types).
+//! - [`gguf_q8k`]: the k-quants and 256-value i-quants against q8_K activations (the
+//!   opt-in `Activation::Q8K` profile).
 //! - [`grouped_q8`] (AVX2: `grouped_q8_avx2`): the grouped formats against q8_1 activations
 //!   (the opt-in `Activation::Q8_1` profile).
 //! - [`nvfp4_q8`] (AVX2: `nvfp4_q8_avx2`): nvfp4 against q8_1 activations (the same opt-in
@@ -84,6 +86,9 @@ pub(crate) mod float;
 #[cfg(target_arch = "x86_64")]
 mod float_avx2;
 pub(crate) mod gguf;
+pub(crate) mod gguf_q8k;
+#[cfg(target_arch = "x86_64")]
+mod gguf_q8k_avx2;
 pub(crate) mod grouped_q8;
 #[cfg(target_arch = "x86_64")]
 mod grouped_q8_avx2;

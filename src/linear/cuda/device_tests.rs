@@ -189,7 +189,7 @@ fn cuda_matches_the_cpu_bitwise() {
     let quick = std::env::var_os("NINFER_CUDA_QUICK").is_some();
     for (format, layout, activation) in covered() {
         let ks: &[usize] = match activation {
-            Activation::Q8_1 => &[96, 256, 4096 + 256],
+            Activation::Q8_1 | Activation::Q8K => &[96, 256, 4096 + 256],
             Activation::Exact => &[16, 40, 200, 4096 + 48],
         };
         for &k in ks.iter().take(if quick { 2 } else { ks.len() }) {

@@ -12,10 +12,10 @@ use cudarc::driver::{result, sys};
 use std::ffi::c_void;
 
 /// Whether the CUDA kernels compute `plan`: every family of the plan table but the generic
-/// decoded one has an entry point per format (`nf_exact_<n>` or `nf_q8_<n>`; a test checks
-/// the kernel source declares each one).
+/// decoded one and the q8_K profile has an entry point per format (`nf_exact_<n>` or
+/// `nf_q8_<n>`; a test checks the kernel source declares each one).
 pub(crate) fn covers(plan: &Plan) -> bool {
-    plan.family != Family::Decoded
+    !matches!(plan.family, Family::Decoded | Family::GgufQ8K)
 }
 
 /// Whether the device decodes rows of `format` (`nf_decode_<n>`): every format the CPU

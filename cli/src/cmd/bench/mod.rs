@@ -52,9 +52,11 @@ pub struct LinearArgs {
     #[arg(long, value_delimiter = ',', value_name = "NxK",
           default_value = "4096x4096,16384x4096", value_parser = parse_shape)]
     shapes: Vec<(usize, usize)>,
-    /// Activation profiles to measure (comma-separated): `exact` (x as given) and/or `q8_1`
-    /// (x quantized to q8_1 blocks; rows labelled `<format>+q8_1`). A format runs each
-    /// profile it supports; GGUF types always run their only one (q8_1), once.
+    /// Activation profiles to measure (comma-separated): `exact` (x as given), `q8_1` (x
+    /// quantized to q8_1 blocks; rows labelled `<format>+q8_1`) and/or `q8_K` (x quantized
+    /// to q8_K blocks, the GGUF k-quants and 256-value i-quants only; rows labelled
+    /// `<format>+q8_K`). A format runs each profile it supports; GGUF types always run
+    /// q8_1, once, and q8_K too when it is asked for.
     #[arg(long, value_delimiter = ',', value_name = "A,B", default_values = ["exact"],
           value_parser = parse_activation)]
     activation: Vec<Activation>,
@@ -98,12 +100,13 @@ enum Output {
     Csv,
 }
 
-/// `exact` or `q8_1`.
+/// `exact`, `q8_1` or `q8_K` (also spelled `q8_k`).
 fn parse_activation(s: &str) -> Result<Activation, String> {
     match s {
         "exact" => Ok(Activation::Exact),
         "q8_1" => Ok(Activation::Q8_1),
-        _ => Err(format!("unknown activation {s:?} (exact or q8_1)")),
+        "q8_K" | "q8_k" => Ok(Activation::Q8K),
+        _ => Err(format!("unknown activation {s:?} (exact, q8_1 or q8_K)")),
     }
 }
 
@@ -431,7 +434,11 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
             .collect();
         acts.dedup();
         if layout == Layout::GgufBlocksV1 {
+            let q8k = acts.contains(&Activation::Q8K);
             acts = vec![Activation::Q8_1];
+            if q8k {
+                acts.push(Activation::Q8K);
+            }
         }
         for &shape in &shapes {
             for &a in &acts {

@@ -66,11 +66,12 @@ impl Row {
         self.bw_fraction().map(|f| f >= 0.9)
     }
     /// The format's name, suffixed `+q8_1` when a non-GGUF format ran with q8_1
-    /// activations (GGUF products always do).
+    /// activations (GGUF products always do by default), `+q8_K` with q8_K activations.
     pub fn name(&self) -> String {
         let gguf = self.format.info().layout == ninfer::Layout::GgufBlocksV1;
         match self.activation {
             Activation::Q8_1 if !gguf => format!("{}+q8_1", self.format.name()),
+            Activation::Q8K => format!("{}+q8_K", self.format.name()),
             _ => self.format.name().into(),
         }
     }

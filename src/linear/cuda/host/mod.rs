@@ -325,7 +325,7 @@ fn compare_all(activation: Activation) -> usize {
             // Shapes the format admits: K with partial groups and scalar tails in the
             // exact profile, multiples of 32 (and of the block) under q8_1.
             let ks: &[usize] = match activation {
-                Activation::Q8_1 => &[96, 256, 1280],
+                Activation::Q8_1 | Activation::Q8K => &[96, 256, 1280],
                 Activation::Exact => &[16, 37, 48, 200, 1040],
             };
             let mut covered = false;
@@ -353,7 +353,9 @@ fn compare_all(activation: Activation) -> usize {
                         Activation::Exact => {
                             (h.exact)(f, &desc, x.as_ptr(), m as i32, yh.as_mut_ptr())
                         }
-                        Activation::Q8_1 => (h.q8)(f, &desc, x.as_ptr(), m as i32, yh.as_mut_ptr()),
+                        Activation::Q8_1 | Activation::Q8K => {
+                            (h.q8)(f, &desc, x.as_ptr(), m as i32, yh.as_mut_ptr())
+                        }
                     }
                 };
                 if rc != 0 {

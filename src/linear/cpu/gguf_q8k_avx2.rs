@@ -1,0 +1,284 @@
+//! AVX2 kernels of Q4_K, Q6_K and IQ2_XXS against q8_K activations, in exactly the order of
+//! [`super::gguf_q8k`]'s module docs (every tier past Scalar runs them: AVX2 + FMA is part
+//! of each).
+//!
+//! Only the exact integers S_sb and M_sb are formed differently from the scalar path:
+//!
+//! - Q4_K: per pair of 32-value sub-blocks, the 32 code bytes give both sub-blocks' codes
+//!   (low and high nibbles, unsigned 0..15); `vpmaddubsw` with the activation codes gives
+//!   i16 pairs (≤ 2·15·127), `vpmaddwd` by the sub-block's 6-bit scale sums them to i32
+//!   (≤ 32·15·127·63 per sub-block); M_sb = Σ_j m_j·(bsums_{2j} + bsums_{2j+1}).
+//! - Q6_K: per 32 values, the unsigned 6-bit code q + 32 (low nibble from `ql`, two high bits
+//!   from `qh`, placed with 16-bit shifts and byte masks); `vpmaddubsw` pairs ≤ 2·63·127 =
+//!   16002 < 2¹⁵; `vpmaddwd` by the per-16 scales (the low 128-bit half of a vector holds
+//!   values 0..15, the high half 16..31); the offset 32·Σ_i sc_i·bsums_i
+//!   (`vpmaddwd` of the sign-extended scales with `bsums`) is subtracted.
+//! - IQ2_XXS: per 32-value group, the four grid points' bytes (unsigned, ≤ 43) against
+//!   the activation codes negated where the weight's sign bit is set (`vpsignb`);
+//!   `vpmaddubsw` pairs ≤ 2·43·127, `vpmaddwd` by the group's odd scale 2s + 1.
+//!
+//! The i32 lanes are summed exactly (|S_sb| < 2³¹), so the lane grouping does not change the
+//! integer, and the f32 steps are the scalar path's: one conversion and one fma per term and
+//! super-block.
+
+use super::gguf_q8k::{KindK, finish};
+use super::iquants::IqKind;
+use super::kquants::Kq;
+use crate::formats::gguf::grids::{IQ2XXS_GRID, KSIGNS_IQ2XS};
+use crate::linear::q8_k::{QK_K, Row};
+use std::arch::x86_64::*;
+
+/// Whether the x86 kernels below compute `kind` (else the scalar order runs).
+pub(crate) fn covers(kind: KindK) -> bool {
+    matches!(
+        kind,
+        KindK::K(Kq::Q4K | Kq::Q6K) | KindK::Iq(IqKind::Iq2Xxs)
+    )
+}
+
+pub(crate) mod avx2 {
+    use super::*;
+
+    /// Up to four weight rows against every q8_K row (`out` row of W major), for a kind
+    /// [`covers`] accepts.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) unsafe fn dot_row_group(kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+        let m = xs.len();
+        for (w, o) in ws.iter().zip(out.chunks_exact_mut(m.max(1))) {
+            for (x, o) in xs.iter().zip(o.iter_mut()) {
+                *o = match kind {
+                    KindK::K(Kq::Q4K) => row_q4_k(w, x),
+                    KindK::K(Kq::Q6K) => row_q6_k(w, x),
+                    KindK::Iq(IqKind::Iq2Xxs) => row_iq2_xxs(w, x),
+                    _ => unreachable!("no AVX2 q8_K kernel for {kind:?}"),
+                };
+            }
+        }
+    }
+
+    /// The exact sum of the eight i32 lanes.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn hsum(v: __m256i) -> i32 {
+        let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+        _mm_cvtsi128_si32(s)
+    }
+
+    /// The two binary16 words at `b[at..at + 4]` as f32 (exact; F16C).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn f16x2(b: &[u8], at: usize) -> (f32, f32) {
+        let w = u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let v = _mm_cvtph_ps(_mm_cvtsi32_si128(w as i32));
+        (_mm_cvtss_f32(v), _mm_cvtss_f32(_mm_movehdup_ps(v)))
+    }
+
+    /// 32 bytes at `p[at..at + 32]` (bounds checked).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn load(p: &[u8], at: usize) -> __m256i {
+        let s = &p[at..at + 32];
+        // SAFETY: `s` is 32 readable bytes; unaligned load.
+        unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
+    }
+
+    /// [`load`] of 32 activation codes.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn load_x(p: &[i8], at: usize) -> __m256i {
+        let s = &p[at..at + 32];
+        // SAFETY: as in `load`.
+        unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
+    }
+
+    /// 16 i16 at `p[at..at + 16]`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn load_i16(p: &[i16], at: usize) -> __m256i {
+        let s = &p[at..at + 16];
+        // SAFETY: `s` is 16 readable i16 (32 bytes); unaligned load.
+        unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
+    }
+
+    /// `vpshufb` masks that broadcast 16-bit word j (0..8) of each 128-bit half to the
+    /// whole half.
+    const fn word_mask(j: u8) -> [u8; 32] {
+        let mut m = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            m[i] = 2 * j + (i % 2) as u8;
+            i += 1;
+        }
+        m
+    }
+    const WORD: [[u8; 32]; 8] = [
+        word_mask(0),
+        word_mask(1),
+        word_mask(2),
+        word_mask(3),
+        word_mask(4),
+        word_mask(5),
+        word_mask(6),
+        word_mask(7),
+    ];
+
+    /// [`WORD`]`[j]` as a vector.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn word(j: usize) -> __m256i {
+        // SAFETY: `WORD[j]` is 32 readable bytes; unaligned load.
+        unsafe { _mm256_loadu_si256(WORD[j].as_ptr().cast()) }
+    }
+
+    /// Q4_K's eight 6-bit scales and mins (`scale_min_k4` of j = 0..8) as bytes of two
+    /// u64, from the 12 scale bytes read as three little-endian u32 words.
+    #[inline(always)]
+    fn q4_k_scales(s: &[u8]) -> (u64, u64) {
+        let w = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
+        let (w0, w1, w2) = (w(0), w(1), w(2));
+        let sc_lo = w0 & 0x3F3F_3F3F;
+        let m_lo = w1 & 0x3F3F_3F3F;
+        let sc_hi = (w2 & 0x0F0F_0F0F) | (((w0 >> 6) & 0x0303_0303) << 4);
+        let m_hi = ((w2 >> 4) & 0x0F0F_0F0F) | (((w1 >> 6) & 0x0303_0303) << 4);
+        (
+            sc_lo as u64 | (sc_hi as u64) << 32,
+            m_lo as u64 | (m_hi as u64) << 32,
+        )
+    }
+
+    /// One Q4_K row against one q8_K row.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn row_q4_k(w: &[u8], x: &Row<'_>) -> f32 {
+        let (mut acc, mut accm) = (0f32, 0f32);
+        let low = _mm256_set1_epi8(0x0F);
+        for (sb, blk) in w.chunks_exact(144).take(x.d.len()).enumerate() {
+            let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
+            let (sc, mn) = q4_k_scales(&blk[4..16]);
+            // The 8 scales as i16 in both 128-bit halves; the mins once per value pair of
+            // `bsums` ([m0, m0, m1, m1, …]).
+            let sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc as i64)));
+            let m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(mn as i64));
+            let m16 = _mm256_setr_m128i(_mm_unpacklo_epi16(m16, m16), _mm_unpackhi_epi16(m16, m16));
+            let mi = _mm256_madd_epi16(m16, load_i16(x.bsums, 16 * sb));
+            let mut s = _mm256_setzero_si256();
+            for p in 0..4 {
+                let q = load(blk, 16 + 32 * p);
+                let lo = _mm256_and_si256(q, low);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), low);
+                let p0 = _mm256_maddubs_epi16(lo, load_x(xq, 64 * p));
+                let p1 = _mm256_maddubs_epi16(hi, load_x(xq, 64 * p + 32));
+                let s0 = _mm256_shuffle_epi8(sc16, word(2 * p));
+                let s1 = _mm256_shuffle_epi8(sc16, word(2 * p + 1));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(p0, s0));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(p1, s1));
+            }
+            let dx = x.d[sb];
+            let (d, dmin) = f16x2(blk, 0);
+            acc = (d * dx).mul_add(hsum(s) as f32, acc);
+            accm = (dmin * dx).mul_add(hsum(mi) as f32, accm);
+        }
+        finish(true, acc, accm)
+    }
+
+    /// One Q6_K row against one q8_K row.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn row_q6_k(w: &[u8], x: &Row<'_>) -> f32 {
+        let mut acc = 0f32;
+        let low = _mm256_set1_epi8(0x0F);
+        let two = _mm256_set1_epi8(0x30);
+        for (sb, blk) in w.chunks_exact(210).take(x.d.len()).enumerate() {
+            let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
+            let sc = &blk[192..208];
+            // SAFETY: `sc` is 16 readable bytes; unaligned load.
+            let sc8 = unsafe { _mm_loadu_si128(sc.as_ptr().cast()) };
+            let sc16 = _mm256_cvtepi8_epi16(sc8);
+            // The −32 offset: 32·Σ_i sc_i·bsums_i.
+            let off = _mm256_madd_epi16(sc16, load_i16(x.bsums, 16 * sb));
+            let mut s = _mm256_slli_epi32::<5>(_mm256_sub_epi32(_mm256_setzero_si256(), off));
+            for h in 0..2 {
+                let a = load(blk, 64 * h);
+                let b = load(blk, 64 * h + 32);
+                let qh = load(blk, 128 + 32 * h);
+                let codes = [
+                    _mm256_or_si256(
+                        _mm256_and_si256(a, low),
+                        _mm256_and_si256(_mm256_slli_epi16::<4>(qh), two),
+                    ),
+                    _mm256_or_si256(
+                        _mm256_and_si256(b, low),
+                        _mm256_and_si256(_mm256_slli_epi16::<2>(qh), two),
+                    ),
+                    _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16::<4>(a), low),
+                        _mm256_and_si256(qh, two),
+                    ),
+                    _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16::<4>(b), low),
+                        _mm256_and_si256(_mm256_srli_epi16::<2>(qh), two),
+                    ),
+                ];
+                // Scales 8h..8h+8 as i16 in both halves; chunk i takes word 2i in the low
+                // half (values 0..15) and 2i + 1 in the high half (16..31).
+                let half = _mm256_broadcastsi128_si256(if h == 0 {
+                    _mm256_castsi256_si128(sc16)
+                } else {
+                    _mm256_extracti128_si256::<1>(sc16)
+                });
+                for (i, q) in codes.into_iter().enumerate() {
+                    let v = 128 * h + 32 * i;
+                    let p = _mm256_maddubs_epi16(q, load_x(xq, v));
+                    let scv = _mm256_blend_epi32::<0xF0>(
+                        _mm256_shuffle_epi8(half, word(2 * i)),
+                        _mm256_shuffle_epi8(half, word(2 * i + 1)),
+                    );
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv));
+                }
+            }
+            // d is the block's last word: read it with the word before it.
+            let (_, d) = f16x2(blk, 206);
+            acc = (d * x.d[sb]).mul_add(hsum(s) as f32, acc);
+        }
+        finish(false, acc, 0.0)
+    }
+
+    /// One IQ2_XXS row against one q8_K row: per 32-value group g, the grid bytes
+    /// (unsigned, ≤ 43) times the activation codes with the weight signs applied
+    /// (`vpsignb`), `vpmaddubsw` pairs ≤ 2·43·127, `vpmaddwd` by the odd scale 2s + 1.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn row_iq2_xxs(w: &[u8], x: &Row<'_>) -> f32 {
+        let mut acc = 0f32;
+        // Byte i of a group's sign vector tests bit i % 8 of sign byte i / 8.
+        let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+        let spread = _mm256_setr_epi8(
+            0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
+            3, 3, 3,
+        );
+        let one = _mm256_set1_epi8(1);
+        for (sb, blk) in w.chunks_exact(66).take(x.d.len()).enumerate() {
+            let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
+            let mut s = _mm256_setzero_si256();
+            for g in 0..8 {
+                let q = &blk[2 + 8 * g..10 + 8 * g];
+                let aux = u32::from_le_bytes([q[4], q[5], q[6], q[7]]);
+                let grid = _mm256_setr_epi64x(
+                    IQ2XXS_GRID[q[0] as usize] as i64,
+                    IQ2XXS_GRID[q[1] as usize] as i64,
+                    IQ2XXS_GRID[q[2] as usize] as i64,
+                    IQ2XXS_GRID[q[3] as usize] as i64,
+                );
+                let signs = u32::from_le_bytes(std::array::from_fn(|l| {
+                    KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize]
+                }));
+                let sv = _mm256_shuffle_epi8(_mm256_set1_epi32(signs as i32), spread);
+                let neg = _mm256_cmpeq_epi8(_mm256_and_si256(sv, bit), bit);
+                let xs = _mm256_sign_epi8(load_x(xq, 32 * g), _mm256_or_si256(neg, one));
+                let p = _mm256_maddubs_epi16(grid, xs);
+                let sc = _mm256_set1_epi16(2 * (aux >> 28) as i16 + 1);
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc));
+            }
+            // dw = d·(1/8), exact (the `iquants` table's c).
+            let (d, _) = f16x2(blk, 0);
+            acc = ((d * 0.125) * x.d[sb]).mul_add(hsum(s) as f32, acc);
+        }
+        finish(false, acc, 0.0)
+    }
+}
