@@ -34,8 +34,9 @@
 use super::Isa;
 use super::iquants::{self, IqKind};
 use super::kquants::{self, Kq, Super};
+use crate::formats::gguf::blocks::iq4_xs;
+use crate::formats::gguf::f16_at;
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
-use crate::formats::gguf::{f16_at, u16_at};
 use crate::linear::q8_k::{QK_K, Row};
 use crate::registry::Format;
 
@@ -66,7 +67,7 @@ impl KindK {
         match self {
             KindK::K(k) => k.block_bytes(),
             KindK::Iq(k) => k.block_bytes(),
-            KindK::Iq4Xs => 136,
+            KindK::Iq4Xs => iq4_xs::BYTES,
         }
     }
 
@@ -121,21 +122,19 @@ pub(crate) fn unpack(kind: KindK, blk: &[u8], o: &mut Ints) {
             o.dmin = 0.0;
         }
         KindK::Iq4Xs => {
-            // block_iq4_xs { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]; }: sub-block
-            // j's 6-bit scale is nibble j of scales_l | bits 2j..2j+1 of scales_h << 4; its
-            // values are kvalues_iq4nl[low nibbles of qs[16j..16j+16]], then the high ones.
-            let sh = u16_at(blk, 2);
+            // Sub-block j: values kvalues_iq4nl[low nibbles of qs[16j..16j+16]], then the
+            // high ones, times its 6-bit scale − 32.
+            let qs = iq4_xs::QS.of(blk);
             for j in 0..8 {
-                let ls = ((blk[4 + j / 2] >> (4 * (j % 2))) & 15) as i32
-                    | ((((sh >> (2 * j)) & 3) as i32) << 4);
+                let ls = iq4_xs::scale(blk, j) as i32;
                 for e in 0..16 {
-                    let c = blk[8 + 16 * j + e];
+                    let c = qs[16 * j + e];
                     o.w[32 * j + e] = (ls - 32) * KVALUES_IQ4NL[(c & 15) as usize] as i32;
                     o.w[32 * j + 16 + e] = (ls - 32) * KVALUES_IQ4NL[(c >> 4) as usize] as i32;
                 }
             }
             o.m = [0; 16];
-            o.dw = f16_at(blk, 0);
+            o.dw = f16_at(blk, iq4_xs::D.at);
             o.dmin = 0.0;
         }
     }
@@ -234,15 +233,9 @@ mod tests {
 
     /// Offsets of the binary16 scale fields (d, then dmin) in a super-block; IQ1_M's d is
     /// spread over four nibbles (handled by [`set_d`]).
-    fn f16_fields(f: Format) -> &'static [usize] {
-        match f {
-            Format::GgufQ2_K => &[80, 82],
-            Format::GgufQ3_K => &[108],
-            Format::GgufQ4_K | Format::GgufQ5_K => &[0, 2],
-            Format::GgufQ6_K => &[208],
-            Format::GgufIq1M => &[],
-            _ => &[0],
-        }
+    fn f16_fields(f: Format) -> Vec<usize> {
+        let b = crate::formats::gguf::blocks::block_type(f).expect("a GGUF block type");
+        b.f16_fields().map(|field| field.at).collect()
     }
 
     /// Sets the binary16 field `i` of a super-block (`i` = 0: d, 1: dmin) to `v`.

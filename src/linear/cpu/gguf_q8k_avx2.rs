@@ -24,6 +24,7 @@
 use super::gguf_q8k::{KindK, finish};
 use super::iquants::IqKind;
 use super::kquants::Kq;
+use crate::formats::gguf::blocks::{iq2_xxs, q4_k, q6_k};
 use crate::formats::gguf::grids::{IQ2XXS_GRID, KSIGNS_IQ2XS};
 use crate::linear::q8_k::{QK_K, Row};
 use std::arch::x86_64::*;
@@ -150,9 +151,9 @@ pub(crate) mod avx2 {
     fn row_q4_k(w: &[u8], x: &Row<'_>) -> f32 {
         let (mut acc, mut accm) = (0f32, 0f32);
         let low = _mm256_set1_epi8(0x0F);
-        for (sb, blk) in w.chunks_exact(144).take(x.d.len()).enumerate() {
+        for (sb, blk) in w.chunks_exact(q4_k::BYTES).take(x.d.len()).enumerate() {
             let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
-            let (sc, mn) = q4_k_scales(&blk[4..16]);
+            let (sc, mn) = q4_k_scales(q4_k::SCALES.of(blk));
             // The 8 scales as i16 in both 128-bit halves; the mins once per value pair of
             // `bsums` ([m0, m0, m1, m1, …]).
             let sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc as i64)));
@@ -185,9 +186,9 @@ pub(crate) mod avx2 {
         let mut acc = 0f32;
         let low = _mm256_set1_epi8(0x0F);
         let two = _mm256_set1_epi8(0x30);
-        for (sb, blk) in w.chunks_exact(210).take(x.d.len()).enumerate() {
+        for (sb, blk) in w.chunks_exact(q6_k::BYTES).take(x.d.len()).enumerate() {
             let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
-            let sc = &blk[192..208];
+            let sc = q6_k::SCALES.of(blk);
             // SAFETY: `sc` is 16 readable bytes; unaligned load.
             let sc8 = unsafe { _mm_loadu_si128(sc.as_ptr().cast()) };
             let sc16 = _mm256_cvtepi8_epi16(sc8);
@@ -253,11 +254,11 @@ pub(crate) mod avx2 {
             3, 3, 3,
         );
         let one = _mm256_set1_epi8(1);
-        for (sb, blk) in w.chunks_exact(66).take(x.d.len()).enumerate() {
+        for (sb, blk) in w.chunks_exact(iq2_xxs::BYTES).take(x.d.len()).enumerate() {
             let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
             let mut s = _mm256_setzero_si256();
             for g in 0..8 {
-                let q = &blk[2 + 8 * g..10 + 8 * g];
+                let q = &iq2_xxs::QS.of(blk)[8 * g..8 * g + 8];
                 let aux = u32::from_le_bytes([q[4], q[5], q[6], q[7]]);
                 let grid = _mm256_setr_epi64x(
                     IQ2XXS_GRID[q[0] as usize] as i64,
