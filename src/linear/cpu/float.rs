@@ -238,6 +238,10 @@ pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut 
     debug_assert_eq!(out.len(), w.len() * m);
     match isa {
         #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prepared weight selects Isa::Avx512 (AVX-512 F/BW/VL on top of AVX2,
+        // FMA and F16C) only after run-time detection.
+        Isa::Avx512 => unsafe { super::float_avx512::dot_rows(w, x, m, out) },
+        #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
         // FMA and F16C) only after run-time detection.
         isa if isa.avx2() => unsafe { super::float_avx2::dot_rows(w, x, m, out) },

@@ -83,6 +83,8 @@ pub(crate) mod engine;
 pub(crate) mod float;
 #[cfg(target_arch = "x86_64")]
 mod float_avx2;
+#[cfg(target_arch = "x86_64")]
+mod float_avx512;
 pub(crate) mod gguf;
 pub(crate) mod grouped_q8;
 #[cfg(target_arch = "x86_64")]
