@@ -30,6 +30,8 @@ use std::arch::x86_64::*;
 trait Load2 {
     type P: Copy;
     fn ptr(w: &WRow<'_>) -> Self::P;
+    /// The row's code bytes (every element's low 4 bits: element k in byte k / 2).
+    fn codes(p: Self::P) -> *const u8;
     /// Elements `k .. k + 32` of rows A (lanes 0..8 of each register) and B (lanes 8..16):
     /// register v holds elements `k + 8v .. k + 8v + 8`.
     ///
@@ -115,6 +117,9 @@ impl Load2 for Q4 {
     fn ptr(w: &WRow<'_>) -> GroupedP {
         grouped_ptr(w)
     }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
     unsafe fn load((la, _, sa): GroupedP, (lb, _, sb): GroupedP, k: usize) -> [__m512; 4] {
@@ -128,10 +133,12 @@ impl Load2 for Q4 {
             let ta = _mm512_mul_ps(_mm512_set1_ps(*sa.add(k / 64)), codes);
             let tb = _mm512_mul_ps(_mm512_set1_ps(*sb.add(k / 64)), codes);
             let words = code_words(la, lb, k / 2);
-            std::array::from_fn(|v| {
+            let mut o = [ta; 4];
+            for (v, ov) in o.iter_mut().enumerate() {
                 let idx = pair_index(nibbles_low(words, v as i32));
-                _mm512_permutex2var_ps(ta, idx, tb)
-            })
+                *ov = _mm512_permutex2var_ps(ta, idx, tb);
+            }
+            o
         }
     }
 }
@@ -168,7 +175,8 @@ unsafe fn nibble_values<const HI: i32>(
             ))
         };
         let top = [28, 24, 20, 16, 12, 8, 4, 0];
-        std::array::from_fn(|v| {
+        let mut o = [s; 4];
+        for (v, ov) in o.iter_mut().enumerate() {
             let vi = v as i32;
             let w = _mm512_permutexvar_epi32(halves([vi; 8], [4 + vi; 8]), words);
             let t = _mm512_sllv_epi32(w, halves(top, top));
@@ -176,20 +184,21 @@ unsafe fn nibble_values<const HI: i32>(
             let q = if HI == 1 {
                 // Bit j + i of the row's word to bit 31 of lane i.
                 let h = _mm512_permutexvar_epi32(halves([0; 8], [1; 8]), high);
-                let c: [i32; 8] = std::array::from_fn(|i| 31 - j - i as i32);
+                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 31 - j - i);
                 let h = _mm512_sllv_epi32(h, halves(c, c));
                 let h = _mm512_and_si512(h, _mm512_set1_epi32(i32::MIN));
                 _mm512_srai_epi32::<27>(_mm512_or_si512(_mm512_srli_epi32::<1>(t), h))
             } else {
                 // Bits 2(j + i) mod 32 .. +1 of the row's word (j / 16) to bits 30..31.
                 let h = _mm512_permutexvar_epi32(halves([vi / 2; 8], [2 + vi / 2; 8]), high);
-                let c: [i32; 8] = std::array::from_fn(|i| 30 - 2 * (j % 16) - 2 * i as i32);
+                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 30 - 2 * (j % 16) - 2 * i);
                 let h = _mm512_sllv_epi32(h, halves(c, c));
                 let h = _mm512_and_si512(h, _mm512_set1_epi32(0xC000_0000u32 as i32));
                 _mm512_srai_epi32::<26>(_mm512_or_si512(_mm512_srli_epi32::<2>(t), h))
             };
-            _mm512_mul_ps(s, _mm512_cvtepi32_ps(q))
-        })
+            *ov = _mm512_mul_ps(s, _mm512_cvtepi32_ps(q));
+        }
+        o
     }
 }
 
@@ -197,6 +206,9 @@ impl Load2 for Q5 {
     type P = GroupedP;
     fn ptr(w: &WRow<'_>) -> GroupedP {
         grouped_ptr(w)
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
     }
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
@@ -210,6 +222,9 @@ impl Load2 for Q6 {
     type P = GroupedP;
     fn ptr(w: &WRow<'_>) -> GroupedP {
         grouped_ptr(w)
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
     }
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
@@ -238,30 +253,26 @@ unsafe fn e2m1_pair(
     magsb: __m512,
     k: usize,
 ) -> [__m512; 4] {
-    let sign = _mm512_castsi512_ps(halves([0; 8], [i32::MIN; 8]));
-    let signed = |m: __m512, block: i32| {
-        // 128-bit chunks (2b, 2b + 1) twice: block b's 8 magnitudes in both halves.
-        let t = if block == 0 {
-            _mm512_shuffle_f32x4::<0b0100_0100>(m, m)
-        } else {
-            _mm512_shuffle_f32x4::<0b1110_1110>(m, m)
-        };
-        _mm512_castsi512_ps(_mm512_xor_si512(
-            _mm512_castps_si512(t),
-            _mm512_castps_si512(sign),
-        ))
-    };
-    let tables = [
-        (signed(mags, 0), signed(magsb, 0)),
-        (signed(mags, 1), signed(magsb, 1)),
+    let sign = halves([0; 8], [i32::MIN; 8]);
+    // 128-bit chunks (2b, 2b + 1) twice: block b's 8 magnitudes in both halves, the
+    // upper half negated.
+    let mut t = [
+        _mm512_shuffle_f32x4::<0b0100_0100>(mags, mags),
+        _mm512_shuffle_f32x4::<0b0100_0100>(magsb, magsb),
+        _mm512_shuffle_f32x4::<0b1110_1110>(mags, mags),
+        _mm512_shuffle_f32x4::<0b1110_1110>(magsb, magsb),
     ];
+    for tb in t.iter_mut() {
+        *tb = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(*tb), sign));
+    }
     // SAFETY: 16 code bytes of each row at k/2 (caller).
     let words = unsafe { code_words(ca, cb, k / 2) };
-    std::array::from_fn(|v| {
+    let mut o = [mags; 4];
+    for (v, ov) in o.iter_mut().enumerate() {
         let idx = pair_index(nibbles_low(words, v as i32));
-        let (ta, tb) = tables[v / 2];
-        _mm512_permutex2var_ps(ta, idx, tb)
-    })
+        *ov = _mm512_permutex2var_ps(t[2 * (v / 2)], idx, t[2 * (v / 2) + 1]);
+    }
+    o
 }
 
 /// Row A's block scales k/16, k/16 + 1 in lanes 0..8, 8..16 (each broadcast), and row
@@ -300,6 +311,9 @@ impl Load2 for Nvfp4 {
             _ => unreachable!("the nvfp4 loader on another row kind"),
         }
     }
+    fn codes(p: Nvfp4P) -> *const u8 {
+        p.0
+    }
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
     unsafe fn load((ca, sa, da): Nvfp4P, (cb, sb, db): Nvfp4P, k: usize) -> [__m512; 4] {
@@ -321,6 +335,9 @@ impl Load2 for Nvfp4Scaled {
             WRow::Nvfp4Scaled { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
             _ => unreachable!("the nvfp4 scaled loader on another row kind"),
         }
+    }
+    fn codes(p: Nvfp4P) -> *const u8 {
+        p.0
     }
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
@@ -366,6 +383,13 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 unsafe fn tiles<L: Load2>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+    // Rows are equally spaced in their plane: each tile prefetches the same lines of the
+    // rows one tile further (the hardware prefetcher does not pick up eight short streams
+    // in time).
+    let ahead = match w {
+        [a, b, ..] => 8 * (L::codes(L::ptr(b)) as usize).wrapping_sub(L::codes(L::ptr(a)) as usize),
+        _ => 0,
+    };
     let mut i = 0;
     while i < w.len() {
         let rw = (w.len() - i).min(8);
@@ -374,10 +398,10 @@ unsafe fn tiles<L: Load2>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) 
             // SAFETY: the caller's contract.
             unsafe {
                 match rw.div_ceil(2) {
-                    4 => tile::<L, 4>(ws, x, r, m, out, i),
-                    3 => tile::<L, 3>(ws, x, r, m, out, i),
-                    2 => tile::<L, 2>(ws, x, r, m, out, i),
-                    _ => tile::<L, 1>(ws, x, r, m, out, i),
+                    4 => tile::<L, 4>(ws, x, r, m, out, i, ahead),
+                    3 => tile::<L, 3>(ws, x, r, m, out, i, ahead),
+                    2 => tile::<L, 2>(ws, x, r, m, out, i, ahead),
+                    _ => tile::<L, 1>(ws, x, r, m, out, i, ahead),
                 }
             }
         }
@@ -386,7 +410,8 @@ unsafe fn tiles<L: Load2>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) 
 }
 
 /// Weight rows `w` (2·NP − 1 or 2·NP of them; an odd count pairs its last row with
-/// itself) × activation row `r` into `out[(i0 + i)·m + r]`.
+/// itself) × activation row `r` into `out[(i0 + i)·m + r]`; each row's code lines
+/// `ahead` bytes on are prefetched.
 ///
 /// # Safety
 /// As [`dot_rows`]; `w.len()` is 2·NP − 1 or 2·NP.
@@ -399,6 +424,7 @@ unsafe fn tile<L: Load2, const NP: usize>(
     m: usize,
     out: &mut [f32],
     i0: usize,
+    ahead: usize,
 ) {
     let k = w[0].len();
     let n = w.len();
@@ -412,11 +438,18 @@ unsafe fn tile<L: Load2, const NP: usize>(
     while kk + 32 <= k {
         // SAFETY: kk + 32 <= K values in the activation row and in each weight row.
         unsafe {
-            let xv: [__m512; 4] = std::array::from_fn(|j| {
+            let mut xv = [_mm512_setzero_ps(); 4];
+            for (j, xj) in xv.iter_mut().enumerate() {
                 let h = _mm256_loadu_pd(xp.add(kk + 8 * j).cast());
-                _mm512_castpd_ps(_mm512_broadcast_f64x4(h))
-            });
+                *xj = _mm512_castpd_ps(_mm512_broadcast_f64x4(h));
+            }
             for p in 0..NP {
+                if kk % 128 == 0 {
+                    for h in 0..2 {
+                        let c = L::codes(wp[p][h]).wrapping_add(ahead + kk / 2);
+                        _mm_prefetch::<_MM_HINT_T0>(c.cast());
+                    }
+                }
                 let wv = L::load(wp[p][0], wp[p][1], kk);
                 for j in 0..4 {
                     acc[p] = _mm512_fmadd_ps(wv[j], xv[j], acc[p]);
