@@ -7,7 +7,7 @@
 //! | [`Isa::Scalar`] | nothing | the portable reference order |
 //! | [`Isa::Avx2`] | AVX2, FMA, F16C | the AVX2 kernels of every family |
 //! | [`Isa::AvxVnni`] | the AVX2 tier + AVX-VNNI | AVX2, with 256-bit `vpdpbusd` (VEX) in the legacy GGUF, Q4_K–Q6_K, grouped-q8_1 and nvfp4-q8_1 kernels |
-//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | AVX2, with 256-bit `vpdpbusd` (EVEX) in the legacy GGUF, Q4_K–Q6_K, grouped-q8_1 and nvfp4-q8_1 kernels |
+//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | AVX2, with 256-bit `vpdpbusd` (EVEX) in the legacy GGUF, Q4_K–Q6_K, grouped-q8_1 and nvfp4-q8_1 kernels, and 512-bit registers (two weight rows each) in the f32-activation q4 / q5 / q6 / nvfp4 kernels |
 //!
 //! Every tier returns the bits of the scalar reference (docs/linear.md, "Evaluation
 //! orders"). AVX-512 BF16 is reported as a separate capability ([`Cpu::avx512bf16`]); no
