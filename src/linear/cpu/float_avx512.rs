@@ -32,6 +32,12 @@ trait Load2 {
     fn ptr(w: &WRow<'_>) -> Self::P;
     /// The row's code bytes (every element's low 4 bits: element k in byte k / 2).
     fn codes(p: Self::P) -> *const u8;
+    /// Bits per element in the row's high-bit plane ([`Load2::high`]), 0 if none.
+    const HIGH_BITS: usize = 0;
+    /// The row's high-bit plane (q5 / q6).
+    fn high(_p: Self::P) -> *const u8 {
+        std::ptr::null()
+    }
     /// Elements `k .. k + 32` of rows A (lanes 0..8 of each register) and B (lanes 8..16):
     /// register v holds elements `k + 8v .. k + 8v + 8`.
     ///
@@ -207,6 +213,10 @@ impl Load2 for Q5 {
     fn ptr(w: &WRow<'_>) -> GroupedP {
         grouped_ptr(w)
     }
+    const HIGH_BITS: usize = 1;
+    fn high(p: GroupedP) -> *const u8 {
+        p.1
+    }
     fn codes(p: GroupedP) -> *const u8 {
         p.0
     }
@@ -222,6 +232,10 @@ impl Load2 for Q6 {
     type P = GroupedP;
     fn ptr(w: &WRow<'_>) -> GroupedP {
         grouped_ptr(w)
+    }
+    const HIGH_BITS: usize = 2;
+    fn high(p: GroupedP) -> *const u8 {
+        p.1
     }
     fn codes(p: GroupedP) -> *const u8 {
         p.0
@@ -386,9 +400,15 @@ unsafe fn tiles<L: Load2>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) 
     // Rows are equally spaced in their plane: each tile prefetches the same lines of the
     // rows one tile further (the hardware prefetcher does not pick up eight short streams
     // in time).
-    let ahead = match w {
-        [a, b, ..] => 8 * (L::codes(L::ptr(b)) as usize).wrapping_sub(L::codes(L::ptr(a)) as usize),
-        _ => 0,
+    let (ahead, ahead_hi) = match w {
+        [a, b, ..] => {
+            let (a, b) = (L::ptr(a), L::ptr(b));
+            (
+                8 * (L::codes(b) as usize).wrapping_sub(L::codes(a) as usize),
+                8 * (L::high(b) as usize).wrapping_sub(L::high(a) as usize),
+            )
+        }
+        _ => (0, 0),
     };
     let mut i = 0;
     while i < w.len() {
@@ -398,10 +418,10 @@ unsafe fn tiles<L: Load2>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) 
             // SAFETY: the caller's contract.
             unsafe {
                 match rw.div_ceil(2) {
-                    4 => tile::<L, 4>(ws, x, r, m, out, i, ahead),
-                    3 => tile::<L, 3>(ws, x, r, m, out, i, ahead),
-                    2 => tile::<L, 2>(ws, x, r, m, out, i, ahead),
-                    _ => tile::<L, 1>(ws, x, r, m, out, i, ahead),
+                    4 => tile::<L, 4>(ws, x, r, m, out, i, [ahead, ahead_hi]),
+                    3 => tile::<L, 3>(ws, x, r, m, out, i, [ahead, ahead_hi]),
+                    2 => tile::<L, 2>(ws, x, r, m, out, i, [ahead, ahead_hi]),
+                    _ => tile::<L, 1>(ws, x, r, m, out, i, [ahead, ahead_hi]),
                 }
             }
         }
@@ -411,7 +431,7 @@ unsafe fn tiles<L: Load2>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) 
 
 /// Weight rows `w` (2·NP − 1 or 2·NP of them; an odd count pairs its last row with
 /// itself) × activation row `r` into `out[(i0 + i)·m + r]`; each row's code lines
-/// `ahead` bytes on are prefetched.
+/// `ahead` bytes on (and its high-bit lines `ahead_hi` bytes on) are prefetched.
 ///
 /// # Safety
 /// As [`dot_rows`]; `w.len()` is 2·NP − 1 or 2·NP.
@@ -424,7 +444,7 @@ unsafe fn tile<L: Load2, const NP: usize>(
     m: usize,
     out: &mut [f32],
     i0: usize,
-    ahead: usize,
+    [ahead, ahead_hi]: [usize; 2],
 ) {
     let k = w[0].len();
     let n = w.len();
@@ -447,6 +467,12 @@ unsafe fn tile<L: Load2, const NP: usize>(
                 if kk % 128 == 0 {
                     for h in 0..2 {
                         let c = L::codes(wp[p][h]).wrapping_add(ahead + kk / 2);
+                        _mm_prefetch::<_MM_HINT_T0>(c.cast());
+                    }
+                }
+                if L::HIGH_BITS > 0 && (kk * L::HIGH_BITS / 8).is_multiple_of(64) {
+                    for h in 0..2 {
+                        let c = L::high(wp[p][h]).wrapping_add(ahead_hi + kk * L::HIGH_BITS / 8);
                         _mm_prefetch::<_MM_HINT_T0>(c.cast());
                     }
                 }
