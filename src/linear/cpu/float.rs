@@ -14,8 +14,11 @@
 //! `acc[k mod 8] ← fma(w_k, x_k, acc[k mod 8])`, in increasing k; the eight lanes are then
 //! summed by [`super::tree8`]. The AVX2 path ([`super::float_avx2`]) turns 32 codes at a
 //! time into values (one group scale or one nvfp4 block table per chunk) and runs up to 4
-//! weight rows side by side sharing each activation load; since every lane still sees its
-//! elements in increasing k, it returns the scalar path's bits.
+//! weight rows side by side sharing each activation load; the AVX-512 path
+//! ([`super::float_avx512`], q4 / q5 / q6 / nvfp4; other kinds run the AVX2 one) holds two
+//! rows' accumulators in one 512-bit register, the activation's 8 values broadcast into
+//! both halves. Since every lane still sees its elements in increasing k, both return the
+//! scalar path's bits.
 //!
 //! **fp8 scaled order.** An fp8 row (multiplier s) meets an activation row x in the scaled
 //! order when |s| < 2¹¹⁹ ([`fp8_scaled_row`]) and x has only finite elements, nonzero ones
@@ -237,6 +240,10 @@ impl WRow<'_> {
 pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
     debug_assert_eq!(out.len(), w.len() * m);
     match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prepared weight selects Isa::Avx512 (AVX-512 F/BW/VL on top of AVX2,
+        // FMA and F16C) only after run-time detection.
+        Isa::Avx512 => unsafe { super::float_avx512::dot_rows(w, x, m, out) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
         // FMA and F16C) only after run-time detection.

@@ -2,7 +2,7 @@
 //! and x86 paths that return the same bits on every tier of [`Isa`] (the evaluation order is
 //! fixed per family and written down next to each kernel; docs/linear.md).
 //!
-//! - [`float`] (AVX2: `float_avx2`): bf16 / fp32 words, grouped codes, E4M3FN and nvfp4
+//! - [`float`] (AVX2: `float_avx2`, AVX-512: `float_avx512`): bf16 / fp32 words, grouped codes, E4M3FN and nvfp4
 //!   codes read in place (and any decodable format, through a decoded f32 row) against f32
 //!   activations.
 //! - [`gguf`]: which family kernel a gguf_* block type runs on, all against q8_1
@@ -85,6 +85,8 @@ pub(crate) mod engine;
 pub(crate) mod float;
 #[cfg(target_arch = "x86_64")]
 mod float_avx2;
+#[cfg(target_arch = "x86_64")]
+mod float_avx512;
 pub(crate) mod gguf;
 pub(crate) mod gguf_q8k;
 #[cfg(target_arch = "x86_64")]

@@ -1,0 +1,591 @@
+//! AVX-512 path of [`super::float`] (F/BW/VL on top of the AVX2 tier): the same values in
+//! the same order (the scalar reference's bits), two weight rows per 512-bit register.
+//!
+//! Lanes 0..8 of a register hold row A's eight accumulator lanes, lanes 8..16 row B's; the
+//! activation's 8 values of each step are broadcast into both halves. Each lane still sees
+//! its elements in increasing k, so the pair of rows gives the bits of two rows of the
+//! scalar reference. A tile holds up to 4 such pairs (8 rows, 4 independent fma chains)
+//! sharing each activation load; a row count that is odd pairs its last row with itself.
+//!
+//! How codes become values (32 per row and step, four registers of 2 × 8):
+//! - q4: per group and row a 16-entry table `scale·code` (code −8..7 by word, one multiply,
+//!   the scalar reference's rounding); each lane takes its nibble from the row's code word
+//!   (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table (`vpermt2ps`).
+//! - q5 / q6: as the AVX2 path (nibble to the top of the lane, high bits above it, one
+//!   arithmetic shift), 16 lanes at a time; `vcvtdq2ps`, times the pair's scales.
+//! - nvfp4: per 16-value block and row a 16-entry table of the signed values
+//!   `±binary32(|e2m1|·sf) / d` (the sign applied last, as the scalar reference; in the
+//!   scaled order without the divide), looked up by the whole nibble (`vpermt2ps`).
+//!
+//! Other row kinds run the AVX2 path.
+
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::float::{WRow, accumulate_scalar};
+use crate::linear::cpu::tree8;
+use std::arch::x86_64::*;
+
+/// A pair of weight rows' values, 4 × (8 + 8) per step of 32 elements.
+trait Load2 {
+    type P: Copy;
+    fn ptr(w: &WRow<'_>) -> Self::P;
+    /// The row's code bytes (every element's low 4 bits: element k in byte k / 2).
+    fn codes(p: Self::P) -> *const u8;
+    /// Bits per element in the row's high-bit plane ([`Load2::high`]), 0 if none.
+    const HIGH_BITS: usize = 0;
+    /// The row's high-bit plane (q5 / q6).
+    fn high(_p: Self::P) -> *const u8 {
+        std::ptr::null()
+    }
+    /// Elements `k .. k + 32` of rows A (lanes 0..8 of each register) and B (lanes 8..16):
+    /// register v holds elements `k + 8v .. k + 8v + 8`.
+    ///
+    /// # Safety
+    /// `k + 32 <= K`, k a multiple of 32; AVX-512 F/BW/VL, AVX2, FMA and F16C available.
+    unsafe fn load(a: Self::P, b: Self::P, k: usize) -> [__m512; 4];
+    /// The row's output from its eight-lane sum (as [`WRow::finish`]).
+    #[inline(always)]
+    fn finish(_p: Self::P, y: f32) -> f32 {
+        y
+    }
+}
+
+struct Q4;
+struct Q5;
+struct Q6;
+struct Nvfp4;
+struct Nvfp4Scaled;
+
+/// Plane pointers of a grouped row: codes, high bits, f32 scales.
+type GroupedP = (*const u8, *const u8, *const f32);
+
+fn grouped_ptr(w: &WRow<'_>) -> GroupedP {
+    match w {
+        WRow::Grouped { lo, hi, sf, .. } => (lo.as_ptr(), hi.as_ptr(), sf.as_ptr()),
+        _ => unreachable!("a grouped loader on another row kind"),
+    }
+}
+
+/// Sixteen i32 lanes: `a` in lanes 0..8, `b` in lanes 8..16.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn halves(a: [i32; 8], b: [i32; 8]) -> __m512i {
+    _mm512_setr_epi32(
+        a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], b[0], b[1], b[2], b[3], b[4], b[5], b[6],
+        b[7],
+    )
+}
+
+/// The 16 code bytes of rows A and B at byte offset `at`: A's four 32-bit words in lanes
+/// 0..4, B's in lanes 4..8.
+///
+/// # Safety
+/// 16 readable bytes at `a + at` and `b + at`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn code_words(a: *const u8, b: *const u8, at: usize) -> __m512i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let lo = _mm512_castsi128_si512(_mm_loadu_si128(a.add(at).cast()));
+        _mm512_inserti32x4::<1>(lo, _mm_loadu_si128(b.add(at).cast()))
+    }
+}
+
+/// Lane i (of 16): word `v` (lanes 0..8) or `4 + v` (lanes 8..16) of [`code_words`],
+/// shifted right by 4·(i mod 8): nibble i mod 8 of the word in bits 0..4 (junk above).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn nibbles_low(words: __m512i, v: i32) -> __m512i {
+    let w = _mm512_permutexvar_epi32(halves([v; 8], [4 + v; 8]), words);
+    let sh = [0, 4, 8, 12, 16, 20, 24, 28];
+    _mm512_srlv_epi32(w, halves(sh, sh))
+}
+
+/// The `vpermt2ps` index of [`nibbles_low`]'s lanes: the nibble, plus 16 in lanes 8..16
+/// (row B's table).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn pair_index(n: __m512i) -> __m512i {
+    // (n & 15) | (16 in the upper half): ternary-logic table 0xEA = (A & B) | C.
+    _mm512_ternarylogic_epi32::<0xEA>(n, _mm512_set1_epi32(15), halves([0; 8], [16; 8]))
+}
+
+/// `a` broadcast to lanes 0..8, `b` to lanes 8..16.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn pair_ps(a: f32, b: f32) -> __m512 {
+    _mm512_mask_mov_ps(_mm512_set1_ps(a), 0xFF00, _mm512_set1_ps(b))
+}
+
+impl Load2 for Q4 {
+    type P = GroupedP;
+    fn ptr(w: &WRow<'_>) -> GroupedP {
+        grouped_ptr(w)
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((la, _, sa): GroupedP, (lb, _, sb): GroupedP, k: usize) -> [__m512; 4] {
+        // Words 0..15 are codes 0..7, −8..−1: scale · code is one rounding, as in the
+        // scalar reference.
+        let codes = _mm512_setr_ps(
+            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0,
+        );
+        // SAFETY: the groups' scales and the codes of k..k+32 (caller).
+        unsafe {
+            let ta = _mm512_mul_ps(_mm512_set1_ps(*sa.add(k / 64)), codes);
+            let tb = _mm512_mul_ps(_mm512_set1_ps(*sb.add(k / 64)), codes);
+            let words = code_words(la, lb, k / 2);
+            let mut o = [ta; 4];
+            for (v, ov) in o.iter_mut().enumerate() {
+                let idx = pair_index(nibbles_low(words, v as i32));
+                *ov = _mm512_permutex2var_ps(ta, idx, tb);
+            }
+            o
+        }
+    }
+}
+
+/// Four registers of q5 / q6 values (`HI` = high-bit width 1, 2) of a pair of rows, as
+/// the AVX2 path's `nibble_codes` 16 lanes at a time: nibble i moved to bits 28..31, then
+/// down by `HI`, the high field of element i moved just above it, one arithmetic shift
+/// right by 28 − HI; `vcvtdq2ps`, times the pair's scales.
+///
+/// # Safety
+/// As [`Load2::load`] for q5 / q6 rows.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn nibble_values<const HI: i32>(
+    (la, ha, sa): GroupedP,
+    (lb, hb, sb): GroupedP,
+    k: usize,
+) -> [__m512; 4] {
+    // SAFETY: the groups' scales, the codes of k..k+32 and their high bits (caller).
+    unsafe {
+        let s = pair_ps(*sa.add(k / 64), *sb.add(k / 64));
+        let words = code_words(la, lb, k / 2);
+        // The high bits of the 32 elements: q5 one word per row (lanes 0 / 1), q6 two
+        // (lanes 0, 1 / 2, 3).
+        let high = if HI == 1 {
+            _mm512_castsi128_si512(_mm_unpacklo_epi32(
+                _mm_cvtsi32_si128(std::ptr::read_unaligned(ha.add(k / 8).cast())),
+                _mm_cvtsi32_si128(std::ptr::read_unaligned(hb.add(k / 8).cast())),
+            ))
+        } else {
+            _mm512_castsi128_si512(_mm_unpacklo_epi64(
+                _mm_loadl_epi64(ha.add(k / 4).cast()),
+                _mm_loadl_epi64(hb.add(k / 4).cast()),
+            ))
+        };
+        let top = [28, 24, 20, 16, 12, 8, 4, 0];
+        let mut o = [s; 4];
+        for (v, ov) in o.iter_mut().enumerate() {
+            let vi = v as i32;
+            let w = _mm512_permutexvar_epi32(halves([vi; 8], [4 + vi; 8]), words);
+            let t = _mm512_sllv_epi32(w, halves(top, top));
+            let j = 8 * vi; // element index of lane 0 inside the step
+            let q = if HI == 1 {
+                // Bit j + i of the row's word to bit 31 of lane i.
+                let h = _mm512_permutexvar_epi32(halves([0; 8], [1; 8]), high);
+                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 31 - j - i);
+                let h = _mm512_sllv_epi32(h, halves(c, c));
+                let h = _mm512_and_si512(h, _mm512_set1_epi32(i32::MIN));
+                _mm512_srai_epi32::<27>(_mm512_or_si512(_mm512_srli_epi32::<1>(t), h))
+            } else {
+                // Bits 2(j + i) mod 32 .. +1 of the row's word (j / 16) to bits 30..31.
+                let h = _mm512_permutexvar_epi32(halves([vi / 2; 8], [2 + vi / 2; 8]), high);
+                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 30 - 2 * (j % 16) - 2 * i);
+                let h = _mm512_sllv_epi32(h, halves(c, c));
+                let h = _mm512_and_si512(h, _mm512_set1_epi32(0xC000_0000u32 as i32));
+                _mm512_srai_epi32::<26>(_mm512_or_si512(_mm512_srli_epi32::<2>(t), h))
+            };
+            *ov = _mm512_mul_ps(s, _mm512_cvtepi32_ps(q));
+        }
+        o
+    }
+}
+
+impl Load2 for Q5 {
+    type P = GroupedP;
+    fn ptr(w: &WRow<'_>) -> GroupedP {
+        grouped_ptr(w)
+    }
+    const HIGH_BITS: usize = 1;
+    fn high(p: GroupedP) -> *const u8 {
+        p.1
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load(a: GroupedP, b: GroupedP, k: usize) -> [__m512; 4] {
+        // SAFETY: the caller's contract.
+        unsafe { nibble_values::<1>(a, b, k) }
+    }
+}
+
+impl Load2 for Q6 {
+    type P = GroupedP;
+    fn ptr(w: &WRow<'_>) -> GroupedP {
+        grouped_ptr(w)
+    }
+    const HIGH_BITS: usize = 2;
+    fn high(p: GroupedP) -> *const u8 {
+        p.1
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load(a: GroupedP, b: GroupedP, k: usize) -> [__m512; 4] {
+        // SAFETY: the caller's contract.
+        unsafe { nibble_values::<2>(a, b, k) }
+    }
+}
+
+/// Codes, block scales and the divisor of an nvfp4 row.
+type Nvfp4P = (*const u8, *const f32, f32);
+
+/// The values of elements k..k+32 of a pair of nvfp4 rows: `mags` = row A's 8 magnitudes
+/// of blocks k/16 and k/16 + 1 (lanes 0..8, 8..16), `magsb` row B's; each block's
+/// 16-entry signed table is its magnitudes then their negations (sign bit flipped, as
+/// the scalar reference), looked up by the whole nibble.
+///
+/// # Safety
+/// The 16 code bytes of elements k..k+32 of both rows are readable.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn e2m1_pair(
+    ca: *const u8,
+    cb: *const u8,
+    mags: __m512,
+    magsb: __m512,
+    k: usize,
+) -> [__m512; 4] {
+    let sign = halves([0; 8], [i32::MIN; 8]);
+    // 128-bit chunks (2b, 2b + 1) twice: block b's 8 magnitudes in both halves, the
+    // upper half negated.
+    let mut t = [
+        _mm512_shuffle_f32x4::<0b0100_0100>(mags, mags),
+        _mm512_shuffle_f32x4::<0b0100_0100>(magsb, magsb),
+        _mm512_shuffle_f32x4::<0b1110_1110>(mags, mags),
+        _mm512_shuffle_f32x4::<0b1110_1110>(magsb, magsb),
+    ];
+    for tb in t.iter_mut() {
+        *tb = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(*tb), sign));
+    }
+    // SAFETY: 16 code bytes of each row at k/2 (caller).
+    let words = unsafe { code_words(ca, cb, k / 2) };
+    let mut o = [mags; 4];
+    for (v, ov) in o.iter_mut().enumerate() {
+        let idx = pair_index(nibbles_low(words, v as i32));
+        *ov = _mm512_permutex2var_ps(t[2 * (v / 2)], idx, t[2 * (v / 2) + 1]);
+    }
+    o
+}
+
+/// Row A's block scales k/16, k/16 + 1 in lanes 0..8, 8..16 (each broadcast), and row
+/// B's.
+///
+/// # Safety
+/// Both rows have scales k/16 and k/16 + 1.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn block_scales(sa: *const f32, sb: *const f32, k: usize) -> (__m512, __m512) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        (
+            pair_ps(*sa.add(k / 16), *sa.add(k / 16 + 1)),
+            pair_ps(*sb.add(k / 16), *sb.add(k / 16 + 1)),
+        )
+    }
+}
+
+/// e2m1 magnitudes 0..7, twice.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn mags16() -> __m512 {
+    let m = &crate::words::e2m1::MAGNITUDES;
+    _mm512_setr_ps(
+        m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[0], m[1], m[2], m[3], m[4], m[5], m[6],
+        m[7],
+    )
+}
+
+impl Load2 for Nvfp4 {
+    type P = Nvfp4P;
+    fn ptr(w: &WRow<'_>) -> Nvfp4P {
+        match w {
+            WRow::Nvfp4 { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
+            _ => unreachable!("the nvfp4 loader on another row kind"),
+        }
+    }
+    fn codes(p: Nvfp4P) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((ca, sa, da): Nvfp4P, (cb, sb, db): Nvfp4P, k: usize) -> [__m512; 4] {
+        // SAFETY: the blocks' scales and the codes of k..k+32 (caller).
+        unsafe {
+            let (s_a, s_b) = block_scales(sa, sb, k);
+            // binary32(binary32(|e2m1|·sf) / d), as the scalar reference.
+            let ma = _mm512_div_ps(_mm512_mul_ps(mags16(), s_a), _mm512_set1_ps(da));
+            let mb = _mm512_div_ps(_mm512_mul_ps(mags16(), s_b), _mm512_set1_ps(db));
+            e2m1_pair(ca, cb, ma, mb, k)
+        }
+    }
+}
+
+impl Load2 for Nvfp4Scaled {
+    type P = Nvfp4P;
+    fn ptr(w: &WRow<'_>) -> Nvfp4P {
+        match w {
+            WRow::Nvfp4Scaled { codes, sf, d } => (codes.as_ptr(), sf.as_ptr(), *d),
+            _ => unreachable!("the nvfp4 scaled loader on another row kind"),
+        }
+    }
+    fn codes(p: Nvfp4P) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((ca, sa, _): Nvfp4P, (cb, sb, _): Nvfp4P, k: usize) -> [__m512; 4] {
+        // SAFETY: the blocks' scales and the codes of k..k+32 (caller).
+        unsafe {
+            let (s_a, s_b) = block_scales(sa, sb, k);
+            // binary32(|e2m1|·sf) (exact).
+            let ma = _mm512_mul_ps(mags16(), s_a);
+            let mb = _mm512_mul_ps(mags16(), s_b);
+            e2m1_pair(ca, cb, ma, mb, k)
+        }
+    }
+    #[inline(always)]
+    fn finish((_, _, d): Nvfp4P, y: f32) -> f32 {
+        y / d
+    }
+}
+
+/// # Safety
+/// AVX-512 F/BW/VL, AVX2, FMA and F16C available; every row of `w` has the same kind and
+/// length K and `x.len() == m · K`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+    use super::float::Grouped as G;
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        match w.first() {
+            Some(WRow::Grouped { kind: G::Q4, .. }) => tiles::<Q4>(w, x, m, out),
+            Some(WRow::Grouped { kind: G::Q5, .. }) => tiles::<Q5>(w, x, m, out),
+            Some(WRow::Grouped { kind: G::Q6, .. }) => tiles::<Q6>(w, x, m, out),
+            Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
+            Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
+            _ => super::float_avx2::dot_rows(w, x, m, out),
+        }
+    }
+}
+
+/// Tiles of up to 4 row pairs (8 weight rows) × 1 activation row.
+///
+/// # Safety
+/// As [`dot_rows`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn tiles<L: Load2>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+    // Rows are equally spaced in their plane: each tile prefetches the same lines of the
+    // rows one tile further (the hardware prefetcher does not pick up eight short streams
+    // in time).
+    let (ahead, ahead_hi) = match w {
+        [a, b, ..] => {
+            let (a, b) = (L::ptr(a), L::ptr(b));
+            (
+                8 * (L::codes(b) as usize).wrapping_sub(L::codes(a) as usize),
+                8 * (L::high(b) as usize).wrapping_sub(L::high(a) as usize),
+            )
+        }
+        _ => (0, 0),
+    };
+    let mut i = 0;
+    while i < w.len() {
+        let rw = (w.len() - i).min(8);
+        for r in 0..m {
+            let ws = &w[i..i + rw];
+            // SAFETY: the caller's contract.
+            unsafe {
+                match rw.div_ceil(2) {
+                    4 => tile::<L, 4>(ws, x, r, m, out, i, [ahead, ahead_hi]),
+                    3 => tile::<L, 3>(ws, x, r, m, out, i, [ahead, ahead_hi]),
+                    2 => tile::<L, 2>(ws, x, r, m, out, i, [ahead, ahead_hi]),
+                    _ => tile::<L, 1>(ws, x, r, m, out, i, [ahead, ahead_hi]),
+                }
+            }
+        }
+        i += rw;
+    }
+}
+
+/// Weight rows `w` (2·NP − 1 or 2·NP of them; an odd count pairs its last row with
+/// itself) × activation row `r` into `out[(i0 + i)·m + r]`; each row's code lines
+/// `ahead` bytes on (and its high-bit lines `ahead_hi` bytes on) are prefetched.
+///
+/// # Safety
+/// As [`dot_rows`]; `w.len()` is 2·NP − 1 or 2·NP.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn tile<L: Load2, const NP: usize>(
+    w: &[WRow<'_>],
+    x: &[f32],
+    r: usize,
+    m: usize,
+    out: &mut [f32],
+    i0: usize,
+    [ahead, ahead_hi]: [usize; 2],
+) {
+    let k = w[0].len();
+    let n = w.len();
+    assert!(x.len() >= (r + 1) * k && (2 * NP - 1..=2 * NP).contains(&n));
+    let wp: [[L::P; 2]; NP] =
+        std::array::from_fn(|p| [L::ptr(&w[2 * p]), L::ptr(&w[(2 * p + 1).min(n - 1)])]);
+    let xr = &x[r * k..(r + 1) * k];
+    let xp = xr.as_ptr();
+    let mut acc = [_mm512_setzero_ps(); NP];
+    let mut kk = 0;
+    while kk + 32 <= k {
+        // SAFETY: kk + 32 <= K values in the activation row and in each weight row.
+        unsafe {
+            let mut xv = [_mm512_setzero_ps(); 4];
+            for (j, xj) in xv.iter_mut().enumerate() {
+                let h = _mm256_loadu_pd(xp.add(kk + 8 * j).cast());
+                *xj = _mm512_castpd_ps(_mm512_broadcast_f64x4(h));
+            }
+            for p in 0..NP {
+                if kk % 128 == 0 {
+                    for h in 0..2 {
+                        let c = L::codes(wp[p][h]).wrapping_add(ahead + kk / 2);
+                        _mm_prefetch::<_MM_HINT_T0>(c.cast());
+                    }
+                }
+                if L::HIGH_BITS > 0 && (kk * L::HIGH_BITS / 8).is_multiple_of(64) {
+                    for h in 0..2 {
+                        let c = L::high(wp[p][h]).wrapping_add(ahead_hi + kk * L::HIGH_BITS / 8);
+                        _mm_prefetch::<_MM_HINT_T0>(c.cast());
+                    }
+                }
+                let wv = L::load(wp[p][0], wp[p][1], kk);
+                for j in 0..4 {
+                    acc[p] = _mm512_fmadd_ps(wv[j], xv[j], acc[p]);
+                }
+            }
+        }
+        kk += 32;
+    }
+    for p in 0..NP {
+        let mut a = [0f32; 16];
+        // SAFETY: 16 writable floats.
+        unsafe { _mm512_storeu_ps(a.as_mut_ptr(), acc[p]) };
+        for h in 0..2 {
+            let i = 2 * p + h;
+            if i >= n {
+                break;
+            }
+            let mut lanes: [f32; 8] = a[8 * h..8 * h + 8].try_into().unwrap();
+            accumulate_scalar(&w[i], xr, kk, &mut lanes);
+            out[(i0 + i) * m + r] = L::finish(wp[p][h], tree8(lanes));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::float::{Grouped, dot_rows as dot};
+    use super::*;
+    use crate::linear::Isa;
+
+    /// Every row count 1..=9 (odd counts pair a row with itself; tiles of 1..=4 pairs),
+    /// K tails, M = 1 and 3, random code bytes and scales with NaN / ±Inf / zero among
+    /// them: the AVX-512 path's words equal the scalar reference's (NaN outputs compared
+    /// as NaN: which NaN an fma passes on is an operand-order detail).
+    #[test]
+    fn pairs_of_rows_equal_scalar_word_for_word() {
+        if !Isa::Avx512.available() {
+            eprintln!("note: no avx512 on this machine, its tier is not tested");
+            return;
+        }
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let canon = |v: &[f32]| -> Vec<u32> {
+            v.iter()
+                .map(|y| if y.is_nan() { 0x7FC0_0000 } else { y.to_bits() })
+                .collect()
+        };
+        for k in [32usize, 48, 96, 200] {
+            for n in 1..=9 {
+                for m in [1, 3] {
+                    let kp = k.div_ceil(128) * 128;
+                    let lo: Vec<u8> = (0..n * kp).map(|_| next() as u8).collect();
+                    let hi: Vec<u8> = (0..n * kp).map(|_| next() as u8).collect();
+                    let specials = [f32::NAN, f32::INFINITY, -f32::INFINITY, 0.0, -0.0];
+                    let sf: Vec<f32> = (0..n * kp)
+                        .map(|i| match next() % 16 {
+                            0 => specials[i % specials.len()],
+                            r => (r as f32 - 8.0) * 0.37,
+                        })
+                        .collect();
+                    let x: Vec<f32> = (0..m * k)
+                        .map(|_| (next() % 2001) as f32 / 500.0 - 2.0)
+                        .collect();
+                    let mut cases: Vec<Vec<WRow<'_>>> = Vec::new();
+                    for kind in [Grouped::Q4, Grouped::Q5, Grouped::Q6] {
+                        cases.push(
+                            (0..n)
+                                .map(|i| WRow::Grouped {
+                                    kind,
+                                    lo: &lo[i * kp..(i + 1) * kp],
+                                    hi: &hi[i * kp..(i + 1) * kp],
+                                    sf: &sf[i * kp..(i + 1) * kp],
+                                    k,
+                                })
+                                .collect(),
+                        );
+                    }
+                    let d = [0.75f32, -3.0, f32::NAN, 1e-30];
+                    cases.push(
+                        (0..n)
+                            .map(|i| WRow::Nvfp4 {
+                                codes: &lo[i * kp..i * kp + k / 2],
+                                sf: &sf[i * kp..(i + 1) * kp],
+                                d: d[i % d.len()],
+                            })
+                            .collect(),
+                    );
+                    cases.push(
+                        (0..n)
+                            .map(|i| WRow::Nvfp4Scaled {
+                                codes: &lo[i * kp..i * kp + k / 2],
+                                sf: &sf[i * kp..(i + 1) * kp],
+                                d: d[i % 2],
+                            })
+                            .collect(),
+                    );
+                    for w in &cases {
+                        let mut want = vec![0f32; n * m];
+                        let mut got = vec![0f32; n * m];
+                        dot(Isa::Scalar, w, &x, m, &mut want);
+                        dot(Isa::Avx512, w, &x, m, &mut got);
+                        assert_eq!(canon(&got), canon(&want), "K={k} N={n} M={m}");
+                    }
+                }
+            }
+        }
+    }
+}
