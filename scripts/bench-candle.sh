@@ -17,10 +17,17 @@
 # faster) and max|y_ours - y_candle| / max|y_candle| as a check that both were fed the
 # same weights (they quantize x differently: a loose sanity bound, not an oracle).
 #
+# Activations: ours run the library's default q8_1 profile; candle quantizes x to q8_K for
+# its k-quants and to q8_0 for Q4_0/Q5_0/Q8_0, so the outputs differ by those roundings and
+# the ratios compare each library's own default path.
+#
 # Usage: scripts/bench-candle.sh [--shapes NxK,...] [--m M,...] [--formats q4_k,q8_0]
 #                                [--rounds R] [--min-time SECONDS]
-# On a shared machine pin it (taskset -c 0 scripts/bench-candle.sh), run it twice, and
-# compare the ratios of one run. First build: a few minutes (candle and its dependencies).
+# Defaults: both shapes 4096x4096 and 16384x4096, M = 1 and 32, every type above, 5 rounds
+# of at least 0.3 s per side (about 2 minutes in all). On a shared machine pin it
+# (taskset -c 0 scripts/bench-candle.sh), run it twice, and compare the ratios of one run.
+# The first build fetches candle-core and its dependencies from crates.io (network needed)
+# and compiles them: 5 to 25 minutes on two cores; `--help` comes from the built binary.
 set -euo pipefail
 cd "$(dirname "$0")/../peers/candle-bench"
 RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-cpu=native" cargo build --release --locked -q

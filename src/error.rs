@@ -195,6 +195,9 @@ pub enum Error {
         "unknown format {0:?}: formats are looked up by exact canonical name (see `ninfer formats`)"
     )]
     UnknownFormat(String),
+    /// A format number that names no registered format.
+    #[error("unknown format number {0}: formats are numbered 0 to {n} (`ninfer_format_count`)", n = .1 - 1)]
+    UnknownFormatNumber(u32, usize),
     #[error("unknown layout {0:?}")]
     UnknownLayout(String),
     #[error("format {format} cannot be stored in layout {layout}")]
@@ -262,7 +265,7 @@ impl Error {
             Error::NullPointer(_) | Error::NullWithLength(_) => Status::NullPointer,
             Error::Misaligned(..) => Status::Misaligned,
             Error::InvalidArgument(_) => Status::InvalidArgument,
-            Error::UnknownFormat(_) => Status::UnknownFormat,
+            Error::UnknownFormat(_) | Error::UnknownFormatNumber(..) => Status::UnknownFormat,
             Error::UnknownLayout(_) => Status::UnknownLayout,
             Error::IncompatibleLayout { .. } => Status::IncompatibleLayout,
             Error::UnregisteredType { .. } => Status::UnregisteredType,

@@ -356,7 +356,7 @@ impl Format {
         FORMATS
             .get(v as usize)
             .map(|i| i.format)
-            .ok_or_else(|| Error::UnknownFormat(format!("#{v}")))
+            .ok_or(Error::UnknownFormatNumber(v, FORMATS.len()))
     }
 
     /// Exact canonical-name lookup: `"q4_g64_fp16"` is found, `"Q4"`, `"q4_g64"` or

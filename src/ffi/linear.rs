@@ -115,7 +115,8 @@ pub extern "C" fn ninfer_linear_supported(
 /// Returns `OK` when it does, `UNSUPPORTED` when every number is valid but the
 /// combination is not implemented, and `UNKNOWN_FORMAT`, `UNKNOWN_LAYOUT`,
 /// `INCOMPATIBLE_LAYOUT` or `INVALID_ARGUMENT` (activation, device) for numbers that name
-/// nothing. (`Q8_1` also needs K to be a multiple of 32, checked when it is set.)
+/// nothing. (`Q8_1` also needs K to be a multiple of 32, `Q8_K` a multiple of 256, checked
+/// when it is set.)
 #[unsafe(no_mangle)]
 pub extern "C" fn ninfer_linear_activation_supported(
     format: u32,
@@ -207,7 +208,9 @@ pub unsafe extern "C" fn ninfer_linear_set_threads(
 /// values with x̂ = d·code, with integer block sums (criterion `linear_f32acc_v1` with x̂
 /// for x). `NINFER_ACTIVATION_Q8_K` (GGUF k-quants and 256-value i-quants) quantizes each
 /// row of x to ggml's q8_K blocks instead (256 values, binary32 scale d, codes
-/// min(127, round_half_even(−127·x/max)), x̂ = d·code; docs/linear.md). Defaults: GGUF
+/// min(127, round_half_even(binary32(iscale·x))) with iscale = binary32(−127/max), max
+/// the first element of largest magnitude, d = binary32(1/iscale), x̂ = d·code;
+/// docs/linear.md). Defaults: GGUF
 /// formats `Q8_1`, every other format `EXACT`.
 ///
 /// Errors (the setting is unchanged on error): `NULL_POINTER`, `INVALID_ARGUMENT` (unknown
@@ -319,7 +322,8 @@ unsafe fn forward_args<'a>(
 /// `y` receives `m × N` outputs of `y_dtype` (`F32` or `BF16`, rounded to nearest even from
 /// the f32 result) in `y_bytes` bytes; `bias` is NULL (with `bias_len` 0) or N floats.
 /// `k` must equal the weight's K. GGUF weights (and any weight set to
-/// `NINFER_ACTIVATION_Q8_1`) quantize each row of x to q8_1 blocks and accumulate in f32;
+/// `NINFER_ACTIVATION_Q8_1`) quantize each row of x to q8_1 blocks (or to q8_K blocks
+/// under `NINFER_ACTIVATION_Q8_K`) and accumulate in f32;
 /// other formats multiply the exact weight values with x in f32. The
 /// named tolerance criterion is `linear_f32acc_v1` (docs/linear.md). `m = 0` does nothing.
 /// `ninfer_linear_forward_rows` computes a range of the N outputs with strided x and y (a

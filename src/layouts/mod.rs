@@ -33,9 +33,19 @@ pub fn plane_names(layout: Layout) -> &'static [&'static str] {
     }
 }
 
-/// The name of plane `i` of `layout`, or `"plane"` past its last plane.
+/// The name of plane `i` of `layout`; past its last plane, `"planes[i] (unused by this
+/// layout)"`.
 pub fn plane_name(layout: Layout, i: usize) -> &'static str {
-    plane_names(layout).get(i).copied().unwrap_or("plane")
+    const UNUSED: [&str; MAX_PLANES] = [
+        "planes[0] (unused by this layout)",
+        "planes[1] (unused by this layout)",
+        "planes[2] (unused by this layout)",
+    ];
+    plane_names(layout)
+        .get(i)
+        .or(UNUSED.get(i))
+        .copied()
+        .unwrap_or("plane")
 }
 
 /// Rows and K must both be positive: every registered layout stores rank-2 [N, K] tensors

@@ -25,8 +25,9 @@
 //!   exactly, times x as f32, accumulated in f32 (bf16, fp32, the six grouped formats
 //!   q2/t2/q4/q5/q6/q8, fp8_e4m3fn_row_* and nvfp4 read their words in place; any other
 //!   decodable format goes through `decode_row`).
-//! - gguf_*: x is quantized per row to ggml's q8_1 blocks ([`q8_1`]) and the product of
-//!   the exact weight values with the q8_1 values x̂ is accumulated in f32 (dedicated
+//! - gguf_*: x is quantized per row to ggml's q8_1 blocks ([`q8_1`]; opt-in for the
+//!   k-quants and 256-value i-quants: q8_K blocks, [`q8_k`]) and the product of the exact
+//!   weight values with the quantized values x̂ is accumulated in f32 (dedicated
 //!   vec_dot kernels for Q8_0, Q4_0, Q5_0, the k-quants Q2_K..Q6_K and the grid i-quants
 //!   IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S; any other decodable GGUF type
 //!   runs through its decoded f32 row, still against x̂).

@@ -75,7 +75,8 @@ impl Plan {
             (Category::GgufBlock, Activation::Exact) => {
                 return Err(Error::Unsupported(format!(
                     "linear: {format} has no exact-activation profile (spec, paragraph after \
-                     §3.4: a GGUF product quantizes x to q8_1 blocks)"
+                     §3.4: a GGUF product quantizes x, to q8_1 blocks by default or to q8_K blocks \
+                     for the k-quants and 256-value i-quants)"
                 )));
             }
             (Category::DirectFloat, Activation::Exact) => Family::Direct,

@@ -309,7 +309,7 @@ class Activation(enum.IntEnum):
 
     ``EXACT``: x as given; the default of every non-GGUF format, unavailable for GGUF
     weights. ``Q8_1``: each row of x first quantized to ggml's q8_1 blocks (32 values, a
-    binary16 scale d, codes round(x/d) in [-127, 127]), then x̂ = d·code; the only profile of
+    binary16 scale d, codes round(x/d) in [-127, 127]), then x̂ = d·code; the default profile of
     GGUF weights, opt-in for q2/t2/q4/q5/q6/q8 grouped formats in row_split_k128_v1 and for nvfp4.
     ``Q8_K``: each row of x first quantized to ggml's q8_K blocks (256 values, a binary32
     scale d, codes in [-127, 127]), then x̂ = d·code; opt-in for the GGUF k-quants
@@ -867,8 +867,8 @@ class Linear:
         """Chooses the :class:`Activation` profile of ``forward`` (defaults: GGUF formats
         Q8_1, every other format EXACT). Raises NinferError, with the setting unchanged:
         INVALID_ARGUMENT (an unknown profile number), UNSUPPORTED (EXACT on a GGUF weight,
-        Q8_1 on a format without it; see :func:`linear_activation_supported`), BAD_SHAPE
-        (Q8_1 with K not a multiple of 32)."""
+        Q8_1 or Q8_K on a format without it; see :func:`linear_activation_supported`),
+        BAD_SHAPE (Q8_1 with K not a multiple of 32, Q8_K with K not a multiple of 256)."""
         _check(_linear_set_activation(self._live(), int(activation)))
 
     def forward(self, x, bias=None, y_dtype: Dtype = Dtype.F32, bf16: bool = False) -> np.ndarray:
