@@ -85,6 +85,43 @@ fn table_rows(out: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The header's machine line: `cpu: MODEL (FLAGS); ISA TIER; threads T; YYYY-MM-DD HH:MM:SS UTC`.
+fn machine_line(out: &str, threads: &str) {
+    let l = out
+        .lines()
+        .find(|l| l.starts_with("cpu: "))
+        .unwrap_or_else(|| panic!("no cpu line in\n{out}"));
+    let (model, rest) = l["cpu: ".len()..].split_once(" (").expect(l);
+    assert!(!model.is_empty(), "{l}");
+    let (flags, rest) = rest.split_once("); ISA ").expect(l);
+    if std::arch::is_x86_feature_detected!("avx2") {
+        assert!(flags.split(' ').any(|f| f == "avx2"), "{l}");
+    }
+    let (isa, rest) = rest.split_once("; threads ").expect(l);
+    assert!(
+        ["scalar", "avx2", "avxvnni", "avx512"].contains(&isa),
+        "{l}"
+    );
+    let (t, date) = rest.split_once("; ").expect(l);
+    assert_eq!(t, threads, "{l}");
+    utc_date(date);
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC`, in this century.
+fn utc_date(d: &str) {
+    let b = d.as_bytes();
+    assert_eq!(b.len(), 23, "{d}");
+    assert!(d.starts_with("20") && d.ends_with(" UTC"), "{d}");
+    for (i, c) in b[..19].iter().enumerate() {
+        match i {
+            4 | 7 => assert_eq!(*c, b'-', "{d}"),
+            10 => assert_eq!(*c, b' ', "{d}"),
+            13 | 16 => assert_eq!(*c, b':', "{d}"),
+            _ => assert!(c.is_ascii_digit(), "{d}"),
+        }
+    }
+}
+
 fn number(s: &str) -> f64 {
     s.parse()
         .unwrap_or_else(|_| panic!("{s:?} is not a number"))
@@ -108,6 +145,7 @@ fn one_format_one_thread_prints_a_well_formed_table() {
         out.contains("read bandwidth (best 8 MiB chunk of 8 MiB): 1 thread "),
         "{out}"
     );
+    machine_line(&out, "1");
     let rows = table_rows(&out);
     // "bf16" is a substring of two formats.
     let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
@@ -223,6 +261,11 @@ fn json_and_csv_hold_the_same_rows() {
         );
     }
     assert!(v["ggml"].is_null());
+    assert!(!v["cpu_model"].as_str().unwrap().is_empty(), "{v}");
+    assert!(v["cpu_flags"].is_string(), "{v}");
+    assert!(v["isa"].is_string(), "{v}");
+    assert_eq!(v["threads"], serde_json::json!([1, 2]), "{v}");
+    utc_date(v["date_utc"].as_str().unwrap());
 
     let o = bench(&[args.as_slice(), &["--csv"]].concat(), &dir, None);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -232,6 +275,12 @@ fn json_and_csv_hold_the_same_rows() {
     let width = lines[0].split(',').count();
     assert!(lines[0].starts_with("format,n,k,m,threads,"), "{out}");
     assert!(lines.iter().all(|l| l.split(',').count() == width), "{out}");
+    assert!(
+        lines[0].ends_with(",activation,isa,cpu_model,cpu_flags,date_utc"),
+        "{out}"
+    );
+    // Tolerates a quoted model name with a comma in it: the date is the last field.
+    utc_date(lines[1].rsplit(',').next().unwrap());
 }
 
 #[test]
@@ -315,4 +364,136 @@ fn q8k_rows_beside_q8_1() {
     let o = bench(&["--no-bw", "--activation", "q8_x"], &dir, None);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("exact, q8_1 or q8_K"), "{}", stderr(&o));
+}
+
+/// Profiles a format does not take get a note each; when nothing is left to run, the run
+/// fails with the notes, before measuring anything.
+#[test]
+fn activations_a_format_lacks_are_named() {
+    let dir = scratch("acts");
+    let args = [
+        "--shapes",
+        "8x256",
+        "--budget-ms",
+        "1",
+        "--no-bw",
+        "--m",
+        "1",
+        "--threads",
+        "1",
+    ];
+    // Neither bf16 nor fp8_e4m3fn_row_bf16 takes q8_K: nothing to run.
+    let o = bench(
+        &[
+            args.as_slice(),
+            &["--formats", "bf16", "--activation", "q8_K"],
+        ]
+        .concat(),
+        &dir,
+        None,
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}{}", stdout(&o));
+    assert!(err.contains("nothing to run"), "{err}");
+    assert!(
+        err.contains("bf16 does not take the q8_K activation (supported: exact)"),
+        "{err}"
+    );
+    assert!(!stdout(&o).contains("format "), "a table was printed");
+
+    // gguf_q8_0 has no q8_K profile: a note, and its default q8_1 row runs; q4_g64 takes
+    // q8_1 (labelled +q8_1) but not q8_K.
+    let o = bench(
+        &[
+            args.as_slice(),
+            &["--formats", "gguf_q8_0,q4_g64", "--activation", "q8_K,q8_1"],
+        ]
+        .concat(),
+        &dir,
+        None,
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    for note in [
+        "q4_g64_fp16 does not take the q8_K activation (supported: exact, q8_1)",
+        "gguf_q8_0 does not take the q8_K activation (supported: q8_1)",
+    ] {
+        assert!(out.lines().any(|l| l == note), "{note}: {out}");
+    }
+    let names: Vec<String> = table_rows(&out).into_iter().map(|r| r[0].clone()).collect();
+    assert_eq!(names, ["q4_g64_fp16+q8_1", "gguf_q8_0"], "{out}");
+
+    // Only q8_K asked: the GGUF note says its q8_1 row runs; in JSON the notes go to stderr.
+    let o = bench(
+        &[
+            args.as_slice(),
+            &["--formats", "gguf_q8_0", "--activation", "q8_K", "--json"],
+        ]
+        .concat(),
+        &dir,
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "gguf_q8_0 does not take the q8_K activation (supported: q8_1); its default q8_1 row runs"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(rows[0]["activation"], "q8_1", "{v}");
+}
+
+/// The help's account of row labels matches the table: bare names for a format's default
+/// profile (exact; q8_1 for GGUF types), `+q8_1` / `+q8_K` for any other.
+#[test]
+fn help_and_row_labels_agree() {
+    let dir = scratch("labels");
+    let o = Command::new(env!("CARGO_BIN_EXE_ninfer"))
+        .args(["bench", "linear", "--help"])
+        .output()
+        .unwrap();
+    let help = stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains(
+            "labelled with the bare format name for the format's default profile (exact, or \
+             q8_1 for a GGUF type) and `<format>+q8_1` or `<format>+q8_K` for any other"
+        ),
+        "{help}"
+    );
+    let o = bench(
+        &[
+            "--shapes",
+            "8x256",
+            "--budget-ms",
+            "1",
+            "--no-bw",
+            "--m",
+            "1",
+            "--threads",
+            "1",
+            "--formats",
+            "gguf_q4_k,q8_g32",
+            "--activation",
+            "exact,q8_1,q8_K",
+        ],
+        &dir,
+        None,
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let names: Vec<String> = table_rows(&out).into_iter().map(|r| r[0].clone()).collect();
+    assert_eq!(
+        names,
+        [
+            "q8_g32_fp16",
+            "q8_g32_fp16+q8_1",
+            "gguf_q4_k",
+            "gguf_q4_k+q8_K"
+        ],
+        "{out}"
+    );
 }

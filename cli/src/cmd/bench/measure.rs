@@ -145,6 +145,85 @@ pub fn l3_bytes() -> Option<usize> {
     })
 }
 
+/// The SIMD features the library's kernels use (or report), by their /proc/cpuinfo names.
+const SIMD_FLAGS: [&str; 10] = [
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512vbmi",
+    "avx_vnni",
+];
+
+/// The value of the first `name : value` line of /proc/cpuinfo (`None` elsewhere).
+fn cpuinfo(name: &str) -> Option<String> {
+    let s = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    s.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == name).then(|| v.trim().to_owned())
+    })
+}
+
+/// The CPU's model name (/proc/cpuinfo), or "unknown" where it is not reported.
+pub fn cpu_model() -> String {
+    cpuinfo("model name")
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Of [`SIMD_FLAGS`], those in `flags` (a whitespace-separated /proc/cpuinfo flags line),
+/// in [`SIMD_FLAGS`] order.
+fn simd_flags_in(flags: &str) -> Vec<&'static str> {
+    let have: Vec<&str> = flags.split_whitespace().collect();
+    SIMD_FLAGS
+        .into_iter()
+        .filter(|f| have.contains(f))
+        .collect()
+}
+
+/// This CPU's [`SIMD_FLAGS`] (none where /proc/cpuinfo has no flags line).
+pub fn simd_flags() -> Vec<&'static str> {
+    simd_flags_in(&cpuinfo("flags").unwrap_or_default())
+}
+
+/// The proleptic Gregorian (year, month 1–12, day 1–31) of `days` since 1970-01-01
+/// (H. Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365], from March 1
+    let mp = (5 * doy + 2) / 153; // [0, 11], March = 0
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// `secs` since the Unix epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc(secs: i64) -> String {
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+/// The current date and time, `YYYY-MM-DD HH:MM:SS UTC`.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    utc(secs)
+}
+
 /// ggml's product on the same weights, one call per run, to be timed like ninfer's: each
 /// activation row quantized by ggml's `from_float` to its `vec_dot_type`, then one
 /// `vec_dot` per (row of W, row of x); rows of W split over `pool`'s threads (`None`: the
@@ -222,5 +301,46 @@ mod tests {
         let r = super::best_interleaved(std::time::Duration::ZERO, &mut [&mut a, &mut b]);
         assert_eq!(r.len(), 2);
         assert_eq!(order.into_inner().iter().collect::<String>(), "ababab");
+    }
+
+    #[test]
+    fn utc_dates_by_hand() {
+        use super::{civil_from_days, utc};
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        // 1970..2000: 30 · 365 + 7 leap days (1972..1996) = 10957; + Jan 31 + Feb 29.
+        assert_eq!(civil_from_days(10_957), (2000, 1, 1));
+        assert_eq!(civil_from_days(11_017), (2000, 3, 1));
+        // 1970..2024: 54 · 365 + 13 leap days (1972..2020) = 19723; + Jan 31 + 28.
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(civil_from_days(19_783), (2024, 3, 1));
+        // 1970..2100: 130 · 365 + 32 leap days (1972..2096; 2100 is not one) = 47482;
+        // + Jan 31 + Feb 28.
+        assert_eq!(civil_from_days(47_541), (2100, 3, 1));
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        // 2024-02-29 is day 19782: 19782 · 86400 = 1709164800, + 13:45:07.
+        assert_eq!(
+            utc(1_709_164_800 + 13 * 3600 + 45 * 60 + 7),
+            "2024-02-29 13:45:07 UTC"
+        );
+        assert_eq!(utc(-1), "1969-12-31 23:59:59 UTC");
+    }
+
+    #[test]
+    fn simd_flags_keep_the_listed_ones_in_order() {
+        let line = "fpu sse2 avx_vnni avx512vl fma avx2 avx512_vnni avx512vbmi2 f16c avx512f";
+        assert_eq!(
+            super::simd_flags_in(line),
+            [
+                "avx2",
+                "fma",
+                "f16c",
+                "avx512f",
+                "avx512vl",
+                "avx512_vnni",
+                "avx_vnni"
+            ]
+        );
+        assert!(super::simd_flags_in("").is_empty());
     }
 }

@@ -53,10 +53,12 @@ pub struct LinearArgs {
           default_value = "4096x4096,16384x4096", value_parser = parse_shape)]
     shapes: Vec<(usize, usize)>,
     /// Activation profiles to measure (comma-separated): `exact` (x as given), `q8_1` (x
-    /// quantized to q8_1 blocks; rows labelled `<format>+q8_1`) and/or `q8_K` (x quantized
-    /// to q8_K blocks, the GGUF k-quants and 256-value i-quants only; rows labelled
-    /// `<format>+q8_K`). A format runs each profile it supports; GGUF types always run
-    /// q8_1, once, and q8_K too when it is asked for.
+    /// quantized to q8_1 blocks) and/or `q8_K` (x quantized to q8_K blocks, the GGUF
+    /// k-quants and 256-value i-quants only). A format runs each profile it supports, and a
+    /// note names each one it does not; GGUF types always run their default q8_1 profile,
+    /// once, and q8_K too when it is asked for. A row is labelled with the bare format
+    /// name for the format's default profile (exact, or q8_1 for a GGUF type) and
+    /// `<format>+q8_1` or `<format>+q8_K` for any other.
     #[arg(long, value_delimiter = ',', value_name = "A,B", default_values = ["exact"],
           value_parser = parse_activation)]
     activation: Vec<Activation>,
@@ -159,6 +161,57 @@ fn select_formats(filters: &[String]) -> Result<Vec<Format>> {
         .collect())
 }
 
+/// The activation profiles each format runs (formats left with none are dropped), and a
+/// note for each profile asked for that a format does not take. GGUF types always run
+/// their default q8_1 profile (for `exact` too, which they lack), and q8_K when asked for.
+fn plan(formats: &[Format], asked: &[Activation]) -> (Vec<(Format, Vec<Activation>)>, Vec<String>) {
+    let mut wanted: Vec<Activation> = Vec::new();
+    for &a in asked {
+        if !wanted.contains(&a) {
+            wanted.push(a);
+        }
+    }
+    let (mut runs, mut notes) = (Vec::new(), Vec::new());
+    for &format in formats {
+        let layout = format.info().layout;
+        let gguf = layout == Layout::GgufBlocksV1;
+        let takes = |a| linear::supported_activation(format, layout, a, Device::Cpu);
+        let mut acts: Vec<Activation> = if gguf {
+            vec![Activation::Q8_1]
+        } else {
+            Vec::new()
+        };
+        for &a in &wanted {
+            if takes(a) {
+                if !acts.contains(&a) {
+                    acts.push(a);
+                }
+            } else if !(gguf && a == Activation::Exact) {
+                let supported: Vec<&str> = [Activation::Exact, Activation::Q8_1, Activation::Q8K]
+                    .into_iter()
+                    .filter(|&a| takes(a))
+                    .map(Activation::name)
+                    .collect();
+                notes.push(format!(
+                    "{} does not take the {} activation (supported: {}){}",
+                    format.name(),
+                    a.name(),
+                    supported.join(", "),
+                    if gguf && !wanted.contains(&Activation::Q8_1) {
+                        "; its default q8_1 row runs"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        if !acts.is_empty() {
+            runs.push((format, acts));
+        }
+    }
+    (runs, notes)
+}
+
 /// Writes `s` to stdout; when stdout is gone (`| head`), the run stops quietly; when it
 /// cannot be written (a full disk), with the error and exit status 2.
 fn emit(s: &str) {
@@ -221,15 +274,31 @@ struct Setup<'a> {
     info: RunInfo,
 }
 
-/// The lines above the table: run settings, bandwidth, peer.
-fn preamble(s: &Setup<'_>, peer_note: Option<&str>, out: &Printer) {
+/// The lines above the table: run settings, machine, bandwidth, peer, notes.
+fn preamble(s: &Setup<'_>, notes: &[String], out: &Printer) {
     out.line(&format!(
-        "ninfer bench linear: y = x · Wᵀ, f32 x and y; best of ≥ 3 runs in ~{} ms each; ISA {}; L3 {}",
+        "ninfer bench linear: y = x · Wᵀ, f32 x and y; best of ≥ 3 runs in ~{} ms each; L3 {}",
         s.args.budget_ms,
-        s.info.isa,
         s.info
             .l3
-            .map_or("unknown (taken as 32 MiB)".into(), |v| format!("{} MiB", v >> 20))
+            .map_or("unknown (taken as 32 MiB)".into(), |v| format!(
+                "{} MiB",
+                v >> 20
+            ))
+    ));
+    let i = &s.info;
+    let threads: Vec<String> = i.threads.iter().map(usize::to_string).collect();
+    out.line(&format!(
+        "cpu: {} ({}); ISA {}; threads {}; {}",
+        i.cpu_model,
+        if i.cpu_flags.is_empty() {
+            "no AVX2/AVX-512 flags".into()
+        } else {
+            i.cpu_flags.join(" ")
+        },
+        i.isa,
+        threads.join(","),
+        i.date
     ));
     if s.info.bw.is_empty() {
         out.line("read bandwidth: not measured (--no-bw)");
@@ -253,7 +322,7 @@ fn preamble(s: &Setup<'_>, peer_note: Option<&str>, out: &Printer) {
             g.dir.display()
         ));
     }
-    if let Some(note) = peer_note {
+    for note in notes {
         if out.output == Output::Table {
             out.line(note);
         } else {
@@ -356,14 +425,17 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
     } else {
         Output::Table
     };
-    let formats = select_formats(&args.formats)?;
+    let (runs, act_notes) = plan(&select_formats(&args.formats)?, &args.activation);
+    if runs.is_empty() {
+        bail!("--activation: nothing to run ({})", act_notes.join("; "));
+    }
     let shapes = if args.quick {
         vec![(4096, 4096)]
     } else {
         args.shapes.clone()
     };
     // K must suit every selected format's block size: refuse before measuring anything.
-    for &f in &formats {
+    for &(f, _) in &runs {
         for &(n, k) in &shapes {
             ninfer::layouts::plane_sizes(f, f.info().layout, n, k)
                 .with_context(|| format!("--shapes {n}x{k} for {}", f.name()))?;
@@ -377,7 +449,8 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
     let budget = Duration::from_millis(args.budget_ms);
     let (peer, peer_note) = load_peer(args.ggml.as_deref())?;
 
-    let bar = ProgressBar::new((formats.len() * shapes.len() * ms.len() * threads.len()) as u64);
+    let groups: usize = runs.iter().map(|r| r.1.len()).sum();
+    let bar = ProgressBar::new((groups * shapes.len() * ms.len() * threads.len()) as u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {wide_msg} [{bar:24}] {pos}/{len} ETA {eta}")
             .expect("valid template")
@@ -388,6 +461,7 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
         output,
     };
 
+    let date = measure::utc_now();
     let l3 = measure::l3_bytes();
     let l3_limit = l3.unwrap_or(32 << 20);
     let bw_chunk = (2 * l3_limit).max(64 << 20);
@@ -409,7 +483,7 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
     let setup = Setup {
         args,
         ms,
-        threads,
+        threads: threads.clone(),
         budget,
         peer,
         pools,
@@ -417,29 +491,19 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
         bw_chunk,
         info: RunInfo {
             isa: args.isa.unwrap_or_else(Isa::detect).name().to_string(),
+            cpu_model: measure::cpu_model(),
+            cpu_flags: measure::simd_flags(),
+            threads,
+            date,
             l3,
             bw,
             ggml_dir,
         },
     };
-    preamble(&setup, peer_note.as_deref(), &out);
+    let notes: Vec<String> = peer_note.into_iter().chain(act_notes).collect();
+    preamble(&setup, &notes, &out);
     let mut rows: Vec<Row> = Vec::new();
-    for &format in &formats {
-        let layout = format.info().layout;
-        let mut acts: Vec<Activation> = args
-            .activation
-            .iter()
-            .copied()
-            .filter(|&a| linear::supported_activation(format, layout, a, Device::Cpu))
-            .collect();
-        acts.dedup();
-        if layout == Layout::GgufBlocksV1 {
-            let q8k = acts.contains(&Activation::Q8K);
-            acts = vec![Activation::Q8_1];
-            if q8k {
-                acts.push(Activation::Q8K);
-            }
-        }
+    for (format, acts) in runs {
         for &shape in &shapes {
             for &a in &acts {
                 rows.extend(measure_group(&setup, format, a, shape, &out)?);
@@ -451,7 +515,7 @@ pub fn linear(args: &LinearArgs) -> Result<bool> {
         Output::Table => {
             emit(&format!("\n{}\n", summary(&rows).join("\n")));
         }
-        Output::Csv => emit(&csv(&rows)),
+        Output::Csv => emit(&csv(&rows, &setup.info)),
         Output::Json => emit(&json(&rows, &setup.info)),
     }
     Ok(true)

@@ -346,18 +346,44 @@ fn fields(r: &Row, native: Option<(f64, Format)>) -> Vec<(&'static str, String, 
     ]
 }
 
-pub fn csv(rows: &[Row]) -> String {
+/// A CSV field, quoted where it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// The run-wide fields every CSV line repeats (JSON holds them once, at the top).
+fn run_fields(info: &RunInfo) -> [(&'static str, String, bool); 4] {
+    [
+        ("isa", info.isa.clone(), true),
+        ("cpu_model", info.cpu_model.clone(), true),
+        ("cpu_flags", info.cpu_flags.join(" "), true),
+        ("date_utc", info.date.clone(), true),
+    ]
+}
+
+pub fn csv(rows: &[Row], info: &RunInfo) -> String {
     let native = native_targets(rows);
     let mut out = String::new();
     for (i, (r, t)) in rows.iter().zip(&native).enumerate() {
-        let f = fields(r, *t);
+        let mut f = fields(r, *t);
+        f.extend(run_fields(info));
         if i == 0 {
             out.push_str(&f.iter().map(|x| x.0).collect::<Vec<_>>().join(","));
             out.push('\n');
         }
-        let vals: Vec<&str> = f
+        let vals: Vec<String> = f
             .iter()
-            .map(|x| if x.1 == "null" { "" } else { x.1.as_str() })
+            .map(|x| {
+                if x.1 == "null" {
+                    String::new()
+                } else {
+                    csv_field(&x.1)
+                }
+            })
             .collect();
         out.push_str(&vals.join(","));
         out.push('\n');
@@ -368,7 +394,11 @@ pub fn csv(rows: &[Row]) -> String {
 pub fn json(rows: &[Row], context: &RunInfo) -> String {
     let native = native_targets(rows);
     let mut out = String::from("{\n");
-    let _ = writeln!(out, "  \"isa\": {},", json_str(&context.isa));
+    for (k, v, _) in run_fields(context) {
+        let _ = writeln!(out, "  \"{k}\": {},", json_str(&v));
+    }
+    let threads: Vec<String> = context.threads.iter().map(usize::to_string).collect();
+    let _ = writeln!(out, "  \"threads\": [{}],", threads.join(", "));
     let _ = writeln!(
         out,
         "  \"l3_bytes\": {},",
@@ -404,7 +434,16 @@ pub fn json(rows: &[Row], context: &RunInfo) -> String {
 
 /// What the run measured besides the rows.
 pub struct RunInfo {
+    /// The ISA tier the products ran on.
     pub isa: String,
+    /// The CPU's model name ("unknown" where not reported).
+    pub cpu_model: String,
+    /// The CPU's SIMD features among those the library uses, /proc/cpuinfo names.
+    pub cpu_flags: Vec<&'static str>,
+    /// The thread counts measured, ascending.
+    pub threads: Vec<usize>,
+    /// When the run started, `YYYY-MM-DD HH:MM:SS UTC`.
+    pub date: String,
     pub l3: Option<usize>,
     /// Read bandwidth per thread count, GB/s.
     pub bw: BTreeMap<usize, f64>,
@@ -456,6 +495,24 @@ mod tests {
         let t = native_targets(&rows);
         assert_eq!(t[2], Some((2.0, Format::GgufQ4_0)));
         assert_eq!(t[3], None);
-        assert!(csv(&rows).lines().count() == 5);
+        let info = RunInfo {
+            isa: "avx2".into(),
+            cpu_model: "Some CPU, 8-Core".into(),
+            cpu_flags: vec!["avx2", "fma"],
+            threads: vec![1],
+            date: "2024-02-29 13:45:07 UTC".into(),
+            l3: None,
+            bw: BTreeMap::new(),
+            ggml_dir: None,
+        };
+        let c = csv(&rows, &info);
+        assert!(c.lines().count() == 5);
+        assert!(
+            c.lines()
+                .nth(1)
+                .unwrap()
+                .ends_with(",avx2,\"Some CPU, 8-Core\",avx2 fma,2024-02-29 13:45:07 UTC"),
+            "{c}"
+        );
     }
 }
