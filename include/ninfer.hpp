@@ -955,7 +955,7 @@ inline owned_tensor nvfp4_quantize(const source& src, std::uint64_t rows, std::u
 }
 #endif
 
-// ---- checking a product: q8_1 activations, conversions -----------------------------------
+// ---- checking a product: q8_1 and q8_K activations, conversions -------------------------
 
 /// The q8_1 image of one activation row: K/32 ggml block_q8_1 (36 bytes each) and the K
 /// represented values x̂ a q8_1 product multiplies.
@@ -987,6 +987,25 @@ inline result<q8_1_row> try_quantize_row_q8_1(span<const float> x) {
   return detail::call(st, std::move(r));
 }
 
+/// Quantizes x (K values, K a multiple of 256) as the opt-in q8_K activation profile does
+/// (ninfer_quantize_row_q8_k): `blocks` receives K/256 ggml block_q8_K (292 bytes each:
+/// binary32 d at 0, 256 int8 codes at 4, 16 int16 sums at 260, little-endian); the product
+/// multiplies x̂ = d·q, exact in double.
+inline result<void> try_quantize_row_q8_k(span<const float> x, span<std::uint8_t> blocks) {
+  return detail::call(::ninfer_quantize_row_q8_k(x.data(), x.size(), blocks.data(), blocks.size()));
+}
+/// The same into a new vector.
+inline result<std::vector<std::uint8_t>> try_quantize_row_q8_k(span<const float> x) {
+  if (x.size() % 256 != 0 || x.empty()) {
+    // The library's own refusal (no allocation from a bad K).
+    result<void> e = detail::call(::ninfer_quantize_row_q8_k(x.data(), x.size(), nullptr, 0));
+    return result<std::vector<std::uint8_t>>(e.code(), e.message());
+  }
+  std::vector<std::uint8_t> blocks(x.size() / 256 * 292);
+  ::ninfer_status st = ::ninfer_quantize_row_q8_k(x.data(), x.size(), blocks.data(), blocks.size());
+  return detail::call(st, std::move(blocks));
+}
+
 /// Converts src_bytes of `src_type` values into `dst_type` (ninfer_convert): widening exact,
 /// narrowing rounded to nearest even.
 inline result<void> try_convert(const void* src, std::size_t src_bytes, dtype src_type, void* dst,
@@ -1014,6 +1033,12 @@ inline void quantize_row_q8_1(span<const float> x, span<std::uint8_t> blocks, sp
 }
 inline q8_1_row quantize_row_q8_1(span<const float> x) {
   return try_quantize_row_q8_1(x).value();
+}
+inline void quantize_row_q8_k(span<const float> x, span<std::uint8_t> blocks) {
+  try_quantize_row_q8_k(x, blocks).value();
+}
+inline std::vector<std::uint8_t> quantize_row_q8_k(span<const float> x) {
+  return try_quantize_row_q8_k(x).value();
 }
 inline void convert(const void* src, std::size_t src_bytes, dtype src_type, void* dst,
                     std::size_t dst_bytes, dtype dst_type) {

@@ -6,6 +6,9 @@
 //!   opt-in profile of the grouped formats and nvfp4): ggml's `block_q8_1` bytes of a row
 //!   and the represented values x̂ (`x̂_j = f32(stored d) · q_j`), computed by the same code
 //!   the products use ([`crate::linear::q8_1`]).
+//! - [`quantize_row_q8_k`]: the opt-in q8_K activation profile of the GGUF k-quants and
+//!   256-value i-quants: ggml's `block_q8_K` bytes of a row ([`crate::linear::q8_k`]);
+//!   x̂_j = d · q_j, formed by the oracle in f64 (exact there, not in binary32).
 //! - [`convert`]: f32 / bf16 / binary16 buffers into each other. Widening is exact (the
 //!   `exact` profile multiplies a bf16 or f16 activation as that exact f32 value);
 //!   narrowing rounds to nearest, ties to even (binary16 overflow gives ±Inf, NaN stays NaN),
@@ -15,6 +18,8 @@ use crate::dtype::Dtype;
 use crate::error::{Error, Result};
 use crate::formats::float_source::FloatSource;
 use crate::linear::q8_1::{BLOCK_Q8_1_BYTES, QK8_1};
+
+pub use crate::linear::q8_k::quantize_row_q8_k;
 
 /// Quantizes one activation row `x` (K values, K a positive multiple of 32) as the q8_1
 /// profile does: `blocks` (when not empty) receives K/32 ggml `block_q8_1` of 36 bytes

@@ -1,13 +1,15 @@
-//! `ninfer_quantize_row_q8_1` and `ninfer_convert` through the C ABI.
+//! `ninfer_quantize_row_q8_1`, `ninfer_quantize_row_q8_k` and `ninfer_convert` through the
+//! C ABI.
 //!
 //! Oracles: the q8_1 blocks of the numpy re-derivation of ggml's `quantize_row_q8_1_ref`
 //! (tests/data/linear/q8_1.*, scripts/fixtures/linear_fixtures.py), their x̂ = f32(d)·q
-//! computed here from the blocks' words with a plain binary16 decoder; the plain IEEE
-//! rounding algorithms of tests/common for the conversions; hand-worked values.
+//! computed here from the blocks' words with a plain binary16 decoder; q8_K blocks worked by
+//! hand (ggml's `quantize_row_q8_K_ref`); the plain IEEE rounding algorithms of tests/common
+//! for the conversions; hand-worked values.
 
 mod common;
 
-use common::{bf16_rne, f16_rne};
+use common::{bf16_rne, f16_rne, ninfer_last_error_message};
 use ninfer::Status;
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -21,6 +23,8 @@ unsafe extern "C" {
         x_hat: *mut f32,
         x_hat_len: usize,
     ) -> u32;
+    fn ninfer_quantize_row_q8_k(x: *const f32, k: usize, blocks: *mut u8, blocks_len: usize)
+    -> u32;
     fn ninfer_convert(
         src: *const c_void,
         src_bytes: usize,
@@ -148,6 +152,116 @@ fn q8_1_refusals_write_nothing() {
         )
     };
     assert_eq!(st, Status::NullPointer as u32);
+}
+
+/// One `block_q8_K` from its fields (d binary32 @0, 256 int8 codes @4, 16 int16 sums @260,
+/// little-endian), the sums added up here.
+fn q8_k_block(d: f32, codes: &[(usize, i8)]) -> Vec<u8> {
+    let mut q = [0i8; 256];
+    for &(j, c) in codes {
+        q[j] = c;
+    }
+    let mut b = d.to_le_bytes().to_vec();
+    b.extend(q.iter().map(|&c| c as u8));
+    for s in q.chunks_exact(16) {
+        b.extend(s.iter().map(|&c| c as i16).sum::<i16>().to_le_bytes());
+    }
+    assert_eq!(b.len(), 292);
+    b
+}
+
+fn last_error() -> String {
+    let mut buf = vec![0u8; 1024];
+    let n = unsafe { ninfer_last_error_message(buf.as_mut_ptr().cast(), buf.len()) };
+    buf.truncate(n.min(1023));
+    String::from_utf8(buf).unwrap()
+}
+
+#[test]
+fn q8_k_blocks_match_hand_worked_values() {
+    let mut x = vec![0f32; 4 * 256];
+    // Block 0: max = −127, the first of largest magnitude (the later +127 does not replace
+    // it): iscale = −127/−127 = 1, d = 1; codes are x rounded half to even.
+    x[..6].copy_from_slice(&[2.5, -3.5, -127.0, 127.0, 0.5, 1.5]);
+    x[17] = -0.49;
+    x[18] = 7.0;
+    // Block 1: max = 254 (positive): iscale = −0.5, d = −2; 3 → −1.5 → −2 and 5 → −2.5 → −2
+    // (ties to even), 254 → −127, the later −254 → 127.
+    x[256..260].copy_from_slice(&[3.0, 5.0, 254.0, -254.0]);
+    x[256 + 40] = 100.0; // → −50
+    // Block 2: all zero: d = 0, every code and sum 0. Block 3: a NaN: d = NaN, codes 0.
+    x[3 * 256 + 9] = f32::NAN;
+    x[3 * 256 + 10] = 1.0;
+    let mut want = q8_k_block(
+        1.0,
+        &[(0, 2), (1, -4), (2, -127), (3, 127), (5, 2), (18, 7)],
+    );
+    want.extend(q8_k_block(
+        -2.0,
+        &[(0, -2), (1, -2), (2, -127), (3, 127), (40, -50)],
+    ));
+    want.extend(q8_k_block(0.0, &[]));
+    want.extend(q8_k_block(f32::NAN, &[]));
+    // Longer output: only the prefix is written.
+    let mut got = vec![0xA5u8; 4 * 292 + 3];
+    let st = unsafe { ninfer_quantize_row_q8_k(x.as_ptr(), x.len(), got.as_mut_ptr(), got.len()) };
+    assert_eq!(st, 0);
+    assert_eq!(&got[..4 * 292], &want[..]);
+    assert_eq!(&got[4 * 292..], &[0xA5; 3]);
+    // The sums as stored: block 0's first 16 codes add to 2 − 4 − 127 + 127 + 2 = 0, its
+    // second to 7; block 1's first to −4.
+    assert_eq!(&got[260..264], &[0, 0, 7, 0]);
+    assert_eq!(&got[292 + 260..292 + 262], &(-4i16).to_le_bytes());
+}
+
+#[test]
+fn q8_k_blocks_match_the_rust_quantizer() {
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    let k = 40 * 256;
+    let x: Vec<f32> = (0..k)
+        .map(|i| next() * [1.0f32, 1e-30, 3e30, 0.01, 1e-40][i / 256 % 5])
+        .collect();
+    let mut want = vec![0u8; k / 256 * 292];
+    ninfer::linear::q8_k::quantize_row_q8_k(&x, &mut want).unwrap();
+    let mut got = vec![0u8; want.len()];
+    let st = unsafe { ninfer_quantize_row_q8_k(x.as_ptr(), k, got.as_mut_ptr(), got.len()) };
+    assert_eq!(st, 0);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn q8_k_refusals_write_nothing() {
+    let x = vec![1.0f32; 512];
+    let mut blocks = vec![0xA5u8; 2 * 292];
+    let cases: [(usize, usize, Status, &str); 4] = [
+        (255, 584, Status::BadShape, "256"),
+        (0, 584, Status::BadShape, "256"),
+        (512, 583, Status::BufferTooSmall, "584"),
+        (512, 0, Status::BufferTooSmall, "584"),
+    ];
+    for (k, nb, want, says) in cases {
+        let p = if nb == 0 {
+            std::ptr::null_mut()
+        } else {
+            blocks.as_mut_ptr()
+        };
+        let st = unsafe { ninfer_quantize_row_q8_k(x.as_ptr(), k, p, nb) };
+        assert_eq!(st, want as u32, "k {k} blocks {nb}");
+        let msg = last_error();
+        assert!(msg.contains(says), "k {k} blocks {nb}: {msg}");
+        assert!(blocks.iter().all(|&b| b == 0xA5));
+    }
+    let st = unsafe { ninfer_quantize_row_q8_k(x.as_ptr(), 512, std::ptr::null_mut(), 584) };
+    assert_eq!(st, Status::NullPointer as u32);
+    let st = unsafe { ninfer_quantize_row_q8_k(std::ptr::null(), 512, blocks.as_mut_ptr(), 584) };
+    assert_eq!(st, Status::NullPointer as u32);
+    assert!(blocks.iter().all(|&b| b == 0xA5));
 }
 
 fn convert(src: &[u8], from: u32, dst: &mut [u8], to: u32) -> u32 {

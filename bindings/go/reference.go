@@ -37,6 +37,33 @@ func QuantizeRowQ8_1(x []float32) (blocks []byte, xHat []float32, err error) {
 	return blocks, xHat, nil
 }
 
+// QuantizeRowQ8_K quantizes one activation row x (len(x) a positive multiple of 256) as
+// the opt-in q8_K activation profile does (ActivationQ8_K on the GGUF k-quants and
+// 256-value i-quants): len(x)/256 ggml block_q8_K of 292 bytes (binary32 d at 0, 256 int8
+// codes at 4, 16 int16 sums at 260, little-endian). The product multiplies x̂ = d·q, exact
+// in float64 (not in float32), for an f64 oracle (docs/linear.md, "Checking a product").
+func QuantizeRowQ8_K(x []float32) (blocks []byte, err error) {
+	if len(x) == 0 || len(x)%256 != 0 {
+		// The library's refusal, before allocating from len(x).
+		var px *C.float
+		if len(x) > 0 {
+			px = (*C.float)(unsafe.Pointer(&x[0]))
+		}
+		return nil, call(func() C.ninfer_status {
+			return C.ninfer_quantize_row_q8_k(px, C.size_t(len(x)), nil, 0)
+		})
+	}
+	blocks = make([]byte, len(x)/256*292)
+	err = call(func() C.ninfer_status {
+		return C.ninfer_quantize_row_q8_k((*C.float)(unsafe.Pointer(&x[0])), C.size_t(len(x)),
+			(*C.uint8_t)(unsafe.Pointer(&blocks[0])), C.size_t(len(blocks)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return blocks, nil
+}
+
 // Convert converts the values of src (native-endian words of srcType) into dst as dstType
 // (ninfer_convert): widening exact, narrowing rounded to nearest even (binary16 overflow
 // gives ±Inf). Each slice must be aligned to its element size; len(dst) must hold every

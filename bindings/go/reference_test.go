@@ -1,6 +1,7 @@
 package ninfer
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"testing"
@@ -25,6 +26,37 @@ func TestQuantizeRowQ8_1HandWorked(t *testing.T) {
 	}
 	if _, _, err := QuantizeRowQ8_1(x[:31]); !errors.Is(err, ErrBadShape) {
 		t.Fatalf("K = 31: %v", err)
+	}
+}
+
+// Blocks by hand (ggml's quantize_row_q8_K_ref): block 0 has max −127, the first of
+// largest magnitude (the later +127 does not replace it), so iscale = 1, d = 1, and
+// 2.5 → 2, −3.5 → −4 (ties to even); block 1 is all zero: d = 0, codes and sums 0.
+func TestQuantizeRowQ8_KHandWorked(t *testing.T) {
+	x := make([]float32, 512)
+	copy(x, []float32{2.5, -3.5, -127, 127})
+	x[16] = 7
+	blocks, err := QuantizeRowQ8_K(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 584 {
+		t.Fatalf("%d bytes", len(blocks))
+	}
+	d := math.Float32frombits(binary.LittleEndian.Uint32(blocks[0:4]))
+	q := []int8{int8(blocks[4]), int8(blocks[5]), int8(blocks[6]), int8(blocks[7]), int8(blocks[20])}
+	s0 := int16(binary.LittleEndian.Uint16(blocks[260:262]))
+	s1 := int16(binary.LittleEndian.Uint16(blocks[262:264]))
+	if d != 1 || q[0] != 2 || q[1] != -4 || q[2] != -127 || q[3] != 127 || q[4] != 7 || s0 != -2 || s1 != 7 {
+		t.Fatalf("block 0: d %v codes %v sums %v %v", d, q, s0, s1)
+	}
+	for i, b := range blocks[292:] {
+		if b != 0 {
+			t.Fatalf("zero block byte %d = %#x", i, b)
+		}
+	}
+	if _, err := QuantizeRowQ8_K(x[:255]); !errors.Is(err, ErrBadShape) {
+		t.Fatalf("K = 255: %v", err)
 	}
 }
 

@@ -1,5 +1,5 @@
-//! What a consumer needs to check a product: the q8_1 activation quantizer and the dense
-//! element conversions.
+//! What a consumer needs to check a product: the q8_1 and q8_K activation quantizers and
+//! the dense element conversions.
 
 use super::boundary::{call, in_slice, out_slice};
 use crate::dtype::Dtype;
@@ -46,6 +46,52 @@ pub unsafe extern "C" fn ninfer_quantize_row_q8_1(
         let blocks = unsafe { out_slice(blocks, blocks_len, "blocks") }?;
         let x_hat = unsafe { out_slice(x_hat, x_hat_len, "x_hat") }?;
         reference::quantize_row_q8_1(x, blocks, x_hat)
+    })
+}
+
+/// Quantizes one activation row as the opt-in q8_K activation profile does
+/// (`NINFER_ACTIVATION_Q8_K` on the GGUF k-quants and 256-value i-quants): ggml's
+/// `quantize_row_q8_K_ref` arithmetic, computed by the code the products use, so that a
+/// consumer's f64 oracle can use the values the product multiplies (docs/linear.md, "Checking
+/// a product").
+///
+/// - `x`, `k`: K f32 values (4-byte aligned), K a positive multiple of 256.
+/// - `blocks`, `blocks_len`: at least K/256 × 292 bytes receiving ggml `block_q8_K`s:
+///   binary32 `d` at byte 0 (little-endian), 256 int8 codes `q` at bytes 4..260, 16 int16
+///   sums `bsums` at bytes 260..292 (little-endian).
+///
+/// The arithmetic, all in binary32, per 256 values: `max` = the first value of largest
+/// magnitude (a later value of equal magnitude, of either sign, does not replace it); when
+/// `max` = 0 every code is 0 and `d` = 0; else `iscale = −127 / max`,
+/// `q_j = min(127, round_half_even(iscale · x_j))`, `d = 1 / iscale`;
+/// `bsums[i] = Σ_{j<16} q_{16i+j}`. The represented values are `x̂_j = d · q_j` as real
+/// numbers: exact in binary64, not in binary32, so an oracle forms them in f64.
+///
+/// Where ggml's behaviour is undefined or accidental: a block with a non-finite value gets
+/// `d` = NaN and zero codes and sums (every output it touches is NaN); when `iscale`
+/// overflows (|max| < 127 / FLT_MAX) the codes are 0 and `d = 1 / iscale` = ∓0 (x̂ = 0); a
+/// zero block's `bsums` are 0 (ggml leaves them unwritten).
+///
+/// Longer buffers are accepted; only the prefix is written.
+///
+/// Errors: `BAD_SHAPE` (K not a positive multiple of 256), `BUFFER_TOO_SMALL`,
+/// `NULL_POINTER` (NULL with a non-zero length), `MISALIGNED`, `OVERFLOW`. Nothing is
+/// written unless the status is OK.
+///
+/// # Safety
+/// `x` must have `k` readable floats and `blocks` `blocks_len` writable bytes, not
+/// overlapping `x`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ninfer_quantize_row_q8_k(
+    x: *const f32,
+    k: usize,
+    blocks: *mut u8,
+    blocks_len: usize,
+) -> Status {
+    call(|| {
+        let x = unsafe { in_slice(x, k, "x") }?;
+        let blocks = unsafe { out_slice(blocks, blocks_len, "blocks") }?;
+        reference::quantize_row_q8_k(x, blocks)
     })
 }
 

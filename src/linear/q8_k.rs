@@ -78,8 +78,10 @@ pub(crate) fn quantize_block(x: &[f32]) -> Block {
 /// Quantizes one activation row to ggml `block_q8_K` bytes (292 per 256 values), exactly
 /// as the q8_K products do internally (module docs).
 ///
-/// Errors: [`Error::BadShape`] when `x.len()` is not a positive multiple of 256,
-/// [`Error::BufferTooSmall`] when `out` is shorter than `x.len() / 256 × 292` bytes.
+/// Longer outputs are accepted (only the prefix is written).
+///
+/// Errors (nothing written): [`Error::BadShape`] when `x.len()` is not a positive multiple
+/// of 256, [`Error::BufferTooSmall`] when `out` is shorter than `x.len() / 256 × 292` bytes.
 pub fn quantize_row_q8_k(x: &[f32], out: &mut [u8]) -> Result<()> {
     if x.is_empty() || !x.len().is_multiple_of(QK_K) {
         return Err(Error::BadShape(format!(
@@ -90,7 +92,7 @@ pub fn quantize_row_q8_k(x: &[f32], out: &mut [u8]) -> Result<()> {
     let needed = x.len() / QK_K * BLOCK_Q8_K_BYTES;
     if out.len() < needed {
         return Err(Error::BufferTooSmall {
-            what: "q8_K blocks",
+            what: "q8_K blocks (bytes)",
             needed,
             actual: out.len(),
         });

@@ -219,6 +219,21 @@ int main() {
           q.x_hat[17] == 8.0f * 0.1259765625f);
     CHECK(ninfer::try_quantize_row_q8_1(ninfer::span<const float>(xq.data(), 31)).code() ==
           NINFER_STATUS_BAD_SHAPE);
+    // quantize_row_q8_k by hand: max −127 (the later +127 does not replace it), iscale 1,
+    // d = 1.0f (bytes 00 00 80 3F), 2.5 → 2 and −3.5 → −4 (ties to even), sum of the first
+    // 16 codes 2 − 4 − 127 + 127 = −2; the second block is all zero.
+    std::vector<float> xk(512, 0.0f);
+    xk[0] = 2.5f;
+    xk[1] = -3.5f;
+    xk[2] = -127.0f;
+    xk[3] = 127.0f;
+    const std::vector<std::uint8_t> k8 = ninfer::quantize_row_q8_k(xk);
+    CHECK(k8.size() == 584 && k8[0] == 0 && k8[1] == 0 && k8[2] == 0x80 && k8[3] == 0x3F &&
+          k8[4] == 2 && k8[5] == static_cast<std::uint8_t>(-4) && k8[6] == 0x81 && k8[7] == 127 &&
+          k8[260] == static_cast<std::uint8_t>(-2) && k8[261] == 0xFF);
+    CHECK(std::count(k8.begin() + 292, k8.end(), 0) == 292);
+    CHECK(ninfer::try_quantize_row_q8_k(ninfer::span<const float>(xk.data(), 255)).code() ==
+          NINFER_STATUS_BAD_SHAPE);
     // convert: bf16 words to f32 exactly; f32 to binary16 rounded to nearest even.
     const std::vector<std::uint16_t> bf = {0x3F80, 0xC000};
     CHECK(ninfer::to_f32(bf, NINFER_DTYPE_BF16) == std::vector<float>({1.0f, -2.0f}));

@@ -178,6 +178,8 @@ _decode_row = _declare("ninfer_decode_row", _u32, _P(_View), _u64, ctypes.c_void
 _decode_row_as = _declare("ninfer_decode_row_as", _u32, _P(_View), _u64, _u32, ctypes.c_void_p, _sz)
 _quantize_row_q8_1 = _declare("ninfer_quantize_row_q8_1", _u32, ctypes.c_void_p, _sz,
                               ctypes.c_void_p, _sz, ctypes.c_void_p, _sz)
+_quantize_row_q8_k = _declare("ninfer_quantize_row_q8_k", _u32, ctypes.c_void_p, _sz,
+                              ctypes.c_void_p, _sz)
 _convert = _declare("ninfer_convert", _u32, ctypes.c_void_p, _sz, _u32, ctypes.c_void_p, _sz,
                     _u32)
 _decode_rows = _declare("ninfer_decode_rows", _u32, _P(_View), _u64, _u64, ctypes.c_void_p, _sz,
@@ -757,6 +759,20 @@ def quantize_row_q8_1(x) -> Tuple[np.ndarray, np.ndarray]:
     _check(_quantize_row_q8_1(a.ctypes.data, a.size, blocks.ctypes.data, blocks.size,
                               x_hat.ctypes.data, x_hat.size))
     return blocks, x_hat
+
+
+def quantize_row_q8_k(x) -> np.ndarray:
+    """Quantizes one activation row (K float32 values, K a positive multiple of 256) as the
+    opt-in q8_K activation profile does (``ninfer_quantize_row_q8_k``). Returns K/256 ggml
+    block_q8_K as a uint8 array of K/256 × 292 bytes (binary32 d at 0, 256 int8 codes at 4,
+    16 int16 sums at 260, little-endian). The product multiplies x̂ = d·q, exact in float64
+    (not in float32): the values for an f64 oracle (docs/linear.md, "Checking a product")."""
+    a = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+    if a.size == 0 or a.size % 256:
+        _check(_quantize_row_q8_k(a.ctypes.data if a.size else None, a.size, None, 0))
+    blocks = np.zeros(a.size // 256 * 292, dtype=np.uint8)
+    _check(_quantize_row_q8_k(a.ctypes.data, a.size, blocks.ctypes.data, blocks.size))
+    return blocks
 
 
 def convert(src: np.ndarray, src_dtype: Dtype, dst_dtype: Dtype) -> np.ndarray:

@@ -724,7 +724,8 @@ class ActivationTests(unittest.TestCase):
 
 
 class CheckingAProduct(unittest.TestCase):
-    """quantize_row_q8_1 and convert: the exports a consumer's f64 oracle needs."""
+    """quantize_row_q8_1, quantize_row_q8_k and convert: the exports a consumer's f64 oracle
+    needs."""
 
     @staticmethod
     def q8_1_plain(x):
@@ -756,6 +757,30 @@ class CheckingAProduct(unittest.TestCase):
         np.testing.assert_array_equal(x_hat.view(np.uint32), want_hat.view(np.uint32))
         with self.assertRaises(NinferError) as cm:
             ninfer.quantize_row_q8_1(x[:33])
+        self.assertEqual(cm.exception.status, Status.BAD_SHAPE)
+
+    def test_quantize_row_q8_k_matches_hand_worked_blocks(self):
+        # Block 0 (ggml's quantize_row_q8_K_ref): max = −127, the first of largest magnitude
+        # (the later +127 does not replace it): iscale = 1, d = 1, 2.5 → 2 and −3.5 → −4
+        # (ties to even). Block 1: max = 254: iscale = −0.5, d = −2, 3 → −1.5 → −2,
+        # 5 → −2.5 → −2. Block 2: all zero: d = 0, codes and sums 0.
+        x = np.zeros(3 * 256, np.float32)
+        x[:4] = [2.5, -3.5, -127, 127]
+        x[16] = 7
+        x[256:260] = [3, 5, 254, -254]
+        blocks = ninfer.quantize_row_q8_k(x).reshape(3, 292)
+        d = blocks[:, :4].copy().view("<f4").reshape(3)
+        q = blocks[:, 4:260].view(np.int8)
+        sums = blocks[:, 260:].copy().view("<i2")
+        np.testing.assert_array_equal(d, [1, -2, 0])
+        np.testing.assert_array_equal(q[0, :5], [2, -4, -127, 127, 0])
+        np.testing.assert_array_equal(q[0, 16], 7)
+        np.testing.assert_array_equal(q[1, :4], [-2, -2, -127, 127])
+        np.testing.assert_array_equal(q[2], 0)
+        np.testing.assert_array_equal(sums, q.astype(np.int16).reshape(3, 16, 16).sum(axis=2))
+        np.testing.assert_array_equal(sums[0, :2], [-2, 7])
+        with self.assertRaises(NinferError) as cm:
+            ninfer.quantize_row_q8_k(x[:255])
         self.assertEqual(cm.exception.status, Status.BAD_SHAPE)
 
     def test_convert_matches_ml_dtypes_and_numpy(self):

@@ -673,6 +673,19 @@ pub fn quantizeRowQ8_1(x: []const f32, blocks: []u8, x_hat: []f32) Error!void {
     ));
 }
 
+/// Quantizes one activation row `x` (len a positive multiple of 256) as the opt-in q8_K
+/// activation profile does (ninfer_quantize_row_q8_k): `blocks` receives len/256 ggml
+/// block_q8_K of 292 bytes (binary32 d at 0, 256 int8 codes at 4, 16 int16 sums at 260,
+/// little-endian); the product multiplies x̂ = d·q, exact in f64.
+pub fn quantizeRowQ8_K(x: []const f32, blocks: []u8) Error!void {
+    return checkStatus(c.ninfer_quantize_row_q8_k(
+        if (x.len == 0) null else x.ptr,
+        x.len,
+        if (blocks.len == 0) null else blocks.ptr,
+        blocks.len,
+    ));
+}
+
 /// Converts the values of `src` (native-endian `src_type` words) into `dst` as `dst_type`
 /// (ninfer_convert): widening exact, narrowing rounded to nearest even. Each buffer aligned
 /// to its element size.
