@@ -80,26 +80,48 @@ pub(crate) fn quantize_block(x: &[f32]) -> Block {
     }
 }
 
+/// The argument checks of a row quantizer (`name`: the block type in messages) to blocks of
+/// `block` values and `block_bytes` bytes: [`Error::BadShape`] unless `x_len` is a positive
+/// multiple of `block`, [`Error::BufferTooSmall`] (`what`: the output) unless `out_len`
+/// holds the row's blocks.
+pub(crate) fn check_row(
+    name: &str,
+    block: usize,
+    block_bytes: usize,
+    x_len: usize,
+    out_len: usize,
+    what: &'static str,
+) -> Result<()> {
+    if x_len == 0 || !x_len.is_multiple_of(block) {
+        return Err(Error::BadShape(format!(
+            "{name}: {x_len} values is not a positive multiple of {block}"
+        )));
+    }
+    let needed = x_len / block * block_bytes;
+    if out_len < needed {
+        return Err(Error::BufferTooSmall {
+            what,
+            needed,
+            actual: out_len,
+        });
+    }
+    Ok(())
+}
+
 /// Quantizes one activation row to ggml `block_q8_1` bytes (36 per 32 values), exactly as
 /// the GGUF products do internally (module docs).
 ///
 /// Errors: [`Error::BadShape`] when `x.len()` is not a positive multiple of 32,
 /// [`Error::BufferTooSmall`] when `out` is shorter than `x.len() / 32 × 36` bytes.
 pub fn quantize_row_q8_1(x: &[f32], out: &mut [u8]) -> Result<()> {
-    if x.is_empty() || !x.len().is_multiple_of(QK8_1) {
-        return Err(Error::BadShape(format!(
-            "q8_1: {} values is not a positive multiple of 32",
-            x.len()
-        )));
-    }
-    let needed = x.len() / QK8_1 * BLOCK_Q8_1_BYTES;
-    if out.len() < needed {
-        return Err(Error::BufferTooSmall {
-            what: "q8_1 blocks",
-            needed,
-            actual: out.len(),
-        });
-    }
+    check_row(
+        "q8_1",
+        QK8_1,
+        BLOCK_Q8_1_BYTES,
+        x.len(),
+        out.len(),
+        "q8_1 blocks",
+    )?;
     for (xb, ob) in x
         .chunks_exact(QK8_1)
         .zip(out.chunks_exact_mut(BLOCK_Q8_1_BYTES))

@@ -21,7 +21,7 @@
 //! `d = 1/iscale = ∓0`, so x̂ = 0; a zero block's `bsums` are written as 0 (ggml leaves
 //! them unwritten).
 
-use crate::error::{Error, Result, mul, try_vec};
+use crate::error::{Result, mul, try_vec};
 
 /// Values per q8_K block (ggml's `QK_K`).
 pub const QK_K: usize = 256;
@@ -80,23 +80,13 @@ pub(crate) fn quantize_block(x: &[f32]) -> Block {
 ///
 /// Longer outputs are accepted (only the prefix is written).
 ///
-/// Errors (nothing written): [`Error::BadShape`] when `x.len()` is not a positive multiple
-/// of 256, [`Error::BufferTooSmall`] when `out` is shorter than `x.len() / 256 × 292` bytes.
+/// Errors (nothing written): [`Error::BadShape`](crate::error::Error::BadShape) when
+/// `x.len()` is not a positive multiple of 256,
+/// [`Error::BufferTooSmall`](crate::error::Error::BufferTooSmall) when `out` is shorter
+/// than `x.len() / 256 × 292` bytes.
 pub fn quantize_row_q8_k(x: &[f32], out: &mut [u8]) -> Result<()> {
-    if x.is_empty() || !x.len().is_multiple_of(QK_K) {
-        return Err(Error::BadShape(format!(
-            "q8_K: {} values is not a positive multiple of 256",
-            x.len()
-        )));
-    }
-    let needed = x.len() / QK_K * BLOCK_Q8_K_BYTES;
-    if out.len() < needed {
-        return Err(Error::BufferTooSmall {
-            what: "q8_K blocks (bytes)",
-            needed,
-            actual: out.len(),
-        });
-    }
+    let what = "q8_K blocks (bytes)";
+    super::q8_1::check_row("q8_K", QK_K, BLOCK_Q8_K_BYTES, x.len(), out.len(), what)?;
     for (xb, ob) in x
         .chunks_exact(QK_K)
         .zip(out.chunks_exact_mut(BLOCK_Q8_K_BYTES))
@@ -153,8 +143,9 @@ impl Rows {
     }
 
     /// Empty rows of `k` values with room for `m` rows, allocated fallibly (a product's
-    /// activation tile, reused tile after tile). Errors: [`Error::OutOfMemory`],
-    /// [`Error::Overflow`].
+    /// activation tile, reused tile after tile). Errors:
+    /// [`Error::OutOfMemory`](crate::error::Error::OutOfMemory),
+    /// [`Error::Overflow`](crate::error::Error::Overflow).
     pub fn with_capacity(m: usize, k: usize) -> Result<Rows> {
         let mk = mul(m, k, "q8_K codes")?;
         Ok(Rows {
@@ -200,6 +191,7 @@ impl Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     /// The plain equations of the module docs, written independently: the first value of
     /// largest magnitude, iscale = −127/max, round half to even, min 127, d = 1/iscale.
