@@ -153,7 +153,7 @@ pub(crate) struct Rows {
     /// M × K/8 exact sums Σq over 8 codes (|Σ| ≤ 8·127, so i16): the IQ1_M kernel's
     /// per-run delta terms.
     pub sum8: Vec<i16>,
-    /// Empty, or the codes with every whole block pair of a row rearranged for a kernel
+    /// Empty, or the codes with every whole run of a row (a block pair or four blocks) rearranged for a kernel
     /// ([`Rows::arrange_pairs`]).
     pub pairs: Vec<i8>,
     /// Empty, or |`pairs`|.
@@ -270,17 +270,18 @@ impl Rows {
         }
     }
 
-    /// Fills [`Rows::pairs`] with `pairs[64p + j] = qs[64p + perm[j]]` for every whole pair
-    /// p of 32-value blocks of each row (an odd last block is copied as is), and with
-    /// `abs` also [`Rows::pairs_abs`] = |pairs|. Computed once per forward for kernels
-    /// that read a block pair's codes in the order of their weight bytes.
+    /// Fills [`Rows::pairs`] with `pairs[Np + j] = qs[Np + perm[j]]` for every whole run p
+    /// of N codes of each row (N = 64: a pair of 32-value blocks; 128: four blocks; a last
+    /// partial run is copied as is), and with `abs` also [`Rows::pairs_abs`] = |pairs|.
+    /// Computed once per forward for kernels that read a run's codes in the order of their
+    /// weight bytes.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub fn arrange_pairs(&mut self, perm: &[u8; 64], abs: bool) {
+    pub fn arrange_pairs<const N: usize>(&mut self, perm: &[u8; N], abs: bool) {
         self.pairs.clear();
         self.pairs.extend_from_slice(&self.qs);
         for row in self.pairs.chunks_exact_mut(self.k) {
-            for pair in row.chunks_exact_mut(64) {
-                let src: [i8; 64] = pair.try_into().expect("64 codes");
+            for pair in row.chunks_exact_mut(N) {
+                let src: [i8; N] = pair.try_into().expect("N codes");
                 for (o, &j) in pair.iter_mut().zip(perm) {
                     *o = src[j as usize];
                 }

@@ -1,7 +1,8 @@
 //! The grouped formats (q2/t2/q4/q5/q6/q8 in row_split_k128_v1) against q8_1 activations:
 //! the opt-in [`Activation::Q8_1`](crate::linear::Activation) compute profile
 //! (docs/linear.md). The scalar reference order lives here; `grouped_q8_avx2` reproduces its
-//! bits for all six formats.
+//! bits for all six formats, `grouped_q8_avx512` (the AVX-512 tier's own kernels) for q2,
+//! t2, q4 and q8.
 //!
 //! # Evaluation order (fixed per output)
 //!
@@ -18,9 +19,9 @@
 //! - `acc[b mod 8] ← fma(D_b, T_b, acc[b mod 8])`, eight FP32 accumulators from +0.
 //!
 //! The result is `tree8(acc)`. Padding codes and scales (past K) are never read. How `T_b`
-//! is computed does not matter (it is exact): the AVX2 path reads q2/t2/q4/q5/q6 codes
-//! unsigned (code + 1, + 2, + 8, + 16, + 32) and subtracts that offset times Σx with the
-//! activation block's exact code sum.
+//! is computed does not matter (it is exact): the x86 paths read q2/t2/q4/q5/q6 codes
+//! unsigned (code + 1, + 2, + 8, + 16, + 32; the AVX-512 tier also q8, as code + 128) and
+//! subtract that offset times Σx with the activation block's exact code sum.
 
 use super::float::Grouped;
 use super::{Isa, tree8};
@@ -39,6 +40,8 @@ pub(crate) struct GRow<'a> {
 /// pair's codes rearranged in the order of their weight bytes).
 pub(crate) fn prepare(isa: Isa, kind: Grouped, rows: Rows) -> Rows {
     match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => super::grouped_q8_avx512::arrange(kind, rows),
         #[cfg(target_arch = "x86_64")]
         isa if isa.avx2() => super::grouped_q8_avx2::arrange(kind, rows),
         _ => {
@@ -95,7 +98,7 @@ pub(crate) fn dot_row_group(
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernels are compiled for.
-        Isa::Avx512 => unsafe { super::grouped_q8_avx2::avx512::dot_row_group(kind, ws, xs, out) },
+        Isa::Avx512 => unsafe { super::grouped_q8_avx512::dot_row_group(kind, ws, xs, out) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni => unsafe {

@@ -10,7 +10,7 @@
 //!   (Q2_K..Q6_K), [`iquants`] (IQ1/IQ2/IQ3 grid types).
 //! - [`gguf_q8k`]: the k-quants and 256-value i-quants against q8_K activations (the
 //!   opt-in `Activation::Q8K` profile).
-//! - [`grouped_q8`] (AVX2: `grouped_q8_avx2`): the grouped formats against q8_1 activations
+//! - [`grouped_q8`] (AVX2: `grouped_q8_avx2`, AVX-512: `grouped_q8_avx512`): the grouped formats against q8_1 activations
 //!   (the opt-in `Activation::Q8_1` profile).
 //! - [`nvfp4_q8`] (AVX2: `nvfp4_q8_avx2`): nvfp4 against q8_1 activations (the same opt-in
 //!   profile).
@@ -94,6 +94,8 @@ mod gguf_q8k_avx2;
 pub(crate) mod grouped_q8;
 #[cfg(target_arch = "x86_64")]
 mod grouped_q8_avx2;
+#[cfg(target_arch = "x86_64")]
+mod grouped_q8_avx512;
 pub(crate) mod iquants;
 #[cfg(target_arch = "x86_64")]
 mod iquants_avx2;

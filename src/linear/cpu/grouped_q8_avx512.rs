@@ -1,0 +1,487 @@
+//! The AVX-512 tier's own kernels for q2_g64, t2_g128, q4_g64 and q8_g32 against q8_1
+//! activations, in exactly the order of [`super::grouped_q8`]'s module docs (q5_g64 and
+//! q6_g64 run `grouped_q8_avx2`'s kernels compiled for this tier). They form the same exact
+//! block sums `T_b` with 512-bit `vpdpbusd` and far fewer shuffles, then the same f32
+//! operations per block, so the same bits.
+//!
+//! A chunk is eight 32-value blocks b .. b + 8 (b a multiple of 8), taken as two runs of
+//! four blocks. The activation codes are rearranged once per forward, per run of four
+//! blocks (128 codes, [`Rows::arrange_pairs`]), in the order of the unpacked weight bytes:
+//!
+//! - q2/t2: the run's 32 code bytes go to both 256-bit halves of a zmm; `vpsrlvq` by
+//!   (0, 2) and (4, 6) per half and a mask leave field f (elements 4i + f of byte i) of
+//!   block q in bytes 8q .. 8q + 8 of half f mod 2 of vector f / 2 ([`FIELDS`]);
+//! - q4: the run's 64 code bytes are one zmm, 128-bit lane q = block q; its low nibbles
+//!   (elements 2i) and high nibbles (2i + 1) are two vectors ([`NIBBLES4`]);
+//! - q8: the codes in their natural order, two blocks per zmm (no arrangement).
+//!
+//! Two `vpdpbusd` per run accumulate into one vector whose i32 lanes each belong to one
+//! block; a few shuffles and adds (q2/t2: 6 operations per chunk; q4: 6; q8: 12) leave lane
+//! j = block b + j, in block order: the scales and activation scales are loaded as they
+//! lie, one `vcvtdq2ps` and one fma serve eight blocks, and lane j of the accumulator is
+//! `acc[j]` of the reference. Codes are read unsigned (q2: code + 1, t2: + 2, q4: + 8,
+//! q8: + 128) and that offset times the block's exact Σx is subtracted. Every lane sum is
+//! exact: |u·x| ≤ 255·127 per product, at most 32 products per block, far below 2³¹.
+//! Blocks past the last whole chunk run the scalar reference step.
+
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::float::Grouped;
+use super::grouped_q8::{GRow, blocks_scalar};
+use super::tree8;
+use crate::linear::q8_1::{Row, Rows};
+use std::arch::x86_64::*;
+
+/// q2/t2's arrangement of a run of four blocks: `pairs[64z + 32h + 8q + i]` = element
+/// 4i + 2z + h of block q.
+const FIELDS: [u8; 128] = {
+    let mut p = [0u8; 128];
+    let mut j = 0;
+    while j < 128 {
+        let (z, h, q, i) = (j / 64, (j / 32) % 2, (j / 8) % 4, j % 8);
+        p[j] = (32 * q + 4 * i + 2 * z + h) as u8;
+        j += 1;
+    }
+    p
+};
+
+/// q4's arrangement of a run of four blocks: `pairs[64h + 16q + i]` = element 2i + h of
+/// block q.
+const NIBBLES4: [u8; 128] = {
+    let mut p = [0u8; 128];
+    let mut j = 0;
+    while j < 128 {
+        let (h, q, i) = (j / 64, (j / 16) % 4, j % 16);
+        p[j] = (32 * q + 2 * i + h) as u8;
+        j += 1;
+    }
+    p
+};
+
+/// Whether this tier has its own kernel for `kind` (else `grouped_q8_avx2`'s).
+fn own(kind: Grouped) -> bool {
+    matches!(kind, Grouped::Q2 | Grouped::T2 | Grouped::Q4 | Grouped::Q8)
+}
+
+/// The activation rows as this tier's kernels read them.
+pub(super) fn arrange(kind: Grouped, mut rows: Rows) -> Rows {
+    match kind {
+        Grouped::Q2 | Grouped::T2 => rows.arrange_pairs(&FIELDS, false),
+        Grouped::Q4 => rows.arrange_pairs(&NIBBLES4, false),
+        // q8 reads `qs` in its natural order.
+        Grouped::Q8 => {}
+        _ => return super::grouped_q8_avx2::arrange(kind, rows),
+    }
+    rows
+}
+
+/// One format's unpacking and reduction, as a type so that each kernel is monomorphized.
+trait Kernel {
+    /// Code bytes per 32-value block.
+    const BLOCK_BYTES: usize;
+    /// Scale bytes per chunk of eight blocks.
+    const CHUNK_SCALE_BYTES: usize;
+    /// The unsigned reading's offset: u = code + 2^OFFSET_LOG2.
+    const OFFSET_LOG2: i32;
+    /// The unsigned codes of the chunk at block b of the code row `w`, as the four vectors
+    /// that meet activation vectors `pairs[32b + 64j ..]` (j = 0..4).
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VL/VNNI available; the chunk's code bytes lie in the row at `w`.
+    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4];
+    /// The chunk's eight raw block sums Σu·x in block order: unpacked vector j against
+    /// activation vector j.
+    ///
+    /// # Safety
+    /// As [`Kernel::unpack`].
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i;
+    /// The scales of the chunk's blocks in block order.
+    ///
+    /// # Safety
+    /// As [`Kernel::unpack`]; the chunk's groups lie in the scale row at `s`.
+    unsafe fn scales(s: *const u8, b: usize) -> __m256;
+}
+
+/// Vectors 0, 1 (2, 3) of `u` against those of `x` summed into one vector per run of four
+/// blocks: `vpdpbusd` twice.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn runs(u: &[__m512i; 4], x: &[__m512i; 4]) -> (__m512i, __m512i) {
+    let z = _mm512_setzero_si512();
+    (
+        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u[0], x[0]), u[1], x[1]),
+        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u[2], x[2]), u[3], x[3]),
+    )
+}
+
+/// Lanes 2j, 2j + 1 (of each 256-bit half) of `a` (blocks 0..4) and `c` (blocks 4..8) =
+/// block j's partial sums → the eight block sums.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn reduce_qwords(a: __m512i, c: __m512i) -> __m256i {
+    // Low halves of a and c, then their high halves: qword j = block j's two partials.
+    let z = _mm512_add_epi32(
+        _mm512_shuffle_i64x2::<0x44>(a, c),
+        _mm512_shuffle_i64x2::<0xEE>(a, c),
+    );
+    _mm512_cvtepi64_epi32(_mm512_add_epi32(z, _mm512_srli_epi64::<32>(z)))
+}
+
+/// The 64-value-group scales of blocks b .. b + 8 in block order (each group twice).
+///
+/// # Safety
+/// AVX2 and F16C available; the 4 scale words at byte b of `s` are readable.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn g64_scales(s: *const u8, b: usize) -> __m256 {
+    // SAFETY: the caller's 8 bytes.
+    let v = unsafe { _mm_loadl_epi64(s.add(b).cast()) };
+    _mm256_cvtph_ps(_mm_unpacklo_epi16(v, v))
+}
+
+/// The 2-bit fields of a run of four blocks (32 bytes at `p`), vectors 0 and 1 of
+/// [`FIELDS`], each byte `(field ^ flip)` for the caller's `flip` (0 or 2).
+///
+/// # Safety
+/// The features of this tier; 32 bytes at `p`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn fields(p: *const u8, flip: i8) -> [__m512i; 2] {
+    // SAFETY: the caller's 32 bytes.
+    let v = _mm512_broadcast_i64x4(unsafe { _mm256_loadu_si256(p.cast()) });
+    let (three, f) = (_mm512_set1_epi8(3), _mm512_set1_epi8(flip));
+    // (v >> s) & 3 ^ flip: the shift stays inside each byte's own bits (s ≤ 6).
+    let field = |s: __m512i| _mm512_ternarylogic_epi32::<0x6A>(_mm512_srlv_epi64(v, s), three, f);
+    [
+        field(_mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0)),
+        field(_mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4)),
+    ]
+}
+
+/// q2_g64_fp16: 8 bytes per block, words u = code + 1 read as they are.
+struct Q2;
+impl Kernel for Q2 {
+    const BLOCK_BYTES: usize = 8;
+    const CHUNK_SCALE_BYTES: usize = 8;
+    const OFFSET_LOG2: i32 = 0;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4] {
+        // SAFETY: the chunk's 64 code bytes (caller).
+        let ([a, c], [d, e]) = unsafe { (fields(w.add(8 * b), 0), fields(w.add(8 * b + 32), 0)) };
+        [a, c, d, e]
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        let (a, c) = runs(u, x);
+        reduce_qwords(a, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { g64_scales(s, b) }
+    }
+}
+
+/// t2_g128_fp16: 8 bytes per block, two's-complement words read as u = word ^ 2 = code + 2.
+struct T2;
+impl Kernel for T2 {
+    const BLOCK_BYTES: usize = 8;
+    const CHUNK_SCALE_BYTES: usize = 4;
+    const OFFSET_LOG2: i32 = 1;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4] {
+        // SAFETY: the chunk's 64 code bytes (caller).
+        let ([a, c], [d, e]) = unsafe { (fields(w.add(8 * b), 2), fields(w.add(8 * b + 32), 2)) };
+        [a, c, d, e]
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        let (a, c) = runs(u, x);
+        reduce_qwords(a, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the 2 scale words of groups b/4, b/4 + 1 (4 bytes at byte b/2).
+        let v = unsafe { _mm_cvtsi32_si128(s.add(b / 2).cast::<i32>().read_unaligned()) };
+        // Groups (0, 0, 0, 0, 1, 1, 1, 1).
+        let v = _mm_unpacklo_epi16(v, v);
+        _mm256_cvtph_ps(_mm_unpacklo_epi32(v, v))
+    }
+}
+
+/// q4_g64_fp16: 16 bytes per block, two's-complement nibbles read as n ^ 8 = code + 8.
+struct Q4;
+impl Kernel for Q4 {
+    const BLOCK_BYTES: usize = 16;
+    const CHUNK_SCALE_BYTES: usize = 8;
+    const OFFSET_LOG2: i32 = 3;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4] {
+        let (m, x88) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x88u8 as i8));
+        let run = |v: __m512i| {
+            let v = _mm512_xor_si512(v, x88);
+            [
+                _mm512_and_si512(v, m),
+                _mm512_and_si512(_mm512_srli_epi16::<4>(v), m),
+            ]
+        };
+        // SAFETY: the chunk's 128 code bytes (caller).
+        let (a, c) = unsafe {
+            (
+                _mm512_loadu_si512(w.add(16 * b).cast()),
+                _mm512_loadu_si512(w.add(16 * b + 64).cast()),
+            )
+        };
+        let ([a0, a1], [c0, c1]) = (run(a), run(c));
+        [a0, a1, c0, c1]
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        // 128-bit lane q of a (c): block q (4 + q), four partials each.
+        let (a, c) = runs(u, x);
+        let s = _mm512_add_epi32(_mm512_unpacklo_epi64(a, c), _mm512_unpackhi_epi64(a, c));
+        // Lane q: [block q, block q, block 4 + q, block 4 + q] partials.
+        let s = _mm512_add_epi32(s, _mm512_srli_epi64::<32>(s));
+        let idx = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+        _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx, s))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { g64_scales(s, b) }
+    }
+}
+
+/// q8_g32_fp16: 32 bytes per block, one scale per block, read as u = q ^ 0x80 = code + 128.
+struct Q8;
+impl Kernel for Q8 {
+    const BLOCK_BYTES: usize = 32;
+    const CHUNK_SCALE_BYTES: usize = 16;
+    const OFFSET_LOG2: i32 = 7;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4] {
+        let x80 = _mm512_set1_epi8(0x80u8 as i8);
+        // SAFETY: the chunk's 256 code bytes (caller).
+        std::array::from_fn(|j| unsafe {
+            _mm512_xor_si512(_mm512_loadu_si512(w.add(32 * b + 64 * j).cast()), x80)
+        })
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        let z = _mm512_setzero_si512();
+        // p[j]: 128-bit lanes 0, 1 block 2j, lanes 2, 3 block 2j + 1.
+        let p: [__m512i; 4] = std::array::from_fn(|j| _mm512_dpbusd_epi32(z, u[j], x[j]));
+        let pair = |a: __m512i, c: __m512i| {
+            _mm512_add_epi32(_mm512_unpacklo_epi64(a, c), _mm512_unpackhi_epi64(a, c))
+        };
+        // Lane l of s01: [two partials of p0's block, two of p1's] in lane l: blocks
+        // [0, 2 | 0, 2 | 1, 3 | 1, 3]; s23 the same + 4.
+        let (s01, s23) = (pair(p[0], p[1]), pair(p[2], p[3]));
+        // Lanes 0 and 2 of s01, s23, plus lanes 1 and 3: [0, 2 | 1, 3 | 4, 6 | 5, 7].
+        let t = _mm512_add_epi32(
+            _mm512_shuffle_i64x2::<0x88>(s01, s23),
+            _mm512_shuffle_i64x2::<0xDD>(s01, s23),
+        );
+        let t = _mm512_add_epi32(t, _mm512_srli_epi64::<32>(t));
+        let idx = _mm512_setr_epi32(0, 4, 2, 6, 8, 12, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+        _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx, t))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the 8 scale words of blocks b .. b + 8 (caller).
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(s.add(2 * b).cast())) }
+    }
+}
+
+/// # Safety
+/// The features of this tier available (`Isa::Avx512`); every `ws[i]` holds the planes of
+/// one row of the blocks of every row of `xs`, which were prepared by [`arrange`];
+/// `out.len() == ws.len() · xs.len()`, `ws.len() ≤ 4`.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) unsafe fn dot_row_group(
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+) {
+    // SAFETY (all): the caller's contract.
+    unsafe {
+        match kind {
+            Grouped::Q2 => group::<Q2>(kind, ws, xs, out),
+            Grouped::T2 => group::<T2>(kind, ws, xs, out),
+            Grouped::Q4 => group::<Q4>(kind, ws, xs, out),
+            Grouped::Q8 => group::<Q8>(kind, ws, xs, out),
+            _ => super::grouped_q8_avx2::avx512::dot_row_group(kind, ws, xs, out),
+        }
+    }
+}
+
+/// # Safety
+/// As [`dot_row_group`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert!(own(kind));
+    let Some(first) = xs.first() else {
+        return;
+    };
+    // The bounds checks: every pointer read below stays inside these.
+    let nb = first.d.len();
+    let whole = nb / 8 * 8;
+    for x in xs {
+        assert!(x.d.len() == nb && x.qs.len() >= 32 * nb && x.sum.len() >= nb);
+        assert!(kind == Grouped::Q8 || x.pairs.len() >= 32 * whole);
+    }
+    assert!(ws.iter().all(|w| w.codes.len() >= K::BLOCK_BYTES * nb
+        && w.scales.len() >= 2 * (32 * nb).div_ceil(kind.group())));
+    passes!(
+        ws,
+        xs,
+        out,
+        res,
+        // SAFETY: the features (caller); bounds just checked.
+        rows | R,
+        x0 | unsafe { rows::<R, K>(kind, ws, x0, &mut res) },
+        // SAFETY: as above.
+        tile | C,
+        w,
+        x | unsafe { tile::<C, K>(kind, w, x, &mut res) },
+    );
+}
+
+/// The activation codes a kernel reads: the arranged ones, or q8's natural order.
+fn codes<'a>(kind: Grouped, x: &Row<'a>) -> &'a [i8] {
+    if kind == Grouped::Q8 { x.qs } else { x.pairs }
+}
+
+/// The chunk's eight exact block sums `T` in block order: the unpacked chunk `u` against
+/// the activation codes at `xp` (chunk at block b), minus the offset times Σx (`ps`).
+///
+/// # Safety
+/// The features of this tier; blocks b .. b + 8 lie in the activation row.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn totals<K: Kernel>(u: &[__m512i; 4], xp: *const i8, ps: *const i32, b: usize) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let x = std::array::from_fn(|j| _mm512_loadu_si512(xp.add(32 * b + 64 * j).cast()));
+        let s = _mm256_loadu_si256(ps.add(b).cast());
+        // Exact: |2^e·Σx| ≤ 128·32·127.
+        let e = _mm_cvtsi32_si128(K::OFFSET_LOG2);
+        _mm256_sub_epi32(K::raw(u, &x), _mm256_sll_epi32(s, e))
+    }
+}
+
+/// Lane j of `acc` as `acc[j]` of the reference, the tail blocks added, then [`tree8`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn finish(kind: Grouped, acc: __m256, w: &GRow<'_>, x: &Row<'_>, whole: usize) -> f32 {
+    let mut a = [0f32; 8];
+    // SAFETY: 8 writable floats.
+    unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };
+    blocks_scalar(kind, w, x, whole, x.d.len(), &mut a);
+    tree8(a)
+}
+
+/// One weight row against C activation rows, into `res[..C]`.
+///
+/// # Safety
+/// As [`group`], for every row of `xs`.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn tile<const C: usize, K: Kernel>(
+    kind: Grouped,
+    w: &GRow<'_>,
+    xs: &[Row<'_>],
+    res: &mut [f32; 4],
+) {
+    let nb = xs[0].d.len();
+    let whole = nb / 8 * 8;
+    let (wp, sp) = (w.codes.as_ptr(), w.scales.as_ptr());
+    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in the weight row and every
+    // activation row (the caller's checks).
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); C];
+        let mut b = 0;
+        while b < whole {
+            let dw = K::scales(sp, b);
+            let u = K::unpack(wp, b);
+            for c in 0..C {
+                let x = &xs[c];
+                let t = totals::<K>(&u, codes(kind, x).as_ptr(), x.sum.as_ptr(), b);
+                let dx = _mm256_loadu_ps(x.d.as_ptr().add(b));
+                acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(t), acc[c]);
+            }
+            b += 8;
+        }
+        for c in 0..C {
+            res[c] = finish(kind, acc[c], w, &xs[c], whole);
+        }
+    }
+}
+
+/// R weight rows against one activation row, into `res[..R]`.
+///
+/// # Safety
+/// As [`group`].
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn rows<const R: usize, K: Kernel>(
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    x: &Row<'_>,
+    res: &mut [f32; 4],
+) {
+    let nb = x.d.len();
+    let whole = nb / 8 * 8;
+    let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
+    let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
+    // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
+    let pf_dist = R * ws[0].codes.len();
+    let pf_scales = R * ws[0].scales.len();
+    let (pd, ps, xp) = (x.d.as_ptr(), x.sum.as_ptr(), codes(kind, x).as_ptr());
+    // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
+    unsafe {
+        let mut acc = [_mm256_setzero_ps(); R];
+        let mut b = 0;
+        while b < whole {
+            let dx = _mm256_loadu_ps(pd.add(b));
+            for i in 0..R {
+                // The same part of the next group's row i: each row is only a few KiB, too
+                // short for the hardware prefetcher to follow four of them.
+                let ahead = wp[i].wrapping_add(K::BLOCK_BYTES * b + pf_dist);
+                let mut o = 0;
+                while o < 8 * K::BLOCK_BYTES {
+                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast());
+                    o += 64;
+                }
+                // And its scales (a separate plane, also one stream per row).
+                _mm_prefetch::<_MM_HINT_T1>(
+                    sp[i]
+                        .wrapping_add(K::CHUNK_SCALE_BYTES * (b / 8) + pf_scales)
+                        .cast(),
+                );
+                let t = totals::<K>(&K::unpack(wp[i], b), xp, ps, b);
+                let d = _mm256_mul_ps(K::scales(sp[i], b), dx);
+                acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
+            }
+            b += 8;
+        }
+        for i in 0..R {
+            res[i] = finish(kind, acc[i], &ws[i], x, whole);
+        }
+    }
+}
