@@ -12,7 +12,7 @@
 //!   opt-in `Activation::Q8K` profile).
 //! - [`grouped_q8`] (AVX2: `grouped_q8_avx2`, AVX-512: `grouped_q8_avx512`): the grouped formats against q8_1 activations
 //!   (the opt-in `Activation::Q8_1` profile).
-//! - [`nvfp4_q8`] (AVX2: `nvfp4_q8_avx2`): nvfp4 against q8_1 activations (the same opt-in
+//! - [`nvfp4_q8`] (x86: `nvfp4_q8_avx2`, every tier): nvfp4 against q8_1 activations (the same opt-in
 //!   profile).
 
 /// The pass shapes of the x86 block kernels (legacy, grouped, nvfp4 against q8_1), shared

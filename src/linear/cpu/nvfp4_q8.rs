@@ -140,6 +140,8 @@ pub(super) fn fast_range(max: u8, min1: u8, d: f32) -> bool {
 pub(crate) fn prepare(isa: Isa, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => super::nvfp4_q8_avx2::avx512::arrange(rows),
+        #[cfg(target_arch = "x86_64")]
         isa if isa.avx2() => super::nvfp4_q8_avx2::arrange(rows),
         _ => rows,
     }

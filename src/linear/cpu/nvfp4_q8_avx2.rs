@@ -1,8 +1,10 @@
 //! The x86 kernel of nvfp4 against q8_1 activations, in exactly the order of
 //! [`super::nvfp4_q8`]'s module docs: one source ([`kernels!`]) compiled once per tier —
-//! [`avx2`] (AVX2 + FMA + F16C: `vpmaddubsw` + `vpmaddwd`), [`avx512`] and [`avxvnni`]
-//! (256-bit `vpdpbusd`, no i16 step) — the same exact block sums in the same lanes, then the
-//! same f32 operations: the same bits on every tier.
+//! [`avx2`] (AVX2 + FMA + F16C: `vpmaddubsw` + `vpmaddwd`), [`avxvnni`] (256-bit
+//! `vpdpbusd`, no i16 step) and [`avx512`] (a whole chunk per 512-bit `vpdpbusd`, its own
+//! chunk sums, below) — the same exact block sums, then the same f32 operations on each
+//! block: the same bits on every tier. The 256-bit tiers share their chunk sums
+//! ([`chunk256!`]), described here:
 //!
 //! A chunk is 128 values: 8 nvfp4 blocks (64 code bytes, 8 scale words) against 4 q8_1
 //! blocks. The activation codes of each 64-value pair of q8_1 blocks are rearranged once per
@@ -56,11 +58,18 @@ pub(super) fn arrange(mut rows: Rows) -> Rows {
     rows
 }
 
-/// The kernels of one tier, compiled for its features `$feat` (a string literal); the
-/// calling module imports the tier's exact i32 sums `sum4x2_small` of `legacy_avx2` (each
-/// i32 lane: the u8 × i8 products of its 4-byte group in both operand pairs).
-macro_rules! kernels {
+/// The 256-bit tiers' chunk: two 32-byte steps, one `vphaddd`, lane order [`Q`]; the
+/// calling module imports the tier's `sum4x2_small`.
+macro_rules! chunk256 {
     ($feat:tt) => {
+        /// Lane i of a chunk's vectors holds block `ORDER[i]`.
+        const ORDER: [i32; 8] = Q;
+        /// The q8_1 block of lane i.
+        const ORDER_D: [i32; 8] = QD;
+        /// The activation codes and the unpacked weights of a chunk.
+        type X = [__m256i; 4];
+        type W = [__m256i; 4];
+
         /// `u = 2·e2m1(c) + 12` for every code word c, in both 128-bit lanes.
         #[inline]
         #[target_feature(enable = $feat)]
@@ -110,25 +119,16 @@ macro_rules! kernels {
             _mm256_hadd_epi32(step(0), step(1))
         }
 
-        /// An activation row's factors for the chunk at block b (lane order [`Q`]): `128·dx` of each
-        /// lane's q8_1 block and `12·Σq` of each lane's 16 codes.
+        /// The unsigned weights of a chunk (64 code bytes at `p`).
         ///
         /// # Safety
-        /// AVX2 available; q8_1 blocks b/2 .. b/2 + 4 lie in `x`.
+        /// AVX2 available; 64 bytes at `p`.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn xfactors(x: &Row<'_>, b: usize) -> (__m256, __m256i) {
+        unsafe fn unpack_chunk(p: *const u8, table: __m256i) -> W {
             // SAFETY: the caller's contract.
-            unsafe {
-                let d = _mm256_castps128_ps256(_mm_loadu_ps(x.d.as_ptr().add(b / 2)));
-                let d = _mm256_permutevar8x32_ps(d, _mm256_loadu_si256(QD.as_ptr().cast()));
-                // Exact: dx is a binary16 value, 128·dx < 2²⁴.
-                let d = _mm256_mul_ps(d, _mm256_set1_ps(128.0));
-                let s = _mm256_cvtepi16_epi32(_mm_loadu_si128(x.sum16.as_ptr().add(b).cast()));
-                let s = _mm256_permutevar8x32_epi32(s, _mm256_loadu_si256(Q.as_ptr().cast()));
-                // Exact: |12·Σq| ≤ 12·16·127.
-                (d, _mm256_mullo_epi32(s, _mm256_set1_epi32(12)))
-            }
+            let ([u0, u1], [u2, u3]) = unsafe { (unpack(p, table), unpack(p.add(32), table)) };
+            [u0, u1, u2, u3]
         }
 
         /// The 8 scale words of the chunk at block b (a multiple of 8) of the row whose first word
@@ -149,8 +149,36 @@ macro_rules! kernels {
                 _mm_unpacklo_epi16(_mm_cvtsi32_si128(lo), _mm_cvtsi32_si128(hi))
             }
         }
+    };
+}
 
-        /// The chunk's scales `sf/256` (lane order [`Q`]) from its words in that order
+/// The kernels of one tier, compiled for its features `$feat` (a string literal); the
+/// calling module imports the tier's exact i32 sums `sum4x2_small` of `legacy_avx2` (each
+/// i32 lane: the u8 × i8 products of its 4-byte group in both operand pairs).
+macro_rules! kernels {
+    ($feat:tt) => {
+        /// An activation row's factors for the chunk at block b (lane order `ORDER`): `128·dx` of each
+        /// lane's q8_1 block and `12·Σq` of each lane's 16 codes.
+        ///
+        /// # Safety
+        /// AVX2 available; q8_1 blocks b/2 .. b/2 + 4 lie in `x`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn xfactors(x: &Row<'_>, b: usize) -> (__m256, __m256i) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                let d = _mm256_castps128_ps256(_mm_loadu_ps(x.d.as_ptr().add(b / 2)));
+                let d = _mm256_permutevar8x32_ps(d, _mm256_loadu_si256(ORDER_D.as_ptr().cast()));
+                // Exact: dx is a binary16 value, 128·dx < 2²⁴.
+                let d = _mm256_mul_ps(d, _mm256_set1_ps(128.0));
+                let s = _mm256_cvtepi16_epi32(_mm_loadu_si128(x.sum16.as_ptr().add(b).cast()));
+                let s = _mm256_permutevar8x32_epi32(s, _mm256_loadu_si256(ORDER.as_ptr().cast()));
+                // Exact: |12·Σq| ≤ 12·16·127.
+                (d, _mm256_mullo_epi32(s, _mm256_set1_epi32(12)))
+            }
+        }
+
+        /// The chunk's scales `sf/256` (lane order `ORDER`) from its words in that order
         /// ([`words`]): a valid E4M3FN word shifted left by 7 is the binary16 of its value / 256
         /// (the exponent biases differ by 8; subnormals alike).
         #[inline]
@@ -214,15 +242,16 @@ macro_rules! kernels {
             );
         }
 
-        /// The reference lanes of `acc` (lane order [`Q`]), the scalar tail blocks `whole .. nb`,
+        /// The reference lanes of `acc` (lane order `ORDER`), the scalar tail blocks `whole .. nb`,
         /// the lane tree and the division by d_w.
         #[inline]
         #[target_feature(enable = $feat)]
         fn finish(acc: __m256, w: &NRow<'_>, x: &Row<'_>, whole: usize, nb: usize) -> f32 {
             let mut a = [0f32; 8];
-            // SAFETY: `Q` holds 8 i32, `a` 8 f32.
+            // SAFETY: `ORDER` holds 8 i32, `a` 8 f32.
             unsafe {
-                let q = _mm256_loadu_si256(Q.as_ptr().cast());
+                // ORDER is its own inverse.
+                let q = _mm256_loadu_si256(ORDER.as_ptr().cast());
                 _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc, q));
             }
             blocks_scalar(w, x, whole, nb, &mut a);
@@ -247,9 +276,7 @@ macro_rules! kernels {
                 let mut max = _mm_setzero_si128();
                 let mut b = 0;
                 while b < whole {
-                    let [u0, u1] = unpack(wp.add(8 * b), t);
-                    let [u2, u3] = unpack(wp.add(8 * b + 32), t);
-                    let u = [u0, u1, u2, u3];
+                    let u = unpack_chunk(wp.add(8 * b), t);
                     let ws = words(sp, b);
                     max = _mm_max_epu8(max, ws);
                     let sf = scales(ws);
@@ -296,14 +323,12 @@ macro_rules! kernels {
                 let mut acc = [_mm256_setzero_ps(); R];
                 let mut max = _mm_setzero_si128();
                 // One chunk of row i: its sums against the activation codes `xv`, times `sf·dx`.
-                let chunk = |i: usize, b: usize, xv: &[__m256i; 4], off: __m256i| {
+                let chunk = |i: usize, b: usize, xv: &X, off: __m256i| {
                     let w = wp[i].add(8 * b);
                     // The same chunk of the next group's row i (one cache line): each row is only
                     // a few KiB, too short for the hardware prefetcher to follow four.
                     _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(pf_dist).cast());
-                    let [u0, u1] = unpack(w, t);
-                    let [u2, u3] = unpack(w.add(32), t);
-                    _mm256_cvtepi32_ps(_mm256_sub_epi32(raw(&[u0, u1, u2, u3], xv), off))
+                    _mm256_cvtepi32_ps(_mm256_sub_epi32(raw(&unpack_chunk(w, t), xv), off))
                 };
                 let mut b = 0;
                 while b < whole {
@@ -342,13 +367,114 @@ macro_rules! kernels {
 pub(super) mod avx2 {
     use super::*;
     use crate::linear::cpu::legacy_avx2::avx2::sum4x2_small;
+    chunk256!("avx2,fma,f16c");
     kernels!("avx2,fma,f16c");
 }
 
-/// The AVX-512 tier: 256-bit EVEX `vpdpbusd` (AVX512-VNNI + VL), the AVX2 tier's lanes.
+/// The AVX-512 tier: a whole chunk per 512-bit vector, two `vpdpbusd`, lanes in block
+/// order. Its activation codes are arranged per 128 values (a chunk) as [64 even elements,
+/// 64 odd elements], the order of the low and high nibbles of the chunk's 64 code bytes;
+/// i32 lane l of the products then sums elements 8l .. 8l + 8, so lanes 2j, 2j + 1 are
+/// block j's, and one shift, add and `vpmovqd` leave the eight raw block sums in block
+/// order (the scale words are read in that order too, and no lane is permuted back).
 pub(super) mod avx512 {
     use super::*;
-    use crate::linear::cpu::legacy_avx2::avx512::sum4x2_small;
+
+    /// Lane i of a chunk's vectors holds block i.
+    const ORDER: [i32; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
+    /// The q8_1 block of lane i.
+    const ORDER_D: [i32; 8] = [0, 0, 1, 1, 2, 2, 3, 3];
+    /// The activation codes and the unpacked weights of a chunk.
+    type X = [__m512i; 2];
+    type W = [__m512i; 2];
+
+    /// This tier's arrangement of a chunk's 128 activation codes: `pairs[64h + p]` = element
+    /// 2p + h.
+    const EVEN_ODD: [u8; 128] = {
+        let mut p = [0u8; 128];
+        let mut j = 0;
+        while j < 128 {
+            p[j] = (2 * (j % 64) + j / 64) as u8;
+            j += 1;
+        }
+        p
+    };
+
+    /// The activation rows as this tier's kernel reads them ([`Rows::arrange_pairs`]).
+    pub(in crate::linear::cpu) fn arrange(mut rows: Rows) -> Rows {
+        rows.arrange_pairs(&EVEN_ODD, false);
+        rows
+    }
+
+    /// `u = 2·e2m1(c) + 12` for every code word c, in every 128-bit lane.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn table() -> __m512i {
+        _mm512_broadcast_i32x4(_mm_setr_epi8(
+            12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
+        ))
+    }
+
+    /// The unsigned weights of a chunk (64 code bytes at `p`): [low nibbles = even
+    /// elements, high nibbles = odd elements].
+    ///
+    /// # Safety
+    /// The features of this tier; 64 bytes at `p`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack_chunk(p: *const u8, table: __m512i) -> W {
+        // SAFETY: the caller's contract.
+        let v = unsafe { _mm512_loadu_si512(p.cast()) };
+        let m = _mm512_set1_epi8(0x0F);
+        [
+            _mm512_shuffle_epi8(table, _mm512_and_si512(v, m)),
+            _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16::<4>(v), m)),
+        ]
+    }
+
+    /// The arranged activation codes of a chunk (128 values at `xp`).
+    ///
+    /// # Safety
+    /// The features of this tier; 128 bytes at `xp`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn xcodes(xp: *const i8) -> X {
+        // SAFETY: the caller's contract.
+        unsafe {
+            [
+                _mm512_loadu_si512(xp.cast()),
+                _mm512_loadu_si512(xp.add(64).cast()),
+            ]
+        }
+    }
+
+    /// The chunk's eight raw block sums Σu·q in block order (each lane ≤ 8·24·127).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn raw(u: &W, x: &X) -> __m256i {
+        let z = _mm512_setzero_si512();
+        let z = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u[0], x[0]), u[1], x[1]);
+        _mm512_cvtepi64_epi32(_mm512_add_epi32(z, _mm512_srli_epi64::<32>(z)))
+    }
+
+    /// The 8 scale words of the chunk at block b (a multiple of 8) of the row whose first
+    /// word is at `p` (4 contiguous words in tile b/4, blocks b .. b + 4, and 4 in the next),
+    /// in block order. The high 8 bytes are 0.
+    ///
+    /// # Safety
+    /// The features of this tier; tiles b/4 and b/4 + 1 lie in the row's scale span.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn words(p: *const u8, b: usize) -> __m128i {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let t = p.add(b / 4 * TILE_BYTES);
+            let lo = t.cast::<i32>().read_unaligned();
+            let hi = t.add(TILE_BYTES).cast::<i32>().read_unaligned();
+            _mm_unpacklo_epi32(_mm_cvtsi32_si128(lo), _mm_cvtsi32_si128(hi))
+        }
+    }
+
     kernels!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni");
 }
 
@@ -356,5 +482,6 @@ pub(super) mod avx512 {
 pub(super) mod avxvnni {
     use super::*;
     use crate::linear::cpu::legacy_avx2::avxvnni::sum4x2_small;
+    chunk256!("avx2,fma,f16c,avxvnni");
     kernels!("avx2,fma,f16c,avxvnni");
 }
