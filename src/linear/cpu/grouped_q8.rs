@@ -1,8 +1,8 @@
 //! The grouped formats (q2/t2/q4/q5/q6/q8 in row_split_k128_v1) against q8_1 activations:
 //! the opt-in [`Activation::Q8_1`](crate::linear::Activation) compute profile
 //! (docs/linear.md). The scalar reference order lives here; `grouped_q8_avx2` reproduces its
-//! bits for all six formats, `grouped_q8_avx512` (the AVX-512 tier's own kernels) for q2,
-//! t2, q4 and q8.
+//! bits for all six formats on the AVX2 and AVX-VNNI tiers, `grouped_q8_avx512` on the
+//! AVX-512 tier.
 //!
 //! # Evaluation order (fixed per output)
 //!

@@ -1,9 +1,10 @@
 //! The x86 kernels of the six grouped formats (q2_g64, t2_g128, q4_g64, q5_g64, q6_g64,
 //! q8_g32) against q8_1 activations, in exactly the order of [`super::grouped_q8`]'s module
-//! docs: one source ([`kernels!`]) compiled once per tier — [`avx2`] (AVX2 + FMA + F16C),
-//! [`avx512`] and [`avxvnni`] (256-bit `vpdpbusd`), which differ only in how the exact i32
-//! sums of u8 × i8 products are formed (the sums of `legacy_avx2`'s tiers): the same block
-//! sums, then the same f32 operations in the same lanes, so the same bits.
+//! docs: one source ([`kernels!`]) compiled once per tier — [`avx2`] (AVX2 + FMA + F16C)
+//! and [`avxvnni`] (256-bit `vpdpbusd`), which differ only in how the exact i32 sums of
+//! u8 × i8 products are formed (the sums of `legacy_avx2`'s tiers): the same block sums,
+//! then the same f32 operations in the same lanes, so the same bits. (The AVX-512 tier has
+//! kernels of its own, `grouped_q8_avx512`.)
 //!
 //! The pass shapes are those of `legacy_avx2`: with one activation row (GEMV) a pass takes
 //! up to four weight rows, eight 32-value blocks at a time (a chunk); with several, one
@@ -612,13 +613,6 @@ pub(super) mod avx2 {
     use super::*;
     use crate::linear::cpu::legacy_avx2::avx2::{sum4x2, sum4x2_small};
     kernels!("avx2,fma,f16c");
-}
-
-/// The AVX-512 tier: 256-bit EVEX `vpdpbusd` (AVX512-VNNI + VL), the AVX2 tier's lanes.
-pub(super) mod avx512 {
-    use super::*;
-    use crate::linear::cpu::legacy_avx2::avx512::{sum4x2, sum4x2_small};
-    kernels!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni");
 }
 
 /// The AVX-VNNI tier: 256-bit VEX `vpdpbusd`, the AVX2 tier's lanes.

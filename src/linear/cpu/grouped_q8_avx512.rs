@@ -1,8 +1,7 @@
-//! The AVX-512 tier's own kernels for q2_g64, t2_g128, q4_g64 and q8_g32 against q8_1
-//! activations, in exactly the order of [`super::grouped_q8`]'s module docs (q5_g64 and
-//! q6_g64 run `grouped_q8_avx2`'s kernels compiled for this tier). They form the same exact
-//! block sums `T_b` with 512-bit `vpdpbusd` and far fewer shuffles, then the same f32
-//! operations per block, so the same bits.
+//! The AVX-512 tier's own kernels of the six grouped formats against q8_1 activations, in
+//! exactly the order of [`super::grouped_q8`]'s module docs. They form the same exact block
+//! sums `T_b` as the 256-bit kernels of `grouped_q8_avx2`, with 512-bit `vpdpbusd` and far
+//! fewer shuffles, then the same f32 operations per block, so the same bits.
 //!
 //! A chunk is eight 32-value blocks b .. b + 8 (b a multiple of 8), taken as two runs of
 //! four blocks. The activation codes are rearranged once per forward, per run of four
@@ -11,8 +10,12 @@
 //! - q2/t2: the run's 32 code bytes go to both 256-bit halves of a zmm; `vpsrlvq` by
 //!   (0, 2) and (4, 6) per half and a mask leave field f (elements 4i + f of byte i) of
 //!   block q in bytes 8q .. 8q + 8 of half f mod 2 of vector f / 2 ([`FIELDS`]);
-//! - q4: the run's 64 code bytes are one zmm, 128-bit lane q = block q; its low nibbles
-//!   (elements 2i) and high nibbles (2i + 1) are two vectors ([`NIBBLES4`]);
+//! - q4, q5, q6: the run's 64 nibble bytes are one zmm, 128-bit lane q = block q; its low
+//!   nibbles (elements 2i) and high nibbles (2i + 1) are two vectors ([`NIBBLES4`]). q5's
+//!   bit 4 and q6's top two bits come from plane 1: block q's bytes are spread over lane q
+//!   by one `vpshufb` (q5: byte i/4 to byte i, then `vptestmb` against bit 2(i mod 4) or
+//!   2(i mod 4) + 1 gives the byte mask of the words whose bit 4 is set; q6: byte i/2 to
+//!   byte i, the field moved to bits 4..6 by 16-bit shifts and a byte select);
 //! - q8: the codes in their natural order, two blocks per zmm (no arrangement).
 //!
 //! Two `vpdpbusd` per run accumulate into one vector whose i32 lanes each belong to one
@@ -20,7 +23,8 @@
 //! j = block b + j, in block order: the scales and activation scales are loaded as they
 //! lie, one `vcvtdq2ps` and one fma serve eight blocks, and lane j of the accumulator is
 //! `acc[j]` of the reference. Codes are read unsigned (q2: code + 1, t2: + 2, q4: + 8,
-//! q8: + 128) and that offset times the block's exact Σx is subtracted. Every lane sum is
+//! q5: + 16, q6: + 32, q8: + 128) and that offset times the block's exact Σx is
+//! subtracted. Every lane sum is
 //! exact: |u·x| ≤ 255·127 per product, at most 32 products per block, far below 2³¹.
 //! Blocks past the last whole chunk run the scalar reference step.
 
@@ -59,19 +63,13 @@ const NIBBLES4: [u8; 128] = {
     p
 };
 
-/// Whether this tier has its own kernel for `kind` (else `grouped_q8_avx2`'s).
-fn own(kind: Grouped) -> bool {
-    matches!(kind, Grouped::Q2 | Grouped::T2 | Grouped::Q4 | Grouped::Q8)
-}
-
 /// The activation rows as this tier's kernels read them.
 pub(super) fn arrange(kind: Grouped, mut rows: Rows) -> Rows {
     match kind {
         Grouped::Q2 | Grouped::T2 => rows.arrange_pairs(&FIELDS, false),
-        Grouped::Q4 => rows.arrange_pairs(&NIBBLES4, false),
+        Grouped::Q4 | Grouped::Q5 | Grouped::Q6 => rows.arrange_pairs(&NIBBLES4, false),
         // q8 reads `qs` in its natural order.
         Grouped::Q8 => {}
-        _ => return super::grouped_q8_avx2::arrange(kind, rows),
     }
     rows
 }
@@ -82,14 +80,16 @@ trait Kernel {
     const BLOCK_BYTES: usize;
     /// Scale bytes per chunk of eight blocks.
     const CHUNK_SCALE_BYTES: usize;
+    /// Plane-1 bytes per 32-value block.
+    const HI_BYTES: usize = 0;
     /// The unsigned reading's offset: u = code + 2^OFFSET_LOG2.
     const OFFSET_LOG2: i32;
-    /// The unsigned codes of the chunk at block b of the code row `w`, as the four vectors
-    /// that meet activation vectors `pairs[32b + 64j ..]` (j = 0..4).
+    /// The unsigned codes of the chunk at block b of the code row `w` (plane-1 row `h`), as
+    /// the four vectors that meet activation vectors `pairs[32b + 64j ..]` (j = 0..4).
     ///
     /// # Safety
-    /// AVX-512 F/BW/VL/VNNI available; the chunk's code bytes lie in the row at `w`.
-    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4];
+    /// AVX-512 F/BW/VL/VNNI available; the chunk's bytes lie in the rows at `w` and `h`.
+    unsafe fn unpack(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4];
     /// The chunk's eight raw block sums Σu·x in block order: unpacked vector j against
     /// activation vector j.
     ///
@@ -126,6 +126,32 @@ fn reduce_qwords(a: __m512i, c: __m512i) -> __m256i {
         _mm512_shuffle_i64x2::<0xEE>(a, c),
     );
     _mm512_cvtepi64_epi32(_mm512_add_epi32(z, _mm512_srli_epi64::<32>(z)))
+}
+
+/// 128-bit lane q of `a` (`c`) = block q's (4 + q's) four partial sums → the eight block
+/// sums.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn reduce_lanes(a: __m512i, c: __m512i) -> __m256i {
+    let s = _mm512_add_epi32(_mm512_unpacklo_epi64(a, c), _mm512_unpackhi_epi64(a, c));
+    // Lane q: [block q, block q, block 4 + q, block 4 + q] partials.
+    let s = _mm512_add_epi32(s, _mm512_srli_epi64::<32>(s));
+    let idx = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+    _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx, s))
+}
+
+/// A run's 64 nibble bytes at `p` (lane q = block q), as they are and shifted right by
+/// 4: the low (high) nibble of each byte of vector 0 (1) is element 2i (2i + 1); the other
+/// bits are for the caller to clear.
+///
+/// # Safety
+/// The features of this tier; 64 bytes at `p`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn nibbles(p: *const u8) -> [__m512i; 2] {
+    // SAFETY: the caller's 64 bytes.
+    let v = unsafe { _mm512_loadu_si512(p.cast()) };
+    [v, _mm512_srli_epi16::<4>(v)]
 }
 
 /// The 64-value-group scales of blocks b .. b + 8 in block order (each group twice).
@@ -167,7 +193,7 @@ impl Kernel for Q2 {
     const OFFSET_LOG2: i32 = 0;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4] {
+    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
         // SAFETY: the chunk's 64 code bytes (caller).
         let ([a, c], [d, e]) = unsafe { (fields(w.add(8 * b), 0), fields(w.add(8 * b + 32), 0)) };
         [a, c, d, e]
@@ -194,7 +220,7 @@ impl Kernel for T2 {
     const OFFSET_LOG2: i32 = 1;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4] {
+    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
         // SAFETY: the chunk's 64 code bytes (caller).
         let ([a, c], [d, e]) = unsafe { (fields(w.add(8 * b), 2), fields(w.add(8 * b + 32), 2)) };
         [a, c, d, e]
@@ -224,7 +250,7 @@ impl Kernel for Q4 {
     const OFFSET_LOG2: i32 = 3;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4] {
+    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
         let (m, x88) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x88u8 as i8));
         let run = |v: __m512i| {
             let v = _mm512_xor_si512(v, x88);
@@ -246,13 +272,148 @@ impl Kernel for Q4 {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
-        // 128-bit lane q of a (c): block q (4 + q), four partials each.
         let (a, c) = runs(u, x);
-        let s = _mm512_add_epi32(_mm512_unpacklo_epi64(a, c), _mm512_unpackhi_epi64(a, c));
-        // Lane q: [block q, block q, block 4 + q, block 4 + q] partials.
-        let s = _mm512_add_epi32(s, _mm512_srli_epi64::<32>(s));
-        let idx = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-        _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx, s))
+        reduce_lanes(a, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { g64_scales(s, b) }
+    }
+}
+
+/// q5_g64_fp16: 16 nibble bytes + 4 bit-4 bytes per block, read as u = word ^ 16 = code + 16.
+struct Q5;
+impl Kernel for Q5 {
+    const BLOCK_BYTES: usize = 16;
+    const CHUNK_SCALE_BYTES: usize = 8;
+    const HI_BYTES: usize = 4;
+    const OFFSET_LOG2: i32 = 4;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4] {
+        // Lane q byte i: block q's bit byte i/4 (bits of elements 2i and 2i + 1).
+        let spread = _mm512_setr_epi32(
+            0,
+            0x0101_0101,
+            0x0202_0202,
+            0x0303_0303, //
+            0x0404_0404,
+            0x0505_0505,
+            0x0606_0606,
+            0x0707_0707, //
+            0x0808_0808,
+            0x0909_0909,
+            0x0A0A_0A0A,
+            0x0B0B_0B0B, //
+            0x0C0C_0C0C,
+            0x0D0D_0D0D,
+            0x0E0E_0E0E,
+            0x0F0F_0F0F,
+        );
+        // Bit 2(i mod 4) (element 2i) and bit 2(i mod 4) + 1 (element 2i + 1).
+        let (even, odd) = (
+            _mm512_set1_epi32(0x4010_0401),
+            _mm512_set1_epi32(0x8020_0802u32 as i32),
+        );
+        let (m, sixteen) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(16));
+        let run = |r: usize| {
+            // SAFETY: the run's 64 nibble bytes and 16 bit bytes (caller).
+            let (v, bits) = unsafe {
+                (
+                    nibbles(w.add(16 * (b + 4 * r))),
+                    _mm512_broadcast_i32x4(_mm_loadu_si128(h.add(4 * (b + 4 * r)).cast())),
+                )
+            };
+            let s = _mm512_shuffle_epi8(bits, spread);
+            // u = nibble + 16 where bit 4 is clear, the nibble where it is set.
+            let u = |v: __m512i, k: __mmask64| {
+                let v = _mm512_ternarylogic_epi32::<0xEA>(v, m, sixteen);
+                _mm512_mask_sub_epi8(v, k, v, sixteen)
+            };
+            [
+                u(v[0], _mm512_test_epi8_mask(s, even)),
+                u(v[1], _mm512_test_epi8_mask(s, odd)),
+            ]
+        };
+        let ([a0, a1], [c0, c1]) = (run(0), run(1));
+        [a0, a1, c0, c1]
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        let (a, c) = runs(u, x);
+        reduce_lanes(a, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { g64_scales(s, b) }
+    }
+}
+
+/// q6_g64_fp16: 16 nibble bytes + 8 two-bit bytes per block, read as u = word ^ 32 =
+/// code + 32.
+struct Q6;
+impl Kernel for Q6 {
+    const BLOCK_BYTES: usize = 16;
+    const CHUNK_SCALE_BYTES: usize = 8;
+    const HI_BYTES: usize = 8;
+    const OFFSET_LOG2: i32 = 5;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4] {
+        // Lane q byte i: block q's two-bit byte i/2 (fields of elements 2i and 2i + 1): the
+        // run's 32 bytes as qwords (0, 0, 1, 1, 2, 2, 3, 3), then bytes (0, 0, 1, 1, ..) of
+        // each lane's first qword.
+        let lanes = _mm512_setr_epi64(0, 0, 1, 1, 2, 2, 3, 3);
+        let spread = _mm512_broadcast_i32x4(_mm_setr_epi8(
+            0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7,
+        ));
+        // Selects the low byte of each 16-bit word from the first operand.
+        let low = _mm512_set1_epi16(0x00FF);
+        let (m, x20) = (_mm512_set1_epi8(0x3F), _mm512_set1_epi8(0x20));
+        let nib = _mm512_set1_epi8(0x0F);
+        let run = |r: usize| {
+            // SAFETY: the run's 64 nibble bytes and 32 two-bit bytes (caller).
+            let (v, t) = unsafe {
+                (
+                    nibbles(w.add(16 * (b + 4 * r))),
+                    _mm256_loadu_si256(h.add(8 * (b + 4 * r)).cast()),
+                )
+            };
+            let s = _mm512_shuffle_epi8(
+                _mm512_permutexvar_epi64(lanes, _mm512_castsi256_si512(t)),
+                spread,
+            );
+            // Element 2i's field sits at bits 4(i mod 2) of byte i of s, element 2i + 1's at
+            // 4(i mod 2) + 2: both moved to bits 4..6 (even i: left by 4 or 2; odd i: as is or
+            // right by 2; 16-bit shifts, the byte taken from the right one).
+            let top = [
+                _mm512_ternarylogic_epi32::<0xE4>(_mm512_slli_epi16::<4>(s), s, low),
+                _mm512_ternarylogic_epi32::<0xE4>(
+                    _mm512_slli_epi16::<2>(s),
+                    _mm512_srli_epi16::<2>(s),
+                    low,
+                ),
+            ];
+            // u = (nibble | field << 4) ^ 32 = code + 32.
+            let u = |v: __m512i, t: __m512i| {
+                let v = _mm512_ternarylogic_epi32::<0xE4>(v, t, nib);
+                _mm512_ternarylogic_epi32::<0x6A>(v, m, x20)
+            };
+            [u(v[0], top[0]), u(v[1], top[1])]
+        };
+        let ([a0, a1], [c0, c1]) = (run(0), run(1));
+        [a0, a1, c0, c1]
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        let (a, c) = runs(u, x);
+        reduce_lanes(a, c)
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -270,7 +431,7 @@ impl Kernel for Q8 {
     const OFFSET_LOG2: i32 = 7;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, b: usize) -> [__m512i; 4] {
+    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
         let x80 = _mm512_set1_epi8(0x80u8 as i8);
         // SAFETY: the chunk's 256 code bytes (caller).
         std::array::from_fn(|j| unsafe {
@@ -323,8 +484,9 @@ pub(super) unsafe fn dot_row_group(
             Grouped::Q2 => group::<Q2>(kind, ws, xs, out),
             Grouped::T2 => group::<T2>(kind, ws, xs, out),
             Grouped::Q4 => group::<Q4>(kind, ws, xs, out),
+            Grouped::Q5 => group::<Q5>(kind, ws, xs, out),
+            Grouped::Q6 => group::<Q6>(kind, ws, xs, out),
             Grouped::Q8 => group::<Q8>(kind, ws, xs, out),
-            _ => super::grouped_q8_avx2::avx512::dot_row_group(kind, ws, xs, out),
         }
     }
 }
@@ -334,7 +496,6 @@ pub(super) unsafe fn dot_row_group(
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
-    debug_assert!(own(kind));
     let Some(first) = xs.first() else {
         return;
     };
@@ -346,6 +507,7 @@ unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: 
         assert!(kind == Grouped::Q8 || x.pairs.len() >= 32 * whole);
     }
     assert!(ws.iter().all(|w| w.codes.len() >= K::BLOCK_BYTES * nb
+        && w.hi.len() >= K::HI_BYTES * nb
         && w.scales.len() >= 2 * (32 * nb).div_ceil(kind.group())));
     passes!(
         ws,
@@ -410,7 +572,7 @@ unsafe fn tile<const C: usize, K: Kernel>(
 ) {
     let nb = xs[0].d.len();
     let whole = nb / 8 * 8;
-    let (wp, sp) = (w.codes.as_ptr(), w.scales.as_ptr());
+    let (wp, hp, sp) = (w.codes.as_ptr(), w.hi.as_ptr(), w.scales.as_ptr());
     // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in the weight row and every
     // activation row (the caller's checks).
     unsafe {
@@ -418,7 +580,7 @@ unsafe fn tile<const C: usize, K: Kernel>(
         let mut b = 0;
         while b < whole {
             let dw = K::scales(sp, b);
-            let u = K::unpack(wp, b);
+            let u = K::unpack(wp, hp, b);
             for c in 0..C {
                 let x = &xs[c];
                 let t = totals::<K>(&u, codes(kind, x).as_ptr(), x.sum.as_ptr(), b);
@@ -449,6 +611,7 @@ unsafe fn rows<const R: usize, K: Kernel>(
     let whole = nb / 8 * 8;
     let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
     let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
+    let hp: [*const u8; R] = std::array::from_fn(|i| ws[i].hi.as_ptr());
     // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
     let pf_dist = R * ws[0].codes.len();
     let pf_scales = R * ws[0].scales.len();
@@ -474,7 +637,14 @@ unsafe fn rows<const R: usize, K: Kernel>(
                         .wrapping_add(K::CHUNK_SCALE_BYTES * (b / 8) + pf_scales)
                         .cast(),
                 );
-                let t = totals::<K>(&K::unpack(wp[i], b), xp, ps, b);
+                if K::HI_BYTES > 0 {
+                    _mm_prefetch::<_MM_HINT_T1>(
+                        hp[i]
+                            .wrapping_add(K::HI_BYTES * b + R * ws[0].hi.len())
+                            .cast(),
+                    );
+                }
+                let t = totals::<K>(&K::unpack(wp[i], hp[i], b), xp, ps, b);
                 let d = _mm256_mul_ps(K::scales(sp[i], b), dx);
                 acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
             }
