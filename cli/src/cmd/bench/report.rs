@@ -87,16 +87,21 @@ impl Row {
     }
 }
 
-/// The native formats the third performance target names: q4_g64, q8_g32, fp8 rows, nvfp4.
-fn is_native(f: Format) -> bool {
-    matches!(
-        f,
-        Format::Q4_G64Fp16
-            | Format::Q8_G32Fp16
-            | Format::Fp8E4m3fnRowBf16
-            | Format::Fp8E4m3fnRowFp16
-            | Format::Nvfp4
-    )
+/// The rows the native-format target applies to: the grouped formats (q2_g64, t2_g128,
+/// q4_g64, q5_g64, q6_g64, q8_g32) and nvfp4 with the q8_1 profile, fp8 rows with their
+/// exact one.
+fn is_native(r: &Row) -> bool {
+    match r.format {
+        Format::Q2_G64Fp16
+        | Format::T2_G128Fp16
+        | Format::Q4_G64Fp16
+        | Format::Q5_G64Fp16
+        | Format::Q6_G64Fp16
+        | Format::Q8_G32Fp16
+        | Format::Nvfp4 => r.activation == Activation::Q8_1,
+        Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => r.activation == Activation::Exact,
+        _ => false,
+    }
 }
 
 /// Target 3 for every native row: its weight GB/s over the best ggml weight GB/s of a GGUF
@@ -116,7 +121,7 @@ fn native_targets(rows: &[Row]) -> Vec<Option<(f64, Format)>> {
     }
     rows.iter()
         .map(|r| {
-            is_native(r.format)
+            is_native(r)
                 .then(|| best.get(&(r.n, r.k, r.m, r.threads)))
                 .flatten()
                 .map(|&(g, f)| (r.weight_gbs() / g, f))
@@ -485,16 +490,23 @@ mod tests {
         assert_eq!(r.bw_fraction(), Some(2.0));
         assert_eq!(r.bw_target(), Some(true));
         assert_eq!(row(Format::Bf16, 32, 1.0, None, true).bw_target(), None);
-        // Native: q4_g64 at 100 B/s against ggml's best GGUF at 50 B/s (q4_0) and 25 B/s.
+        // Native: q4_g64 (q8_1 profile) at 100 B/s against ggml's best GGUF at 50 B/s (q4_0)
+        // and 25 B/s; the exact profile of q4_g64 and bf16 have no such target.
+        let q8_1 = |mut r: Row| {
+            r.activation = Activation::Q8_1;
+            r
+        };
         let rows = [
             row(Format::GgufQ4_0, 1, 1.0, Some(2.0), false),
             row(Format::GgufQ8_0, 1, 1.0, Some(4.0), false),
-            row(Format::Q4_G64Fp16, 1, 1.0, None, false),
+            q8_1(row(Format::Q4_G64Fp16, 1, 1.0, None, false)),
             row(Format::Bf16, 1, 1.0, None, false),
+            row(Format::Q4_G64Fp16, 1, 1.0, None, false),
         ];
         let t = native_targets(&rows);
         assert_eq!(t[2], Some((2.0, Format::GgufQ4_0)));
         assert_eq!(t[3], None);
+        assert_eq!(t[4], None);
         let info = RunInfo {
             isa: "avx2".into(),
             cpu_model: "Some CPU, 8-Core".into(),
@@ -506,7 +518,7 @@ mod tests {
             ggml_dir: None,
         };
         let c = csv(&rows, &info);
-        assert!(c.lines().count() == 5);
+        assert!(c.lines().count() == 6);
         assert!(
             c.lines()
                 .nth(1)
