@@ -82,6 +82,68 @@ pub(super) fn blocks_scalar(
     }
 }
 
+/// The x86 kernels' bounds checks (every pointer they read stays inside these): each of
+/// `xs` holds the same K/32 blocks, with `arranged` its rearranged codes of every whole
+/// chunk of eight blocks; each of `ws` holds `block_bytes` (`hi_bytes`) plane-0 (plane-1)
+/// bytes per block and the scales of its groups. Panics otherwise.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn check_rows(
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    xs: &[Row<'_>],
+    block_bytes: usize,
+    hi_bytes: usize,
+    arranged: bool,
+) {
+    let nb = xs.first().map_or(0, |x| x.d.len());
+    for x in xs {
+        assert!(x.d.len() == nb && x.qs.len() >= 32 * nb && x.sum.len() >= nb);
+        assert!(!arranged || x.pairs.len() >= 32 * (nb / 8 * 8));
+    }
+    assert!(ws.iter().all(|w| w.codes.len() >= block_bytes * nb
+        && w.hi.len() >= hi_bytes * nb
+        && w.scales.len() >= 2 * (32 * nb).div_ceil(kind.group())));
+}
+
+/// Prefetches (into L2) the planes of the chunk at block b of the row `R` rows after `w`
+/// (rows are consecutive in each plane, `first` being any row of the same length): a row
+/// is only a few KiB, too short for the hardware prefetcher to follow four of them.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn prefetch_next<const R: usize>(
+    w: &GRow<'_>,
+    first: GRow<'_>,
+    b: usize,
+    block_bytes: usize,
+    hi_bytes: usize,
+    chunk_scale_bytes: usize,
+) {
+    use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+    let codes = w
+        .codes
+        .as_ptr()
+        .wrapping_add(block_bytes * b + R * first.codes.len());
+    let mut o = 0;
+    while o < 8 * block_bytes {
+        // SAFETY: a prefetch never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(codes.wrapping_add(o).cast()) };
+        o += 64;
+    }
+    let scales = w
+        .scales
+        .as_ptr()
+        .wrapping_add(chunk_scale_bytes * (b / 8) + R * first.scales.len());
+    // SAFETY: as above.
+    unsafe { _mm_prefetch::<_MM_HINT_T1>(scales.cast()) };
+    if hi_bytes > 0 {
+        let hi =
+            w.hi.as_ptr()
+                .wrapping_add(hi_bytes * b + R * first.hi.len());
+        // SAFETY: as above.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(hi.cast()) };
+    }
+}
+
 /// Up to four consecutive weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]` =
 /// the product of `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
 ///

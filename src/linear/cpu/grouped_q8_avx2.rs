@@ -30,7 +30,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::float::Grouped;
-use super::grouped_q8::{GRow, blocks_scalar};
+use super::grouped_q8::{GRow, blocks_scalar, check_rows, prefetch_next};
 use super::{P, tree8, unpermuted};
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
@@ -436,19 +436,11 @@ macro_rules! kernels {
             xs: &[Row<'_>],
             out: &mut [f32],
         ) {
-            let Some(first) = xs.first() else {
+            if xs.is_empty() {
                 return;
-            };
-            // The bounds checks: every pointer read below stays inside these.
-            let nb = first.d.len();
-            let whole = nb / 8 * 8;
-            for x in xs {
-                assert!(x.d.len() == nb && x.qs.len() >= 32 * nb && x.sum.len() >= nb);
-                assert!(x.pairs.len() >= 32 * whole);
             }
-            assert!(ws.iter().all(|w| w.codes.len() >= K::BLOCK_BYTES * nb
-                && w.hi.len() >= K::HI_BYTES * nb
-                && w.scales.len() >= 2 * (32 * nb).div_ceil(kind.group())));
+            // The bounds checks: every pointer read below stays inside these.
+            check_rows(kind, ws, xs, K::BLOCK_BYTES, K::HI_BYTES, true);
             passes!(
                 ws,
                 xs,
@@ -557,9 +549,6 @@ macro_rules! kernels {
             let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
             let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
             let hp: [*const u8; R] = std::array::from_fn(|i| ws[i].hi.as_ptr());
-            // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
-            let pf_dist = R * ws[0].codes.len();
-            let pf_scales = R * ws[0].scales.len();
             let (pd, ps, xp) = (x.d.as_ptr(), x.sum.as_ptr(), x.pairs.as_ptr());
             // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
             unsafe {
@@ -570,27 +559,14 @@ macro_rules! kernels {
                     let dx = _mm256_permutevar8x32_ps(_mm256_loadu_ps(pd.add(b)), perm);
                     for i in 0..R {
                         let w = wp[i];
-                        // The same part of the next group's row i: each row is only a few KiB,
-                        // too short for the hardware prefetcher to follow four of them.
-                        let ahead = K::BLOCK_BYTES * b + pf_dist;
-                        let mut o = 0;
-                        while o < 8 * K::BLOCK_BYTES {
-                            _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(ahead + o).cast());
-                            o += 64;
-                        }
-                        // And its scales (a separate plane, also one stream per row).
-                        _mm_prefetch::<_MM_HINT_T1>(
-                            sp[i]
-                                .wrapping_add(K::CHUNK_SCALE_BYTES * (b / 8) + pf_scales)
-                                .cast(),
+                        prefetch_next::<R>(
+                            &ws[i],
+                            ws[0],
+                            b,
+                            K::BLOCK_BYTES,
+                            K::HI_BYTES,
+                            K::CHUNK_SCALE_BYTES,
                         );
-                        if K::HI_BYTES > 0 {
-                            _mm_prefetch::<_MM_HINT_T1>(
-                                hp[i]
-                                    .wrapping_add(K::HI_BYTES * b + R * ws[0].hi.len())
-                                    .cast(),
-                            );
-                        }
                         let q: [K::W; 4] = std::array::from_fn(|j| K::unpack(w, hp[i], b + 2 * j));
                         let t = totals::<K>(&q, xp, ps, b);
                         let d = _mm256_mul_ps(K::scales(sp[i], b), dx);

@@ -32,7 +32,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::float::Grouped;
-use super::grouped_q8::{GRow, blocks_scalar};
+use super::grouped_q8::{GRow, blocks_scalar, check_rows, prefetch_next};
 use super::tree8;
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
@@ -91,16 +91,27 @@ trait Kernel {
     /// AVX-512 F/BW/VL/VNNI available; the chunk's bytes lie in the rows at `w` and `h`.
     unsafe fn unpack(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4];
     /// The chunk's eight raw block sums Σu·x in block order: unpacked vector j against
-    /// activation vector j.
+    /// activation vector j; by default for a lane-per-block layout ([`reduce_lanes`]).
     ///
     /// # Safety
     /// As [`Kernel::unpack`].
-    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i;
-    /// The scales of the chunk's blocks in block order.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        let (a, c) = runs(u, x);
+        reduce_lanes(a, c)
+    }
+    /// The scales of the chunk's blocks in block order; by default those of a 64-value
+    /// group format ([`g64_scales`]).
     ///
     /// # Safety
     /// As [`Kernel::unpack`]; the chunk's groups lie in the scale row at `s`.
-    unsafe fn scales(s: *const u8, b: usize) -> __m256;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { g64_scales(s, b) }
+    }
 }
 
 /// Vectors 0, 1 (2, 3) of `u` against those of `x` summed into one vector per run of four
@@ -204,12 +215,6 @@ impl Kernel for Q2 {
         let (a, c) = runs(u, x);
         reduce_qwords(a, c)
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { g64_scales(s, b) }
-    }
 }
 
 /// t2_g128_fp16: 8 bytes per block, two's-complement words read as u = word ^ 2 = code + 2.
@@ -268,18 +273,6 @@ impl Kernel for Q4 {
         };
         let ([a0, a1], [c0, c1]) = (run(a), run(c));
         [a0, a1, c0, c1]
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
-        let (a, c) = runs(u, x);
-        reduce_lanes(a, c)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { g64_scales(s, b) }
     }
 }
 
@@ -340,18 +333,6 @@ impl Kernel for Q5 {
         let ([a0, a1], [c0, c1]) = (run(0), run(1));
         [a0, a1, c0, c1]
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
-        let (a, c) = runs(u, x);
-        reduce_lanes(a, c)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { g64_scales(s, b) }
-    }
 }
 
 /// q6_g64_fp16: 16 nibble bytes + 8 two-bit bytes per block, read as u = word ^ 32 =
@@ -408,18 +389,6 @@ impl Kernel for Q6 {
         };
         let ([a0, a1], [c0, c1]) = (run(0), run(1));
         [a0, a1, c0, c1]
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
-        let (a, c) = runs(u, x);
-        reduce_lanes(a, c)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { g64_scales(s, b) }
     }
 }
 
@@ -496,19 +465,18 @@ pub(super) unsafe fn dot_row_group(
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
-    let Some(first) = xs.first() else {
+    if xs.is_empty() {
         return;
-    };
-    // The bounds checks: every pointer read below stays inside these.
-    let nb = first.d.len();
-    let whole = nb / 8 * 8;
-    for x in xs {
-        assert!(x.d.len() == nb && x.qs.len() >= 32 * nb && x.sum.len() >= nb);
-        assert!(kind == Grouped::Q8 || x.pairs.len() >= 32 * whole);
     }
-    assert!(ws.iter().all(|w| w.codes.len() >= K::BLOCK_BYTES * nb
-        && w.hi.len() >= K::HI_BYTES * nb
-        && w.scales.len() >= 2 * (32 * nb).div_ceil(kind.group())));
+    // The bounds checks: every pointer read below stays inside these.
+    check_rows(
+        kind,
+        ws,
+        xs,
+        K::BLOCK_BYTES,
+        K::HI_BYTES,
+        kind != Grouped::Q8,
+    );
     passes!(
         ws,
         xs,
@@ -612,9 +580,6 @@ unsafe fn rows<const R: usize, K: Kernel>(
     let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
     let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
     let hp: [*const u8; R] = std::array::from_fn(|i| ws[i].hi.as_ptr());
-    // Rows are consecutive in the code plane: the next group's row i is R rows ahead.
-    let pf_dist = R * ws[0].codes.len();
-    let pf_scales = R * ws[0].scales.len();
     let (pd, ps, xp) = (x.d.as_ptr(), x.sum.as_ptr(), codes(kind, x).as_ptr());
     // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
     unsafe {
@@ -623,27 +588,14 @@ unsafe fn rows<const R: usize, K: Kernel>(
         while b < whole {
             let dx = _mm256_loadu_ps(pd.add(b));
             for i in 0..R {
-                // The same part of the next group's row i: each row is only a few KiB, too
-                // short for the hardware prefetcher to follow four of them.
-                let ahead = wp[i].wrapping_add(K::BLOCK_BYTES * b + pf_dist);
-                let mut o = 0;
-                while o < 8 * K::BLOCK_BYTES {
-                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast());
-                    o += 64;
-                }
-                // And its scales (a separate plane, also one stream per row).
-                _mm_prefetch::<_MM_HINT_T1>(
-                    sp[i]
-                        .wrapping_add(K::CHUNK_SCALE_BYTES * (b / 8) + pf_scales)
-                        .cast(),
+                prefetch_next::<R>(
+                    &ws[i],
+                    ws[0],
+                    b,
+                    K::BLOCK_BYTES,
+                    K::HI_BYTES,
+                    K::CHUNK_SCALE_BYTES,
                 );
-                if K::HI_BYTES > 0 {
-                    _mm_prefetch::<_MM_HINT_T1>(
-                        hp[i]
-                            .wrapping_add(K::HI_BYTES * b + R * ws[0].hi.len())
-                            .cast(),
-                    );
-                }
                 let t = totals::<K>(&K::unpack(wp[i], hp[i], b), xp, ps, b);
                 let d = _mm256_mul_ps(K::scales(sp[i], b), dx);
                 acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
