@@ -179,7 +179,7 @@ pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out:
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernels are compiled for.
-        Isa::Avx512 => unsafe { super::kquants_avx2::avx512::dot_row_group(kq, ws, xs, out) },
+        Isa::Avx512 => unsafe { super::kquants_avx512::dot_row_group(kq, ws, xs, out) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni => unsafe { super::kquants_avx2::avxvnni::dot_row_group(kq, ws, xs, out) },

@@ -58,18 +58,18 @@ use std::arch::x86_64::*;
 
 /// A super-block's header, decoded once per weight row.
 #[derive(Clone, Copy)]
-struct Hdr {
+pub(super) struct Hdr {
     /// d and dmin broadcast.
-    d: __m256,
-    dmin: __m256,
+    pub(super) d: __m256,
+    pub(super) dmin: __m256,
     /// The scales of blocks 0..4 (`s03`) and 4..8 (`s47`) as [`quad`] applies them: Q2_K,
     /// Q3_K: i16 lanes 2k, 2k+1 = sc[2(J+k)] in the low 128 bits, sc[2(J+k)+1] in the high;
     /// Q6_K: i32 lane k = sc[2(J+k)], lane 4+k = sc[2(J+k)+1]; Q4_K, Q5_K: `s03` holds the 8
     /// per-32 scales as i32, applied after the reduction.
-    s03: __m256i,
+    pub(super) s03: __m256i,
     s47: __m256i,
     /// The 16 per-16 coefficients of Σx16: mins (Q2_K, Q4_K, Q5_K) or k·sc (Q3_K, Q6_K).
-    c16: __m256i,
+    pub(super) c16: __m256i,
 }
 
 /// One k-quant type.
@@ -94,7 +94,7 @@ trait K {
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn load(p: *const u8) -> __m256i {
+pub(super) unsafe fn load(p: *const u8) -> __m256i {
     // SAFETY: the caller's 32 readable bytes.
     unsafe { _mm256_loadu_si256(p.cast()) }
 }
@@ -102,7 +102,7 @@ unsafe fn load(p: *const u8) -> __m256i {
 /// The binary16 at `p` as f32 broadcast (exact).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn f16x8(p: *const u8) -> __m256 {
+pub(super) unsafe fn f16x8(p: *const u8) -> __m256 {
     // SAFETY: two readable bytes at p.
     let bits = unsafe { std::ptr::read_unaligned(p.cast::<u16>()) };
     _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
@@ -190,6 +190,27 @@ impl K for Q2K {
     }
 }
 
+/// Q3_K's 16 signed 6-bit scales (bytes, sub-block order) of the super-block at `b`.
+///
+/// # Safety
+/// A whole Q3_K super-block at `b`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q3_scales(b: *const u8) -> __m128i {
+    // SAFETY: scales[12] lies in the block.
+    let (a, hb) = unsafe {
+        (
+            std::ptr::read_unaligned(b.add(q3_k::SCALES.at).cast::<u64>()),
+            std::ptr::read_unaligned(b.add(q3_k::SCALES.at + 8).cast::<u32>()),
+        )
+    };
+    let two = |s: u32| ((hb >> s) & 0x0303_0303) as u64;
+    let lo = 0x0F0F_0F0F_0F0F_0F0Fu64;
+    let s0 = (a & lo) | ((two(0) | two(2) << 32) << 4);
+    let s1 = ((a >> 4) & lo) | ((two(4) | two(6) << 32) << 4);
+    _mm_sub_epi8(_mm_set_epi64x(s1 as i64, s0 as i64), _mm_set1_epi8(32))
+}
+
 /// `block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }`: u = q + 4.
 struct Q3K;
 impl K for Q3K {
@@ -200,13 +221,7 @@ impl K for Q3K {
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: 110 bytes at b.
         unsafe {
-            let a = std::ptr::read_unaligned(b.add(q3_k::SCALES.at).cast::<u64>());
-            let hb = std::ptr::read_unaligned(b.add(q3_k::SCALES.at + 8).cast::<u32>());
-            let two = |s: u32| ((hb >> s) & 0x0303_0303) as u64;
-            let lo = 0x0F0F_0F0F_0F0F_0F0Fu64;
-            let s0 = (a & lo) | ((two(0) | two(2) << 32) << 4);
-            let s1 = ((a >> 4) & lo) | ((two(4) | two(6) << 32) << 4);
-            let s = _mm_sub_epi8(_mm_set_epi64x(s1 as i64, s0 as i64), _mm_set1_epi8(32));
+            let s = q3_scales(b);
             let sc16 = _mm256_cvtepi8_epi16(s);
             let d = f16x8(b.add(q3_k::D.at));
             per16(d, d, s, _mm256_slli_epi16(sc16, 2))
@@ -236,7 +251,7 @@ impl K for Q3K {
 /// low (high) nibbles of L2 and the high 2 bits from the tops of L0 (L1).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn header_k4(b: *const u8) -> Hdr {
+pub(super) unsafe fn header_k4(b: *const u8) -> Hdr {
     // SAFETY: the 16 bytes d, dmin, scales[12] at b.
     let v = unsafe { _mm_loadu_si128(b.cast()) };
     let s = _mm_srli_si128(v, 4);
@@ -361,7 +376,7 @@ impl K for Q6K {
 
 /// How many weight rows ahead the kernel prefetches: beyond L3 (16384 × 4096, M = 1) 2
 /// measured best (1: ~5–10% slower, 3 and 4: equal or slower); in L3 it is neutral.
-const PF_ROWS: usize = 2;
+pub(super) const PF_ROWS: usize = 2;
 
 /// The kernels of one tier, compiled for its features `$feat` (a string literal); the
 /// calling module defines `VNNI` (whether `sum4` is one instruction) and `sum4(u, s)`, the
@@ -606,21 +621,6 @@ pub(super) mod avx2 {
     }
 
     kernels!("avx2,fma,f16c");
-}
-
-/// The AVX-512 tier: `sum4` = 256-bit EVEX `vpdpbusd` (AVX512-VNNI + VL).
-pub(super) mod avx512 {
-    use super::*;
-
-    const VNNI: bool = true;
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    fn sum4(u: __m256i, s: __m256i) -> __m256i {
-        _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
-    }
-
-    kernels!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni");
 }
 
 /// The AVX-VNNI tier: `sum4` = 256-bit VEX `vpdpbusd`.

@@ -1,0 +1,436 @@
+//! The AVX-512 k-quant kernels (F/BW/VL/VNNI), in exactly the order of
+//! [`super::kquants`]'s module docs, with 512-bit registers.
+//!
+//! Per super-block and weight row the codes are four registers `C_p` (p = 0..4), each the
+//! UNSIGNED codes of blocks 2p (low 256 bits) and 2p+1 (high 256 bits), the activation's
+//! natural order (Q2_K 0..3, Q3_K 0..7 = q + 4, Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 =
+//! q + 32; the offsets come back through the half-block sums Σx16 as on the AVX2 tier):
+//!
+//! - `V_p = vpdpbusd(0, C_p, X_p)` (X_p = activation bytes 64p..64p+64): i32 lanes of four
+//!   products, ≤ 4·63·127 = 32004 in magnitude;
+//! - a transpose-reduce, two levels of `vpunpck{l,h}dq` / `vpunpck{l,h}qdq` + `vpaddd`:
+//!   lane 4c + p of `W` = the sum of 128-bit chunk c of `V_p`, one 16-value group
+//!   (group 4p + c of the super-block), ≤ 16·63·127 = 128016;
+//! - the per-16 scales (Q2_K, Q3_K, Q6_K) as ONE `vpmulld` of `W` by the 16 scales in that
+//!   order (|sc| ≤ 128: < 2²⁴);
+//! - the two groups of each block added (`vshufi64x2` + `vpaddd`) and ONE `vpermd` to
+//!   lane j = block j; Q4_K/Q5_K then multiply lane j by the 6-bit per-32 scale;
+//! - from there as the AVX2 tier: the offsets and mins through `vpmaddwd(c16, Σx16)`, one
+//!   convert and one fma per super-block and activation row (`acc ← fma(d·dx, S, acc)`,
+//!   `accm ← fma(dmin·dx, M, accm)`).
+//!
+//! Every S_j and M_j is the exact integer of the module docs (no intermediate leaves i32 or
+//! exceeds 2²⁴), so the bits equal the scalar reference's.
+//!
+//! A pass is one weight row × RX ≤ 4 activation rows: the codes are unpacked once per
+//! super-block and meet every activation row. Each super-block step prefetches the same
+//! super-block [`PF_ROWS`] rows further on (as the AVX2 tier).
+
+use super::kquants::{Kq, finish};
+use super::kquants_avx2::{PF_ROWS, f16x8, header_k4, q3_scales};
+use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k};
+use crate::linear::q8_1::Row;
+use std::arch::x86_64::*;
+
+/// A super-block's header, decoded once per weight row.
+#[derive(Clone, Copy)]
+struct Hdr {
+    /// d and dmin broadcast.
+    d: __m256,
+    dmin: __m256,
+    /// Per-16 types (Q2_K, Q3_K, Q6_K): i32 lane 4c + p = sc[4p + c] (the order of `W`).
+    sc: __m512i,
+    /// Q4_K, Q5_K: the 8 per-32 scales as i32, lane j = block j.
+    s32: __m256i,
+    /// The 16 per-16 coefficients of Σx16: mins (Q2_K, Q4_K, Q5_K) or k·sc (Q3_K, Q6_K).
+    c16: __m256i,
+}
+
+/// One k-quant type.
+trait K {
+    const KQ: Kq;
+    /// # Safety
+    /// AVX-512 F/BW/VL/VNNI, AVX2/FMA/F16C available; `b` points at a whole super-block.
+    unsafe fn header(b: *const u8) -> Hdr;
+    /// The unsigned codes `C_p` of blocks 2p, 2p+1 (module docs).
+    ///
+    /// # Safety
+    /// As [`K::header`].
+    unsafe fn codes(b: *const u8) -> [__m512i; 4];
+}
+
+/// The 32 bytes at `p` in both 256-bit halves.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn bcast(p: *const u8) -> __m512i {
+    // SAFETY: the caller's 32 readable bytes.
+    unsafe { _mm512_broadcast_i64x4(_mm256_loadu_si256(p.cast())) }
+}
+
+/// i64 `a` in every lane of the low 256 bits, `b` in the high.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn halves(a: i64, b: i64) -> __m512i {
+    _mm512_set_epi64(b, b, b, b, a, a, a, a)
+}
+
+/// Byte `a` in every byte of the low 256 bits, `b` in the high.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn halves8(a: u8, b: u8) -> __m512i {
+    halves(i64::from_ne_bytes([a; 8]), i64::from_ne_bytes([b; 8]))
+}
+
+/// The 16 per-16 scale bytes (signed) as i32 in the order of `W`: lane 4c + p = sc[4p + c].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn w_order(sc: __m128i) -> __m512i {
+    let t = _mm_set_epi8(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+    _mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc, t))
+}
+
+/// Two-bit fields 2i, 2i+2 (blocks 2p, 2p+1 of half `h`, i = 2(p % 2)) of the 32 bytes at
+/// `qs` (Q2_K, Q3_K): `C_p` before Q3_K's high bit.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn two_bits(qs: *const u8) -> [__m512i; 4] {
+    let mut c = [_mm512_setzero_si512(); 4];
+    for p in 0..4 {
+        let i = 2 * (p as i64 % 2);
+        // SAFETY: qs[32h..32h+32] lies in the block (the caller's contract).
+        let q = unsafe { bcast(qs.add(32 * (p / 2))) };
+        // 64-bit shifts are safe: bits 0, 1 of each byte come from bits 2i, 2i+1 of it.
+        let q = _mm512_srlv_epi64(q, halves(2 * i, 2 * i + 2));
+        c[p] = _mm512_and_si512(q, _mm512_set1_epi8(3));
+    }
+    c
+}
+
+/// `c[p] += add` in the bytes whose bit 2p (low half) or 2p+1 (high half) of `bits` is set:
+/// the high code bit of Q3_K (`add` = 4) and Q5_K (16).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn high_bit(c: &mut [__m512i; 4], bits: __m512i, add: i8) {
+    for p in 0..4 {
+        let k = _mm512_test_epi8_mask(bits, halves8(1 << (2 * p), 1 << (2 * p + 1)));
+        c[p] = _mm512_mask_add_epi8(c[p], k, c[p], _mm512_set1_epi8(add));
+    }
+}
+
+/// `block_q2_K { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin; }`.
+struct Q2K;
+impl K for Q2K {
+    const KQ: Kq = Kq::Q2K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: 84 bytes at b.
+        unsafe {
+            let s = _mm_loadu_si128(b.add(q2_k::SCALES.at).cast());
+            let m = _mm_set1_epi8(0x0F);
+            Hdr {
+                d: f16x8(b.add(q2_k::D.at)),
+                dmin: f16x8(b.add(q2_k::DMIN.at)),
+                sc: w_order(_mm_and_si128(s, m)),
+                s32: _mm256_setzero_si256(),
+                c16: _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m)),
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[64] lies in the block.
+        unsafe { two_bits(b.add(q2_k::QS.at)) }
+    }
+}
+
+/// `block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }`: u = q + 4.
+struct Q3K;
+impl K for Q3K {
+    const KQ: Kq = Kq::Q3K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: 110 bytes at b.
+        unsafe {
+            let s = q3_scales(b);
+            let d = f16x8(b.add(q3_k::D.at));
+            Hdr {
+                d,
+                dmin: d,
+                sc: w_order(s),
+                s32: _mm256_setzero_si256(),
+                c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(s), 2),
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[64] and hmask[32] lie in the block.
+        unsafe {
+            let mut c = two_bits(b.add(q3_k::QS.at));
+            high_bit(&mut c, bcast(b.add(q3_k::HMASK.at)), 4);
+            c
+        }
+    }
+}
+
+/// Q4_K/Q5_K's low nibbles: block 2p is the low nibble of qs[32p..32p+32], block 2p+1 the
+/// high.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn nibbles(qs: *const u8) -> [__m512i; 4] {
+    let mut c = [_mm512_setzero_si512(); 4];
+    for p in 0..4 {
+        // SAFETY: qs[32p..32p+32] lies in the block (the caller's contract).
+        let q = unsafe { bcast(qs.add(32 * p)) };
+        let q = _mm512_srlv_epi64(q, halves(0, 4));
+        c[p] = _mm512_and_si512(q, _mm512_set1_epi8(0x0F));
+    }
+    c
+}
+
+/// Q4_K/Q5_K header from the AVX2 tier's decode.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn header_k45(b: *const u8) -> Hdr {
+    // SAFETY: the caller's whole super-block.
+    let h = unsafe { header_k4(b) };
+    Hdr {
+        d: h.d,
+        dmin: h.dmin,
+        sc: _mm512_setzero_si512(),
+        s32: h.s03,
+        c16: h.c16,
+    }
+}
+
+/// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`.
+struct Q4K;
+impl K for Q4K {
+    const KQ: Kq = Kq::Q4K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { header_k45(b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[128] lies in the block.
+        unsafe { nibbles(b.add(q4_k::QS.at)) }
+    }
+}
+
+/// `block_q5_K { f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }`.
+struct Q5K;
+impl K for Q5K {
+    const KQ: Kq = Kq::Q5K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { header_k45(b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[128] and qh[32] lie in the block.
+        unsafe {
+            let mut c = nibbles(b.add(q5_k::QS.at));
+            high_bit(&mut c, bcast(b.add(q5_k::QH.at)), 16);
+            c
+        }
+    }
+}
+
+/// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }`: u = q + 32.
+struct Q6K;
+impl K for Q6K {
+    const KQ: Kq = Kq::Q6K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: 210 bytes at b.
+        unsafe {
+            let sc = _mm_loadu_si128(b.add(q6_k::SCALES.at).cast());
+            let d = f16x8(b.add(q6_k::D.at));
+            Hdr {
+                d,
+                dmin: d,
+                sc: w_order(sc),
+                s32: _mm256_setzero_si256(),
+                c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 5),
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // Blocks 4h + i (i = 0..4): low nibble i/2 of ql[64h + 32(i%2) + l], high 2 bits
+        // at bit 2i of qh[32h + l]. So C_{2h} takes the low nibbles of ql[64h..64h+64] and
+        // C_{2h+1} the high ones; qh[32h..] (both halves) rotated to bits 4, 5.
+        let mut c = [_mm512_setzero_si512(); 4];
+        for h in 0..2 {
+            // SAFETY: ql[64h..64h+64] and qh[32h..32h+32] lie in the block.
+            let (ql, qh) = unsafe {
+                (
+                    _mm512_loadu_si512(b.add(q6_k::QL.at + 64 * h).cast()),
+                    bcast(b.add(q6_k::QH.at + 32 * h)),
+                )
+            };
+            let m = _mm512_set1_epi8(0x30);
+            // 64-bit rotations are safe: bits 4, 5 of each byte come from the same byte.
+            let h0 = _mm512_and_si512(_mm512_rolv_epi64(qh, halves(4, 2)), m);
+            let h1 = _mm512_and_si512(_mm512_rolv_epi64(qh, halves(0, 62)), m);
+            // (a & 0x0F) | b: truth table 0xEC over (a, b, c = 0x0F).
+            let n = _mm512_set1_epi8(0x0F);
+            c[2 * h] = _mm512_ternarylogic_epi32::<0xEC>(ql, h0, n);
+            c[2 * h + 1] = _mm512_ternarylogic_epi32::<0xEC>(_mm512_srli_epi64(ql, 4), h1, n);
+        }
+        c
+    }
+}
+
+/// Lane j = block j's sum (Q2_K, Q3_K, Q6_K: with the per-16 scales `sc`; Q4_K, Q5_K
+/// unscaled) from the four `vpdpbusd` results (module docs).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn reduce<U: K>(v: [__m512i; 4], sc: __m512i) -> __m256i {
+    let u0 = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(v[0], v[1]),
+        _mm512_unpackhi_epi32(v[0], v[1]),
+    );
+    let u1 = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(v[2], v[3]),
+        _mm512_unpackhi_epi32(v[2], v[3]),
+    );
+    let w = _mm512_add_epi32(_mm512_unpacklo_epi64(u0, u1), _mm512_unpackhi_epi64(u0, u1));
+    let w = match U::KQ {
+        Kq::Q4K | Kq::Q5K => w,
+        _ => _mm512_mullo_epi32(w, sc),
+    };
+    // Chunks (0, 1) and (2, 3) are the groups of blocks 2p and 2p+1: lane p of chunk 0 is
+    // block 2p, of chunk 2 block 2p+1.
+    let t = _mm512_add_epi32(w, _mm512_shuffle_i64x2::<0b10_11_00_01>(w, w));
+    let idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 11, 3, 10, 2, 9, 1, 8, 0);
+    _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx, t))
+}
+
+/// # Safety
+/// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available; every row of `ws` holds the
+/// super-blocks of every row of `xs` (whole super-blocks, K a multiple of 256);
+/// `out.len() == ws.len() · xs.len()`.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        match kq {
+            Kq::Q2K => group::<Q2K>(ws, xs, out),
+            Kq::Q3K => group::<Q3K>(ws, xs, out),
+            Kq::Q4K => group::<Q4K>(ws, xs, out),
+            Kq::Q5K => group::<Q5K>(ws, xs, out),
+            Kq::Q6K => group::<Q6K>(ws, xs, out),
+        }
+    }
+}
+
+/// One weight row at a time against the activation rows in passes of at most four.
+///
+/// # Safety
+/// As [`dot_row_group`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+        let mut r = 0;
+        // SAFETY (all calls): the caller's contract.
+        unsafe {
+            while r + 4 <= m {
+                pass::<U, 4>(w, &xs[r..r + 4], &mut o[r..r + 4]);
+                r += 4;
+            }
+            match m - r {
+                3 => pass::<U, 3>(w, &xs[r..], &mut o[r..]),
+                2 => pass::<U, 2>(w, &xs[r..], &mut o[r..]),
+                1 => pass::<U, 1>(w, &xs[r..], &mut o[r..]),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// One weight row `w` against RX activation rows: `out[r]`.
+///
+/// # Safety
+/// As [`dot_row_group`], with `xs.len() == out.len() == RX`.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn pass<U: K, const RX: usize>(w: &[u8], xs: &[Row<'_>], out: &mut [f32]) {
+    let bb = U::KQ.block_bytes();
+    let nsb = xs[0].d.len() / 8;
+    let pf = PF_ROWS * nsb * bb;
+    // One up-front check per row: the pointer reads below stay in bounds.
+    assert!(w.len() >= nsb * bb);
+    for x in xs {
+        assert!(x.qs.len() >= 256 * nsb && x.d.len() >= 8 * nsb && x.sum16.len() >= 16 * nsb);
+    }
+    let wp = w.as_ptr();
+    let xq: [*const i8; RX] = std::array::from_fn(|r| xs[r].qs.as_ptr());
+    let xd: [*const f32; RX] = std::array::from_fn(|r| xs[r].d.as_ptr());
+    let xs16: [*const i16; RX] = std::array::from_fn(|r| xs[r].sum16.as_ptr());
+    let mut acc = [_mm256_setzero_ps(); RX];
+    let mut accm = [_mm256_setzero_ps(); RX];
+    for sb in 0..nsb {
+        // SAFETY (all): super-block sb lies in the weight row and every activation row.
+        unsafe {
+            let b = wp.add(bb * sb);
+            // The same super-block of a row further on (rows are consecutive in the plane).
+            let ahead = b.wrapping_add(pf);
+            let mut o = 0;
+            while o < bb {
+                _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast());
+                o += 64;
+            }
+            let h = U::header(b);
+            let c = U::codes(b);
+            for r in 0..RX {
+                let x = xq[r].add(256 * sb);
+                let mut v = [_mm512_setzero_si512(); 4];
+                for p in 0..4 {
+                    let xp = _mm512_loadu_si512(x.add(64 * p).cast());
+                    v[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xp);
+                }
+                let s = reduce::<U>(v, h.sc);
+                let dx = _mm256_loadu_ps(xd[r].add(8 * sb));
+                let s16 = _mm256_loadu_si256(xs16[r].add(16 * sb).cast());
+                let t = _mm256_madd_epi16(h.c16, s16);
+                let s = match U::KQ {
+                    Kq::Q4K | Kq::Q5K => _mm256_mullo_epi32(h.s32, s),
+                    Kq::Q3K | Kq::Q6K => _mm256_sub_epi32(s, t),
+                    Kq::Q2K => s,
+                };
+                let ds = _mm256_mul_ps(h.d, dx);
+                acc[r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[r]);
+                if U::KQ.has_min() {
+                    let dm = _mm256_mul_ps(h.dmin, dx);
+                    accm[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(t), accm[r]);
+                }
+            }
+        }
+    }
+    for r in 0..RX {
+        let mut a = [0f32; 8];
+        let mut m = [0f32; 8];
+        // SAFETY: 8 writable floats each.
+        unsafe {
+            _mm256_storeu_ps(a.as_mut_ptr(), acc[r]);
+            _mm256_storeu_ps(m.as_mut_ptr(), accm[r]);
+        }
+        out[r] = finish(U::KQ, &a, &m);
+    }
+}
