@@ -58,18 +58,18 @@ use std::arch::x86_64::*;
 
 /// A super-block's header, decoded once per weight row.
 #[derive(Clone, Copy)]
-pub(super) struct Hdr {
+struct Hdr {
     /// d and dmin broadcast.
-    pub(super) d: __m256,
-    pub(super) dmin: __m256,
+    d: __m256,
+    dmin: __m256,
     /// The scales of blocks 0..4 (`s03`) and 4..8 (`s47`) as [`quad`] applies them: Q2_K,
     /// Q3_K: i16 lanes 2k, 2k+1 = sc[2(J+k)] in the low 128 bits, sc[2(J+k)+1] in the high;
     /// Q6_K: i32 lane k = sc[2(J+k)], lane 4+k = sc[2(J+k)+1]; Q4_K, Q5_K: `s03` holds the 8
     /// per-32 scales as i32, applied after the reduction.
-    pub(super) s03: __m256i,
+    s03: __m256i,
     s47: __m256i,
     /// The 16 per-16 coefficients of Σx16: mins (Q2_K, Q4_K, Q5_K) or k·sc (Q3_K, Q6_K).
-    pub(super) c16: __m256i,
+    c16: __m256i,
 }
 
 /// One k-quant type.
@@ -251,20 +251,10 @@ impl K for Q3K {
 /// low (high) nibbles of L2 and the high 2 bits from the tops of L0 (L1).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn header_k4(b: *const u8) -> Hdr {
+unsafe fn header_k4(b: *const u8) -> Hdr {
     // SAFETY: the 16 bytes d, dmin, scales[12] at b.
     let v = unsafe { _mm_loadu_si128(b.cast()) };
-    let s = _mm_srli_si128(v, 4);
-    let lo = _mm_and_si128(s, _mm_set1_epi8(0x3F));
-    let l2 = _mm_shuffle_epi32(s, 0b1010_1010);
-    let l2 = _mm_and_si128(
-        _mm_srlv_epi32(l2, _mm_set_epi32(0, 0, 4, 0)),
-        _mm_set1_epi8(0x0F),
-    );
-    let top = _mm_and_si128(_mm_srli_epi32(s, 2), _mm_set1_epi8(0x30));
-    let hi = _mm_or_si128(l2, top);
-    // Bytes 0..8: the 8 scales; bytes 8..16: the 8 mins.
-    let scmn = _mm_unpacklo_epi32(lo, hi);
+    let scmn = scmn_k4(v);
     let dd = _mm_cvtph_ps(v);
     Hdr {
         d: _mm256_broadcastss_ps(dd),
@@ -274,6 +264,23 @@ pub(super) unsafe fn header_k4(b: *const u8) -> Hdr {
         // Each min serves both 16-value halves of its sub-block.
         c16: _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scmn, scmn)),
     }
+}
+
+/// The 8 6-bit scales (bytes 0..8) and the 8 mins (bytes 8..16) of the Q4_K/Q5_K header
+/// `v` (d, dmin, scales[12]), as [`header_k4`] decodes them.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn scmn_k4(v: __m128i) -> __m128i {
+    let s = _mm_srli_si128(v, 4);
+    let lo = _mm_and_si128(s, _mm_set1_epi8(0x3F));
+    let l2 = _mm_shuffle_epi32(s, 0b1010_1010);
+    let l2 = _mm_and_si128(
+        _mm_srlv_epi32(l2, _mm_set_epi32(0, 0, 4, 0)),
+        _mm_set1_epi8(0x0F),
+    );
+    let top = _mm_and_si128(_mm_srli_epi32(s, 2), _mm_set1_epi8(0x30));
+    let hi = _mm_or_si128(l2, top);
+    _mm_unpacklo_epi32(lo, hi)
 }
 
 /// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`.

@@ -27,7 +27,7 @@
 //! super-block [`PF_ROWS`] rows further on (as the AVX2 tier).
 
 use super::kquants::{Kq, finish};
-use super::kquants_avx2::{PF_ROWS, f16x8, header_k4, q3_scales};
+use super::kquants_avx2::{PF_ROWS, f16x8, q3_scales, scmn_k4};
 use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k};
 use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
@@ -35,14 +35,14 @@ use std::arch::x86_64::*;
 /// A super-block's header, decoded once per weight row.
 #[derive(Clone, Copy)]
 struct Hdr {
-    /// d and dmin broadcast.
+    /// Q3_K, Q6_K: d broadcast.
     d: __m256,
-    dmin: __m256,
-    /// Per-16 types (Q2_K, Q3_K, Q6_K): i32 lane 4c + p = sc[4p + c] (the order of `W`).
+    /// Q2_K, Q4_K, Q5_K: d in lanes 0..8, dmin in lanes 8..16.
+    dd: __m512,
+    /// Q2_K, Q3_K, Q6_K: the per-16 scales, i32 lane 4c + p = sc[4p + c] (the order of
+    /// `W`); Q4_K, Q5_K: the per-32 scales in lanes 0..8 and the mins in lanes 8..16.
     sc: __m512i,
-    /// Q4_K, Q5_K: the 8 per-32 scales as i32, lane j = block j.
-    s32: __m256i,
-    /// The 16 per-16 coefficients of Σx16: mins (Q2_K, Q4_K, Q5_K) or k·sc (Q3_K, Q6_K).
+    /// Q2_K: the 16 per-16 mins (i16); Q3_K, Q6_K: k·sc, the coefficients of Σx16.
     c16: __m256i,
 }
 
@@ -79,6 +79,17 @@ fn halves(a: i64, b: i64) -> __m512i {
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 fn halves8(a: u8, b: u8) -> __m512i {
     halves(i64::from_ne_bytes([a; 8]), i64::from_ne_bytes([b; 8]))
+}
+
+/// The binary16 pair d, dmin at `p` as f32: d in lanes 0..8, dmin in 8..16 (exact).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn d_dmin(p: *const u8) -> __m512 {
+    // SAFETY: four readable bytes at p.
+    let bits = unsafe { std::ptr::read_unaligned(p.cast::<i32>()) };
+    let dd = _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+    let idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(dd))
 }
 
 /// The 16 per-16 scale bytes (signed) as i32 in the order of `W`: lane 4c + p = sc[4p + c].
@@ -128,11 +139,11 @@ impl K for Q2K {
         unsafe {
             let s = _mm_loadu_si128(b.add(q2_k::SCALES.at).cast());
             let m = _mm_set1_epi8(0x0F);
+            const { assert!(q2_k::DMIN.at == q2_k::D.at + 2) };
             Hdr {
-                d: f16x8(b.add(q2_k::D.at)),
-                dmin: f16x8(b.add(q2_k::DMIN.at)),
+                d: _mm256_setzero_ps(),
+                dd: d_dmin(b.add(q2_k::D.at)),
                 sc: w_order(_mm_and_si128(s, m)),
-                s32: _mm256_setzero_si256(),
                 c16: _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m)),
             }
         }
@@ -158,9 +169,8 @@ impl K for Q3K {
             let d = f16x8(b.add(q3_k::D.at));
             Hdr {
                 d,
-                dmin: d,
+                dd: _mm512_setzero_ps(),
                 sc: w_order(s),
-                s32: _mm256_setzero_si256(),
                 c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(s), 2),
             }
         }
@@ -192,18 +202,18 @@ unsafe fn nibbles(qs: *const u8) -> [__m512i; 4] {
     c
 }
 
-/// Q4_K/Q5_K header from the AVX2 tier's decode.
+/// Q4_K/Q5_K header (the AVX2 tier's scale decode).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn header_k45(b: *const u8) -> Hdr {
-    // SAFETY: the caller's whole super-block.
-    let h = unsafe { header_k4(b) };
+    // SAFETY: the 16 bytes d, dmin, scales[12] at b.
+    let v = unsafe { _mm_loadu_si128(b.cast()) };
     Hdr {
-        d: h.d,
-        dmin: h.dmin,
-        sc: _mm512_setzero_si512(),
-        s32: h.s03,
-        c16: h.c16,
+        d: _mm256_setzero_ps(),
+        // SAFETY: as above.
+        dd: unsafe { d_dmin(b) },
+        sc: _mm512_cvtepu8_epi32(scmn_k4(v)),
+        c16: _mm256_setzero_si256(),
     }
 }
 
@@ -260,9 +270,8 @@ impl K for Q6K {
             let d = f16x8(b.add(q6_k::D.at));
             Hdr {
                 d,
-                dmin: d,
+                dd: _mm512_setzero_ps(),
                 sc: w_order(sc),
-                s32: _mm256_setzero_si256(),
                 c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 5),
             }
         }
@@ -295,11 +304,11 @@ impl K for Q6K {
     }
 }
 
-/// Lane j = block j's sum (Q2_K, Q3_K, Q6_K: with the per-16 scales `sc`; Q4_K, Q5_K
-/// unscaled) from the four `vpdpbusd` results (module docs).
+/// `W` from the four `vpdpbusd` results (module docs): lane 4c + p = the sum of 128-bit
+/// chunk c of `v[p]`, times its per-16 scale (Q2_K, Q3_K, Q6_K; Q4_K, Q5_K unscaled).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn reduce<U: K>(v: [__m512i; 4], sc: __m512i) -> __m256i {
+fn reduce<U: K>(v: [__m512i; 4], sc: __m512i) -> __m512i {
     let u0 = _mm512_add_epi32(
         _mm512_unpacklo_epi32(v[0], v[1]),
         _mm512_unpackhi_epi32(v[0], v[1]),
@@ -309,15 +318,44 @@ fn reduce<U: K>(v: [__m512i; 4], sc: __m512i) -> __m256i {
         _mm512_unpackhi_epi32(v[2], v[3]),
     );
     let w = _mm512_add_epi32(_mm512_unpacklo_epi64(u0, u1), _mm512_unpackhi_epi64(u0, u1));
-    let w = match U::KQ {
+    match U::KQ {
         Kq::Q4K | Kq::Q5K => w,
         _ => _mm512_mullo_epi32(w, sc),
-    };
-    // Chunks (0, 1) and (2, 3) are the groups of blocks 2p and 2p+1: lane p of chunk 0 is
-    // block 2p, of chunk 2 block 2p+1.
-    let t = _mm512_add_epi32(w, _mm512_shuffle_i64x2::<0b10_11_00_01>(w, w));
-    let idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 11, 3, 10, 2, 9, 1, 8, 0);
-    _mm512_castsi512_si256(_mm512_permutexvar_epi32(idx, t))
+    }
+}
+
+/// Chunks (0, 1) and (2, 3) of `W` are the groups of blocks 2p and 2p+1: block j is lane
+/// `FIRST[j]` = 8(j % 2) + j / 2 (its first group) plus the lane 4 further on.
+const FIRST: [i32; 8] = [0, 8, 1, 9, 2, 10, 3, 11];
+
+/// Lane j = block j's sum from `W`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn blocks(w: __m512i) -> __m256i {
+    let f = FIRST;
+    let i0 = _mm512_set_epi32(
+        0, 0, 0, 0, 0, 0, 0, 0, f[7], f[6], f[5], f[4], f[3], f[2], f[1], f[0],
+    );
+    let i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));
+    _mm512_castsi512_si256(_mm512_add_epi32(
+        _mm512_permutexvar_epi32(i0, w),
+        _mm512_permutexvar_epi32(i1, w),
+    ))
+}
+
+/// Lanes 0..8: block j's sum from `W` (as [`blocks`]); lanes 8..16: `hi`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn blocks_and(w: __m512i, hi: __m256i) -> __m512i {
+    let f = FIRST;
+    let i0 = _mm512_set_epi32(
+        23, 22, 21, 20, 19, 18, 17, 16, f[7], f[6], f[5], f[4], f[3], f[2], f[1], f[0],
+    );
+    let i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));
+    _mm512_add_epi32(
+        _mm512_permutex2var_epi32(w, i0, _mm512_castsi256_si512(hi)),
+        _mm512_maskz_permutexvar_epi32(0x00FF, i1, w),
+    )
 }
 
 /// # Safety
@@ -383,8 +421,10 @@ unsafe fn pass<U: K, const RX: usize>(w: &[u8], xs: &[Row<'_>], out: &mut [f32])
     let xq: [*const i8; RX] = std::array::from_fn(|r| xs[r].qs.as_ptr());
     let xd: [*const f32; RX] = std::array::from_fn(|r| xs[r].d.as_ptr());
     let xs16: [*const i16; RX] = std::array::from_fn(|r| xs[r].sum16.as_ptr());
+    // Q3_K, Q6_K: lane j of `acc`; Q2_K, Q4_K, Q5_K: acc[j] in lane j of `accz`, accm[j]
+    // in lane 8 + j (the fmas are lane-wise: the same roundings).
     let mut acc = [_mm256_setzero_ps(); RX];
-    let mut accm = [_mm256_setzero_ps(); RX];
+    let mut accz = [_mm512_setzero_ps(); RX];
     for sb in 0..nsb {
         // SAFETY (all): super-block sb lies in the weight row and every activation row.
         unsafe {
@@ -405,32 +445,45 @@ unsafe fn pass<U: K, const RX: usize>(w: &[u8], xs: &[Row<'_>], out: &mut [f32])
                     let xp = _mm512_loadu_si512(x.add(64 * p).cast());
                     v[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xp);
                 }
-                let s = reduce::<U>(v, h.sc);
-                let dx = _mm256_loadu_ps(xd[r].add(8 * sb));
+                let w = reduce::<U>(v, h.sc);
                 let s16 = _mm256_loadu_si256(xs16[r].add(16 * sb).cast());
-                let t = _mm256_madd_epi16(h.c16, s16);
-                let s = match U::KQ {
-                    Kq::Q4K | Kq::Q5K => _mm256_mullo_epi32(h.s32, s),
-                    Kq::Q3K | Kq::Q6K => _mm256_sub_epi32(s, t),
-                    Kq::Q2K => s,
-                };
-                let ds = _mm256_mul_ps(h.d, dx);
-                acc[r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[r]);
+                let dx = xd[r].add(8 * sb);
                 if U::KQ.has_min() {
-                    let dm = _mm256_mul_ps(h.dmin, dx);
-                    accm[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(t), accm[r]);
+                    // Lanes 8..16: M_j (Q2_K: the per-16 mins against Σx16; Q4_K, Q5_K: the
+                    // 32-value sums Σx16[2j] + Σx16[2j+1], times the min below).
+                    let m = match U::KQ {
+                        Kq::Q2K => _mm256_madd_epi16(h.c16, s16),
+                        _ => _mm256_madd_epi16(s16, _mm256_set1_epi16(1)),
+                    };
+                    let z = blocks_and(w, m);
+                    let z = match U::KQ {
+                        Kq::Q2K => z,
+                        _ => _mm512_mullo_epi32(z, h.sc),
+                    };
+                    let dx2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(
+                        _mm256_loadu_ps(dx),
+                    )));
+                    let ds = _mm512_mul_ps(h.dd, dx2);
+                    accz[r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[r]);
+                } else {
+                    let s = _mm256_sub_epi32(blocks(w), _mm256_madd_epi16(h.c16, s16));
+                    let ds = _mm256_mul_ps(h.d, _mm256_loadu_ps(dx));
+                    acc[r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[r]);
                 }
             }
         }
     }
     for r in 0..RX {
-        let mut a = [0f32; 8];
-        let mut m = [0f32; 8];
-        // SAFETY: 8 writable floats each.
+        let mut a = [0f32; 16];
+        // SAFETY: 8 and 16 writable floats.
         unsafe {
-            _mm256_storeu_ps(a.as_mut_ptr(), acc[r]);
-            _mm256_storeu_ps(m.as_mut_ptr(), accm[r]);
+            if U::KQ.has_min() {
+                _mm512_storeu_ps(a.as_mut_ptr(), accz[r]);
+            } else {
+                _mm256_storeu_ps(a.as_mut_ptr(), acc[r]);
+            }
         }
-        out[r] = finish(U::KQ, &a, &m);
+        let (a, m) = a.split_at(8);
+        out[r] = finish(U::KQ, a.try_into().unwrap(), m.try_into().unwrap());
     }
 }
