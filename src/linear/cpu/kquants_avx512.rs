@@ -74,13 +74,6 @@ fn halves(a: i64, b: i64) -> __m512i {
     _mm512_set_epi64(b, b, b, b, a, a, a, a)
 }
 
-/// Byte `a` in every byte of the low 256 bits, `b` in the high.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn halves8(a: u8, b: u8) -> __m512i {
-    halves(i64::from_ne_bytes([a; 8]), i64::from_ne_bytes([b; 8]))
-}
-
 /// The binary16 pair d, dmin at `p` as f32: d in lanes 0..8, dmin in 8..16 (exact).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -101,7 +94,7 @@ fn w_order(sc: __m128i) -> __m512i {
 }
 
 /// Two-bit fields 2i, 2i+2 (blocks 2p, 2p+1 of half `h`, i = 2(p % 2)) of the 32 bytes at
-/// `qs` (Q2_K, Q3_K): `C_p` before Q3_K's high bit.
+/// `qs` (Q2_K, Q3_K) moved to bits 0, 1 (the bits above not cleared).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn two_bits(qs: *const u8) -> [__m512i; 4] {
@@ -111,20 +104,23 @@ unsafe fn two_bits(qs: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[32h..32h+32] lies in the block (the caller's contract).
         let q = unsafe { bcast(qs.add(32 * (p / 2))) };
         // 64-bit shifts are safe: bits 0, 1 of each byte come from bits 2i, 2i+1 of it.
-        let q = _mm512_srlv_epi64(q, halves(2 * i, 2 * i + 2));
-        c[p] = _mm512_and_si512(q, _mm512_set1_epi8(3));
+        c[p] = _mm512_srlv_epi64(q, halves(2 * i, 2 * i + 2));
     }
     c
 }
 
-/// `c[p] += add` in the bytes whose bit 2p (low half) or 2p+1 (high half) of `bits` is set:
-/// the high code bit of Q3_K (`add` = 4) and Q5_K (16).
+/// `c[p] = (c[p] & low) | hb` where `hb` is bit 2p (low half) or 2p+1 (high half) of each
+/// byte of `bits` moved to bit `to` (64-bit rotations are safe: the kept bit comes from the
+/// same byte): the high code bit of Q3_K (`low` = 3, `to` = 2) and Q5_K (15, 4).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn high_bit(c: &mut [__m512i; 4], bits: __m512i, add: i8) {
+fn high_bit(c: &mut [__m512i; 4], bits: __m512i, low: i8, to: i64) {
     for p in 0..4 {
-        let k = _mm512_test_epi8_mask(bits, halves8(1 << (2 * p), 1 << (2 * p + 1)));
-        c[p] = _mm512_mask_add_epi8(c[p], k, c[p], _mm512_set1_epi8(add));
+        let j = 2 * p as i64;
+        let r = halves((to - j).rem_euclid(64), (to - j - 1).rem_euclid(64));
+        let hb = _mm512_and_si512(_mm512_rolv_epi64(bits, r), _mm512_set1_epi8(1 << to));
+        // (a & c) | b: truth table 0xEC over (a, b, c).
+        c[p] = _mm512_ternarylogic_epi32::<0xEC>(c[p], hb, _mm512_set1_epi8(low));
     }
 }
 
@@ -152,7 +148,11 @@ impl K for Q2K {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn codes(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[64] lies in the block.
-        unsafe { two_bits(b.add(q2_k::QS.at)) }
+        let mut c = unsafe { two_bits(b.add(q2_k::QS.at)) };
+        for c in &mut c {
+            *c = _mm512_and_si512(*c, _mm512_set1_epi8(3));
+        }
+        c
     }
 }
 
@@ -181,14 +181,14 @@ impl K for Q3K {
         // SAFETY: qs[64] and hmask[32] lie in the block.
         unsafe {
             let mut c = two_bits(b.add(q3_k::QS.at));
-            high_bit(&mut c, bcast(b.add(q3_k::HMASK.at)), 4);
+            high_bit(&mut c, bcast(b.add(q3_k::HMASK.at)), 3, 2);
             c
         }
     }
 }
 
 /// Q4_K/Q5_K's low nibbles: block 2p is the low nibble of qs[32p..32p+32], block 2p+1 the
-/// high.
+/// high (moved to bits 0..4, the bits above not cleared).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn nibbles(qs: *const u8) -> [__m512i; 4] {
@@ -196,8 +196,7 @@ unsafe fn nibbles(qs: *const u8) -> [__m512i; 4] {
     for p in 0..4 {
         // SAFETY: qs[32p..32p+32] lies in the block (the caller's contract).
         let q = unsafe { bcast(qs.add(32 * p)) };
-        let q = _mm512_srlv_epi64(q, halves(0, 4));
-        c[p] = _mm512_and_si512(q, _mm512_set1_epi8(0x0F));
+        c[p] = _mm512_srlv_epi64(q, halves(0, 4));
     }
     c
 }
@@ -231,7 +230,11 @@ impl K for Q4K {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn codes(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[128] lies in the block.
-        unsafe { nibbles(b.add(q4_k::QS.at)) }
+        let mut c = unsafe { nibbles(b.add(q4_k::QS.at)) };
+        for c in &mut c {
+            *c = _mm512_and_si512(*c, _mm512_set1_epi8(0x0F));
+        }
+        c
     }
 }
 
@@ -251,7 +254,7 @@ impl K for Q5K {
         // SAFETY: qs[128] and qh[32] lie in the block.
         unsafe {
             let mut c = nibbles(b.add(q5_k::QS.at));
-            high_bit(&mut c, bcast(b.add(q5_k::QH.at)), 16);
+            high_bit(&mut c, bcast(b.add(q5_k::QH.at)), 0x0F, 4);
             c
         }
     }
