@@ -26,6 +26,9 @@
 //! super-block and meet every activation row. Each super-block step prefetches the same
 //! super-block [`PF_ROWS`] rows further on (as the AVX2 tier).
 
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
 use super::kquants::{Kq, finish};
 use super::kquants_avx2::{PF_ROWS, f16x8, q3_scales, scmn_k4};
 use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k};
