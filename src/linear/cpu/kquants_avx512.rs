@@ -25,7 +25,7 @@
 //! A pass is RW weight rows × RX ≤ 4 activation rows: the codes are unpacked once per
 //! super-block and meet every activation row, and each activation load serves the RW
 //! weight rows. M = 1 takes RW = 1 (two rows per pass measured equal with the matrix in L3
-//! and 10–20% slower beyond it); M > 1 takes RW = 2 (the activation rows no longer fit L1:
+//! and 15–30% slower beyond it); M > 1 takes RW = 2 (the activation rows no longer fit L1:
 //! measured up to ~20% faster at M = 32). Each super-block step prefetches the same
 //! super-block [`PF_ROWS`] rows further on (as the AVX2 tier; without it the matrix beyond
 //! L3 measured up to 25% slower).
