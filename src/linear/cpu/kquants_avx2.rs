@@ -384,7 +384,7 @@ impl K for Q6K {
 
 /// How many weight rows ahead the kernel prefetches: beyond L3 (16384 × 4096, M = 1) 2
 /// measured best (1: ~5–10% slower, 3 and 4: equal or slower); in L3 it is neutral.
-pub(super) const PF_ROWS: usize = 2;
+const PF_ROWS: usize = 2;
 
 /// The kernels of one tier, compiled for its features `$feat` (a string literal); the
 /// calling module defines `VNNI` (whether `sum4` is one instruction) and `sum4(u, s)`, the
