@@ -1,5 +1,6 @@
 //! GGUF k-quant vec_dot (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) against q8_1 activations: the
-//! scalar reference order here, AVX2 in `kquants_avx2` (identical bits).
+//! scalar reference order here, the AVX2 and AVX-VNNI tiers in `kquants_avx2`, the AVX-512
+//! tier in `kquants_avx512` (identical bits).
 //!
 //! A weight row is a sequence of 256-value super-blocks; super-block `s` meets the eight
 //! q8_1 blocks `t = 8s + j` (j = 0..8) of the activation row. Every super-block unpacks to
@@ -17,8 +18,10 @@
 //! - result: `tree8(j ↦ acc[j] − accm[j])` (types with mins), `tree8(acc)` otherwise.
 //!
 //! Only the fmas and the final tree round, so any exact way of forming `S_j` and `M_j`
-//! (the AVX2 path uses unsigned codes, `vpmaddubsw`, and subtracts the offsets through the
-//! activation's half-block sums) gives the same bits. The result does not depend on how
+//! (the SIMD paths use unsigned codes, `vpmaddubsw` or `vpdpbusd`, and subtract the offsets
+//! through the activation's half-block sums; AVX-512 forms two blocks per `vpdpbusd` and
+//! keeps `acc` and `accm` in the two halves of one register, each lane fma'd on its own)
+//! gives the same bits. The result does not depend on how
 //! many weight rows or activation rows share a pass.
 
 // Index loops mirror the layout equations of the docs.
@@ -179,7 +182,7 @@ pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out:
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernels are compiled for.
-        Isa::Avx512 => unsafe { super::kquants_avx2::avx512::dot_row_group(kq, ws, xs, out) },
+        Isa::Avx512 => unsafe { super::kquants_avx512::dot_row_group(kq, ws, xs, out) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni => unsafe { super::kquants_avx2::avxvnni::dot_row_group(kq, ws, xs, out) },

@@ -1,7 +1,8 @@
-//! The x86 k-quant kernels, in exactly the order of [`super::kquants`]'s module docs: one
-//! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avx512`] and
-//! [`avxvnni`] (256-bit `vpdpbusd`, which Q3_K..Q6_K use for the block sums: the same exact
-//! integers in the same lanes, so the same bits).
+//! The 256-bit x86 k-quant kernels, in exactly the order of [`super::kquants`]'s module
+//! docs: one source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C) and
+//! [`avxvnni`] (256-bit VEX `vpdpbusd`, which Q3_K..Q6_K use for the block sums: the same
+//! exact integers in the same lanes, so the same bits). The AVX-512 tier has its own
+//! 512-bit kernels (`kquants_avx512`), which share this file's header decoders.
 //!
 //! Per super-block and weight row, the header (scales, mins, d, dmin) is decoded once with
 //! vector ops. The codes are taken UNSIGNED (Q2_K 0..3, Q3_K 0..7 = q + 4, Q4_K 0..15,
@@ -94,7 +95,7 @@ trait K {
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn load(p: *const u8) -> __m256i {
+pub(super) unsafe fn load(p: *const u8) -> __m256i {
     // SAFETY: the caller's 32 readable bytes.
     unsafe { _mm256_loadu_si256(p.cast()) }
 }
@@ -102,7 +103,7 @@ unsafe fn load(p: *const u8) -> __m256i {
 /// The binary16 at `p` as f32 broadcast (exact).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn f16x8(p: *const u8) -> __m256 {
+pub(super) unsafe fn f16x8(p: *const u8) -> __m256 {
     // SAFETY: two readable bytes at p.
     let bits = unsafe { std::ptr::read_unaligned(p.cast::<u16>()) };
     _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
@@ -190,6 +191,27 @@ impl K for Q2K {
     }
 }
 
+/// Q3_K's 16 signed 6-bit scales (bytes, sub-block order) of the super-block at `b`.
+///
+/// # Safety
+/// A whole Q3_K super-block at `b`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn q3_scales(b: *const u8) -> __m128i {
+    // SAFETY: scales[12] lies in the block.
+    let (a, hb) = unsafe {
+        (
+            std::ptr::read_unaligned(b.add(q3_k::SCALES.at).cast::<u64>()),
+            std::ptr::read_unaligned(b.add(q3_k::SCALES.at + 8).cast::<u32>()),
+        )
+    };
+    let two = |s: u32| ((hb >> s) & 0x0303_0303) as u64;
+    let lo = 0x0F0F_0F0F_0F0F_0F0Fu64;
+    let s0 = (a & lo) | ((two(0) | two(2) << 32) << 4);
+    let s1 = ((a >> 4) & lo) | ((two(4) | two(6) << 32) << 4);
+    _mm_sub_epi8(_mm_set_epi64x(s1 as i64, s0 as i64), _mm_set1_epi8(32))
+}
+
 /// `block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }`: u = q + 4.
 struct Q3K;
 impl K for Q3K {
@@ -200,13 +222,7 @@ impl K for Q3K {
     unsafe fn header(b: *const u8) -> Hdr {
         // SAFETY: 110 bytes at b.
         unsafe {
-            let a = std::ptr::read_unaligned(b.add(q3_k::SCALES.at).cast::<u64>());
-            let hb = std::ptr::read_unaligned(b.add(q3_k::SCALES.at + 8).cast::<u32>());
-            let two = |s: u32| ((hb >> s) & 0x0303_0303) as u64;
-            let lo = 0x0F0F_0F0F_0F0F_0F0Fu64;
-            let s0 = (a & lo) | ((two(0) | two(2) << 32) << 4);
-            let s1 = ((a >> 4) & lo) | ((two(4) | two(6) << 32) << 4);
-            let s = _mm_sub_epi8(_mm_set_epi64x(s1 as i64, s0 as i64), _mm_set1_epi8(32));
+            let s = q3_scales(b);
             let sc16 = _mm256_cvtepi8_epi16(s);
             let d = f16x8(b.add(q3_k::D.at));
             per16(d, d, s, _mm256_slli_epi16(sc16, 2))
@@ -239,17 +255,7 @@ impl K for Q3K {
 unsafe fn header_k4(b: *const u8) -> Hdr {
     // SAFETY: the 16 bytes d, dmin, scales[12] at b.
     let v = unsafe { _mm_loadu_si128(b.cast()) };
-    let s = _mm_srli_si128(v, 4);
-    let lo = _mm_and_si128(s, _mm_set1_epi8(0x3F));
-    let l2 = _mm_shuffle_epi32(s, 0b1010_1010);
-    let l2 = _mm_and_si128(
-        _mm_srlv_epi32(l2, _mm_set_epi32(0, 0, 4, 0)),
-        _mm_set1_epi8(0x0F),
-    );
-    let top = _mm_and_si128(_mm_srli_epi32(s, 2), _mm_set1_epi8(0x30));
-    let hi = _mm_or_si128(l2, top);
-    // Bytes 0..8: the 8 scales; bytes 8..16: the 8 mins.
-    let scmn = _mm_unpacklo_epi32(lo, hi);
+    let scmn = scmn_k4(v);
     let dd = _mm_cvtph_ps(v);
     Hdr {
         d: _mm256_broadcastss_ps(dd),
@@ -259,6 +265,23 @@ unsafe fn header_k4(b: *const u8) -> Hdr {
         // Each min serves both 16-value halves of its sub-block.
         c16: _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scmn, scmn)),
     }
+}
+
+/// The 8 6-bit scales (bytes 0..8) and the 8 mins (bytes 8..16) of the Q4_K/Q5_K header
+/// `v` (d, dmin, scales[12]), as [`header_k4`] decodes them.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn scmn_k4(v: __m128i) -> __m128i {
+    let s = _mm_srli_si128(v, 4);
+    let lo = _mm_and_si128(s, _mm_set1_epi8(0x3F));
+    let l2 = _mm_shuffle_epi32(s, 0b1010_1010);
+    let l2 = _mm_and_si128(
+        _mm_srlv_epi32(l2, _mm_set_epi32(0, 0, 4, 0)),
+        _mm_set1_epi8(0x0F),
+    );
+    let top = _mm_and_si128(_mm_srli_epi32(s, 2), _mm_set1_epi8(0x30));
+    let hi = _mm_or_si128(l2, top);
+    _mm_unpacklo_epi32(lo, hi)
 }
 
 /// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`.
@@ -606,21 +629,6 @@ pub(super) mod avx2 {
     }
 
     kernels!("avx2,fma,f16c");
-}
-
-/// The AVX-512 tier: `sum4` = 256-bit EVEX `vpdpbusd` (AVX512-VNNI + VL).
-pub(super) mod avx512 {
-    use super::*;
-
-    const VNNI: bool = true;
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    fn sum4(u: __m256i, s: __m256i) -> __m256i {
-        _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
-    }
-
-    kernels!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni");
 }
 
 /// The AVX-VNNI tier: `sum4` = 256-bit VEX `vpdpbusd`.

@@ -102,6 +102,8 @@ mod iquants_avx2;
 pub(crate) mod kquants;
 #[cfg(target_arch = "x86_64")]
 mod kquants_avx2;
+#[cfg(target_arch = "x86_64")]
+mod kquants_avx512;
 pub(crate) mod legacy;
 #[cfg(target_arch = "x86_64")]
 mod legacy_avx2;

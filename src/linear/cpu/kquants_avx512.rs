@@ -1,0 +1,548 @@
+//! The AVX-512 k-quant kernels (F/BW/VL/VNNI), in exactly the order of
+//! [`super::kquants`]'s module docs, with 512-bit registers.
+//!
+//! Per super-block and weight row the codes are four registers `C_p` (p = 0..4), each the
+//! UNSIGNED codes of blocks 2p (low 256 bits) and 2p+1 (high 256 bits), the activation's
+//! natural order (Q2_K 0..3, Q3_K 0..7 = q + 4, Q4_K 0..15, Q5_K 0..31, Q6_K 0..63 =
+//! q + 32; the offsets come back through the half-block sums Σx16 as on the AVX2 tier):
+//!
+//! - `V_p = vpdpbusd(0, C_p, X_p)` (X_p = activation bytes 64p..64p+64): i32 lanes of four
+//!   products, ≤ 4·63·127 = 32004 in magnitude;
+//! - a transpose-reduce, two levels of `vpunpck{l,h}dq` / `vpunpck{l,h}qdq` + `vpaddd`:
+//!   lane 4c + p of `W` = the sum of 128-bit chunk c of `V_p`, one 16-value group
+//!   (group 4p + c of the super-block), ≤ 16·63·127 = 128016;
+//! - the per-16 scales (Q2_K, Q3_K, Q6_K) as ONE `vpmulld` of `W` by the 16 scales in that
+//!   order (|sc| ≤ 128: < 2²⁴);
+//! - the two groups of each block added (`vshufi64x2` + `vpaddd`) and ONE `vpermd` to
+//!   lane j = block j; Q4_K/Q5_K then multiply lane j by the 6-bit per-32 scale;
+//! - from there as the AVX2 tier: the offsets and mins through `vpmaddwd(c16, Σx16)`, one
+//!   convert and one fma per super-block and activation row (`acc ← fma(d·dx, S, acc)`,
+//!   `accm ← fma(dmin·dx, M, accm)`).
+//!
+//! Every S_j and M_j is the exact integer of the module docs (no intermediate leaves i32 or
+//! exceeds 2²⁴), so the bits equal the scalar reference's.
+//!
+//! A pass is RW weight rows × RX ≤ 4 activation rows: the codes are unpacked once per
+//! super-block and meet every activation row, and each activation load serves the RW
+//! weight rows. M = 1 takes RW = 1 (two rows per pass measured equal with the matrix in L3
+//! and 15–30% slower beyond it); M > 1 takes RW = 2 (the activation rows no longer fit L1:
+//! measured up to ~20% faster at M = 32). Each super-block step prefetches the same
+//! super-block [`PF_ROWS`] rows further on (as the AVX2 tier; without it the matrix beyond
+//! L3 measured up to 25% slower).
+
+// Index loops mirror the lane equations of the module docs.
+#![allow(clippy::needless_range_loop)]
+
+use super::kquants::{Kq, finish};
+use super::kquants_avx2::{f16x8, q3_scales, scmn_k4};
+use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k};
+use crate::linear::q8_1::Row;
+use std::arch::x86_64::*;
+
+/// How many weight rows ahead the kernel prefetches: beyond L3 (16384 × 4096, M = 1) 4
+/// measured best for these faster kernels (2, the AVX2 tier's distance: Q6_K ~10% slower;
+/// 3 and 6 equal or slower).
+const PF_ROWS: usize = 4;
+
+/// A super-block's header, decoded once per weight row.
+#[derive(Clone, Copy)]
+struct Hdr {
+    /// Q3_K, Q6_K: d broadcast.
+    d: __m256,
+    /// Q2_K, Q4_K, Q5_K: d in lanes 0..8, dmin in lanes 8..16.
+    dd: __m512,
+    /// Q2_K, Q3_K, Q6_K: the per-16 scales, i32 lane 4c + p = sc[4p + c] (the order of
+    /// `W`); Q4_K, Q5_K: the per-32 scales in lanes 0..8 and the mins in lanes 8..16.
+    sc: __m512i,
+    /// Q2_K: the 16 per-16 mins (i16); Q3_K, Q6_K: k·sc, the coefficients of Σx16.
+    c16: __m256i,
+}
+
+/// One k-quant type.
+trait K {
+    const KQ: Kq;
+    /// # Safety
+    /// AVX-512 F/BW/VL/VNNI, AVX2/FMA/F16C available; `b` points at a whole super-block.
+    unsafe fn header(b: *const u8) -> Hdr;
+    /// The unsigned codes `C_p` of blocks 2p, 2p+1 (module docs).
+    ///
+    /// # Safety
+    /// As [`K::header`].
+    unsafe fn codes(b: *const u8) -> [__m512i; 4];
+}
+
+/// The 32 bytes at `p` in both 256-bit halves.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn bcast(p: *const u8) -> __m512i {
+    // SAFETY: the caller's 32 readable bytes.
+    unsafe { _mm512_broadcast_i64x4(_mm256_loadu_si256(p.cast())) }
+}
+
+/// i64 `a` in every lane of the low 256 bits, `b` in the high.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn halves(a: i64, b: i64) -> __m512i {
+    _mm512_set_epi64(b, b, b, b, a, a, a, a)
+}
+
+/// The binary16 pair d, dmin at `p` as f32: d in lanes 0..8, dmin in 8..16 (exact).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn d_dmin(p: *const u8) -> __m512 {
+    // SAFETY: four readable bytes at p.
+    let bits = unsafe { std::ptr::read_unaligned(p.cast::<i32>()) };
+    let dd = _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+    let idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(dd))
+}
+
+/// The 16 per-16 scale bytes (signed) as i32 in the order of `W`: lane 4c + p = sc[4p + c].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn w_order(sc: __m128i) -> __m512i {
+    let t = _mm_set_epi8(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+    _mm512_cvtepi8_epi32(_mm_shuffle_epi8(sc, t))
+}
+
+/// Two-bit fields 2i, 2i+2 (blocks 2p, 2p+1 of half `h`, i = 2(p % 2)) of the 32 bytes at
+/// `qs` (Q2_K, Q3_K) moved to bits 0, 1 (the bits above not cleared).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn two_bits(qs: *const u8) -> [__m512i; 4] {
+    let mut c = [_mm512_setzero_si512(); 4];
+    for p in 0..4 {
+        let i = 2 * (p as i64 % 2);
+        // SAFETY: qs[32h..32h+32] lies in the block (the caller's contract).
+        let q = unsafe { bcast(qs.add(32 * (p / 2))) };
+        // 64-bit shifts are safe: bits 0, 1 of each byte come from bits 2i, 2i+1 of it.
+        c[p] = _mm512_srlv_epi64(q, halves(2 * i, 2 * i + 2));
+    }
+    c
+}
+
+/// `c[p] = (c[p] & low) | hb` where `hb` is bit 2p (low half) or 2p+1 (high half) of each
+/// byte of `bits` moved to bit `to` (64-bit rotations are safe: the kept bit comes from the
+/// same byte): the high code bit of Q3_K (`low` = 3, `to` = 2) and Q5_K (15, 4).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn high_bit(c: &mut [__m512i; 4], bits: __m512i, low: i8, to: i64) {
+    for p in 0..4 {
+        let j = 2 * p as i64;
+        let r = halves((to - j).rem_euclid(64), (to - j - 1).rem_euclid(64));
+        let hb = _mm512_and_si512(_mm512_rolv_epi64(bits, r), _mm512_set1_epi8(1 << to));
+        // (a & c) | b: truth table 0xEC over (a, b, c).
+        c[p] = _mm512_ternarylogic_epi32::<0xEC>(c[p], hb, _mm512_set1_epi8(low));
+    }
+}
+
+/// `block_q2_K { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin; }`.
+struct Q2K;
+impl K for Q2K {
+    const KQ: Kq = Kq::Q2K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: 84 bytes at b.
+        unsafe {
+            let s = _mm_loadu_si128(b.add(q2_k::SCALES.at).cast());
+            let m = _mm_set1_epi8(0x0F);
+            const { assert!(q2_k::DMIN.at == q2_k::D.at + 2) };
+            Hdr {
+                d: _mm256_setzero_ps(),
+                dd: d_dmin(b.add(q2_k::D.at)),
+                sc: w_order(_mm_and_si128(s, m)),
+                c16: _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m)),
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[64] lies in the block.
+        let mut c = unsafe { two_bits(b.add(q2_k::QS.at)) };
+        for c in &mut c {
+            *c = _mm512_and_si512(*c, _mm512_set1_epi8(3));
+        }
+        c
+    }
+}
+
+/// `block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }`: u = q + 4.
+struct Q3K;
+impl K for Q3K {
+    const KQ: Kq = Kq::Q3K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: 110 bytes at b.
+        unsafe {
+            let s = q3_scales(b);
+            let d = f16x8(b.add(q3_k::D.at));
+            Hdr {
+                d,
+                dd: _mm512_setzero_ps(),
+                sc: w_order(s),
+                c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(s), 2),
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[64] and hmask[32] lie in the block.
+        unsafe {
+            let mut c = two_bits(b.add(q3_k::QS.at));
+            high_bit(&mut c, bcast(b.add(q3_k::HMASK.at)), 3, 2);
+            c
+        }
+    }
+}
+
+/// Q4_K/Q5_K's low nibbles: block 2p is the low nibble of qs[32p..32p+32], block 2p+1 the
+/// high (moved to bits 0..4, the bits above not cleared).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn nibbles(qs: *const u8) -> [__m512i; 4] {
+    let mut c = [_mm512_setzero_si512(); 4];
+    for p in 0..4 {
+        // SAFETY: qs[32p..32p+32] lies in the block (the caller's contract).
+        let q = unsafe { bcast(qs.add(32 * p)) };
+        c[p] = _mm512_srlv_epi64(q, halves(0, 4));
+    }
+    c
+}
+
+/// Q4_K/Q5_K header (the AVX2 tier's scale decode).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn header_k45(b: *const u8) -> Hdr {
+    // SAFETY: the 16 bytes d, dmin, scales[12] at b.
+    let v = unsafe { _mm_loadu_si128(b.cast()) };
+    Hdr {
+        d: _mm256_setzero_ps(),
+        // SAFETY: as above.
+        dd: unsafe { d_dmin(b) },
+        sc: _mm512_cvtepu8_epi32(scmn_k4(v)),
+        c16: _mm256_setzero_si256(),
+    }
+}
+
+/// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`.
+struct Q4K;
+impl K for Q4K {
+    const KQ: Kq = Kq::Q4K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { header_k45(b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[128] lies in the block.
+        let mut c = unsafe { nibbles(b.add(q4_k::QS.at)) };
+        for c in &mut c {
+            *c = _mm512_and_si512(*c, _mm512_set1_epi8(0x0F));
+        }
+        c
+    }
+}
+
+/// `block_q5_K { f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }`.
+struct Q5K;
+impl K for Q5K {
+    const KQ: Kq = Kq::Q5K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { header_k45(b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[128] and qh[32] lie in the block.
+        unsafe {
+            let mut c = nibbles(b.add(q5_k::QS.at));
+            high_bit(&mut c, bcast(b.add(q5_k::QH.at)), 0x0F, 4);
+            c
+        }
+    }
+}
+
+/// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }`: u = q + 32.
+struct Q6K;
+impl K for Q6K {
+    const KQ: Kq = Kq::Q6K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: 210 bytes at b.
+        unsafe {
+            let sc = _mm_loadu_si128(b.add(q6_k::SCALES.at).cast());
+            let d = f16x8(b.add(q6_k::D.at));
+            Hdr {
+                d,
+                dd: _mm512_setzero_ps(),
+                sc: w_order(sc),
+                c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 5),
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // Blocks 4h + i (i = 0..4): low nibble i/2 of ql[64h + 32(i%2) + l], high 2 bits
+        // at bit 2i of qh[32h + l]. So C_{2h} takes the low nibbles of ql[64h..64h+64] and
+        // C_{2h+1} the high ones; qh[32h..] (both halves) rotated to bits 4, 5.
+        let mut c = [_mm512_setzero_si512(); 4];
+        for h in 0..2 {
+            // SAFETY: ql[64h..64h+64] and qh[32h..32h+32] lie in the block.
+            let (ql, qh) = unsafe {
+                (
+                    _mm512_loadu_si512(b.add(q6_k::QL.at + 64 * h).cast()),
+                    bcast(b.add(q6_k::QH.at + 32 * h)),
+                )
+            };
+            let m = _mm512_set1_epi8(0x30);
+            // 64-bit rotations are safe: bits 4, 5 of each byte come from the same byte.
+            let h0 = _mm512_and_si512(_mm512_rolv_epi64(qh, halves(4, 2)), m);
+            let h1 = _mm512_and_si512(_mm512_rolv_epi64(qh, halves(0, 62)), m);
+            // (a & 0x0F) | b: truth table 0xEC over (a, b, c = 0x0F).
+            let n = _mm512_set1_epi8(0x0F);
+            c[2 * h] = _mm512_ternarylogic_epi32::<0xEC>(ql, h0, n);
+            c[2 * h + 1] = _mm512_ternarylogic_epi32::<0xEC>(_mm512_srli_epi64(ql, 4), h1, n);
+        }
+        c
+    }
+}
+
+/// `W` from the four `vpdpbusd` results (module docs): lane 4c + p = the sum of 128-bit
+/// chunk c of `v[p]`, times its per-16 scale (Q2_K, Q3_K, Q6_K; Q4_K, Q5_K unscaled).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn reduce<U: K>(v: [__m512i; 4], sc: __m512i) -> __m512i {
+    let u0 = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(v[0], v[1]),
+        _mm512_unpackhi_epi32(v[0], v[1]),
+    );
+    let u1 = _mm512_add_epi32(
+        _mm512_unpacklo_epi32(v[2], v[3]),
+        _mm512_unpackhi_epi32(v[2], v[3]),
+    );
+    let w = _mm512_add_epi32(_mm512_unpacklo_epi64(u0, u1), _mm512_unpackhi_epi64(u0, u1));
+    match U::KQ {
+        Kq::Q4K | Kq::Q5K => w,
+        _ => _mm512_mullo_epi32(w, sc),
+    }
+}
+
+/// Chunks (0, 1) and (2, 3) of `W` are the groups of blocks 2p and 2p+1: block j is lane
+/// `FIRST[j]` = 8(j % 2) + j / 2 (its first group) plus the lane 4 further on.
+const FIRST: [i32; 8] = [0, 8, 1, 9, 2, 10, 3, 11];
+
+/// Lane j = block j's sum from `W`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn blocks(w: __m512i) -> __m256i {
+    let f = FIRST;
+    let i0 = _mm512_set_epi32(
+        0, 0, 0, 0, 0, 0, 0, 0, f[7], f[6], f[5], f[4], f[3], f[2], f[1], f[0],
+    );
+    let i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));
+    _mm512_castsi512_si256(_mm512_add_epi32(
+        _mm512_permutexvar_epi32(i0, w),
+        _mm512_permutexvar_epi32(i1, w),
+    ))
+}
+
+/// Lanes 0..8: block j's sum from `W` (as [`blocks`]); lanes 8..16: `hi`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn blocks_and(w: __m512i, hi: __m256i) -> __m512i {
+    let f = FIRST;
+    let i0 = _mm512_set_epi32(
+        23, 22, 21, 20, 19, 18, 17, 16, f[7], f[6], f[5], f[4], f[3], f[2], f[1], f[0],
+    );
+    let i1 = _mm512_add_epi32(i0, _mm512_set1_epi32(4));
+    _mm512_add_epi32(
+        _mm512_permutex2var_epi32(w, i0, _mm512_castsi256_si512(hi)),
+        _mm512_maskz_permutexvar_epi32(0x00FF, i1, w),
+    )
+}
+
+/// # Safety
+/// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available; every row of `ws` holds the
+/// super-blocks of every row of `xs` (whole super-blocks, K a multiple of 256);
+/// `out.len() == ws.len() · xs.len()`.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        match kq {
+            Kq::Q2K => group::<Q2K>(ws, xs, out),
+            Kq::Q3K => group::<Q3K>(ws, xs, out),
+            Kq::Q4K => group::<Q4K>(ws, xs, out),
+            Kq::Q5K => group::<Q5K>(ws, xs, out),
+            Kq::Q6K => group::<Q6K>(ws, xs, out),
+        }
+    }
+}
+
+/// One weight row at a time against the activation rows in passes of at most four.
+///
+/// # Safety
+/// As [`dot_row_group`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        let mut i = 0;
+        if m > 1 {
+            while i + 2 <= ws.len() {
+                rows::<U, 2>(&ws[i..i + 2], xs, &mut out[i * m..(i + 2) * m]);
+                i += 2;
+            }
+        }
+        while i < ws.len() {
+            rows::<U, 1>(&ws[i..i + 1], xs, &mut out[i * m..(i + 1) * m]);
+            i += 1;
+        }
+    }
+}
+
+/// RW weight rows against every activation row, in passes of at most four.
+///
+/// # Safety
+/// As [`dot_row_group`], with `ws.len() == RW`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn rows<U: K, const RW: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    let mut r = 0;
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        while r + 4 <= m {
+            pass::<U, RW, 4>(ws, &xs[r..r + 4], &mut out[r..], m);
+            r += 4;
+        }
+        match m - r {
+            3 => pass::<U, RW, 3>(ws, &xs[r..], &mut out[r..], m),
+            2 => pass::<U, RW, 2>(ws, &xs[r..], &mut out[r..], m),
+            1 => pass::<U, RW, 1>(ws, &xs[r..], &mut out[r..], m),
+            _ => {}
+        }
+    }
+}
+
+/// RW weight rows `ws` against RX activation rows: `out[i·stride + r]`.
+///
+/// # Safety
+/// As [`dot_row_group`], with `ws.len() == RW`, `xs.len() == RX`.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn pass<U: K, const RW: usize, const RX: usize>(
+    ws: &[&[u8]],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+    stride: usize,
+) {
+    let bb = U::KQ.block_bytes();
+    let nsb = xs[0].d.len() / 8;
+    let pf = PF_ROWS * nsb * bb;
+    // One up-front check per row: the pointer reads below stay in bounds.
+    let wp: [*const u8; RW] = std::array::from_fn(|i| {
+        assert!(ws[i].len() >= nsb * bb);
+        ws[i].as_ptr()
+    });
+    for x in xs {
+        assert!(x.qs.len() >= 256 * nsb && x.d.len() >= 8 * nsb && x.sum16.len() >= 16 * nsb);
+    }
+    let xq: [*const i8; RX] = std::array::from_fn(|r| xs[r].qs.as_ptr());
+    let xd: [*const f32; RX] = std::array::from_fn(|r| xs[r].d.as_ptr());
+    let xs16: [*const i16; RX] = std::array::from_fn(|r| xs[r].sum16.as_ptr());
+    // Q3_K, Q6_K: lane j of `acc`; Q2_K, Q4_K, Q5_K: acc[j] in lane j of `accz`, accm[j]
+    // in lane 8 + j (the fmas are lane-wise: the same roundings).
+    let mut acc = [[_mm256_setzero_ps(); RX]; RW];
+    let mut accz = [[_mm512_setzero_ps(); RX]; RW];
+    for sb in 0..nsb {
+        // SAFETY (all): super-block sb lies in every weight row and every activation row.
+        unsafe {
+            for i in 0..RW {
+                let b = wp[i].add(bb * sb);
+                // The same super-block of a row further on (rows are consecutive in the plane).
+                let ahead = b.wrapping_add(pf);
+                let mut o = 0;
+                while o < bb {
+                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast());
+                    o += 64;
+                }
+            }
+            let mut h = [U::header(wp[0].add(bb * sb)); RW];
+            let mut c = [[_mm512_setzero_si512(); 4]; RW];
+            for i in 0..RW {
+                let b = wp[i].add(bb * sb);
+                h[i] = U::header(b);
+                c[i] = U::codes(b);
+            }
+            for r in 0..RX {
+                let x = xq[r].add(256 * sb);
+                let mut xv = [_mm512_setzero_si512(); 4];
+                for p in 0..4 {
+                    xv[p] = _mm512_loadu_si512(x.add(64 * p).cast());
+                }
+                let s16 = _mm256_loadu_si256(xs16[r].add(16 * sb).cast());
+                let dx = xd[r].add(8 * sb);
+                for i in 0..RW {
+                    let (h, c) = (&h[i], &c[i]);
+                    let mut v = [_mm512_setzero_si512(); 4];
+                    for p in 0..4 {
+                        v[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p]);
+                    }
+                    let w = reduce::<U>(v, h.sc);
+                    if U::KQ.has_min() {
+                        // Lanes 8..16: M_j (Q2_K: the per-16 mins against Σx16; Q4_K, Q5_K:
+                        // the 32-value sums Σx16[2j] + Σx16[2j+1], times the min below).
+                        let m = match U::KQ {
+                            Kq::Q2K => _mm256_madd_epi16(h.c16, s16),
+                            _ => _mm256_madd_epi16(s16, _mm256_set1_epi16(1)),
+                        };
+                        let z = blocks_and(w, m);
+                        let z = match U::KQ {
+                            Kq::Q2K => z,
+                            _ => _mm512_mullo_epi32(z, h.sc),
+                        };
+                        let dx2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(
+                            _mm256_loadu_ps(dx),
+                        )));
+                        let ds = _mm512_mul_ps(h.dd, dx2);
+                        accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
+                    } else {
+                        let s = _mm256_sub_epi32(blocks(w), _mm256_madd_epi16(h.c16, s16));
+                        let ds = _mm256_mul_ps(h.d, _mm256_loadu_ps(dx));
+                        acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
+                    }
+                }
+            }
+        }
+    }
+    for i in 0..RW {
+        for r in 0..RX {
+            let mut a = [0f32; 16];
+            // SAFETY: 8 and 16 writable floats.
+            unsafe {
+                if U::KQ.has_min() {
+                    _mm512_storeu_ps(a.as_mut_ptr(), accz[i][r]);
+                } else {
+                    _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]);
+                }
+            }
+            let (a, m) = a.split_at(8);
+            out[i * stride + r] = finish(U::KQ, a.try_into().unwrap(), m.try_into().unwrap());
+        }
+    }
+}
