@@ -11,8 +11,14 @@
 //! - q4: per group and row a 16-entry table `scale·code` (code −8..7 by word, one multiply,
 //!   the scalar reference's rounding); each lane takes its nibble from the row's code word
 //!   (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table (`vpermt2ps`).
+//! - q2 / t2: per group and row the four values `scale·code` by word (one multiply each),
+//!   repeated into a 16-entry table; each lane takes its 2-bit word from the row's 32-bit
+//!   word of 16 codes (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table
+//!   (`vpermt2ps`).
 //! - q5 / q6: as the AVX2 path (nibble to the top of the lane, high bits above it, one
 //!   arithmetic shift), 16 lanes at a time; `vcvtdq2ps`, times the pair's scales.
+//! - q8: 16 codes of each row widened (`vpmovsxbd`), rows A's and B's halves paired by one
+//!   128-bit-chunk shuffle; `vcvtdq2ps`, times the pair's scales.
 //! - nvfp4: per 16-value block and row a 16-entry table of the signed values
 //!   `±binary32(|e2m1|·sf) / d` (the sign applied last, as the scalar reference; in the
 //!   scaled order without the divide), looked up by the whole nibble (`vpermt2ps`).
@@ -51,11 +57,14 @@ trait Load2 {
     }
 }
 
+struct Q2;
+struct T2;
 struct Q4;
 struct Q5;
 struct Q6;
 struct Nvfp4;
 struct Nvfp4Scaled;
+struct Q8;
 
 /// Plane pointers of a grouped row: codes, high bits, f32 scales.
 type GroupedP = (*const u8, *const u8, *const f32);
@@ -143,6 +152,137 @@ impl Load2 for Q4 {
             for (v, ov) in o.iter_mut().enumerate() {
                 let idx = pair_index(nibbles_low(words, v as i32));
                 *ov = _mm512_permutex2var_ps(ta, idx, tb);
+            }
+            o
+        }
+    }
+}
+
+/// Four registers of 2-bit-coded values of a pair of rows (32 elements each): `ta` / `tb`
+/// = row A's / B's four values `scale·code` by word, repeated (period 4); each lane takes
+/// its word from the row's 32-bit word of 16 codes (`vpermd`, `vpsrlvd`), bit 4 of the
+/// index selects row B's table (`vpermt2ps`).
+///
+/// # Safety
+/// The 8 code bytes of elements k..k+32 of both rows are readable.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn two_bit_pair(
+    la: *const u8,
+    lb: *const u8,
+    ta: __m512,
+    tb: __m512,
+    k: usize,
+) -> [__m512; 4] {
+    // SAFETY: 8 code bytes of each row at k/4 (caller).
+    let words = unsafe {
+        _mm512_castsi128_si512(_mm_unpacklo_epi64(
+            _mm_loadl_epi64(la.add(k / 4).cast()),
+            _mm_loadl_epi64(lb.add(k / 4).cast()),
+        ))
+    };
+    let mut o = [ta; 4];
+    for (v, ov) in o.iter_mut().enumerate() {
+        // Row A's word v / 2 in lanes 0..8, row B's (word 2 + v / 2) in lanes 8..16,
+        // shifted right by 2i (+16 for the word's second half).
+        let vi = v as i32;
+        let w = _mm512_permutexvar_epi32(halves([vi / 2; 8], [2 + vi / 2; 8]), words);
+        let sh = [0, 2, 4, 6, 8, 10, 12, 14].map(|c| c + 16 * (vi % 2));
+        let idx = pair_index(_mm512_srlv_epi32(w, halves(sh, sh)));
+        *ov = _mm512_permutex2var_ps(ta, idx, tb);
+    }
+    o
+}
+
+/// The 2-bit tables of a pair of rows: `codes` (the code of words 0..3, period 4) times
+/// each row's scale of group `g` (one rounding, as the scalar reference).
+///
+/// # Safety
+/// Both rows have a scale g.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn two_bit_tables(sa: *const f32, sb: *const f32, g: usize, codes: [f32; 4]) -> [__m512; 2] {
+    let c = codes;
+    let t = _mm512_setr_ps(
+        c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3], c[0], c[1], c[2],
+        c[3],
+    );
+    // SAFETY: the caller's contract.
+    unsafe {
+        [
+            _mm512_mul_ps(_mm512_set1_ps(*sa.add(g)), t),
+            _mm512_mul_ps(_mm512_set1_ps(*sb.add(g)), t),
+        ]
+    }
+}
+
+impl Load2 for Q2 {
+    type P = GroupedP;
+    fn ptr(w: &WRow<'_>) -> GroupedP {
+        grouped_ptr(w)
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((la, _, sa): GroupedP, (lb, _, sb): GroupedP, k: usize) -> [__m512; 4] {
+        // SAFETY: the group's scales and the codes of k..k+32 (caller).
+        unsafe {
+            // Words 0..3 are codes −1, 0, 1, 2.
+            let [ta, tb] = two_bit_tables(sa, sb, k / 64, [-1.0, 0.0, 1.0, 2.0]);
+            two_bit_pair(la, lb, ta, tb, k)
+        }
+    }
+}
+
+impl Load2 for T2 {
+    type P = GroupedP;
+    fn ptr(w: &WRow<'_>) -> GroupedP {
+        grouped_ptr(w)
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((la, _, sa): GroupedP, (lb, _, sb): GroupedP, k: usize) -> [__m512; 4] {
+        // SAFETY: the group's scales and the codes of k..k+32 (caller).
+        unsafe {
+            // Two's-complement words 0..3: codes 0, 1, −2, −1.
+            let [ta, tb] = two_bit_tables(sa, sb, k / 128, [0.0, 1.0, -2.0, -1.0]);
+            two_bit_pair(la, lb, ta, tb, k)
+        }
+    }
+}
+
+impl Load2 for Q8 {
+    type P = GroupedP;
+    fn ptr(w: &WRow<'_>) -> GroupedP {
+        grouped_ptr(w)
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((la, _, sa): GroupedP, (lb, _, sb): GroupedP, k: usize) -> [__m512; 4] {
+        // SAFETY: the group's scales and the 32 code bytes of k..k+32 (caller).
+        unsafe {
+            let s = pair_ps(*sa.add(k / 32), *sb.add(k / 32));
+            let mut o = [s; 4];
+            for h in 0..2 {
+                // 16 codes of each row (`vpmovsxbd`), then row A's and B's halves paired:
+                // 128-bit chunks (0, 1) of each, then (2, 3).
+                let qa = _mm512_cvtepi8_epi32(_mm_loadu_si128(la.add(k + 16 * h).cast()));
+                let qb = _mm512_cvtepi8_epi32(_mm_loadu_si128(lb.add(k + 16 * h).cast()));
+                let q = [
+                    _mm512_shuffle_i64x2::<0b0100_0100>(qa, qb),
+                    _mm512_shuffle_i64x2::<0b1110_1110>(qa, qb),
+                ];
+                for j in 0..2 {
+                    o[2 * h + j] = _mm512_mul_ps(s, _mm512_cvtepi32_ps(q[j]));
+                }
             }
             o
         }
@@ -380,9 +520,12 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
     // SAFETY (all calls): the caller's contract.
     unsafe {
         match w.first() {
+            Some(WRow::Grouped { kind: G::Q2, .. }) => tiles::<Q2>(w, x, m, out),
+            Some(WRow::Grouped { kind: G::T2, .. }) => tiles::<T2>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q4, .. }) => tiles::<Q4>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q5, .. }) => tiles::<Q5>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q6, .. }) => tiles::<Q6>(w, x, m, out),
+            Some(WRow::Grouped { kind: G::Q8, .. }) => tiles::<Q8>(w, x, m, out),
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
             Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
             _ => super::float_avx2::dot_rows(w, x, m, out),
@@ -545,7 +688,14 @@ mod tests {
                         .map(|_| (next() % 2001) as f32 / 500.0 - 2.0)
                         .collect();
                     let mut cases: Vec<Vec<WRow<'_>>> = Vec::new();
-                    for kind in [Grouped::Q4, Grouped::Q5, Grouped::Q6] {
+                    for kind in [
+                        Grouped::Q2,
+                        Grouped::T2,
+                        Grouped::Q4,
+                        Grouped::Q5,
+                        Grouped::Q6,
+                        Grouped::Q8,
+                    ] {
                         cases.push(
                             (0..n)
                                 .map(|i| WRow::Grouped {
