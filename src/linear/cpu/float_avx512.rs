@@ -9,8 +9,10 @@
 //!
 //! How codes become values (32 per row and step, four registers of 2 × 8):
 //! - q4: per group and row a 16-entry table `scale·code` (code −8..7 by word, one multiply,
-//!   the scalar reference's rounding); each lane takes its nibble from the row's code word
-//!   (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table (`vpermt2ps`).
+//!   the scalar reference's rounding; the two steps of a group share it); one `vpshufb`
+//!   per step gathers into lane i the code bytes of elements i, 8 + i, 16 + i, 24 + i of
+//!   its row, each register shifts its nibble down, bit 4 of the index selects row B's
+//!   table (`vpermt2ps`).
 //! - q2 / t2: per group and row the four values `scale·code` by word (one multiply each),
 //!   repeated into a 16-entry table; each lane takes its 2-bit word from the row's 32-bit
 //!   word of 16 codes (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table
@@ -21,7 +23,8 @@
 //!   128-bit-chunk shuffle; `vcvtdq2ps`, times the pair's scales.
 //! - nvfp4: per 16-value block and row a 16-entry table of the signed values
 //!   `±binary32(|e2m1|·sf) / d` (the sign applied last, as the scalar reference; in the
-//!   scaled order without the divide), looked up by the whole nibble (`vpermt2ps`).
+//!   scaled order without the divide), looked up by the whole nibble (`vpermt2ps`), the
+//!   nibbles gathered as for q4.
 //!
 //! Other row kinds run the AVX2 path.
 
@@ -101,18 +104,42 @@ unsafe fn code_words(a: *const u8, b: *const u8, at: usize) -> __m512i {
     }
 }
 
-/// Lane i (of 16): word `v` (lanes 0..8) or `4 + v` (lanes 8..16) of [`code_words`],
-/// shifted right by 4·(i mod 8): nibble i mod 8 of the word in bits 0..4 (junk above).
+/// The `vpermt2ps` indices of 32 nibble-coded elements of a pair of rows (16 code bytes
+/// each at `a`, `b`): register v, lane i the nibble of element 8v + i of row A (lanes 0..8)
+/// or B (lanes 8..16, plus 16: row B's table). Each row's 16 bytes are broadcast to two
+/// 128-bit chunks; one `vpshufb` gathers into lane i the byte holding element 8v + i for
+/// every v (byte v of the lane), a per-lane shift by 0 or 4 puts the element's nibble at
+/// bit 8v, and register v shifts it down by 8v.
+///
+/// # Safety
+/// 16 readable bytes at `a` and `b`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-fn nibbles_low(words: __m512i, v: i32) -> __m512i {
-    let w = _mm512_permutexvar_epi32(halves([v; 8], [4 + v; 8]), words);
-    let sh = [0, 4, 8, 12, 16, 20, 24, 28];
-    _mm512_srlv_epi32(w, halves(sh, sh))
+unsafe fn nibble_indices(a: *const u8, b: *const u8) -> [__m512i; 4] {
+    // SAFETY: the caller's contract.
+    let src = unsafe {
+        let ra = _mm512_broadcast_i32x4(_mm_loadu_si128(a.cast()));
+        _mm512_mask_broadcast_i32x4(ra, 0xFF00, _mm_loadu_si128(b.cast()))
+    };
+    // Lane i of a row (i = 0..8; chunk i / 4): bytes i/2, 4 + i/2, 8 + i/2, 12 + i/2.
+    let g = |i: i32| {
+        let j = i / 2;
+        j | (4 + j) << 8 | (8 + j) << 16 | (12 + j) << 24
+    };
+    let ctl = [0, 1, 2, 3, 4, 5, 6, 7].map(g);
+    let d = _mm512_shuffle_epi8(src, halves(ctl, ctl));
+    let odd = [0, 4, 0, 4, 0, 4, 0, 4];
+    let d = _mm512_srlv_epi32(d, halves(odd, odd));
+    [
+        pair_index(d),
+        pair_index(_mm512_srli_epi32::<8>(d)),
+        pair_index(_mm512_srli_epi32::<16>(d)),
+        pair_index(_mm512_srli_epi32::<24>(d)),
+    ]
 }
 
-/// The `vpermt2ps` index of [`nibbles_low`]'s lanes: the nibble, plus 16 in lanes 8..16
-/// (row B's table).
+/// The `vpermt2ps` index of lanes holding a nibble in bits 0..4 (junk above): the nibble,
+/// plus 16 in lanes 8..16 (row B's table).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 fn pair_index(n: __m512i) -> __m512i {
@@ -147,11 +174,10 @@ impl Load2 for Q4 {
         unsafe {
             let ta = _mm512_mul_ps(_mm512_set1_ps(*sa.add(k / 64)), codes);
             let tb = _mm512_mul_ps(_mm512_set1_ps(*sb.add(k / 64)), codes);
-            let words = code_words(la, lb, k / 2);
+            let idx = nibble_indices(la.add(k / 2), lb.add(k / 2));
             let mut o = [ta; 4];
             for (v, ov) in o.iter_mut().enumerate() {
-                let idx = pair_index(nibbles_low(words, v as i32));
-                *ov = _mm512_permutex2var_ps(ta, idx, tb);
+                *ov = _mm512_permutex2var_ps(ta, idx[v], tb);
             }
             o
         }
@@ -420,11 +446,10 @@ unsafe fn e2m1_pair(
         *tb = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(*tb), sign));
     }
     // SAFETY: 16 code bytes of each row at k/2 (caller).
-    let words = unsafe { code_words(ca, cb, k / 2) };
+    let idx = unsafe { nibble_indices(ca.add(k / 2), cb.add(k / 2)) };
     let mut o = [mags; 4];
     for (v, ov) in o.iter_mut().enumerate() {
-        let idx = pair_index(nibbles_low(words, v as i32));
-        *ov = _mm512_permutex2var_ps(t[2 * (v / 2)], idx, t[2 * (v / 2) + 1]);
+        *ov = _mm512_permutex2var_ps(t[2 * (v / 2)], idx[v], t[2 * (v / 2) + 1]);
     }
     o
 }
@@ -597,34 +622,49 @@ unsafe fn tile<L: Load2, const NP: usize>(
     let xr = &x[r * k..(r + 1) * k];
     let xp = xr.as_ptr();
     let mut acc = [_mm512_setzero_ps(); NP];
+    // One step: elements kk..kk + 32 of every row.
+    macro_rules! step {
+        ($kk:expr) => {{
+            let kk = $kk;
+            // SAFETY: kk + 32 <= K values in the activation row and in each weight row.
+            unsafe {
+                let mut xv = [_mm512_setzero_ps(); 4];
+                for (j, xj) in xv.iter_mut().enumerate() {
+                    let h = _mm256_loadu_pd(xp.add(kk + 8 * j).cast());
+                    *xj = _mm512_castpd_ps(_mm512_broadcast_f64x4(h));
+                }
+                for p in 0..NP {
+                    if kk % 128 == 0 {
+                        for h in 0..2 {
+                            let c = L::codes(wp[p][h]).wrapping_add(ahead + kk / 2);
+                            _mm_prefetch::<_MM_HINT_T0>(c.cast());
+                        }
+                    }
+                    if L::HIGH_BITS > 0 && (kk * L::HIGH_BITS / 8).is_multiple_of(64) {
+                        for h in 0..2 {
+                            let c =
+                                L::high(wp[p][h]).wrapping_add(ahead_hi + kk * L::HIGH_BITS / 8);
+                            _mm_prefetch::<_MM_HINT_T0>(c.cast());
+                        }
+                    }
+                    let wv = L::load(wp[p][0], wp[p][1], kk);
+                    for j in 0..4 {
+                        acc[p] = _mm512_fmadd_ps(wv[j], xv[j], acc[p]);
+                    }
+                }
+            }
+        }};
+    }
     let mut kk = 0;
-    while kk + 32 <= k {
-        // SAFETY: kk + 32 <= K values in the activation row and in each weight row.
-        unsafe {
-            let mut xv = [_mm512_setzero_ps(); 4];
-            for (j, xj) in xv.iter_mut().enumerate() {
-                let h = _mm256_loadu_pd(xp.add(kk + 8 * j).cast());
-                *xj = _mm512_castpd_ps(_mm512_broadcast_f64x4(h));
-            }
-            for p in 0..NP {
-                if kk % 128 == 0 {
-                    for h in 0..2 {
-                        let c = L::codes(wp[p][h]).wrapping_add(ahead + kk / 2);
-                        _mm_prefetch::<_MM_HINT_T0>(c.cast());
-                    }
-                }
-                if L::HIGH_BITS > 0 && (kk * L::HIGH_BITS / 8).is_multiple_of(64) {
-                    for h in 0..2 {
-                        let c = L::high(wp[p][h]).wrapping_add(ahead_hi + kk * L::HIGH_BITS / 8);
-                        _mm_prefetch::<_MM_HINT_T0>(c.cast());
-                    }
-                }
-                let wv = L::load(wp[p][0], wp[p][1], kk);
-                for j in 0..4 {
-                    acc[p] = _mm512_fmadd_ps(wv[j], xv[j], acc[p]);
-                }
-            }
-        }
+    // Two steps per iteration: both halves of a 64-value group share its scales (a table
+    // computed once).
+    while kk + 64 <= k {
+        step!(kk);
+        step!(kk + 32);
+        kk += 64;
+    }
+    if kk + 32 <= k {
+        step!(kk);
         kk += 32;
     }
     for p in 0..NP {
