@@ -17,7 +17,11 @@
 //!   repeated into a 16-entry table; each lane takes its 2-bit word from the row's 32-bit
 //!   word of 16 codes (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table
 //!   (`vpermt2ps`).
-//! - q5 / q6: as the AVX2 path (nibble to the top of the lane, high bits above it, one
+//! - q5: per group and row a 32-entry table `scale·code` by 5-bit word (two registers);
+//!   the nibbles gathered as for q4, each element's plane-1 bit rotated above its nibble
+//!   (`vprorvd`, one bit select for all four registers); each row looks up its own table
+//!   (`vpermt2ps`), one blend joins the halves.
+//! - q6: as the AVX2 path (nibble to the top of the lane, high bits above it, one
 //!   arithmetic shift), 16 lanes at a time; `vcvtdq2ps`, times the pair's scales.
 //! - q8: 16 codes of each row widened (`vpmovsxbd`), rows A's and B's halves paired by one
 //!   128-bit-chunk shuffle; `vcvtdq2ps`, times the pair's scales.
@@ -104,18 +108,17 @@ unsafe fn code_words(a: *const u8, b: *const u8, at: usize) -> __m512i {
     }
 }
 
-/// The `vpermt2ps` indices of 32 nibble-coded elements of a pair of rows (16 code bytes
-/// each at `a`, `b`): register v, lane i the nibble of element 8v + i of row A (lanes 0..8)
-/// or B (lanes 8..16, plus 16: row B's table). Each row's 16 bytes are broadcast to two
-/// 128-bit chunks; one `vpshufb` gathers into lane i the byte holding element 8v + i for
-/// every v (byte v of the lane), a per-lane shift by 0 or 4 puts the element's nibble at
-/// bit 8v, and register v shifts it down by 8v.
+/// The nibbles of 32 elements of a pair of rows (16 code bytes each at `a`, `b`): lane i
+/// holds in byte v (bits 8v..8v + 4, junk in the byte's upper half) the nibble of element
+/// 8v + i of row A (lanes 0..8) or B (lanes 8..16). Each row's 16 bytes are broadcast to
+/// two 128-bit chunks; one `vpshufb` gathers into lane i the bytes holding elements i,
+/// 8 + i, 16 + i, 24 + i, and a per-lane shift by 0 or 4 (odd i) moves their nibbles down.
 ///
 /// # Safety
 /// 16 readable bytes at `a` and `b`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-unsafe fn nibble_indices(a: *const u8, b: *const u8) -> [__m512i; 4] {
+unsafe fn nibble_bytes(a: *const u8, b: *const u8) -> __m512i {
     // SAFETY: the caller's contract.
     let src = unsafe {
         let ra = _mm512_broadcast_i32x4(_mm_loadu_si128(a.cast()));
@@ -129,13 +132,32 @@ unsafe fn nibble_indices(a: *const u8, b: *const u8) -> [__m512i; 4] {
     let ctl = [0, 1, 2, 3, 4, 5, 6, 7].map(g);
     let d = _mm512_shuffle_epi8(src, halves(ctl, ctl));
     let odd = [0, 4, 0, 4, 0, 4, 0, 4];
-    let d = _mm512_srlv_epi32(d, halves(odd, odd));
+    _mm512_srlv_epi32(d, halves(odd, odd))
+}
+
+/// Byte v of each lane of `d` moved to bits 0..8, v = 0..4.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn bytes_down(d: __m512i) -> [__m512i; 4] {
     [
-        pair_index(d),
-        pair_index(_mm512_srli_epi32::<8>(d)),
-        pair_index(_mm512_srli_epi32::<16>(d)),
-        pair_index(_mm512_srli_epi32::<24>(d)),
+        d,
+        _mm512_srli_epi32::<8>(d),
+        _mm512_srli_epi32::<16>(d),
+        _mm512_srli_epi32::<24>(d),
     ]
+}
+
+/// The `vpermt2ps` indices of 32 nibble-coded elements of a pair of rows (16 code bytes
+/// each at `a`, `b`): register v, lane i the nibble of element 8v + i, plus 16 in row B's
+/// lanes ([`nibble_bytes`], [`pair_index`]).
+///
+/// # Safety
+/// 16 readable bytes at `a` and `b`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn nibble_indices(a: *const u8, b: *const u8) -> [__m512i; 4] {
+    // SAFETY: the caller's contract.
+    bytes_down(unsafe { nibble_bytes(a, b) }).map(|n| pair_index(n))
 }
 
 /// The `vpermt2ps` index of lanes holding a nibble in bits 0..4 (junk above): the nibble,
@@ -315,37 +337,25 @@ impl Load2 for Q8 {
     }
 }
 
-/// Four registers of q5 / q6 values (`HI` = high-bit width 1, 2) of a pair of rows, as
-/// the AVX2 path's `nibble_codes` 16 lanes at a time: nibble i moved to bits 28..31, then
-/// down by `HI`, the high field of element i moved just above it, one arithmetic shift
-/// right by 28 − HI; `vcvtdq2ps`, times the pair's scales.
+/// Four registers of q6 values of a pair of rows, as the AVX2 path's `nibble_codes` 16
+/// lanes at a time: nibble i moved to bits 28..31, then down by 2, the two high bits of
+/// element i moved just above it, one arithmetic shift right by 26; `vcvtdq2ps`, times the
+/// pair's scales.
 ///
 /// # Safety
-/// As [`Load2::load`] for q5 / q6 rows.
+/// As [`Load2::load`] for q6 rows.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-unsafe fn nibble_values<const HI: i32>(
-    (la, ha, sa): GroupedP,
-    (lb, hb, sb): GroupedP,
-    k: usize,
-) -> [__m512; 4] {
+unsafe fn q6_values((la, ha, sa): GroupedP, (lb, hb, sb): GroupedP, k: usize) -> [__m512; 4] {
     // SAFETY: the groups' scales, the codes of k..k+32 and their high bits (caller).
     unsafe {
         let s = pair_ps(*sa.add(k / 64), *sb.add(k / 64));
         let words = code_words(la, lb, k / 2);
-        // The high bits of the 32 elements: q5 one word per row (lanes 0 / 1), q6 two
-        // (lanes 0, 1 / 2, 3).
-        let high = if HI == 1 {
-            _mm512_castsi128_si512(_mm_unpacklo_epi32(
-                _mm_cvtsi32_si128(std::ptr::read_unaligned(ha.add(k / 8).cast())),
-                _mm_cvtsi32_si128(std::ptr::read_unaligned(hb.add(k / 8).cast())),
-            ))
-        } else {
-            _mm512_castsi128_si512(_mm_unpacklo_epi64(
-                _mm_loadl_epi64(ha.add(k / 4).cast()),
-                _mm_loadl_epi64(hb.add(k / 4).cast()),
-            ))
-        };
+        // The high bits of the 32 elements: two words per row (lanes 0, 1 / 2, 3).
+        let high = _mm512_castsi128_si512(_mm_unpacklo_epi64(
+            _mm_loadl_epi64(ha.add(k / 4).cast()),
+            _mm_loadl_epi64(hb.add(k / 4).cast()),
+        ));
         let top = [28, 24, 20, 16, 12, 8, 4, 0];
         let mut o = [s; 4];
         for (v, ov) in o.iter_mut().enumerate() {
@@ -353,21 +363,12 @@ unsafe fn nibble_values<const HI: i32>(
             let w = _mm512_permutexvar_epi32(halves([vi; 8], [4 + vi; 8]), words);
             let t = _mm512_sllv_epi32(w, halves(top, top));
             let j = 8 * vi; // element index of lane 0 inside the step
-            let q = if HI == 1 {
-                // Bit j + i of the row's word to bit 31 of lane i.
-                let h = _mm512_permutexvar_epi32(halves([0; 8], [1; 8]), high);
-                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 31 - j - i);
-                let h = _mm512_sllv_epi32(h, halves(c, c));
-                let h = _mm512_and_si512(h, _mm512_set1_epi32(i32::MIN));
-                _mm512_srai_epi32::<27>(_mm512_or_si512(_mm512_srli_epi32::<1>(t), h))
-            } else {
-                // Bits 2(j + i) mod 32 .. +1 of the row's word (j / 16) to bits 30..31.
-                let h = _mm512_permutexvar_epi32(halves([vi / 2; 8], [2 + vi / 2; 8]), high);
-                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 30 - 2 * (j % 16) - 2 * i);
-                let h = _mm512_sllv_epi32(h, halves(c, c));
-                let h = _mm512_and_si512(h, _mm512_set1_epi32(0xC000_0000u32 as i32));
-                _mm512_srai_epi32::<26>(_mm512_or_si512(_mm512_srli_epi32::<2>(t), h))
-            };
+            // Bits 2(j + i) mod 32 .. +1 of the row's word (j / 16) to bits 30..31.
+            let h = _mm512_permutexvar_epi32(halves([vi / 2; 8], [2 + vi / 2; 8]), high);
+            let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 30 - 2 * (j % 16) - 2 * i);
+            let h = _mm512_sllv_epi32(h, halves(c, c));
+            let h = _mm512_and_si512(h, _mm512_set1_epi32(0xC000_0000u32 as i32));
+            let q = _mm512_srai_epi32::<26>(_mm512_or_si512(_mm512_srli_epi32::<2>(t), h));
             *ov = _mm512_mul_ps(s, _mm512_cvtepi32_ps(q));
         }
         o
@@ -386,11 +387,44 @@ impl Load2 for Q5 {
     fn codes(p: GroupedP) -> *const u8 {
         p.0
     }
+    /// Per group and row a 32-entry table `scale·code` by 5-bit word (two registers:
+    /// words 0..15 = codes 0..15, words 16..31 = codes −16..−1; one multiply each, the
+    /// scalar reference's rounding); the index of lane i is its nibble ([`nibble_bytes`])
+    /// with the element's plane-1 bit rotated to bit 4 above it; rows A and B look up their
+    /// own tables (`vpermt2ps` each) and one blend takes B's upper half.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-    unsafe fn load(a: GroupedP, b: GroupedP, k: usize) -> [__m512; 4] {
-        // SAFETY: the caller's contract.
-        unsafe { nibble_values::<1>(a, b, k) }
+    unsafe fn load((la, ha, sa): GroupedP, (lb, hb, sb): GroupedP, k: usize) -> [__m512; 4] {
+        let low = _mm512_setr_ps(
+            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
+        );
+        let neg = _mm512_sub_ps(low, _mm512_set1_ps(16.0));
+        // SAFETY: the groups' scales, the codes of k..k+32 and their plane-1 word (caller).
+        unsafe {
+            let (s_a, s_b) = (
+                _mm512_set1_ps(*sa.add(k / 64)),
+                _mm512_set1_ps(*sb.add(k / 64)),
+            );
+            let (a0, a1) = (_mm512_mul_ps(s_a, low), _mm512_mul_ps(s_a, neg));
+            let (b0, b1) = (_mm512_mul_ps(s_b, low), _mm512_mul_ps(s_b, neg));
+            let d = nibble_bytes(la.add(k / 2), lb.add(k / 2));
+            // Plane-1 bit 8v + i of the row's word to bit 8v + 4 of lane i (every v):
+            // rotate right by i − 4.
+            let h = _mm512_mask_set1_epi32(
+                _mm512_set1_epi32(std::ptr::read_unaligned(ha.add(k / 8).cast())),
+                0xFF00,
+                std::ptr::read_unaligned(hb.add(k / 8).cast()),
+            );
+            let c = [28, 29, 30, 31, 0, 1, 2, 3];
+            let h = _mm512_rorv_epi32(h, halves(c, c));
+            // Bits 0..4 of each byte from d, bits 4..8 from h (table 0xE4: C ? A : B).
+            let w = _mm512_ternarylogic_epi32::<0xE4>(d, h, _mm512_set1_epi32(0x0F0F_0F0F));
+            bytes_down(w).map(|idx| {
+                let va = _mm512_permutex2var_ps(a0, idx, a1);
+                let vb = _mm512_permutex2var_ps(b0, idx, b1);
+                _mm512_mask_mov_ps(va, 0xFF00, vb)
+            })
+        }
     }
 }
 
@@ -410,7 +444,7 @@ impl Load2 for Q6 {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
     unsafe fn load(a: GroupedP, b: GroupedP, k: usize) -> [__m512; 4] {
         // SAFETY: the caller's contract.
-        unsafe { nibble_values::<2>(a, b, k) }
+        unsafe { q6_values(a, b, k) }
     }
 }
 
