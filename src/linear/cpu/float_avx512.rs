@@ -17,12 +17,11 @@
 //!   repeated into a 16-entry table; each lane takes its 2-bit word from the row's 32-bit
 //!   word of 16 codes (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table
 //!   (`vpermt2ps`).
-//! - q5: per group and row a 32-entry table `scale·code` by 5-bit word (two registers);
-//!   the nibbles gathered as for q4, each element's plane-1 bit rotated above its nibble
-//!   (`vprorvd`, one bit select for all four registers); each row looks up its own table
-//!   (`vpermt2ps`), one blend joins the halves.
-//! - q6: as the AVX2 path (nibble to the top of the lane, high bits above it, one
-//!   arithmetic shift), 16 lanes at a time; `vcvtdq2ps`, times the pair's scales.
+//! - q5 / q6: the nibbles gathered as for q4; each element's plane-1 bits rotated above
+//!   its nibble (q5: the row's 32-bit word broadcast; q6: its bytes gathered by one more
+//!   `vpshufb`; `vprorvd`, one bit select for all four registers); per register one shift
+//!   up and one arithmetic shift down sign-extend the word; `vcvtdq2ps`, times the pair's
+//!   scales.
 //! - q8: 16 codes of each row widened (`vpmovsxbd`), rows A's and B's halves paired by one
 //!   128-bit-chunk shuffle; `vcvtdq2ps`, times the pair's scales.
 //! - nvfp4: per 16-value block and row a 16-entry table of the signed values
@@ -91,21 +90,6 @@ fn halves(a: [i32; 8], b: [i32; 8]) -> __m512i {
         a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], b[0], b[1], b[2], b[3], b[4], b[5], b[6],
         b[7],
     )
-}
-
-/// The 16 code bytes of rows A and B at byte offset `at`: A's four 32-bit words in lanes
-/// 0..4, B's in lanes 4..8.
-///
-/// # Safety
-/// 16 readable bytes at `a + at` and `b + at`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-unsafe fn code_words(a: *const u8, b: *const u8, at: usize) -> __m512i {
-    // SAFETY: the caller's contract.
-    unsafe {
-        let lo = _mm512_castsi128_si512(_mm_loadu_si128(a.add(at).cast()));
-        _mm512_inserti32x4::<1>(lo, _mm_loadu_si128(b.add(at).cast()))
-    }
 }
 
 /// The nibbles of 32 elements of a pair of rows (16 code bytes each at `a`, `b`): lane i
@@ -337,41 +321,60 @@ impl Load2 for Q8 {
     }
 }
 
-/// Four registers of q6 values of a pair of rows, as the AVX2 path's `nibble_codes` 16
-/// lanes at a time: nibble i moved to bits 28..31, then down by 2, the two high bits of
-/// element i moved just above it, one arithmetic shift right by 26; `vcvtdq2ps`, times the
-/// pair's scales.
+/// Four registers of q5 / q6 values (`HI` = plane-1 bits per element, 1 or 2) of a pair
+/// of rows from `d` ([`nibble_bytes`]) and `h` (element 8v + i's plane-1 bits at bits
+/// 4..4 + HI of byte v of lane i): one bit select joins them into each byte's 4 + HI-bit
+/// word; register v moves byte v's word to the top (`vpslld`), one arithmetic shift
+/// right sign-extends it; `vcvtdq2ps`, times the pair's scales `s`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn word_values<const HI: i32>(d: __m512i, h: __m512i, s: __m512) -> [__m512; 4] {
+    // Bits 0..4 of each byte from d, bits 4..8 from h (table 0xE4: C ? A : B).
+    let w = _mm512_ternarylogic_epi32::<0xE4>(d, h, _mm512_set1_epi32(0x0F0F_0F0F));
+    let q = if HI == 1 {
+        [
+            _mm512_srai_epi32::<27>(_mm512_slli_epi32::<27>(w)),
+            _mm512_srai_epi32::<27>(_mm512_slli_epi32::<19>(w)),
+            _mm512_srai_epi32::<27>(_mm512_slli_epi32::<11>(w)),
+            _mm512_srai_epi32::<27>(_mm512_slli_epi32::<3>(w)),
+        ]
+    } else {
+        [
+            _mm512_srai_epi32::<26>(_mm512_slli_epi32::<26>(w)),
+            _mm512_srai_epi32::<26>(_mm512_slli_epi32::<18>(w)),
+            _mm512_srai_epi32::<26>(_mm512_slli_epi32::<10>(w)),
+            _mm512_srai_epi32::<26>(_mm512_slli_epi32::<2>(w)),
+        ]
+    };
+    q.map(|t| _mm512_mul_ps(s, _mm512_cvtepi32_ps(t)))
+}
+
+/// Four registers of q6 values of a pair of rows ([`word_values`]): the plane-1 bytes
+/// gathered as the nibbles (lane i, byte v: the byte holding element 8v + i's two bits)
+/// and rotated per lane so that those bits sit at bits 4..6 of byte v.
 ///
 /// # Safety
 /// As [`Load2::load`] for q6 rows.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 unsafe fn q6_values((la, ha, sa): GroupedP, (lb, hb, sb): GroupedP, k: usize) -> [__m512; 4] {
-    // SAFETY: the groups' scales, the codes of k..k+32 and their high bits (caller).
+    // SAFETY: the groups' scales, the codes of k..k+32 and their 8 plane-1 bytes (caller).
     unsafe {
         let s = pair_ps(*sa.add(k / 64), *sb.add(k / 64));
-        let words = code_words(la, lb, k / 2);
-        // The high bits of the 32 elements: two words per row (lanes 0, 1 / 2, 3).
-        let high = _mm512_castsi128_si512(_mm_unpacklo_epi64(
-            _mm_loadl_epi64(ha.add(k / 4).cast()),
-            _mm_loadl_epi64(hb.add(k / 4).cast()),
-        ));
-        let top = [28, 24, 20, 16, 12, 8, 4, 0];
-        let mut o = [s; 4];
-        for (v, ov) in o.iter_mut().enumerate() {
-            let vi = v as i32;
-            let w = _mm512_permutexvar_epi32(halves([vi; 8], [4 + vi; 8]), words);
-            let t = _mm512_sllv_epi32(w, halves(top, top));
-            let j = 8 * vi; // element index of lane 0 inside the step
-            // Bits 2(j + i) mod 32 .. +1 of the row's word (j / 16) to bits 30..31.
-            let h = _mm512_permutexvar_epi32(halves([vi / 2; 8], [2 + vi / 2; 8]), high);
-            let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 30 - 2 * (j % 16) - 2 * i);
-            let h = _mm512_sllv_epi32(h, halves(c, c));
-            let h = _mm512_and_si512(h, _mm512_set1_epi32(0xC000_0000u32 as i32));
-            let q = _mm512_srai_epi32::<26>(_mm512_or_si512(_mm512_srli_epi32::<2>(t), h));
-            *ov = _mm512_mul_ps(s, _mm512_cvtepi32_ps(q));
-        }
-        o
+        let d = nibble_bytes(la.add(k / 2), lb.add(k / 2));
+        let ra = _mm512_broadcast_i32x4(_mm_loadl_epi64(ha.add(k / 4).cast()));
+        let src = _mm512_mask_broadcast_i32x4(ra, 0xFF00, _mm_loadl_epi64(hb.add(k / 4).cast()));
+        // Lane i of a row: plane-1 bytes i/4, 2 + i/4, 4 + i/4, 6 + i/4 (element 8v + i's
+        // two bits at 2(i mod 4) of byte v), rotated to bits 4..6.
+        let g = |i: i32| {
+            let j = i / 4;
+            j | (2 + j) << 8 | (4 + j) << 16 | (6 + j) << 24
+        };
+        let ctl = [0, 1, 2, 3, 4, 5, 6, 7].map(g);
+        let h = _mm512_shuffle_epi8(src, halves(ctl, ctl));
+        let rot = [28, 30, 0, 2, 28, 30, 0, 2];
+        let h = _mm512_rorv_epi32(h, halves(rot, rot));
+        word_values::<2>(d, h, s)
     }
 }
 
@@ -387,26 +390,11 @@ impl Load2 for Q5 {
     fn codes(p: GroupedP) -> *const u8 {
         p.0
     }
-    /// Per group and row a 32-entry table `scale·code` by 5-bit word (two registers:
-    /// words 0..15 = codes 0..15, words 16..31 = codes −16..−1; one multiply each, the
-    /// scalar reference's rounding); the index of lane i is its nibble ([`nibble_bytes`])
-    /// with the element's plane-1 bit rotated to bit 4 above it; rows A and B look up their
-    /// own tables (`vpermt2ps` each) and one blend takes B's upper half.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
     unsafe fn load((la, ha, sa): GroupedP, (lb, hb, sb): GroupedP, k: usize) -> [__m512; 4] {
-        let low = _mm512_setr_ps(
-            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
-        );
-        let neg = _mm512_sub_ps(low, _mm512_set1_ps(16.0));
         // SAFETY: the groups' scales, the codes of k..k+32 and their plane-1 word (caller).
         unsafe {
-            let (s_a, s_b) = (
-                _mm512_set1_ps(*sa.add(k / 64)),
-                _mm512_set1_ps(*sb.add(k / 64)),
-            );
-            let (a0, a1) = (_mm512_mul_ps(s_a, low), _mm512_mul_ps(s_a, neg));
-            let (b0, b1) = (_mm512_mul_ps(s_b, low), _mm512_mul_ps(s_b, neg));
             let d = nibble_bytes(la.add(k / 2), lb.add(k / 2));
             // Plane-1 bit 8v + i of the row's word to bit 8v + 4 of lane i (every v):
             // rotate right by i − 4.
@@ -417,13 +405,8 @@ impl Load2 for Q5 {
             );
             let c = [28, 29, 30, 31, 0, 1, 2, 3];
             let h = _mm512_rorv_epi32(h, halves(c, c));
-            // Bits 0..4 of each byte from d, bits 4..8 from h (table 0xE4: C ? A : B).
-            let w = _mm512_ternarylogic_epi32::<0xE4>(d, h, _mm512_set1_epi32(0x0F0F_0F0F));
-            bytes_down(w).map(|idx| {
-                let va = _mm512_permutex2var_ps(a0, idx, a1);
-                let vb = _mm512_permutex2var_ps(b0, idx, b1);
-                _mm512_mask_mov_ps(va, 0xFF00, vb)
-            })
+            let s = pair_ps(*sa.add(k / 64), *sb.add(k / 64));
+            word_values::<1>(d, h, s)
         }
     }
 }
