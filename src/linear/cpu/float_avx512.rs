@@ -11,8 +11,8 @@
 //! - q4: per group and row a 16-entry table `scale·code` (code −8..7 by word, one multiply,
 //!   the scalar reference's rounding; the two steps of a group share it); one `vpshufb`
 //!   per step gathers into lane i the code bytes of elements i, 8 + i, 16 + i, 24 + i of
-//!   its row, each register shifts its nibble down, bit 4 of the index selects row B's
-//!   table (`vpermt2ps`).
+//!   its row, two bit selects make them indices for the four registers at once (bit 4
+//!   selects row B's table), each register shifts its byte down (`vpermt2ps`).
 //! - q2 / t2: per group and row the four values `scale·code` by word (one multiply each),
 //!   repeated into a 16-entry table; each lane takes its 2-bit word from the row's 32-bit
 //!   word of 16 codes (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table
@@ -25,9 +25,10 @@
 //! - q8: 16 codes of each row widened (`vpmovsxbd`), rows A's and B's halves paired by one
 //!   128-bit-chunk shuffle; `vcvtdq2ps`, times the pair's scales.
 //! - nvfp4: per 16-value block and row a 16-entry table of the signed values
-//!   `±binary32(|e2m1|·sf) / d` (the sign applied last, as the scalar reference; in the
-//!   scaled order without the divide), looked up by the whole nibble (`vpermt2ps`), the
-//!   nibbles gathered as for q4.
+//!   `±binary32(|e2m1|·sf) / d` (the sign applied last, as the scalar reference), looked
+//!   up by the whole nibble (`vpermt2ps`), the nibbles gathered as for q4. In the scaled
+//!   order the table is one multiply of the 16 signed magnitudes by sf (rounding is
+//!   symmetric, so `binary32(−m·sf) = −binary32(m·sf)`).
 //!
 //! Other row kinds run the AVX2 path.
 
@@ -108,13 +109,7 @@ unsafe fn nibble_bytes(a: *const u8, b: *const u8) -> __m512i {
         let ra = _mm512_broadcast_i32x4(_mm_loadu_si128(a.cast()));
         _mm512_mask_broadcast_i32x4(ra, 0xFF00, _mm_loadu_si128(b.cast()))
     };
-    // Lane i of a row (i = 0..8; chunk i / 4): bytes i/2, 4 + i/2, 8 + i/2, 12 + i/2.
-    let g = |i: i32| {
-        let j = i / 2;
-        j | (4 + j) << 8 | (8 + j) << 16 | (12 + j) << 24
-    };
-    let ctl = [0, 1, 2, 3, 4, 5, 6, 7].map(g);
-    let d = _mm512_shuffle_epi8(src, halves(ctl, ctl));
+    let d = _mm512_shuffle_epi8(src, gather_ctl());
     let odd = [0, 4, 0, 4, 0, 4, 0, 4];
     _mm512_srlv_epi32(d, halves(odd, odd))
 }
@@ -133,7 +128,10 @@ fn bytes_down(d: __m512i) -> [__m512i; 4] {
 
 /// The `vpermt2ps` indices of 32 nibble-coded elements of a pair of rows (16 code bytes
 /// each at `a`, `b`): register v, lane i the nibble of element 8v + i, plus 16 in row B's
-/// lanes ([`nibble_bytes`], [`pair_index`]).
+/// lanes. The bytes are gathered as in [`nibble_bytes`] (byte v of lane i holds element
+/// 8v + i), then made indices for all four registers at once: each byte's low nibble and
+/// the row's bit 4 (even lanes), or the byte's high nibble (`vpsrlw` by 4) under the same
+/// bit 4 (odd lanes, a masked bit select); register v shifts byte v down.
 ///
 /// # Safety
 /// 16 readable bytes at `a` and `b`.
@@ -141,7 +139,31 @@ fn bytes_down(d: __m512i) -> [__m512i; 4] {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 unsafe fn nibble_indices(a: *const u8, b: *const u8) -> [__m512i; 4] {
     // SAFETY: the caller's contract.
-    bytes_down(unsafe { nibble_bytes(a, b) }).map(|n| pair_index(n))
+    let src = unsafe {
+        let ra = _mm512_broadcast_i32x4(_mm_loadu_si128(a.cast()));
+        _mm512_mask_broadcast_i32x4(ra, 0xFF00, _mm_loadu_si128(b.cast()))
+    };
+    let d = _mm512_shuffle_epi8(src, gather_ctl());
+    let low = _mm512_set1_epi32(0x0F0F_0F0F);
+    // (d & low) | row bit: table 0xEA = (A & B) | C.
+    let row = halves([0; 8], [0x1010_1010; 8]);
+    let e = _mm512_ternarylogic_epi32::<0xEA>(d, low, row);
+    // Odd lanes: C ? B : A (table 0xD8), B = each byte's high nibble moved down.
+    let i = _mm512_mask_ternarylogic_epi32::<0xD8>(e, 0xAAAA, _mm512_srli_epi16::<4>(d), low);
+    bytes_down(i)
+}
+
+/// The `vpshufb` control of [`nibble_bytes`]: lane i of a row (i = 0..8; chunk i / 4)
+/// takes bytes i/2, 4 + i/2, 8 + i/2, 12 + i/2.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn gather_ctl() -> __m512i {
+    let g = |i: i32| {
+        let j = i / 2;
+        j | (4 + j) << 8 | (8 + j) << 16 | (12 + j) << 24
+    };
+    let ctl = [0, 1, 2, 3, 4, 5, 6, 7].map(g);
+    halves(ctl, ctl)
 }
 
 /// The `vpermt2ps` index of lanes holding a nibble in bits 0..4 (junk above): the nibble,
@@ -538,13 +560,28 @@ impl Load2 for Nvfp4Scaled {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
     unsafe fn load((ca, sa, _): Nvfp4P, (cb, sb, _): Nvfp4P, k: usize) -> [__m512; 4] {
+        let m = &crate::words::e2m1::MAGNITUDES;
+        // The signed values of the 16 words: ±|e2m1|, the sign bit 3.
+        let signed = _mm512_setr_ps(
+            m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], -m[0], -m[1], -m[2], -m[3], -m[4],
+            -m[5], -m[6], -m[7],
+        );
         // SAFETY: the blocks' scales and the codes of k..k+32 (caller).
         unsafe {
-            let (s_a, s_b) = block_scales(sa, sb, k);
-            // binary32(|e2m1|·sf) (exact).
-            let ma = _mm512_mul_ps(mags16(), s_a);
-            let mb = _mm512_mul_ps(mags16(), s_b);
-            e2m1_pair(ca, cb, ma, mb, k)
+            // binary32(±|e2m1|·sf) = ±binary32(|e2m1|·sf) (exact; rounding is symmetric),
+            // one multiply per block and row.
+            let t = |s: *const f32, b: usize| _mm512_mul_ps(signed, _mm512_set1_ps(*s.add(b)));
+            let tables = [
+                [t(sa, k / 16), t(sb, k / 16)],
+                [t(sa, k / 16 + 1), t(sb, k / 16 + 1)],
+            ];
+            let idx = nibble_indices(ca.add(k / 2), cb.add(k / 2));
+            let mut o = [signed; 4];
+            for (v, ov) in o.iter_mut().enumerate() {
+                let [ta, tb] = tables[v / 2];
+                *ov = _mm512_permutex2var_ps(ta, idx[v], tb);
+            }
+            o
         }
     }
     #[inline(always)]
