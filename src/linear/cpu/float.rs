@@ -15,9 +15,9 @@
 //! summed by [`super::tree8`]. The AVX2 path ([`super::float_avx2`]) turns 32 codes at a
 //! time into values (one group scale or one nvfp4 block table per chunk) and runs up to 4
 //! weight rows side by side sharing each activation load; the AVX-512 path
-//! ([`super::float_avx512`], q4 / q5 / q6 / nvfp4; other kinds run the AVX2 one) holds two
-//! rows' accumulators in one 512-bit register, the activation's 8 values broadcast into
-//! both halves. Since every lane still sees its elements in increasing k, both return the
+//! ([`super::float_avx512`], the grouped kinds and nvfp4; other kinds run the AVX2 one)
+//! holds two rows' accumulators in one 512-bit register, the activation's 8 values
+//! broadcast into both halves. Since every lane still sees its elements in increasing k, both return the
 //! scalar path's bits.
 //!
 //! **fp8 scaled order.** An fp8 row (multiplier s) meets an activation row x in the scaled

@@ -9,13 +9,26 @@
 //!
 //! How codes become values (32 per row and step, four registers of 2 × 8):
 //! - q4: per group and row a 16-entry table `scale·code` (code −8..7 by word, one multiply,
-//!   the scalar reference's rounding); each lane takes its nibble from the row's code word
-//!   (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table (`vpermt2ps`).
-//! - q5 / q6: as the AVX2 path (nibble to the top of the lane, high bits above it, one
-//!   arithmetic shift), 16 lanes at a time; `vcvtdq2ps`, times the pair's scales.
+//!   the scalar reference's rounding; the two steps of a group share it); one `vpshufb`
+//!   per step gathers into lane i the code bytes of elements i, 8 + i, 16 + i, 24 + i of
+//!   its row, two bit selects make them indices for the four registers at once (bit 4
+//!   selects row B's table), each register shifts its byte down (`vpermt2ps`).
+//! - q2 / t2: per group and row the four values `scale·code` by word (one multiply each),
+//!   repeated into a 16-entry table; each lane takes its 2-bit word from the row's 32-bit
+//!   word of 16 codes (`vpermd`, `vpsrlvd`), bit 4 of the index selects row B's table
+//!   (`vpermt2ps`).
+//! - q5 / q6: the nibbles gathered as for q4; each element's plane-1 bits rotated above
+//!   its nibble (q5: the row's 32-bit word broadcast; q6: its bytes gathered by one more
+//!   `vpshufb`; `vprorvd`, one bit select for all four registers); per register one shift
+//!   up and one arithmetic shift down sign-extend the word; `vcvtdq2ps`, times the pair's
+//!   scales.
+//! - q8: 16 codes of each row widened (`vpmovsxbd`), rows A's and B's halves paired by one
+//!   128-bit-chunk shuffle; `vcvtdq2ps`, times the pair's scales.
 //! - nvfp4: per 16-value block and row a 16-entry table of the signed values
-//!   `±binary32(|e2m1|·sf) / d` (the sign applied last, as the scalar reference; in the
-//!   scaled order without the divide), looked up by the whole nibble (`vpermt2ps`).
+//!   `±binary32(|e2m1|·sf) / d` (the sign applied last, as the scalar reference), looked
+//!   up by the whole nibble (`vpermt2ps`), the nibbles gathered as for q4. In the scaled
+//!   order the table is one multiply of the 16 signed magnitudes by sf (rounding is
+//!   symmetric, so `binary32(−m·sf) = −binary32(m·sf)`).
 //!
 //! Other row kinds run the AVX2 path.
 
@@ -51,11 +64,14 @@ trait Load2 {
     }
 }
 
+struct Q2;
+struct T2;
 struct Q4;
 struct Q5;
 struct Q6;
 struct Nvfp4;
 struct Nvfp4Scaled;
+struct Q8;
 
 /// Plane pointers of a grouped row: codes, high bits, f32 scales.
 type GroupedP = (*const u8, *const u8, *const f32);
@@ -77,33 +93,81 @@ fn halves(a: [i32; 8], b: [i32; 8]) -> __m512i {
     )
 }
 
-/// The 16 code bytes of rows A and B at byte offset `at`: A's four 32-bit words in lanes
-/// 0..4, B's in lanes 4..8.
+/// The nibbles of 32 elements of a pair of rows (16 code bytes each at `a`, `b`): lane i
+/// holds in byte v (bits 8v..8v + 4, junk in the byte's upper half) the nibble of element
+/// 8v + i of row A (lanes 0..8) or B (lanes 8..16). Each row's 16 bytes are broadcast to
+/// two 128-bit chunks; one `vpshufb` gathers into lane i the bytes holding elements i,
+/// 8 + i, 16 + i, 24 + i, and a per-lane shift by 0 or 4 (odd i) moves their nibbles down.
 ///
 /// # Safety
-/// 16 readable bytes at `a + at` and `b + at`.
+/// 16 readable bytes at `a` and `b`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-unsafe fn code_words(a: *const u8, b: *const u8, at: usize) -> __m512i {
+unsafe fn nibble_bytes(a: *const u8, b: *const u8) -> __m512i {
     // SAFETY: the caller's contract.
-    unsafe {
-        let lo = _mm512_castsi128_si512(_mm_loadu_si128(a.add(at).cast()));
-        _mm512_inserti32x4::<1>(lo, _mm_loadu_si128(b.add(at).cast()))
-    }
+    let src = unsafe {
+        let ra = _mm512_broadcast_i32x4(_mm_loadu_si128(a.cast()));
+        _mm512_mask_broadcast_i32x4(ra, 0xFF00, _mm_loadu_si128(b.cast()))
+    };
+    let d = _mm512_shuffle_epi8(src, gather_ctl());
+    let odd = [0, 4, 0, 4, 0, 4, 0, 4];
+    _mm512_srlv_epi32(d, halves(odd, odd))
 }
 
-/// Lane i (of 16): word `v` (lanes 0..8) or `4 + v` (lanes 8..16) of [`code_words`],
-/// shifted right by 4·(i mod 8): nibble i mod 8 of the word in bits 0..4 (junk above).
+/// Byte v of each lane of `d` moved to bits 0..8, v = 0..4.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-fn nibbles_low(words: __m512i, v: i32) -> __m512i {
-    let w = _mm512_permutexvar_epi32(halves([v; 8], [4 + v; 8]), words);
-    let sh = [0, 4, 8, 12, 16, 20, 24, 28];
-    _mm512_srlv_epi32(w, halves(sh, sh))
+fn bytes_down(d: __m512i) -> [__m512i; 4] {
+    [
+        d,
+        _mm512_srli_epi32::<8>(d),
+        _mm512_srli_epi32::<16>(d),
+        _mm512_srli_epi32::<24>(d),
+    ]
 }
 
-/// The `vpermt2ps` index of [`nibbles_low`]'s lanes: the nibble, plus 16 in lanes 8..16
-/// (row B's table).
+/// The `vpermt2ps` indices of 32 nibble-coded elements of a pair of rows (16 code bytes
+/// each at `a`, `b`): register v, lane i the nibble of element 8v + i, plus 16 in row B's
+/// lanes. The bytes are gathered as in [`nibble_bytes`] (byte v of lane i holds element
+/// 8v + i), then made indices for all four registers at once: each byte's low nibble and
+/// the row's bit 4 (even lanes), or the byte's high nibble (`vpsrlw` by 4) under the same
+/// bit 4 (odd lanes, a masked bit select); register v shifts byte v down.
+///
+/// # Safety
+/// 16 readable bytes at `a` and `b`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn nibble_indices(a: *const u8, b: *const u8) -> [__m512i; 4] {
+    // SAFETY: the caller's contract.
+    let src = unsafe {
+        let ra = _mm512_broadcast_i32x4(_mm_loadu_si128(a.cast()));
+        _mm512_mask_broadcast_i32x4(ra, 0xFF00, _mm_loadu_si128(b.cast()))
+    };
+    let d = _mm512_shuffle_epi8(src, gather_ctl());
+    let low = _mm512_set1_epi32(0x0F0F_0F0F);
+    // (d & low) | row bit: table 0xEA = (A & B) | C.
+    let row = halves([0; 8], [0x1010_1010; 8]);
+    let e = _mm512_ternarylogic_epi32::<0xEA>(d, low, row);
+    // Odd lanes: C ? B : A (table 0xD8), B = each byte's high nibble moved down.
+    let i = _mm512_mask_ternarylogic_epi32::<0xD8>(e, 0xAAAA, _mm512_srli_epi16::<4>(d), low);
+    bytes_down(i)
+}
+
+/// The `vpshufb` control of [`nibble_bytes`]: lane i of a row (i = 0..8; chunk i / 4)
+/// takes bytes i/2, 4 + i/2, 8 + i/2, 12 + i/2.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn gather_ctl() -> __m512i {
+    let g = |i: i32| {
+        let j = i / 2;
+        j | (4 + j) << 8 | (8 + j) << 16 | (12 + j) << 24
+    };
+    let ctl = [0, 1, 2, 3, 4, 5, 6, 7].map(g);
+    halves(ctl, ctl)
+}
+
+/// The `vpermt2ps` index of lanes holding a nibble in bits 0..4 (junk above): the nibble,
+/// plus 16 in lanes 8..16 (row B's table).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 fn pair_index(n: __m512i) -> __m512i {
@@ -138,73 +202,201 @@ impl Load2 for Q4 {
         unsafe {
             let ta = _mm512_mul_ps(_mm512_set1_ps(*sa.add(k / 64)), codes);
             let tb = _mm512_mul_ps(_mm512_set1_ps(*sb.add(k / 64)), codes);
-            let words = code_words(la, lb, k / 2);
+            let idx = nibble_indices(la.add(k / 2), lb.add(k / 2));
             let mut o = [ta; 4];
             for (v, ov) in o.iter_mut().enumerate() {
-                let idx = pair_index(nibbles_low(words, v as i32));
-                *ov = _mm512_permutex2var_ps(ta, idx, tb);
+                *ov = _mm512_permutex2var_ps(ta, idx[v], tb);
             }
             o
         }
     }
 }
 
-/// Four registers of q5 / q6 values (`HI` = high-bit width 1, 2) of a pair of rows, as
-/// the AVX2 path's `nibble_codes` 16 lanes at a time: nibble i moved to bits 28..31, then
-/// down by `HI`, the high field of element i moved just above it, one arithmetic shift
-/// right by 28 − HI; `vcvtdq2ps`, times the pair's scales.
+/// Four registers of 2-bit-coded values of a pair of rows (32 elements each): `ta` / `tb`
+/// = row A's / B's four values `scale·code` by word, repeated (period 4); each lane takes
+/// its word from the row's 32-bit word of 16 codes (`vpermd`, `vpsrlvd`), bit 4 of the
+/// index selects row B's table (`vpermt2ps`).
 ///
 /// # Safety
-/// As [`Load2::load`] for q5 / q6 rows.
+/// The 8 code bytes of elements k..k+32 of both rows are readable.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-unsafe fn nibble_values<const HI: i32>(
-    (la, ha, sa): GroupedP,
-    (lb, hb, sb): GroupedP,
+unsafe fn two_bit_pair(
+    la: *const u8,
+    lb: *const u8,
+    ta: __m512,
+    tb: __m512,
     k: usize,
 ) -> [__m512; 4] {
-    // SAFETY: the groups' scales, the codes of k..k+32 and their high bits (caller).
+    // SAFETY: 8 code bytes of each row at k/4 (caller).
+    let words = unsafe {
+        _mm512_castsi128_si512(_mm_unpacklo_epi64(
+            _mm_loadl_epi64(la.add(k / 4).cast()),
+            _mm_loadl_epi64(lb.add(k / 4).cast()),
+        ))
+    };
+    let mut o = [ta; 4];
+    for (v, ov) in o.iter_mut().enumerate() {
+        // Row A's word v / 2 in lanes 0..8, row B's (word 2 + v / 2) in lanes 8..16,
+        // shifted right by 2i (+16 for the word's second half).
+        let vi = v as i32;
+        let w = _mm512_permutexvar_epi32(halves([vi / 2; 8], [2 + vi / 2; 8]), words);
+        let sh = [0, 2, 4, 6, 8, 10, 12, 14].map(|c| c + 16 * (vi % 2));
+        let idx = pair_index(_mm512_srlv_epi32(w, halves(sh, sh)));
+        *ov = _mm512_permutex2var_ps(ta, idx, tb);
+    }
+    o
+}
+
+/// The 2-bit tables of a pair of rows: `codes` (the code of words 0..3, period 4) times
+/// each row's scale of group `g` (one rounding, as the scalar reference).
+///
+/// # Safety
+/// Both rows have a scale g.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn two_bit_tables(sa: *const f32, sb: *const f32, g: usize, codes: [f32; 4]) -> [__m512; 2] {
+    let c = codes;
+    let t = _mm512_setr_ps(
+        c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3], c[0], c[1], c[2],
+        c[3],
+    );
+    // SAFETY: the caller's contract.
+    unsafe {
+        [
+            _mm512_mul_ps(_mm512_set1_ps(*sa.add(g)), t),
+            _mm512_mul_ps(_mm512_set1_ps(*sb.add(g)), t),
+        ]
+    }
+}
+
+impl Load2 for Q2 {
+    type P = GroupedP;
+    fn ptr(w: &WRow<'_>) -> GroupedP {
+        grouped_ptr(w)
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((la, _, sa): GroupedP, (lb, _, sb): GroupedP, k: usize) -> [__m512; 4] {
+        // SAFETY: the group's scales and the codes of k..k+32 (caller).
+        unsafe {
+            // Words 0..3 are codes −1, 0, 1, 2.
+            let [ta, tb] = two_bit_tables(sa, sb, k / 64, [-1.0, 0.0, 1.0, 2.0]);
+            two_bit_pair(la, lb, ta, tb, k)
+        }
+    }
+}
+
+impl Load2 for T2 {
+    type P = GroupedP;
+    fn ptr(w: &WRow<'_>) -> GroupedP {
+        grouped_ptr(w)
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((la, _, sa): GroupedP, (lb, _, sb): GroupedP, k: usize) -> [__m512; 4] {
+        // SAFETY: the group's scales and the codes of k..k+32 (caller).
+        unsafe {
+            // Two's-complement words 0..3: codes 0, 1, −2, −1.
+            let [ta, tb] = two_bit_tables(sa, sb, k / 128, [0.0, 1.0, -2.0, -1.0]);
+            two_bit_pair(la, lb, ta, tb, k)
+        }
+    }
+}
+
+impl Load2 for Q8 {
+    type P = GroupedP;
+    fn ptr(w: &WRow<'_>) -> GroupedP {
+        grouped_ptr(w)
+    }
+    fn codes(p: GroupedP) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((la, _, sa): GroupedP, (lb, _, sb): GroupedP, k: usize) -> [__m512; 4] {
+        // SAFETY: the group's scales and the 32 code bytes of k..k+32 (caller).
+        unsafe {
+            let s = pair_ps(*sa.add(k / 32), *sb.add(k / 32));
+            let mut o = [s; 4];
+            for h in 0..2 {
+                // 16 codes of each row (`vpmovsxbd`), then row A's and B's halves paired:
+                // 128-bit chunks (0, 1) of each, then (2, 3).
+                let qa = _mm512_cvtepi8_epi32(_mm_loadu_si128(la.add(k + 16 * h).cast()));
+                let qb = _mm512_cvtepi8_epi32(_mm_loadu_si128(lb.add(k + 16 * h).cast()));
+                let q = [
+                    _mm512_shuffle_i64x2::<0b0100_0100>(qa, qb),
+                    _mm512_shuffle_i64x2::<0b1110_1110>(qa, qb),
+                ];
+                for j in 0..2 {
+                    o[2 * h + j] = _mm512_mul_ps(s, _mm512_cvtepi32_ps(q[j]));
+                }
+            }
+            o
+        }
+    }
+}
+
+/// Four registers of q5 / q6 values (`HI` = plane-1 bits per element, 1 or 2) of a pair
+/// of rows from `d` ([`nibble_bytes`]) and `h` (element 8v + i's plane-1 bits at bits
+/// 4..4 + HI of byte v of lane i): one bit select joins them into each byte's 4 + HI-bit
+/// word; register v moves byte v's word to the top (`vpslld`), one arithmetic shift
+/// right sign-extends it; `vcvtdq2ps`, times the pair's scales `s`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn word_values<const HI: i32>(d: __m512i, h: __m512i, s: __m512) -> [__m512; 4] {
+    // Bits 0..4 of each byte from d, bits 4..8 from h (table 0xE4: C ? A : B).
+    let w = _mm512_ternarylogic_epi32::<0xE4>(d, h, _mm512_set1_epi32(0x0F0F_0F0F));
+    let q = if HI == 1 {
+        [
+            _mm512_srai_epi32::<27>(_mm512_slli_epi32::<27>(w)),
+            _mm512_srai_epi32::<27>(_mm512_slli_epi32::<19>(w)),
+            _mm512_srai_epi32::<27>(_mm512_slli_epi32::<11>(w)),
+            _mm512_srai_epi32::<27>(_mm512_slli_epi32::<3>(w)),
+        ]
+    } else {
+        [
+            _mm512_srai_epi32::<26>(_mm512_slli_epi32::<26>(w)),
+            _mm512_srai_epi32::<26>(_mm512_slli_epi32::<18>(w)),
+            _mm512_srai_epi32::<26>(_mm512_slli_epi32::<10>(w)),
+            _mm512_srai_epi32::<26>(_mm512_slli_epi32::<2>(w)),
+        ]
+    };
+    q.map(|t| _mm512_mul_ps(s, _mm512_cvtepi32_ps(t)))
+}
+
+/// Four registers of q6 values of a pair of rows ([`word_values`]): the plane-1 bytes
+/// gathered as the nibbles (lane i, byte v: the byte holding element 8v + i's two bits)
+/// and rotated per lane so that those bits sit at bits 4..6 of byte v.
+///
+/// # Safety
+/// As [`Load2::load`] for q6 rows.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn q6_values((la, ha, sa): GroupedP, (lb, hb, sb): GroupedP, k: usize) -> [__m512; 4] {
+    // SAFETY: the groups' scales, the codes of k..k+32 and their 8 plane-1 bytes (caller).
     unsafe {
         let s = pair_ps(*sa.add(k / 64), *sb.add(k / 64));
-        let words = code_words(la, lb, k / 2);
-        // The high bits of the 32 elements: q5 one word per row (lanes 0 / 1), q6 two
-        // (lanes 0, 1 / 2, 3).
-        let high = if HI == 1 {
-            _mm512_castsi128_si512(_mm_unpacklo_epi32(
-                _mm_cvtsi32_si128(std::ptr::read_unaligned(ha.add(k / 8).cast())),
-                _mm_cvtsi32_si128(std::ptr::read_unaligned(hb.add(k / 8).cast())),
-            ))
-        } else {
-            _mm512_castsi128_si512(_mm_unpacklo_epi64(
-                _mm_loadl_epi64(ha.add(k / 4).cast()),
-                _mm_loadl_epi64(hb.add(k / 4).cast()),
-            ))
+        let d = nibble_bytes(la.add(k / 2), lb.add(k / 2));
+        let ra = _mm512_broadcast_i32x4(_mm_loadl_epi64(ha.add(k / 4).cast()));
+        let src = _mm512_mask_broadcast_i32x4(ra, 0xFF00, _mm_loadl_epi64(hb.add(k / 4).cast()));
+        // Lane i of a row: plane-1 bytes i/4, 2 + i/4, 4 + i/4, 6 + i/4 (element 8v + i's
+        // two bits at 2(i mod 4) of byte v), rotated to bits 4..6.
+        let g = |i: i32| {
+            let j = i / 4;
+            j | (2 + j) << 8 | (4 + j) << 16 | (6 + j) << 24
         };
-        let top = [28, 24, 20, 16, 12, 8, 4, 0];
-        let mut o = [s; 4];
-        for (v, ov) in o.iter_mut().enumerate() {
-            let vi = v as i32;
-            let w = _mm512_permutexvar_epi32(halves([vi; 8], [4 + vi; 8]), words);
-            let t = _mm512_sllv_epi32(w, halves(top, top));
-            let j = 8 * vi; // element index of lane 0 inside the step
-            let q = if HI == 1 {
-                // Bit j + i of the row's word to bit 31 of lane i.
-                let h = _mm512_permutexvar_epi32(halves([0; 8], [1; 8]), high);
-                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 31 - j - i);
-                let h = _mm512_sllv_epi32(h, halves(c, c));
-                let h = _mm512_and_si512(h, _mm512_set1_epi32(i32::MIN));
-                _mm512_srai_epi32::<27>(_mm512_or_si512(_mm512_srli_epi32::<1>(t), h))
-            } else {
-                // Bits 2(j + i) mod 32 .. +1 of the row's word (j / 16) to bits 30..31.
-                let h = _mm512_permutexvar_epi32(halves([vi / 2; 8], [2 + vi / 2; 8]), high);
-                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| 30 - 2 * (j % 16) - 2 * i);
-                let h = _mm512_sllv_epi32(h, halves(c, c));
-                let h = _mm512_and_si512(h, _mm512_set1_epi32(0xC000_0000u32 as i32));
-                _mm512_srai_epi32::<26>(_mm512_or_si512(_mm512_srli_epi32::<2>(t), h))
-            };
-            *ov = _mm512_mul_ps(s, _mm512_cvtepi32_ps(q));
-        }
-        o
+        let ctl = [0, 1, 2, 3, 4, 5, 6, 7].map(g);
+        let h = _mm512_shuffle_epi8(src, halves(ctl, ctl));
+        let rot = [28, 30, 0, 2, 28, 30, 0, 2];
+        let h = _mm512_rorv_epi32(h, halves(rot, rot));
+        word_values::<2>(d, h, s)
     }
 }
 
@@ -222,9 +414,22 @@ impl Load2 for Q5 {
     }
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-    unsafe fn load(a: GroupedP, b: GroupedP, k: usize) -> [__m512; 4] {
-        // SAFETY: the caller's contract.
-        unsafe { nibble_values::<1>(a, b, k) }
+    unsafe fn load((la, ha, sa): GroupedP, (lb, hb, sb): GroupedP, k: usize) -> [__m512; 4] {
+        // SAFETY: the groups' scales, the codes of k..k+32 and their plane-1 word (caller).
+        unsafe {
+            let d = nibble_bytes(la.add(k / 2), lb.add(k / 2));
+            // Plane-1 bit 8v + i of the row's word to bit 8v + 4 of lane i (every v):
+            // rotate right by i − 4.
+            let h = _mm512_mask_set1_epi32(
+                _mm512_set1_epi32(std::ptr::read_unaligned(ha.add(k / 8).cast())),
+                0xFF00,
+                std::ptr::read_unaligned(hb.add(k / 8).cast()),
+            );
+            let c = [28, 29, 30, 31, 0, 1, 2, 3];
+            let h = _mm512_rorv_epi32(h, halves(c, c));
+            let s = pair_ps(*sa.add(k / 64), *sb.add(k / 64));
+            word_values::<1>(d, h, s)
+        }
     }
 }
 
@@ -244,7 +449,7 @@ impl Load2 for Q6 {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
     unsafe fn load(a: GroupedP, b: GroupedP, k: usize) -> [__m512; 4] {
         // SAFETY: the caller's contract.
-        unsafe { nibble_values::<2>(a, b, k) }
+        unsafe { q6_values(a, b, k) }
     }
 }
 
@@ -280,11 +485,10 @@ unsafe fn e2m1_pair(
         *tb = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(*tb), sign));
     }
     // SAFETY: 16 code bytes of each row at k/2 (caller).
-    let words = unsafe { code_words(ca, cb, k / 2) };
+    let idx = unsafe { nibble_indices(ca.add(k / 2), cb.add(k / 2)) };
     let mut o = [mags; 4];
     for (v, ov) in o.iter_mut().enumerate() {
-        let idx = pair_index(nibbles_low(words, v as i32));
-        *ov = _mm512_permutex2var_ps(t[2 * (v / 2)], idx, t[2 * (v / 2) + 1]);
+        *ov = _mm512_permutex2var_ps(t[2 * (v / 2)], idx[v], t[2 * (v / 2) + 1]);
     }
     o
 }
@@ -356,13 +560,28 @@ impl Load2 for Nvfp4Scaled {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
     unsafe fn load((ca, sa, _): Nvfp4P, (cb, sb, _): Nvfp4P, k: usize) -> [__m512; 4] {
+        let m = &crate::words::e2m1::MAGNITUDES;
+        // The signed values of the 16 words: ±|e2m1|, the sign bit 3.
+        let signed = _mm512_setr_ps(
+            m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], -m[0], -m[1], -m[2], -m[3], -m[4],
+            -m[5], -m[6], -m[7],
+        );
         // SAFETY: the blocks' scales and the codes of k..k+32 (caller).
         unsafe {
-            let (s_a, s_b) = block_scales(sa, sb, k);
-            // binary32(|e2m1|·sf) (exact).
-            let ma = _mm512_mul_ps(mags16(), s_a);
-            let mb = _mm512_mul_ps(mags16(), s_b);
-            e2m1_pair(ca, cb, ma, mb, k)
+            // binary32(±|e2m1|·sf) = ±binary32(|e2m1|·sf) (exact; rounding is symmetric),
+            // one multiply per block and row.
+            let t = |s: *const f32, b: usize| _mm512_mul_ps(signed, _mm512_set1_ps(*s.add(b)));
+            let tables = [
+                [t(sa, k / 16), t(sb, k / 16)],
+                [t(sa, k / 16 + 1), t(sb, k / 16 + 1)],
+            ];
+            let idx = nibble_indices(ca.add(k / 2), cb.add(k / 2));
+            let mut o = [signed; 4];
+            for (v, ov) in o.iter_mut().enumerate() {
+                let [ta, tb] = tables[v / 2];
+                *ov = _mm512_permutex2var_ps(ta, idx[v], tb);
+            }
+            o
         }
     }
     #[inline(always)]
@@ -380,9 +599,12 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
     // SAFETY (all calls): the caller's contract.
     unsafe {
         match w.first() {
+            Some(WRow::Grouped { kind: G::Q2, .. }) => tiles::<Q2>(w, x, m, out),
+            Some(WRow::Grouped { kind: G::T2, .. }) => tiles::<T2>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q4, .. }) => tiles::<Q4>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q5, .. }) => tiles::<Q5>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q6, .. }) => tiles::<Q6>(w, x, m, out),
+            Some(WRow::Grouped { kind: G::Q8, .. }) => tiles::<Q8>(w, x, m, out),
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
             Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
             _ => super::float_avx2::dot_rows(w, x, m, out),
@@ -454,34 +676,49 @@ unsafe fn tile<L: Load2, const NP: usize>(
     let xr = &x[r * k..(r + 1) * k];
     let xp = xr.as_ptr();
     let mut acc = [_mm512_setzero_ps(); NP];
+    // One step: elements kk..kk + 32 of every row.
+    macro_rules! step {
+        ($kk:expr) => {{
+            let kk = $kk;
+            // SAFETY: kk + 32 <= K values in the activation row and in each weight row.
+            unsafe {
+                let mut xv = [_mm512_setzero_ps(); 4];
+                for (j, xj) in xv.iter_mut().enumerate() {
+                    let h = _mm256_loadu_pd(xp.add(kk + 8 * j).cast());
+                    *xj = _mm512_castpd_ps(_mm512_broadcast_f64x4(h));
+                }
+                for p in 0..NP {
+                    if kk % 128 == 0 {
+                        for h in 0..2 {
+                            let c = L::codes(wp[p][h]).wrapping_add(ahead + kk / 2);
+                            _mm_prefetch::<_MM_HINT_T0>(c.cast());
+                        }
+                    }
+                    if L::HIGH_BITS > 0 && (kk * L::HIGH_BITS / 8).is_multiple_of(64) {
+                        for h in 0..2 {
+                            let c =
+                                L::high(wp[p][h]).wrapping_add(ahead_hi + kk * L::HIGH_BITS / 8);
+                            _mm_prefetch::<_MM_HINT_T0>(c.cast());
+                        }
+                    }
+                    let wv = L::load(wp[p][0], wp[p][1], kk);
+                    for j in 0..4 {
+                        acc[p] = _mm512_fmadd_ps(wv[j], xv[j], acc[p]);
+                    }
+                }
+            }
+        }};
+    }
     let mut kk = 0;
-    while kk + 32 <= k {
-        // SAFETY: kk + 32 <= K values in the activation row and in each weight row.
-        unsafe {
-            let mut xv = [_mm512_setzero_ps(); 4];
-            for (j, xj) in xv.iter_mut().enumerate() {
-                let h = _mm256_loadu_pd(xp.add(kk + 8 * j).cast());
-                *xj = _mm512_castpd_ps(_mm512_broadcast_f64x4(h));
-            }
-            for p in 0..NP {
-                if kk % 128 == 0 {
-                    for h in 0..2 {
-                        let c = L::codes(wp[p][h]).wrapping_add(ahead + kk / 2);
-                        _mm_prefetch::<_MM_HINT_T0>(c.cast());
-                    }
-                }
-                if L::HIGH_BITS > 0 && (kk * L::HIGH_BITS / 8).is_multiple_of(64) {
-                    for h in 0..2 {
-                        let c = L::high(wp[p][h]).wrapping_add(ahead_hi + kk * L::HIGH_BITS / 8);
-                        _mm_prefetch::<_MM_HINT_T0>(c.cast());
-                    }
-                }
-                let wv = L::load(wp[p][0], wp[p][1], kk);
-                for j in 0..4 {
-                    acc[p] = _mm512_fmadd_ps(wv[j], xv[j], acc[p]);
-                }
-            }
-        }
+    // Two steps per iteration: both halves of a 64-value group share its scales (a table
+    // computed once).
+    while kk + 64 <= k {
+        step!(kk);
+        step!(kk + 32);
+        kk += 64;
+    }
+    if kk + 32 <= k {
+        step!(kk);
         kk += 32;
     }
     for p in 0..NP {
@@ -545,7 +782,14 @@ mod tests {
                         .map(|_| (next() % 2001) as f32 / 500.0 - 2.0)
                         .collect();
                     let mut cases: Vec<Vec<WRow<'_>>> = Vec::new();
-                    for kind in [Grouped::Q4, Grouped::Q5, Grouped::Q6] {
+                    for kind in [
+                        Grouped::Q2,
+                        Grouped::T2,
+                        Grouped::Q4,
+                        Grouped::Q5,
+                        Grouped::Q6,
+                        Grouped::Q8,
+                    ] {
                         cases.push(
                             (0..n)
                                 .map(|i| WRow::Grouped {
