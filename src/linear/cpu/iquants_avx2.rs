@@ -196,16 +196,25 @@ trait Iq {
     const M: i32 = 1;
     /// What a super-block's groups share.
     type Ctx: Copy;
+    /// Whether [`Iq::indices`] writes the grid indices for [`Iq::group`].
+    const IDX: bool = false;
     /// The super-block at `blk`: its `d·c` and context.
     ///
     /// # Safety
     /// AVX2 available; `blk` points at a whole super-block.
     unsafe fn context(blk: *const u8) -> (f32, Self::Ctx);
-    /// Group g of the super-block at `blk`.
+    /// Group g of the super-block at `blk`; `idx` holds what [`Iq::indices`] wrote for it.
     ///
     /// # Safety
-    /// As [`Iq::context`]; g < 8.
-    unsafe fn group(blk: *const u8, g: usize, ctx: &Self::Ctx) -> Group;
+    /// As [`Iq::context`]; g < 8; `idx` as [`Iq::indices`] left it.
+    unsafe fn group(blk: *const u8, g: usize, ctx: &Self::Ctx, idx: *const u16) -> Group;
+    /// [`Iq::IDX`] types: the super-block's grid indices, one u16 per grid lookup (at most
+    /// [`IDX_MAX`]), written to `idx` by vector code (one scalar load per lookup after).
+    ///
+    /// # Safety
+    /// As [`Iq::context`]; [`IDX_MAX`] writable u16 at `idx`.
+    #[inline(always)]
+    unsafe fn indices(_blk: *const u8, _idx: *mut u16) {}
     /// The per-group terms not applied through `m`: lane g of `t` → `T_g`, with `x` the
     /// activation row and `b` the super-block's first block (its exact code sums).
     ///
@@ -266,6 +275,42 @@ fn odd_top4(aux: __m256i) -> __m256i {
     )
 }
 
+/// The most grid indices a super-block has (IQ3_S: 64 lookups of 4 values).
+const IDX_MAX: usize = 64;
+
+/// A super-block's grid indices ([`Iq::indices`]), aligned for vector stores.
+#[repr(C, align(32))]
+struct IdxBuf([u16; IDX_MAX]);
+
+/// Stores `v` (16 u16) as indices `16k .. 16k + 16`.
+///
+/// # Safety
+/// AVX2 (the callers' target features); `idx` as [`Iq::indices`]; k < 4.
+#[inline(always)]
+unsafe fn put_idx(idx: *mut u16, k: usize, v: __m256i) {
+    // SAFETY: the caller's contract.
+    unsafe { _mm256_storeu_si256(idx.add(16 * k).cast(), v) }
+}
+
+/// `vpshufb` controls that put IQ1_M's qh byte r/2 of run r = 16k + j into the high byte
+/// of u16 lane j (k = 0, 1; low byte zero).
+#[repr(C, align(32))]
+struct Spread([__m256i; 2]);
+static IQ1M_SPREAD: Spread = {
+    let mut t = [[0x80u8; 32]; 2];
+    let mut k = 0;
+    while k < 2 {
+        let mut j = 0;
+        while j < 16 {
+            t[k][2 * j + 1] = ((16 * k + j) / 2) as u8;
+            j += 1;
+        }
+        k += 1;
+    }
+    // SAFETY: 32 bytes are one __m256i (any bit pattern is valid).
+    unsafe { std::mem::transmute::<[[u8; 32]; 2], Spread>(t) }
+};
+
 /// `block_iq2_xxs { f16 d; u16 qs[32]; }`: group g is 8 bytes at 2 + 8g, four grid indices
 /// and a u32 with four 7-bit sign indices and the scale in its top 4 bits.
 struct Iq2Xxs;
@@ -299,7 +344,7 @@ impl Iq for Iq2Xxs {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, _idx: *const u16) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(iq2_xxs::QS.at + 8 * g)) };
         let grid = |i: u32| &IQ2XXS_GRID[((v >> (8 * i)) & 255) as usize];
@@ -342,7 +387,7 @@ impl Iq for Iq3Xxs {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, _idx: *const u16) -> Group {
         // SAFETY: 8 bytes at 2 + 8g and 4 at 66 + 4g, inside the 98.
         let (v, aux) = unsafe {
             (
@@ -432,7 +477,7 @@ impl Iq for Iq2Xs {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
+    unsafe fn group(blk: *const u8, g: usize, f: &__m256i, _idx: *const u16) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(iq2_xs::QS.at + 8 * g)) };
         let grid = |l: u32| &IQ2XS_GRID[((v >> (16 * l)) & 511) as usize];
@@ -493,7 +538,7 @@ impl Iq for Iq2S {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
+    unsafe fn group(blk: *const u8, g: usize, f: &__m256i, _idx: *const u16) -> Group {
         // SAFETY: qs at 2 + 4g, signs at 34 + 4g, qh at 66 + g: inside the 82 bytes.
         unsafe {
             let qs = blk.add(iq2_s::QS.at + 4 * g).cast::<u32>().read_unaligned();
@@ -542,7 +587,7 @@ impl Iq for Iq3S {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, _idx: *const u16) -> Group {
         // SAFETY: qs at 2 + 8g, qh at 66 + g, signs at 74 + 4g: inside the 110 bytes.
         unsafe {
             let qh = *blk.add(iq3_s::QH.at + g) as u64;
@@ -594,7 +639,7 @@ impl Iq for Iq1S {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &(__m256i, __m256i)) -> Group {
+    unsafe fn group(blk: *const u8, g: usize, _: &(__m256i, __m256i), _idx: *const u16) -> Group {
         // SAFETY: qs at 2 + 4g, qh at 34 + 2g: inside the 50 bytes.
         unsafe {
             let qs = blk.add(iq1_s::QS.at + 4 * g).cast::<u32>().read_unaligned();
@@ -727,17 +772,38 @@ impl Iq for Iq1M {
             (f16_to_f32(d as u16) * 0.125, ctx)
         }
     }
+    const IDX: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, c: &(__m256i, __m256i, __m256i)) -> Group {
-        // SAFETY: qs at 4g, qh at 32 + 2g: inside the 56 bytes.
+    unsafe fn indices(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 0..32, qh at 32..48; the caller's buffer.
         unsafe {
-            let qh = u16_at(blk.add(iq1_m::QH.at + 2 * g)) as u32;
-            let grid = |l: u32| {
-                let i = *blk.add(iq1_m::QS.at + 4 * g + l as usize) as usize
-                    | (bx(qh as u64, 4 * l, 3) << 8);
-                &IQ1S_GRID1[i & 2047]
-            };
+            let qh = _mm256_broadcastsi128_si256(_mm_loadu_si128(blk.add(iq1_m::QH.at).cast()));
+            // Run r's grid index: qs[r] | (nibble r%2 of qh[r/2] & 7) << 8.
+            for k in 0..2 {
+                let spread = _mm256_shuffle_epi8(qh, IQ1M_SPREAD.0[k]);
+                let nib = _mm256_blend_epi16::<0xAA>(spread, _mm256_srli_epi16::<4>(spread));
+                let qs = _mm_loadu_si128(blk.add(iq1_m::QS.at + 16 * k).cast());
+                let v = _mm256_or_si256(
+                    _mm256_and_si256(nib, _mm256_set1_epi16(0x0700)),
+                    _mm256_cvtepu8_epi16(qs),
+                );
+                put_idx(idx, k, v);
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(
+        _: *const u8,
+        g: usize,
+        c: &(__m256i, __m256i, __m256i),
+        idx: *const u16,
+    ) -> Group {
+        // SAFETY: AVX2 (`set4`, `half_factors`).
+        unsafe {
+            // SAFETY: an 11-bit index (`indices`) < 2048 entries.
+            let grid = |l: usize| &*IQ1S_GRID1.as_ptr().add(*idx.add(4 * g + l) as usize);
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 _mm256_setzero_si256(),
@@ -926,15 +992,32 @@ macro_rules! kernels {
         /// # Safety
         /// As [`Iq::group`].
         #[inline(always)]
-        unsafe fn unpack<U: Iq>(blk: *const u8, g: usize, ctx: &U::Ctx) -> Group {
+        unsafe fn unpack<U: Iq>(blk: *const u8, g: usize, ctx: &U::Ctx, idx: *const u16) -> Group {
             // SAFETY: the caller's contract.
             unsafe {
-                let mut grp = U::group(blk, g, ctx);
+                let mut grp = U::group(blk, g, ctx, idx);
                 if U::KSIGNS && MASK {
                     grp.bits = U::sign_word(blk, g);
                 }
                 grp
             }
+        }
+
+        /// The grid indices of the super-block at `blk` in `buf` ([`Iq::indices`]), and
+        /// the pointer [`Iq::group`] reads them through.
+        ///
+        /// # Safety
+        /// As [`Iq::context`].
+        #[inline(always)]
+        unsafe fn indices<U: Iq>(blk: *const u8, buf: &mut IdxBuf) -> *const u16 {
+            if !U::IDX {
+                return buf.0.as_ptr();
+            }
+            // SAFETY: the caller's contract; `buf` holds IDX_MAX indices.
+            unsafe { U::indices(blk, buf.0.as_mut_ptr()) };
+            // Opaque to the optimizer: the vector stores stay stores and each run's index
+            // one scalar load (else the compiler extracts the words from the vectors).
+            std::hint::black_box(buf.0.as_ptr())
         }
 
         /// Block b of an activation row against an unpacked group: 8 i32 lanes, each the
@@ -1008,22 +1091,37 @@ macro_rules! kernels {
         unsafe fn row_fused<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
             const { assert!(U::PER16 || U::M == 1 || U::M == 8) };
             let mut acc = _mm256_setzero_ps();
+            // The indices of super-block sb + 1 are written while sb runs (its loads then
+            // read stores that have long completed).
+            let mut bufs = [IdxBuf([0; IDX_MAX]), IdxBuf([0; IDX_MAX])];
+            // SAFETY: nsb ≥ 1 super-blocks at w (else the loop does not run, and neither
+            // does this write: indices are only read for sb < nsb).
+            let mut ip_next = if nsb > 0 {
+                unsafe { indices::<U>(w, &mut bufs[0]) }
+            } else {
+                bufs[0].0.as_ptr()
+            };
             for sb in 0..nsb {
-                // SAFETY: super-block sb lies in w and x.
+                // SAFETY: super-blocks sb and sb + 1 < nsb lie in w and x; each buffer
+                // holds IDX_MAX indices.
                 unsafe {
                     let blk = w.add(sb * U::BB);
                     let (dc, ctx) = U::context(blk);
+                    let ip = ip_next;
+                    if sb + 1 < nsb {
+                        ip_next = indices::<U>(blk.add(U::BB), &mut bufs[(sb + 1) % 2]);
+                    }
                     let b = 8 * sb;
                     // Written out so that the eight groups stay in registers.
                     let v = [
-                        group_dot::<U>(x, b, unpack::<U>(blk, 0, &ctx)),
-                        group_dot::<U>(x, b + 1, unpack::<U>(blk, 1, &ctx)),
-                        group_dot::<U>(x, b + 2, unpack::<U>(blk, 2, &ctx)),
-                        group_dot::<U>(x, b + 3, unpack::<U>(blk, 3, &ctx)),
-                        group_dot::<U>(x, b + 4, unpack::<U>(blk, 4, &ctx)),
-                        group_dot::<U>(x, b + 5, unpack::<U>(blk, 5, &ctx)),
-                        group_dot::<U>(x, b + 6, unpack::<U>(blk, 6, &ctx)),
-                        group_dot::<U>(x, b + 7, unpack::<U>(blk, 7, &ctx)),
+                        group_dot::<U>(x, b, unpack::<U>(blk, 0, &ctx, ip)),
+                        group_dot::<U>(x, b + 1, unpack::<U>(blk, 1, &ctx, ip)),
+                        group_dot::<U>(x, b + 2, unpack::<U>(blk, 2, &ctx, ip)),
+                        group_dot::<U>(x, b + 3, unpack::<U>(blk, 3, &ctx, ip)),
+                        group_dot::<U>(x, b + 4, unpack::<U>(blk, 4, &ctx, ip)),
+                        group_dot::<U>(x, b + 5, unpack::<U>(blk, 5, &ctx, ip)),
+                        group_dot::<U>(x, b + 6, unpack::<U>(blk, 6, &ctx, ip)),
+                        group_dot::<U>(x, b + 7, unpack::<U>(blk, 7, &ctx, ip)),
                     ];
                     let t = reduce::<U>(v, &ctx, x, b);
                     acc = accumulate(acc, dc, x, sb, t);
@@ -1044,13 +1142,15 @@ macro_rules! kernels {
             let mut acc = vec![_mm256_setzero_ps(); xs.len()];
             let zero = _mm256_setzero_si256();
             let mut buf = [Group::new(zero, zero, zero); 8];
+            let mut ibuf = IdxBuf([0; IDX_MAX]);
             for sb in 0..nsb {
-                // SAFETY: super-block sb lies in w and every row.
+                // SAFETY: super-block sb lies in w and every row; `ibuf` holds IDX_MAX indices.
                 unsafe {
                     let blk = w.add(sb * U::BB);
                     let (dc, ctx) = U::context(blk);
+                    let ip = indices::<U>(blk, &mut ibuf);
                     for (g, b) in buf.iter_mut().enumerate() {
-                        *b = unpack::<U>(blk, g, &ctx);
+                        *b = unpack::<U>(blk, g, &ctx, ip);
                     }
                     for (a, &x) in acc.iter_mut().zip(xs) {
                         let mut v = [zero; 8];
