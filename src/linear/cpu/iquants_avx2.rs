@@ -292,24 +292,62 @@ unsafe fn put_idx(idx: *mut u16, k: usize, v: __m256i) {
     unsafe { _mm256_storeu_si256(idx.add(16 * k).cast(), v) }
 }
 
-/// `vpshufb` controls that put IQ1_M's qh byte r/2 of run r = 16k + j into the high byte
-/// of u16 lane j (k = 0, 1; low byte zero).
-#[repr(C, align(32))]
-struct Spread([__m256i; 2]);
-static IQ1M_SPREAD: Spread = {
-    let mut t = [[0x80u8; 32]; 2];
-    let mut k = 0;
-    while k < 2 {
-        let mut j = 0;
-        while j < 16 {
-            t[k][2 * j + 1] = ((16 * k + j) / 2) as u8;
-            j += 1;
-        }
-        k += 1;
+/// `(start + j) / div` for j < 16: which source byte (or word) u16 lane j of a
+/// [`spread`] control takes.
+const fn div_seq(start: usize, div: usize) -> [u8; 16] {
+    let mut t = [0u8; 16];
+    let mut j = 0;
+    while j < 16 {
+        t[j] = ((start + j) / div) as u8;
+        j += 1;
     }
-    // SAFETY: 32 bytes are one __m256i (any bit pattern is valid).
-    unsafe { std::mem::transmute::<[[u8; 32]; 2], Spread>(t) }
-};
+    t
+}
+
+/// A `vpshufb` control whose u16 lane j takes source byte `src[j]` into its low byte
+/// (`hi` false) or its high byte, the other byte zero.
+const fn spread(src: [u8; 16], hi: bool) -> [u8; 32] {
+    let mut t = [0x80u8; 32];
+    let mut j = 0;
+    while j < 16 {
+        t[2 * j + hi as usize] = src[j];
+        j += 1;
+    }
+    t
+}
+
+/// A `vpshufb` control whose u16 lane j takes source u16 word `src[j]`.
+const fn spread_words(src: [u8; 16]) -> [u8; 32] {
+    let mut t = [0u8; 32];
+    let mut j = 0;
+    while j < 16 {
+        t[2 * j] = 2 * src[j];
+        t[2 * j + 1] = 2 * src[j] + 1;
+        j += 1;
+    }
+    t
+}
+
+/// The control `c` (32 bytes) as a vector.
+#[inline(always)]
+fn ctl(c: &[u8; 32]) -> __m256i {
+    // SAFETY: AVX2 (the callers' target features); 32 readable bytes.
+    unsafe { _mm256_loadu_si256(c.as_ptr().cast()) }
+}
+
+/// Indices `16k .. 16k + 16` from their low bytes, the 16 code bytes at `qs`, and their
+/// high bits `hi` (in bits 8.. of each u16 lane, low byte zero).
+///
+/// # Safety
+/// AVX2 (the callers' target features); 16 readable bytes at `qs`; `idx` as `put_idx`.
+#[inline(always)]
+unsafe fn put_idx16(idx: *mut u16, k: usize, qs: *const u8, hi: __m256i) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let lo = _mm256_cvtepu8_epi16(_mm_loadu_si128(qs.cast()));
+        put_idx(idx, k, _mm256_or_si256(lo, hi));
+    }
+}
 
 /// `block_iq2_xxs { f16 d; u16 qs[32]; }`: group g is 8 bytes at 2 + 8g, four grid indices
 /// and a u32 with four 7-bit sign indices and the scale in its top 4 bits.
@@ -536,21 +574,37 @@ impl Iq for Iq2S {
             )
         }
     }
+    const IDX: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, f: &__m256i, _idx: *const u16) -> Group {
-        // SAFETY: qs at 2 + 4g, signs at 34 + 4g, qh at 66 + g: inside the 82 bytes.
+    unsafe fn indices(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 2..34, qh at 66..74; the caller's buffer.
         unsafe {
-            let qs = blk.add(iq2_s::QS.at + 4 * g).cast::<u32>().read_unaligned();
+            let qh = _mm256_set1_epi64x(u64_at(blk.add(iq2_s::QH.at)) as i64);
+            const CTL: [[u8; 32]; 2] =
+                [spread(div_seq(0, 4), false), spread(div_seq(16, 4), false)];
+            // Run r = 4g + l: ((qh[g] >> 2l) & 3) << 8 = qh[g]·2^(8 − 2l), masked.
+            let mul = _mm256_setr_epi16(
+                256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4,
+            );
+            for k in 0..2 {
+                let w = _mm256_shuffle_epi8(qh, ctl(&CTL[k]));
+                let hi = _mm256_and_si256(_mm256_mullo_epi16(w, mul), _mm256_set1_epi16(0x0300));
+                put_idx16(idx, k, blk.add(iq2_s::QS.at + 16 * k), hi);
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, f: &__m256i, idx: *const u16) -> Group {
+        // SAFETY: signs at 34 + 4g inside the 82 bytes; runs 4g .. 4g + 4 of `idx`,
+        // 10-bit indices (`indices`) < 1024 entries.
+        unsafe {
             let signs = blk
                 .add(iq2_s::SIGNS.at + 4 * g)
                 .cast::<u32>()
                 .read_unaligned();
-            let qh = *blk.add(iq2_s::QH.at + g) as u32;
-            let grid = |l: u32| {
-                let i = ((qs >> (8 * l)) & 255) | (((qh >> (2 * l)) & 3) << 8);
-                &IQ2S_GRID[i as usize]
-            };
+            let grid = |l: usize| &*IQ2S_GRID.as_ptr().add(*idx.add(4 * g + l) as usize);
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 sign_bits(signs),
@@ -585,16 +639,36 @@ impl Iq for Iq3S {
             (f16_to_f32(u16_at(blk)), f)
         }
     }
+    const IDX: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, _idx: *const u16) -> Group {
-        // SAFETY: qs at 2 + 8g, qh at 66 + g, signs at 74 + 4g: inside the 110 bytes.
+    unsafe fn indices(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 2..66, qh at 66..74; the caller's buffer.
         unsafe {
-            let qh = *blk.add(iq3_s::QH.at + g) as u64;
-            let grid = |k: u32| {
-                let i = *blk.add(iq3_s::QS.at + 8 * g + k as usize) as usize | (bx(qh, k, 1) << 8);
-                &IQ3S_GRID[i & 511]
-            };
+            let qh = _mm256_set1_epi64x(u64_at(blk.add(iq3_s::QH.at)) as i64);
+            const CTL: [[u8; 32]; 4] = [
+                spread(div_seq(0, 8), false),
+                spread(div_seq(16, 8), false),
+                spread(div_seq(32, 8), false),
+                spread(div_seq(48, 8), false),
+            ];
+            // Lookup 8g + k: ((qh[g] >> k) & 1) << 8 = qh[g]·2^(8 − k), masked.
+            let mul =
+                _mm256_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2, 256, 128, 64, 32, 16, 8, 4, 2);
+            for k in 0..4 {
+                let w = _mm256_shuffle_epi8(qh, ctl(&CTL[k]));
+                let hi = _mm256_and_si256(_mm256_mullo_epi16(w, mul), _mm256_set1_epi16(0x0100));
+                put_idx16(idx, k, blk.add(iq3_s::QS.at + 16 * k), hi);
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, idx: *const u16) -> Group {
+        // SAFETY: signs at 74 + 4g inside the 110 bytes; lookups 8g .. 8g + 8 of `idx`,
+        // 9-bit indices (`indices`) < 512 entries.
+        unsafe {
+            let grid = |k: usize| &*IQ3S_GRID.as_ptr().add(*idx.add(8 * g + k) as usize);
             let signs = blk
                 .add(iq3_s::SIGNS.at + 4 * g)
                 .cast::<u32>()
@@ -637,17 +711,34 @@ impl Iq for Iq1S {
             (f16_to_f32(u16_at(blk)) * 0.125, (f, neg))
         }
     }
+    const IDX: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &(__m256i, __m256i), _idx: *const u16) -> Group {
-        // SAFETY: qs at 2 + 4g, qh at 34 + 2g: inside the 50 bytes.
+    unsafe fn indices(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 2..34, qh at 34..50; the caller's buffer.
         unsafe {
-            let qs = blk.add(iq1_s::QS.at + 4 * g).cast::<u32>().read_unaligned();
-            let qh = u16_at(blk.add(iq1_s::QH.at + 2 * g)) as u32;
-            let grid = |l: u32| {
-                let i = ((qs >> (8 * l)) & 255) | (((qh >> (3 * l)) & 7) << 8);
-                &IQ1S_GRID1[i as usize]
-            };
+            let qh = _mm256_broadcastsi128_si256(_mm_loadu_si128(blk.add(iq1_s::QH.at).cast()));
+            const CTL: [[u8; 32]; 2] = [spread_words(div_seq(0, 4)), spread_words(div_seq(16, 4))];
+            // Run r = 4g + l: ((qh[g] >> 3l) & 7) << 8, as qh[g]·2^(8 − 3l) (l < 3) or
+            // qh[g] >> 1 (l = 3), masked.
+            let mul = _mm256_setr_epi16(256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0);
+            for k in 0..2 {
+                let w = _mm256_shuffle_epi8(qh, ctl(&CTL[k]));
+                let v = _mm256_blend_epi16::<0x88>(
+                    _mm256_mullo_epi16(w, mul),
+                    _mm256_srli_epi16::<1>(w),
+                );
+                let hi = _mm256_and_si256(v, _mm256_set1_epi16(0x0700));
+                put_idx16(idx, k, blk.add(iq1_s::QS.at + 16 * k), hi);
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(_: *const u8, g: usize, _: &(__m256i, __m256i), idx: *const u16) -> Group {
+        // SAFETY: runs 4g .. 4g + 4 of `idx`, 11-bit indices (`indices`) < 2048 entries.
+        unsafe {
+            let grid = |l: usize| &*IQ1S_GRID1.as_ptr().add(*idx.add(4 * g + l) as usize);
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 _mm256_setzero_si256(),
@@ -780,15 +871,13 @@ impl Iq for Iq1M {
         unsafe {
             let qh = _mm256_broadcastsi128_si256(_mm_loadu_si128(blk.add(iq1_m::QH.at).cast()));
             // Run r's grid index: qs[r] | (nibble r%2 of qh[r/2] & 7) << 8.
+            const CTL: [[u8; 32]; 2] = [spread(div_seq(0, 2), true), spread(div_seq(16, 2), true)];
             for k in 0..2 {
-                let spread = _mm256_shuffle_epi8(qh, IQ1M_SPREAD.0[k]);
-                let nib = _mm256_blend_epi16::<0xAA>(spread, _mm256_srli_epi16::<4>(spread));
-                let qs = _mm_loadu_si128(blk.add(iq1_m::QS.at + 16 * k).cast());
-                let v = _mm256_or_si256(
-                    _mm256_and_si256(nib, _mm256_set1_epi16(0x0700)),
-                    _mm256_cvtepu8_epi16(qs),
-                );
-                put_idx(idx, k, v);
+                // Lane j: qh[r/2] << 8 (r = 16k + j), odd runs its high nibble.
+                let v = _mm256_shuffle_epi8(qh, ctl(&CTL[k]));
+                let nib = _mm256_blend_epi16::<0xAA>(v, _mm256_srli_epi16::<4>(v));
+                let hi = _mm256_and_si256(nib, _mm256_set1_epi16(0x0700));
+                put_idx16(idx, k, blk.add(iq1_m::QS.at + 16 * k), hi);
             }
         }
     }
