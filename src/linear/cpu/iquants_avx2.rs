@@ -587,8 +587,8 @@ impl Iq for Iq2S {
             let mul = _mm256_setr_epi16(
                 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4,
             );
-            for k in 0..2 {
-                let w = _mm256_shuffle_epi8(qh, ctl(&CTL[k]));
+            for (k, c) in CTL.iter().enumerate() {
+                let w = _mm256_shuffle_epi8(qh, ctl(c));
                 let hi = _mm256_and_si256(_mm256_mullo_epi16(w, mul), _mm256_set1_epi16(0x0300));
                 put_idx16(idx, k, blk.add(iq2_s::QS.at + 16 * k), hi);
             }
@@ -655,8 +655,8 @@ impl Iq for Iq3S {
             // Lookup 8g + k: ((qh[g] >> k) & 1) << 8 = qh[g]·2^(8 − k), masked.
             let mul =
                 _mm256_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2, 256, 128, 64, 32, 16, 8, 4, 2);
-            for k in 0..4 {
-                let w = _mm256_shuffle_epi8(qh, ctl(&CTL[k]));
+            for (k, c) in CTL.iter().enumerate() {
+                let w = _mm256_shuffle_epi8(qh, ctl(c));
                 let hi = _mm256_and_si256(_mm256_mullo_epi16(w, mul), _mm256_set1_epi16(0x0100));
                 put_idx16(idx, k, blk.add(iq3_s::QS.at + 16 * k), hi);
             }
@@ -722,8 +722,8 @@ impl Iq for Iq1S {
             // Run r = 4g + l: ((qh[g] >> 3l) & 7) << 8, as qh[g]·2^(8 − 3l) (l < 3) or
             // qh[g] >> 1 (l = 3), masked.
             let mul = _mm256_setr_epi16(256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0);
-            for k in 0..2 {
-                let w = _mm256_shuffle_epi8(qh, ctl(&CTL[k]));
+            for (k, c) in CTL.iter().enumerate() {
+                let w = _mm256_shuffle_epi8(qh, ctl(c));
                 let v = _mm256_blend_epi16::<0x88>(
                     _mm256_mullo_epi16(w, mul),
                     _mm256_srli_epi16::<1>(w),
@@ -872,9 +872,9 @@ impl Iq for Iq1M {
             let qh = _mm256_broadcastsi128_si256(_mm_loadu_si128(blk.add(iq1_m::QH.at).cast()));
             // Run r's grid index: qs[r] | (nibble r%2 of qh[r/2] & 7) << 8.
             const CTL: [[u8; 32]; 2] = [spread(div_seq(0, 2), true), spread(div_seq(16, 2), true)];
-            for k in 0..2 {
+            for (k, c) in CTL.iter().enumerate() {
                 // Lane j: qh[r/2] << 8 (r = 16k + j), odd runs its high nibble.
-                let v = _mm256_shuffle_epi8(qh, ctl(&CTL[k]));
+                let v = _mm256_shuffle_epi8(qh, ctl(c));
                 let nib = _mm256_blend_epi16::<0xAA>(v, _mm256_srli_epi16::<4>(v));
                 let hi = _mm256_and_si256(nib, _mm256_set1_epi16(0x0700));
                 put_idx16(idx, k, blk.add(iq1_m::QS.at + 16 * k), hi);
