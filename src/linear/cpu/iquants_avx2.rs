@@ -1,8 +1,8 @@
 //! The x86 i-quant kernels, in exactly the order of [`super::iquants`]'s module docs: one
 //! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avxvnni`] and
 //! [`avx512`] (256-bit `vpdpbusd` for every type's block sums; [`avx512`] also applies the
-//! signs of IQ2_XXS, IQ2_XS and IQ3_XXS as a mask) — each with BMI1 `bextr` for the bit
-//! fields (detected at run time by the caller).
+//! signs as a mask) — each with BMI1 `bextr` for the bit fields (detected at run time by
+//! the caller).
 //!
 //! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
 //! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors (one
@@ -17,13 +17,18 @@
 //! The VNNI tiers form the same partials without the factors, `vpdpbusd(a, sign(x, s))`
 //! (four exact products per i32 lane), and apply them after the tree: the per-half factors
 //! by one `vpmulld` per half vector (a half sum ≤ 16·62·127 times ≤ 120), IQ1_S's 8 by a
-//! shift. The AVX-512 tier takes the sign bits of the `KSIGNS_IQ2XS` types as one 32-bit
-//! mask ([`SIGNS_AT`]: three ors of table words, no vector blends) and negates x under it
-//! (`vpsubb` from zero), the same signed codes as `vpsignb`; the explicit sign bytes of
-//! IQ2_S and IQ3_S keep [`sign_bits`] + `vpsignb`, and those two types measured slower
-//! compiled for AVX-512 than for AVX-VNNI or AVX2, so the AVX-512 tier runs their
-//! [`avxvnni`] (else, IQ2_S, [`avx2`]) kernels (`super::iquants::dot_row_group`). All are
+//! shift. The AVX-512 tier takes each group's 32 sign bits as one word ([`Iq::sign_word`]:
+//! for the `KSIGNS_IQ2XS` types three ors of table words, [`SIGNS_AT`]; IQ2_S and IQ3_S
+//! store them as four bytes) and negates x under that mask (`vpsubb` from zero), the same
+//! signed codes as `vpsignb` with [`sign_bits`] / [`SIGNS64`] on the other tiers. All are
 //! exact integers, so every tier gives the same `T_g`, the same bits.
+//!
+//! The types whose grid index joins bit fields (IQ1_S, IQ1_M, IQ2_S, IQ3_S) build a
+//! super-block's indices with vector code ([`Iq::indices`]: `vpshufb` spreads the high
+//! bits to u16 lanes, `vpmullw` shifts each lane's field into place, one or with the code
+//! bytes) into a buffer, one super-block ahead of its use: each lookup is then one scalar
+//! load of its index (read right after the vector store, the loads would wait for
+//! store-to-load forwarding, which failed and measured slower on Zen 5).
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
@@ -162,7 +167,7 @@ struct Group {
     /// The sign sources (non-zero i8, [`Iq::SIGNED`] types).
     s: __m256i,
     /// The 32 sign bits (bit e set: value e negative), set where a tier applies the signs
-    /// of [`Iq::KSIGNS`] types as a mask.
+    /// of [`Iq::SIGN_WORD`] types as a mask.
     bits: u32,
     /// The 16 i16 per-half factors ([`Iq::PER16`] types).
     m: __m256i,
@@ -186,9 +191,10 @@ trait Iq {
     const HADD: bool = false;
     /// Whether the groups' sign sources apply (else the magnitudes are used as they are).
     const SIGNED: bool = true;
-    /// Whether the signs are `KSIGNS_IQ2XS` indices, also available as bits through
-    /// [`Iq::sign_word`] (for a tier that applies them as a mask).
-    const KSIGNS: bool = false;
+    /// Whether the signs are also available as one 32-bit word per group through
+    /// [`Iq::sign_word`] (for a tier that applies them as a mask): the `KSIGNS_IQ2XS`
+    /// indices of IQ2_XXS, IQ2_XS and IQ3_XXS, the explicit sign bytes of IQ2_S and IQ3_S.
+    const SIGN_WORD: bool = false;
     /// Whether a factor per 16-value half applies ([`Group::m`], and [`Iq::factors16`]
     /// on the VNNI tiers), else the constant factor [`Iq::M`] (1 or 8) for every value.
     const PER16: bool = false;
@@ -224,7 +230,7 @@ trait Iq {
     unsafe fn finish(t: __m256i, _ctx: &Self::Ctx, _x: X, _b: usize) -> __m256i {
         t
     }
-    /// [`Iq::KSIGNS`] types: group g's 32 sign bits (bit e set: value e negative).
+    /// [`Iq::SIGN_WORD`] types: group g's 32 sign bits (bit e set: value e negative).
     ///
     /// # Safety
     /// As [`Iq::group`].
@@ -354,7 +360,7 @@ unsafe fn put_idx16(idx: *mut u16, k: usize, qs: *const u8, hi: __m256i) {
 struct Iq2Xxs;
 impl Iq for Iq2Xxs {
     const BB: usize = iq2_xxs::BYTES;
-    const KSIGNS: bool = true;
+    const SIGN_WORD: bool = true;
     #[inline(always)]
     unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
         // SAFETY: 4 bytes at 6 + 8g < 66.
@@ -405,7 +411,7 @@ impl Iq for Iq2Xxs {
 struct Iq3Xxs;
 impl Iq for Iq3Xxs {
     const BB: usize = iq3_xxs::BYTES;
-    const KSIGNS: bool = true;
+    const SIGN_WORD: bool = true;
     #[inline(always)]
     unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
         // SAFETY: 4 bytes at 66 + 4g < 98.
@@ -491,7 +497,7 @@ unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
 struct Iq2Xs;
 impl Iq for Iq2Xs {
     const BB: usize = iq2_xs::BYTES;
-    const KSIGNS: bool = true;
+    const SIGN_WORD: bool = true;
     #[inline(always)]
     unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
         // SAFETY: 8 bytes at 2 + 8g < 66.
@@ -574,6 +580,16 @@ impl Iq for Iq2S {
             )
         }
     }
+    const SIGN_WORD: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+        // SAFETY: signs at 34 + 4g, inside the 82 bytes.
+        unsafe {
+            blk.add(iq2_s::SIGNS.at + 4 * g)
+                .cast::<u32>()
+                .read_unaligned()
+        }
+    }
     const IDX: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
@@ -637,6 +653,16 @@ impl Iq for Iq3S {
             let s = _mm256_cvtepu8_epi32(s);
             let f = _mm256_or_si256(_mm256_add_epi32(s, s), _mm256_set1_epi32(1));
             (f16_to_f32(u16_at(blk)), f)
+        }
+    }
+    const SIGN_WORD: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+        // SAFETY: signs at 74 + 4g, inside the 110 bytes.
+        unsafe {
+            blk.add(iq3_s::SIGNS.at + 4 * g)
+                .cast::<u32>()
+                .read_unaligned()
         }
     }
     const IDX: bool = true;
@@ -1085,7 +1111,7 @@ macro_rules! kernels {
             // SAFETY: the caller's contract.
             unsafe {
                 let mut grp = U::group(blk, g, ctx, idx);
-                if U::KSIGNS && MASK {
+                if U::SIGN_WORD && MASK {
                     grp.bits = U::sign_word(blk, g);
                 }
                 grp
@@ -1120,7 +1146,7 @@ macro_rules! kernels {
             // SAFETY: 32 codes of block b.
             unsafe {
                 let xv = _mm256_loadu_si256(x.qs.add(32 * b).cast());
-                let xv = if U::KSIGNS && MASK {
+                let xv = if U::SIGN_WORD && MASK {
                     neg_bits(xv, grp.bits)
                 } else if U::SIGNED {
                     _mm256_sign_epi8(xv, grp.s)
