@@ -18,17 +18,19 @@
 //! (four exact products per i32 lane), and apply them after the tree: the per-half factors
 //! by one `vpmulld` per half vector (a half sum ≤ 16·62·127 times ≤ 120), IQ1_S's 8 by a
 //! shift. The AVX-512 tier takes each group's 32 sign bits as one word ([`Iq::sign_word`]:
-//! for the `KSIGNS_IQ2XS` types three ors of table words, [`SIGNS_AT`]; IQ2_S and IQ3_S
-//! store them as four bytes) and negates x under that mask (`vpsubb` from zero), the same
-//! signed codes as `vpsignb` with [`sign_bits`] / [`SIGNS64`] on the other tiers. All are
-//! exact integers, so every tier gives the same `T_g`, the same bits.
+//! IQ2_S and IQ3_S store them as four bytes; for the `KSIGNS_IQ2XS` types
+//! [`Iq::sign_words`] forms a super-block's eight words at once, each 7-bit index with its
+//! parity bit, [`ksigns_bytes`]) and negates x under that mask (`vpsubb` from zero), the
+//! same signed codes as `vpsignb` with [`sign_bits`] / [`SIGNS64`] on the other tiers. All
+//! are exact integers, so every tier gives the same `T_g`, the same bits.
 //!
 //! The types whose grid index joins bit fields (IQ1_S, IQ1_M, IQ2_S, IQ3_S) build a
 //! super-block's indices with vector code ([`Iq::indices`]: `vpshufb` spreads the high
 //! bits to u16 lanes, `vpmullw` shifts each lane's field into place, one or with the code
 //! bytes) into a buffer, one super-block ahead of its use: each lookup is then one scalar
 //! load of its index (read right after the vector store, the loads would wait for
-//! store-to-load forwarding, which failed and measured slower on Zen 5).
+//! store-to-load forwarding, which failed and measured slower on Zen 5). The sign words of
+//! [`Iq::sign_words`] go through the same buffer.
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
@@ -72,29 +74,60 @@ static SIGNS64: [u64; 128] = {
     t
 };
 
-/// `KSIGNS_IQ2XS` moved to byte l of a u32 (`SIGNS_AT[l][i] = KSIGNS_IQ2XS[i] << 8l`): the
-/// sign bits of four runs of 8 values as one word by three ors.
-static SIGNS_AT: [[u32; 128]; 4] = {
-    let mut t = [[0u32; 128]; 4];
-    let mut l = 0;
-    while l < 4 {
-        let mut i = 0;
-        while i < 128 {
-            t[l][i] = (KSIGNS_IQ2XS[i] as u32) << (8 * l);
-            i += 1;
-        }
-        l += 1;
-    }
-    t
-};
-
-/// The 32 sign bits of four runs from their 7-bit `KSIGNS_IQ2XS` indices `f(l)`.
+/// `KSIGNS_IQ2XS[i]` for each byte i of `f` (7-bit sign indices): the index with its
+/// parity in bit 7 (an odd number of negatives among the first seven values makes the
+/// eighth negative: the table's definition).
+///
+/// # Safety
+/// AVX2 (the callers' target features).
 #[inline(always)]
-fn ksigns_word(f: impl Fn(u32) -> usize) -> u32 {
-    SIGNS_AT[0][f(0) & 127]
-        | SIGNS_AT[1][f(1) & 127]
-        | SIGNS_AT[2][f(2) & 127]
-        | SIGNS_AT[3][f(3) & 127]
+unsafe fn ksigns_bytes(f: __m256i) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let pop4 = _mm256_setr_epi8(
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2,
+            3, 3, 4,
+        );
+        let m = _mm256_set1_epi8(0x0F);
+        let n = _mm256_add_epi8(
+            _mm256_shuffle_epi8(pop4, _mm256_and_si256(f, m)),
+            _mm256_shuffle_epi8(pop4, _mm256_and_si256(_mm256_srli_epi16::<4>(f), m)),
+        );
+        // Bit 0 of each byte's count to its bit 7.
+        let parity = _mm256_and_si256(_mm256_slli_epi16::<7>(n), _mm256_set1_epi8(i8::MIN));
+        _mm256_or_si256(f, parity)
+    }
+}
+
+/// [`ksigns_bytes`] of the four 7-bit fields at bits 7l of each i32 lane of `aux` (field l
+/// to byte l): the sign words of eight groups.
+///
+/// # Safety
+/// AVX2 (the callers' target features).
+#[inline(always)]
+unsafe fn ksigns_aux(aux: __m256i) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let m = |v: __m256i, k: i32| _mm256_and_si256(v, _mm256_set1_epi32(k));
+        let f = _mm256_or_si256(
+            _mm256_or_si256(m(aux, 0x7F), m(_mm256_slli_epi32::<1>(aux), 0x7F00)),
+            _mm256_or_si256(
+                m(_mm256_slli_epi32::<2>(aux), 0x7F_0000),
+                m(_mm256_slli_epi32::<3>(aux), 0x7F00_0000),
+            ),
+        );
+        ksigns_bytes(f)
+    }
+}
+
+/// Group g's sign word as [`Iq::sign_words`] stored it at `idx`.
+///
+/// # Safety
+/// g < 8; `idx` as [`Iq::sign_words`] left it.
+#[inline(always)]
+unsafe fn stored_sign_word(idx: *const u16, g: usize) -> u32 {
+    // SAFETY: the caller's contract.
+    unsafe { idx.cast::<u32>().add(g).read_unaligned() }
 }
 
 /// `IQ1S_GRID` with 1 added to every byte (grid values −1, 0, 1 → 0, 1, 2): unsigned
@@ -230,14 +263,24 @@ trait Iq {
     unsafe fn finish(t: __m256i, _ctx: &Self::Ctx, _x: X, _b: usize) -> __m256i {
         t
     }
-    /// [`Iq::SIGN_WORD`] types: group g's 32 sign bits (bit e set: value e negative).
+    /// [`Iq::SIGN_WORD`] types: group g's 32 sign bits (bit e set: value e negative);
+    /// `idx` as for [`Iq::group`].
     ///
     /// # Safety
     /// As [`Iq::group`].
     #[inline(always)]
-    unsafe fn sign_word(_blk: *const u8, _g: usize) -> u32 {
+    unsafe fn sign_word(_blk: *const u8, _g: usize, _idx: *const u16) -> u32 {
         unreachable!("sign_word of a type without sign indices")
     }
+    /// Whether [`Iq::sign_words`] writes the groups' sign words that [`Iq::sign_word`]
+    /// reads (where a tier applies the signs as a mask; not with [`Iq::IDX`]).
+    const SIGN_BUF: bool = false;
+    /// [`Iq::SIGN_BUF`] types: the eight groups' sign words, as u32 at `idx`.
+    ///
+    /// # Safety
+    /// As [`Iq::indices`].
+    #[inline(always)]
+    unsafe fn sign_words(_blk: *const u8, _idx: *mut u16) {}
     /// [`Iq::PER16`] types: the 16 factors of the super-block's halves as bytes in the low
     /// 128 bits (byte h: half h = 2g + (value ≥ 16) of group g), those [`Group::m`] holds.
     ///
@@ -355,6 +398,26 @@ unsafe fn put_idx16(idx: *mut u16, k: usize, qs: *const u8, hi: __m256i) {
     }
 }
 
+/// The eight aux words of the IQ2_XXS super-block at `blk` (the u32 at 6 + 8g, lane g).
+///
+/// # Safety
+/// AVX2; 66 readable bytes at `blk`.
+#[inline(always)]
+unsafe fn iq2_xxs_aux(blk: *const u8) -> __m256i {
+    // SAFETY: the caller's contract (2 + 64 loaded).
+    unsafe {
+        let lo = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at).cast());
+        let hi = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at + 32).cast());
+        // The u32 words 1, 3, 5, 7 of each half are the groups' aux words.
+        let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+        _mm256_blend_epi32(
+            _mm256_permutevar8x32_epi32(lo, odd),
+            _mm256_permutevar8x32_epi32(hi, odd),
+            0xF0,
+        )
+    }
+}
+
 /// `block_iq2_xxs { f16 d; u16 qs[32]; }`: group g is 8 bytes at 2 + 8g, four grid indices
 /// and a u32 with four 7-bit sign indices and the scale in its top 4 bits.
 struct Iq2Xxs;
@@ -362,29 +425,24 @@ impl Iq for Iq2Xxs {
     const BB: usize = iq2_xxs::BYTES;
     const SIGN_WORD: bool = true;
     #[inline(always)]
-    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
-        // SAFETY: 4 bytes at 6 + 8g < 66.
-        let aux = unsafe { blk.add(6 + 8 * g).cast::<u32>().read_unaligned() } as u64;
-        ksigns_word(|l| bx(aux, 7 * l, 7))
+    unsafe fn sign_word(_: *const u8, g: usize, idx: *const u16) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { stored_sign_word(idx, g) }
+    }
+    const SIGN_BUF: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn sign_words(blk: *const u8, idx: *mut u16) {
+        // SAFETY: the super-block's 66 bytes; the caller's buffer.
+        unsafe { _mm256_storeu_si256(idx.cast(), ksigns_aux(iq2_xxs_aux(blk))) }
     }
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
-        // SAFETY: 66 bytes at blk: 2 + 64 loaded.
-        unsafe {
-            let lo = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at).cast());
-            let hi = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at + 32).cast());
-            // The u32 words 1, 3, 5, 7 of each half are the groups' aux words.
-            let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
-            let aux = _mm256_blend_epi32(
-                _mm256_permutevar8x32_epi32(lo, odd),
-                _mm256_permutevar8x32_epi32(hi, odd),
-                0xF0,
-            );
-            (f16_to_f32(u16_at(blk)) * 0.125, odd_top4(aux))
-        }
+        // SAFETY: 66 bytes at blk.
+        unsafe { (f16_to_f32(u16_at(blk)) * 0.125, odd_top4(iq2_xxs_aux(blk))) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
@@ -413,10 +471,19 @@ impl Iq for Iq3Xxs {
     const BB: usize = iq3_xxs::BYTES;
     const SIGN_WORD: bool = true;
     #[inline(always)]
-    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
-        // SAFETY: 4 bytes at 66 + 4g < 98.
-        let aux = unsafe { blk.add(66 + 4 * g).cast::<u32>().read_unaligned() } as u64;
-        ksigns_word(|l| bx(aux, 7 * l, 7))
+    unsafe fn sign_word(_: *const u8, g: usize, idx: *const u16) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { stored_sign_word(idx, g) }
+    }
+    const SIGN_BUF: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn sign_words(blk: *const u8, idx: *mut u16) {
+        // SAFETY: the 8 aux words at 66..98; the caller's buffer.
+        unsafe {
+            let aux = _mm256_loadu_si256(blk.add(iq3_xxs::SCALES_AND_SIGNS.at).cast());
+            _mm256_storeu_si256(idx.cast(), ksigns_aux(aux));
+        }
     }
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
@@ -499,10 +566,22 @@ impl Iq for Iq2Xs {
     const BB: usize = iq2_xs::BYTES;
     const SIGN_WORD: bool = true;
     #[inline(always)]
-    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
-        // SAFETY: 8 bytes at 2 + 8g < 66.
-        let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
-        ksigns_word(|l| bx(v, 16 * l + 9, 7))
+    unsafe fn sign_word(_: *const u8, g: usize, idx: *const u16) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { stored_sign_word(idx, g) }
+    }
+    const SIGN_BUF: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn sign_words(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 2..66; the caller's buffer.
+        unsafe {
+            // The 7-bit sign index of run r (bits 9.. of its u16) to byte r.
+            let s0 = _mm256_srli_epi16::<9>(_mm256_loadu_si256(blk.add(iq2_xs::QS.at).cast()));
+            let s1 = _mm256_srli_epi16::<9>(_mm256_loadu_si256(blk.add(iq2_xs::QS.at + 32).cast()));
+            let f = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(s0, s1));
+            _mm256_storeu_si256(idx.cast(), ksigns_bytes(f));
+        }
     }
     const HADD: bool = true;
     const PER16: bool = true;
@@ -582,7 +661,7 @@ impl Iq for Iq2S {
     }
     const SIGN_WORD: bool = true;
     #[inline(always)]
-    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+    unsafe fn sign_word(blk: *const u8, g: usize, _: *const u16) -> u32 {
         // SAFETY: signs at 34 + 4g, inside the 82 bytes.
         unsafe {
             blk.add(iq2_s::SIGNS.at + 4 * g)
@@ -657,7 +736,7 @@ impl Iq for Iq3S {
     }
     const SIGN_WORD: bool = true;
     #[inline(always)]
-    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
+    unsafe fn sign_word(blk: *const u8, g: usize, _: *const u16) -> u32 {
         // SAFETY: signs at 74 + 4g, inside the 110 bytes.
         unsafe {
             blk.add(iq3_s::SIGNS.at + 4 * g)
@@ -1112,7 +1191,7 @@ macro_rules! kernels {
             unsafe {
                 let mut grp = U::group(blk, g, ctx, idx);
                 if U::SIGN_WORD && MASK {
-                    grp.bits = U::sign_word(blk, g);
+                    grp.bits = U::sign_word(blk, g, idx);
                 }
                 grp
             }
@@ -1125,11 +1204,19 @@ macro_rules! kernels {
         /// As [`Iq::context`].
         #[inline(always)]
         unsafe fn indices<U: Iq>(blk: *const u8, buf: &mut IdxBuf) -> *const u16 {
-            if !U::IDX {
+            const { assert!(!(U::IDX && U::SIGN_BUF)) };
+            let signs = U::SIGN_BUF && MASK;
+            if !U::IDX && !signs {
                 return buf.0.as_ptr();
             }
             // SAFETY: the caller's contract; `buf` holds IDX_MAX indices.
-            unsafe { U::indices(blk, buf.0.as_mut_ptr()) };
+            unsafe {
+                if U::IDX {
+                    U::indices(blk, buf.0.as_mut_ptr());
+                } else {
+                    U::sign_words(blk, buf.0.as_mut_ptr());
+                }
+            }
             // Opaque to the optimizer: the vector stores stay stores and each run's index
             // one scalar load (else the compiler extracts the words from the vectors).
             std::hint::black_box(buf.0.as_ptr())
