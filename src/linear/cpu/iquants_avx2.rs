@@ -1434,3 +1434,43 @@ pub(super) mod avxvnni {
 
     kernels!("avx2,fma,f16c,bmi1,avxvnni");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`ksigns_bytes`] and [`ksigns_aux`] reproduce the `KSIGNS_IQ2XS` table for every
+    /// 7-bit index, in every byte and field position.
+    #[test]
+    fn ksigns_by_parity_equal_the_table() {
+        if !crate::isa::Isa::Avx2.available() {
+            eprintln!("note: no AVX2 on this machine, the sign-byte vector code is not tested");
+            return;
+        }
+        for i0 in (0..128u32).step_by(32) {
+            let bytes: [u8; 32] = std::array::from_fn(|j| ((i0 + j as u32) % 128) as u8);
+            // Four 7-bit fields per u32 (lane g: indices 4g .. 4g + 4 of `bytes`).
+            let aux: [u32; 8] = std::array::from_fn(|g| {
+                (0..4).fold(0, |a, l| a | (bytes[4 * g + l] as u32) << (7 * l)) | 0xF000_0000
+            });
+            let (mut got, mut got_aux) = ([0u8; 32], [0u8; 32]);
+            // SAFETY: AVX2 checked above; 32-byte buffers.
+            unsafe {
+                #[target_feature(enable = "avx2")]
+                unsafe fn run(b: &[u8; 32], a: &[u32; 8], o: &mut [u8; 32], oa: &mut [u8; 32]) {
+                    // SAFETY: AVX2 (the caller); 32-byte buffers.
+                    unsafe {
+                        let v = ksigns_bytes(_mm256_loadu_si256(b.as_ptr().cast()));
+                        _mm256_storeu_si256(o.as_mut_ptr().cast(), v);
+                        let v = ksigns_aux(_mm256_loadu_si256(a.as_ptr().cast()));
+                        _mm256_storeu_si256(oa.as_mut_ptr().cast(), v);
+                    }
+                }
+                run(&bytes, &aux, &mut got, &mut got_aux);
+            }
+            let want = bytes.map(|b| KSIGNS_IQ2XS[b as usize]);
+            assert_eq!(got, want, "bytes from {i0}");
+            assert_eq!(got_aux, want, "fields from {i0}");
+        }
+    }
+}
