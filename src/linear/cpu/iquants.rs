@@ -207,21 +207,10 @@ pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>]
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
-        // of all its features (`Isa::available`; the AVX-512 tier includes the AVX2 one, and
-        // AVX-VNNI is checked where its kernels run); BMI1 is checked here (else the
-        // reference runs: same bits).
+        // of all its features (`Isa::available`); BMI1 is checked here (else the reference
+        // runs: same bits).
         Isa::Avx512 if bmi1 => unsafe {
-            use super::iquants_avx2::{avx2, avx512, avxvnni};
-            // IQ2_S and IQ3_S (vector sign bits, the most shuffles) measured slower compiled
-            // for AVX-512 than for AVX-VNNI (IQ2_S: than for AVX2 too): those kernels run
-            // where the CPU has them (same bits).
-            match kind {
-                IqKind::Iq2S | IqKind::Iq3S if crate::isa::Cpu::get().avxvnni => {
-                    avxvnni::dot_row_group(kind, ws, xs, out)
-                }
-                IqKind::Iq2S => avx2::dot_row_group(kind, ws, xs, out),
-                _ => avx512::dot_row_group(kind, ws, xs, out),
-            }
+            super::iquants_avx2::avx512::dot_row_group(kind, ws, xs, out)
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.

@@ -1,8 +1,8 @@
 //! The x86 i-quant kernels, in exactly the order of [`super::iquants`]'s module docs: one
 //! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avxvnni`] and
 //! [`avx512`] (256-bit `vpdpbusd` for every type's block sums; [`avx512`] also applies the
-//! signs of IQ2_XXS, IQ2_XS and IQ3_XXS as a mask) — each with BMI1 `bextr` for the bit
-//! fields (detected at run time by the caller).
+//! signs as a mask) — each with BMI1 `bextr` for the bit fields (detected at run time by
+//! the caller).
 //!
 //! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
 //! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors (one
@@ -17,13 +17,20 @@
 //! The VNNI tiers form the same partials without the factors, `vpdpbusd(a, sign(x, s))`
 //! (four exact products per i32 lane), and apply them after the tree: the per-half factors
 //! by one `vpmulld` per half vector (a half sum ≤ 16·62·127 times ≤ 120), IQ1_S's 8 by a
-//! shift. The AVX-512 tier takes the sign bits of the `KSIGNS_IQ2XS` types as one 32-bit
-//! mask ([`SIGNS_AT`]: three ors of table words, no vector blends) and negates x under it
-//! (`vpsubb` from zero), the same signed codes as `vpsignb`; the explicit sign bytes of
-//! IQ2_S and IQ3_S keep [`sign_bits`] + `vpsignb`, and those two types measured slower
-//! compiled for AVX-512 than for AVX-VNNI or AVX2, so the AVX-512 tier runs their
-//! [`avxvnni`] (else, IQ2_S, [`avx2`]) kernels (`super::iquants::dot_row_group`). All are
-//! exact integers, so every tier gives the same `T_g`, the same bits.
+//! shift. The AVX-512 tier takes each group's 32 sign bits as one word ([`Iq::sign_word`]:
+//! IQ2_S and IQ3_S store them as four bytes; for the `KSIGNS_IQ2XS` types
+//! [`Iq::sign_words`] forms a super-block's eight words at once, each 7-bit index with its
+//! parity bit, [`ksigns_bytes`]) and negates x under that mask (`vpsubb` from zero), the
+//! same signed codes as `vpsignb` with [`sign_bits`] / [`SIGNS64`] on the other tiers. All
+//! are exact integers, so every tier gives the same `T_g`, the same bits.
+//!
+//! The types whose grid index joins bit fields (IQ1_S, IQ1_M, IQ2_S, IQ3_S) build a
+//! super-block's indices with vector code ([`Iq::indices`]: `vpshufb` spreads the high
+//! bits to u16 lanes, `vpmullw` shifts each lane's field into place, one or with the code
+//! bytes) into a buffer, one super-block ahead of its use: each lookup is then one scalar
+//! load of its index (read right after the vector store, the loads would wait for
+//! store-to-load forwarding, which failed and measured slower on Zen 5). The sign words of
+//! [`Iq::sign_words`] go through the same buffer.
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
@@ -67,29 +74,60 @@ static SIGNS64: [u64; 128] = {
     t
 };
 
-/// `KSIGNS_IQ2XS` moved to byte l of a u32 (`SIGNS_AT[l][i] = KSIGNS_IQ2XS[i] << 8l`): the
-/// sign bits of four runs of 8 values as one word by three ors.
-static SIGNS_AT: [[u32; 128]; 4] = {
-    let mut t = [[0u32; 128]; 4];
-    let mut l = 0;
-    while l < 4 {
-        let mut i = 0;
-        while i < 128 {
-            t[l][i] = (KSIGNS_IQ2XS[i] as u32) << (8 * l);
-            i += 1;
-        }
-        l += 1;
-    }
-    t
-};
-
-/// The 32 sign bits of four runs from their 7-bit `KSIGNS_IQ2XS` indices `f(l)`.
+/// `KSIGNS_IQ2XS[i]` for each byte i of `f` (7-bit sign indices): the index with its
+/// parity in bit 7 (an odd number of negatives among the first seven values makes the
+/// eighth negative: the table's definition).
+///
+/// # Safety
+/// AVX2 (the callers' target features).
 #[inline(always)]
-fn ksigns_word(f: impl Fn(u32) -> usize) -> u32 {
-    SIGNS_AT[0][f(0) & 127]
-        | SIGNS_AT[1][f(1) & 127]
-        | SIGNS_AT[2][f(2) & 127]
-        | SIGNS_AT[3][f(3) & 127]
+unsafe fn ksigns_bytes(f: __m256i) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let pop4 = _mm256_setr_epi8(
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2,
+            3, 3, 4,
+        );
+        let m = _mm256_set1_epi8(0x0F);
+        let n = _mm256_add_epi8(
+            _mm256_shuffle_epi8(pop4, _mm256_and_si256(f, m)),
+            _mm256_shuffle_epi8(pop4, _mm256_and_si256(_mm256_srli_epi16::<4>(f), m)),
+        );
+        // Bit 0 of each byte's count to its bit 7.
+        let parity = _mm256_and_si256(_mm256_slli_epi16::<7>(n), _mm256_set1_epi8(i8::MIN));
+        _mm256_or_si256(f, parity)
+    }
+}
+
+/// [`ksigns_bytes`] of the four 7-bit fields at bits 7l of each i32 lane of `aux` (field l
+/// to byte l): the sign words of eight groups.
+///
+/// # Safety
+/// AVX2 (the callers' target features).
+#[inline(always)]
+unsafe fn ksigns_aux(aux: __m256i) -> __m256i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let m = |v: __m256i, k: i32| _mm256_and_si256(v, _mm256_set1_epi32(k));
+        let f = _mm256_or_si256(
+            _mm256_or_si256(m(aux, 0x7F), m(_mm256_slli_epi32::<1>(aux), 0x7F00)),
+            _mm256_or_si256(
+                m(_mm256_slli_epi32::<2>(aux), 0x7F_0000),
+                m(_mm256_slli_epi32::<3>(aux), 0x7F00_0000),
+            ),
+        );
+        ksigns_bytes(f)
+    }
+}
+
+/// Group g's sign word as [`Iq::sign_words`] stored it at `idx`.
+///
+/// # Safety
+/// g < 8; `idx` as [`Iq::sign_words`] left it.
+#[inline(always)]
+unsafe fn stored_sign_word(idx: *const u16, g: usize) -> u32 {
+    // SAFETY: the caller's contract.
+    unsafe { idx.cast::<u32>().add(g).read_unaligned() }
 }
 
 /// `IQ1S_GRID` with 1 added to every byte (grid values −1, 0, 1 → 0, 1, 2): unsigned
@@ -162,7 +200,7 @@ struct Group {
     /// The sign sources (non-zero i8, [`Iq::SIGNED`] types).
     s: __m256i,
     /// The 32 sign bits (bit e set: value e negative), set where a tier applies the signs
-    /// of [`Iq::KSIGNS`] types as a mask.
+    /// of [`Iq::SIGN_WORD`] types as a mask.
     bits: u32,
     /// The 16 i16 per-half factors ([`Iq::PER16`] types).
     m: __m256i,
@@ -186,9 +224,10 @@ trait Iq {
     const HADD: bool = false;
     /// Whether the groups' sign sources apply (else the magnitudes are used as they are).
     const SIGNED: bool = true;
-    /// Whether the signs are `KSIGNS_IQ2XS` indices, also available as bits through
-    /// [`Iq::sign_word`] (for a tier that applies them as a mask).
-    const KSIGNS: bool = false;
+    /// Whether the signs are also available as one 32-bit word per group through
+    /// [`Iq::sign_word`] (for a tier that applies them as a mask): the `KSIGNS_IQ2XS`
+    /// indices of IQ2_XXS, IQ2_XS and IQ3_XXS, the explicit sign bytes of IQ2_S and IQ3_S.
+    const SIGN_WORD: bool = false;
     /// Whether a factor per 16-value half applies ([`Group::m`], and [`Iq::factors16`]
     /// on the VNNI tiers), else the constant factor [`Iq::M`] (1 or 8) for every value.
     const PER16: bool = false;
@@ -196,16 +235,25 @@ trait Iq {
     const M: i32 = 1;
     /// What a super-block's groups share.
     type Ctx: Copy;
+    /// Whether [`Iq::indices`] writes the grid indices for [`Iq::group`].
+    const IDX: bool = false;
     /// The super-block at `blk`: its `d·c` and context.
     ///
     /// # Safety
     /// AVX2 available; `blk` points at a whole super-block.
     unsafe fn context(blk: *const u8) -> (f32, Self::Ctx);
-    /// Group g of the super-block at `blk`.
+    /// Group g of the super-block at `blk`; `idx` holds what [`Iq::indices`] wrote for it.
     ///
     /// # Safety
-    /// As [`Iq::context`]; g < 8.
-    unsafe fn group(blk: *const u8, g: usize, ctx: &Self::Ctx) -> Group;
+    /// As [`Iq::context`]; g < 8; `idx` as [`Iq::indices`] left it.
+    unsafe fn group(blk: *const u8, g: usize, ctx: &Self::Ctx, idx: *const u16) -> Group;
+    /// [`Iq::IDX`] types: the super-block's grid indices, one u16 per grid lookup (at most
+    /// [`IDX_MAX`]), written to `idx` by vector code (one scalar load per lookup after).
+    ///
+    /// # Safety
+    /// As [`Iq::context`]; [`IDX_MAX`] writable u16 at `idx`.
+    #[inline(always)]
+    unsafe fn indices(_blk: *const u8, _idx: *mut u16) {}
     /// The per-group terms not applied through `m`: lane g of `t` → `T_g`, with `x` the
     /// activation row and `b` the super-block's first block (its exact code sums).
     ///
@@ -215,14 +263,24 @@ trait Iq {
     unsafe fn finish(t: __m256i, _ctx: &Self::Ctx, _x: X, _b: usize) -> __m256i {
         t
     }
-    /// [`Iq::KSIGNS`] types: group g's 32 sign bits (bit e set: value e negative).
+    /// [`Iq::SIGN_WORD`] types: group g's 32 sign bits (bit e set: value e negative);
+    /// `idx` as for [`Iq::group`].
     ///
     /// # Safety
     /// As [`Iq::group`].
     #[inline(always)]
-    unsafe fn sign_word(_blk: *const u8, _g: usize) -> u32 {
+    unsafe fn sign_word(_blk: *const u8, _g: usize, _idx: *const u16) -> u32 {
         unreachable!("sign_word of a type without sign indices")
     }
+    /// Whether [`Iq::sign_words`] writes the groups' sign words that [`Iq::sign_word`]
+    /// reads (where a tier applies the signs as a mask; not with [`Iq::IDX`]).
+    const SIGN_BUF: bool = false;
+    /// [`Iq::SIGN_BUF`] types: the eight groups' sign words, as u32 at `idx`.
+    ///
+    /// # Safety
+    /// As [`Iq::indices`].
+    #[inline(always)]
+    unsafe fn sign_words(_blk: *const u8, _idx: *mut u16) {}
     /// [`Iq::PER16`] types: the 16 factors of the super-block's halves as bytes in the low
     /// 128 bits (byte h: half h = 2g + (value ≥ 16) of group g), those [`Group::m`] holds.
     ///
@@ -266,40 +324,129 @@ fn odd_top4(aux: __m256i) -> __m256i {
     )
 }
 
+/// The most grid indices a super-block has (IQ3_S: 64 lookups of 4 values).
+const IDX_MAX: usize = 64;
+
+/// A super-block's grid indices ([`Iq::indices`]), aligned for vector stores.
+#[repr(C, align(32))]
+struct IdxBuf([u16; IDX_MAX]);
+
+/// Stores `v` (16 u16) as indices `16k .. 16k + 16`.
+///
+/// # Safety
+/// AVX2 (the callers' target features); `idx` as [`Iq::indices`]; k < 4.
+#[inline(always)]
+unsafe fn put_idx(idx: *mut u16, k: usize, v: __m256i) {
+    // SAFETY: the caller's contract.
+    unsafe { _mm256_storeu_si256(idx.add(16 * k).cast(), v) }
+}
+
+/// `(start + j) / div` for j < 16: which source byte (or word) u16 lane j of a
+/// [`spread`] control takes.
+const fn div_seq(start: usize, div: usize) -> [u8; 16] {
+    let mut t = [0u8; 16];
+    let mut j = 0;
+    while j < 16 {
+        t[j] = ((start + j) / div) as u8;
+        j += 1;
+    }
+    t
+}
+
+/// A `vpshufb` control whose u16 lane j takes source byte `src[j]` into its low byte
+/// (`hi` false) or its high byte, the other byte zero.
+const fn spread(src: [u8; 16], hi: bool) -> [u8; 32] {
+    let mut t = [0x80u8; 32];
+    let mut j = 0;
+    while j < 16 {
+        t[2 * j + hi as usize] = src[j];
+        j += 1;
+    }
+    t
+}
+
+/// A `vpshufb` control whose u16 lane j takes source u16 word `src[j]`.
+const fn spread_words(src: [u8; 16]) -> [u8; 32] {
+    let mut t = [0u8; 32];
+    let mut j = 0;
+    while j < 16 {
+        t[2 * j] = 2 * src[j];
+        t[2 * j + 1] = 2 * src[j] + 1;
+        j += 1;
+    }
+    t
+}
+
+/// The control `c` (32 bytes) as a vector.
+#[inline(always)]
+fn ctl(c: &[u8; 32]) -> __m256i {
+    // SAFETY: AVX2 (the callers' target features); 32 readable bytes.
+    unsafe { _mm256_loadu_si256(c.as_ptr().cast()) }
+}
+
+/// Indices `16k .. 16k + 16` from their low bytes, the 16 code bytes at `qs`, and their
+/// high bits `hi` (in bits 8.. of each u16 lane, low byte zero).
+///
+/// # Safety
+/// AVX2 (the callers' target features); 16 readable bytes at `qs`; `idx` as `put_idx`.
+#[inline(always)]
+unsafe fn put_idx16(idx: *mut u16, k: usize, qs: *const u8, hi: __m256i) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let lo = _mm256_cvtepu8_epi16(_mm_loadu_si128(qs.cast()));
+        put_idx(idx, k, _mm256_or_si256(lo, hi));
+    }
+}
+
+/// The eight aux words of the IQ2_XXS super-block at `blk` (the u32 at 6 + 8g, lane g).
+///
+/// # Safety
+/// AVX2; 66 readable bytes at `blk`.
+#[inline(always)]
+unsafe fn iq2_xxs_aux(blk: *const u8) -> __m256i {
+    // SAFETY: the caller's contract (2 + 64 loaded).
+    unsafe {
+        let lo = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at).cast());
+        let hi = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at + 32).cast());
+        // The u32 words 1, 3, 5, 7 of each half are the groups' aux words.
+        let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
+        _mm256_blend_epi32(
+            _mm256_permutevar8x32_epi32(lo, odd),
+            _mm256_permutevar8x32_epi32(hi, odd),
+            0xF0,
+        )
+    }
+}
+
 /// `block_iq2_xxs { f16 d; u16 qs[32]; }`: group g is 8 bytes at 2 + 8g, four grid indices
 /// and a u32 with four 7-bit sign indices and the scale in its top 4 bits.
 struct Iq2Xxs;
 impl Iq for Iq2Xxs {
     const BB: usize = iq2_xxs::BYTES;
-    const KSIGNS: bool = true;
+    const SIGN_WORD: bool = true;
     #[inline(always)]
-    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
-        // SAFETY: 4 bytes at 6 + 8g < 66.
-        let aux = unsafe { blk.add(6 + 8 * g).cast::<u32>().read_unaligned() } as u64;
-        ksigns_word(|l| bx(aux, 7 * l, 7))
+    unsafe fn sign_word(_: *const u8, g: usize, idx: *const u16) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { stored_sign_word(idx, g) }
+    }
+    const SIGN_BUF: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn sign_words(blk: *const u8, idx: *mut u16) {
+        // SAFETY: the super-block's 66 bytes; the caller's buffer.
+        unsafe { _mm256_storeu_si256(idx.cast(), ksigns_aux(iq2_xxs_aux(blk))) }
     }
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
-        // SAFETY: 66 bytes at blk: 2 + 64 loaded.
-        unsafe {
-            let lo = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at).cast());
-            let hi = _mm256_loadu_si256(blk.add(iq2_xxs::QS.at + 32).cast());
-            // The u32 words 1, 3, 5, 7 of each half are the groups' aux words.
-            let odd = _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7);
-            let aux = _mm256_blend_epi32(
-                _mm256_permutevar8x32_epi32(lo, odd),
-                _mm256_permutevar8x32_epi32(hi, odd),
-                0xF0,
-            );
-            (f16_to_f32(u16_at(blk)) * 0.125, odd_top4(aux))
-        }
+        // SAFETY: 66 bytes at blk.
+        unsafe { (f16_to_f32(u16_at(blk)) * 0.125, odd_top4(iq2_xxs_aux(blk))) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, _idx: *const u16) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(iq2_xxs::QS.at + 8 * g)) };
         let grid = |i: u32| &IQ2XXS_GRID[((v >> (8 * i)) & 255) as usize];
@@ -322,12 +469,21 @@ impl Iq for Iq2Xxs {
 struct Iq3Xxs;
 impl Iq for Iq3Xxs {
     const BB: usize = iq3_xxs::BYTES;
-    const KSIGNS: bool = true;
+    const SIGN_WORD: bool = true;
     #[inline(always)]
-    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
-        // SAFETY: 4 bytes at 66 + 4g < 98.
-        let aux = unsafe { blk.add(66 + 4 * g).cast::<u32>().read_unaligned() } as u64;
-        ksigns_word(|l| bx(aux, 7 * l, 7))
+    unsafe fn sign_word(_: *const u8, g: usize, idx: *const u16) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { stored_sign_word(idx, g) }
+    }
+    const SIGN_BUF: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn sign_words(blk: *const u8, idx: *mut u16) {
+        // SAFETY: the 8 aux words at 66..98; the caller's buffer.
+        unsafe {
+            let aux = _mm256_loadu_si256(blk.add(iq3_xxs::SCALES_AND_SIGNS.at).cast());
+            _mm256_storeu_si256(idx.cast(), ksigns_aux(aux));
+        }
     }
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
@@ -342,7 +498,7 @@ impl Iq for Iq3Xxs {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, _idx: *const u16) -> Group {
         // SAFETY: 8 bytes at 2 + 8g and 4 at 66 + 4g, inside the 98.
         let (v, aux) = unsafe {
             (
@@ -408,12 +564,24 @@ unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
 struct Iq2Xs;
 impl Iq for Iq2Xs {
     const BB: usize = iq2_xs::BYTES;
-    const KSIGNS: bool = true;
+    const SIGN_WORD: bool = true;
     #[inline(always)]
-    unsafe fn sign_word(blk: *const u8, g: usize) -> u32 {
-        // SAFETY: 8 bytes at 2 + 8g < 66.
-        let v = unsafe { u64_at(blk.add(2 + 8 * g)) };
-        ksigns_word(|l| bx(v, 16 * l + 9, 7))
+    unsafe fn sign_word(_: *const u8, g: usize, idx: *const u16) -> u32 {
+        // SAFETY: the caller's contract.
+        unsafe { stored_sign_word(idx, g) }
+    }
+    const SIGN_BUF: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn sign_words(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 2..66; the caller's buffer.
+        unsafe {
+            // The 7-bit sign index of run r (bits 9.. of its u16) to byte r.
+            let s0 = _mm256_srli_epi16::<9>(_mm256_loadu_si256(blk.add(iq2_xs::QS.at).cast()));
+            let s1 = _mm256_srli_epi16::<9>(_mm256_loadu_si256(blk.add(iq2_xs::QS.at + 32).cast()));
+            let f = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(s0, s1));
+            _mm256_storeu_si256(idx.cast(), ksigns_bytes(f));
+        }
     }
     const HADD: bool = true;
     const PER16: bool = true;
@@ -432,7 +600,7 @@ impl Iq for Iq2Xs {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
+    unsafe fn group(blk: *const u8, g: usize, f: &__m256i, _idx: *const u16) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(iq2_xs::QS.at + 8 * g)) };
         let grid = |l: u32| &IQ2XS_GRID[((v >> (16 * l)) & 511) as usize];
@@ -491,21 +659,47 @@ impl Iq for Iq2S {
             )
         }
     }
+    const SIGN_WORD: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize, _: *const u16) -> u32 {
+        // SAFETY: signs at 34 + 4g, inside the 82 bytes.
+        unsafe {
+            blk.add(iq2_s::SIGNS.at + 4 * g)
+                .cast::<u32>()
+                .read_unaligned()
+        }
+    }
+    const IDX: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, f: &__m256i) -> Group {
-        // SAFETY: qs at 2 + 4g, signs at 34 + 4g, qh at 66 + g: inside the 82 bytes.
+    unsafe fn indices(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 2..34, qh at 66..74; the caller's buffer.
         unsafe {
-            let qs = blk.add(iq2_s::QS.at + 4 * g).cast::<u32>().read_unaligned();
+            let qh = _mm256_set1_epi64x(u64_at(blk.add(iq2_s::QH.at)) as i64);
+            const CTL: [[u8; 32]; 2] =
+                [spread(div_seq(0, 4), false), spread(div_seq(16, 4), false)];
+            // Run r = 4g + l: ((qh[g] >> 2l) & 3) << 8 = qh[g]·2^(8 − 2l), masked.
+            let mul = _mm256_setr_epi16(
+                256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4,
+            );
+            for (k, c) in CTL.iter().enumerate() {
+                let w = _mm256_shuffle_epi8(qh, ctl(c));
+                let hi = _mm256_and_si256(_mm256_mullo_epi16(w, mul), _mm256_set1_epi16(0x0300));
+                put_idx16(idx, k, blk.add(iq2_s::QS.at + 16 * k), hi);
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, f: &__m256i, idx: *const u16) -> Group {
+        // SAFETY: signs at 34 + 4g inside the 82 bytes; runs 4g .. 4g + 4 of `idx`,
+        // 10-bit indices (`indices`) < 1024 entries.
+        unsafe {
             let signs = blk
                 .add(iq2_s::SIGNS.at + 4 * g)
                 .cast::<u32>()
                 .read_unaligned();
-            let qh = *blk.add(iq2_s::QH.at + g) as u32;
-            let grid = |l: u32| {
-                let i = ((qs >> (8 * l)) & 255) | (((qh >> (2 * l)) & 3) << 8);
-                &IQ2S_GRID[i as usize]
-            };
+            let grid = |l: usize| &*IQ2S_GRID.as_ptr().add(*idx.add(4 * g + l) as usize);
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 sign_bits(signs),
@@ -540,16 +734,46 @@ impl Iq for Iq3S {
             (f16_to_f32(u16_at(blk)), f)
         }
     }
+    const SIGN_WORD: bool = true;
+    #[inline(always)]
+    unsafe fn sign_word(blk: *const u8, g: usize, _: *const u16) -> u32 {
+        // SAFETY: signs at 74 + 4g, inside the 110 bytes.
+        unsafe {
+            blk.add(iq3_s::SIGNS.at + 4 * g)
+                .cast::<u32>()
+                .read_unaligned()
+        }
+    }
+    const IDX: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i) -> Group {
-        // SAFETY: qs at 2 + 8g, qh at 66 + g, signs at 74 + 4g: inside the 110 bytes.
+    unsafe fn indices(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 2..66, qh at 66..74; the caller's buffer.
         unsafe {
-            let qh = *blk.add(iq3_s::QH.at + g) as u64;
-            let grid = |k: u32| {
-                let i = *blk.add(iq3_s::QS.at + 8 * g + k as usize) as usize | (bx(qh, k, 1) << 8);
-                &IQ3S_GRID[i & 511]
-            };
+            let qh = _mm256_set1_epi64x(u64_at(blk.add(iq3_s::QH.at)) as i64);
+            const CTL: [[u8; 32]; 4] = [
+                spread(div_seq(0, 8), false),
+                spread(div_seq(16, 8), false),
+                spread(div_seq(32, 8), false),
+                spread(div_seq(48, 8), false),
+            ];
+            // Lookup 8g + k: ((qh[g] >> k) & 1) << 8 = qh[g]·2^(8 − k), masked.
+            let mul =
+                _mm256_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2, 256, 128, 64, 32, 16, 8, 4, 2);
+            for (k, c) in CTL.iter().enumerate() {
+                let w = _mm256_shuffle_epi8(qh, ctl(c));
+                let hi = _mm256_and_si256(_mm256_mullo_epi16(w, mul), _mm256_set1_epi16(0x0100));
+                put_idx16(idx, k, blk.add(iq3_s::QS.at + 16 * k), hi);
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, idx: *const u16) -> Group {
+        // SAFETY: signs at 74 + 4g inside the 110 bytes; lookups 8g .. 8g + 8 of `idx`,
+        // 9-bit indices (`indices`) < 512 entries.
+        unsafe {
+            let grid = |k: usize| &*IQ3S_GRID.as_ptr().add(*idx.add(8 * g + k) as usize);
             let signs = blk
                 .add(iq3_s::SIGNS.at + 4 * g)
                 .cast::<u32>()
@@ -592,17 +816,34 @@ impl Iq for Iq1S {
             (f16_to_f32(u16_at(blk)) * 0.125, (f, neg))
         }
     }
+    const IDX: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &(__m256i, __m256i)) -> Group {
-        // SAFETY: qs at 2 + 4g, qh at 34 + 2g: inside the 50 bytes.
+    unsafe fn indices(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 2..34, qh at 34..50; the caller's buffer.
         unsafe {
-            let qs = blk.add(iq1_s::QS.at + 4 * g).cast::<u32>().read_unaligned();
-            let qh = u16_at(blk.add(iq1_s::QH.at + 2 * g)) as u32;
-            let grid = |l: u32| {
-                let i = ((qs >> (8 * l)) & 255) | (((qh >> (3 * l)) & 7) << 8);
-                &IQ1S_GRID1[i as usize]
-            };
+            let qh = _mm256_broadcastsi128_si256(_mm_loadu_si128(blk.add(iq1_s::QH.at).cast()));
+            const CTL: [[u8; 32]; 2] = [spread_words(div_seq(0, 4)), spread_words(div_seq(16, 4))];
+            // Run r = 4g + l: ((qh[g] >> 3l) & 7) << 8, as qh[g]·2^(8 − 3l) (l < 3) or
+            // qh[g] >> 1 (l = 3), masked.
+            let mul = _mm256_setr_epi16(256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0);
+            for (k, c) in CTL.iter().enumerate() {
+                let w = _mm256_shuffle_epi8(qh, ctl(c));
+                let v = _mm256_blend_epi16::<0x88>(
+                    _mm256_mullo_epi16(w, mul),
+                    _mm256_srli_epi16::<1>(w),
+                );
+                let hi = _mm256_and_si256(v, _mm256_set1_epi16(0x0700));
+                put_idx16(idx, k, blk.add(iq1_s::QS.at + 16 * k), hi);
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(_: *const u8, g: usize, _: &(__m256i, __m256i), idx: *const u16) -> Group {
+        // SAFETY: runs 4g .. 4g + 4 of `idx`, 11-bit indices (`indices`) < 2048 entries.
+        unsafe {
+            let grid = |l: usize| &*IQ1S_GRID1.as_ptr().add(*idx.add(4 * g + l) as usize);
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 _mm256_setzero_si256(),
@@ -727,17 +968,36 @@ impl Iq for Iq1M {
             (f16_to_f32(d as u16) * 0.125, ctx)
         }
     }
+    const IDX: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, c: &(__m256i, __m256i, __m256i)) -> Group {
-        // SAFETY: qs at 4g, qh at 32 + 2g: inside the 56 bytes.
+    unsafe fn indices(blk: *const u8, idx: *mut u16) {
+        // SAFETY: qs at 0..32, qh at 32..48; the caller's buffer.
         unsafe {
-            let qh = u16_at(blk.add(iq1_m::QH.at + 2 * g)) as u32;
-            let grid = |l: u32| {
-                let i = *blk.add(iq1_m::QS.at + 4 * g + l as usize) as usize
-                    | (bx(qh as u64, 4 * l, 3) << 8);
-                &IQ1S_GRID1[i & 2047]
-            };
+            let qh = _mm256_broadcastsi128_si256(_mm_loadu_si128(blk.add(iq1_m::QH.at).cast()));
+            // Run r's grid index: qs[r] | (nibble r%2 of qh[r/2] & 7) << 8.
+            const CTL: [[u8; 32]; 2] = [spread(div_seq(0, 2), true), spread(div_seq(16, 2), true)];
+            for (k, c) in CTL.iter().enumerate() {
+                // Lane j: qh[r/2] << 8 (r = 16k + j), odd runs its high nibble.
+                let v = _mm256_shuffle_epi8(qh, ctl(c));
+                let nib = _mm256_blend_epi16::<0xAA>(v, _mm256_srli_epi16::<4>(v));
+                let hi = _mm256_and_si256(nib, _mm256_set1_epi16(0x0700));
+                put_idx16(idx, k, blk.add(iq1_m::QS.at + 16 * k), hi);
+            }
+        }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    unsafe fn group(
+        _: *const u8,
+        g: usize,
+        c: &(__m256i, __m256i, __m256i),
+        idx: *const u16,
+    ) -> Group {
+        // SAFETY: AVX2 (`set4`, `half_factors`).
+        unsafe {
+            // SAFETY: an 11-bit index (`indices`) < 2048 entries.
+            let grid = |l: usize| &*IQ1S_GRID1.as_ptr().add(*idx.add(4 * g + l) as usize);
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 _mm256_setzero_si256(),
@@ -926,15 +1186,40 @@ macro_rules! kernels {
         /// # Safety
         /// As [`Iq::group`].
         #[inline(always)]
-        unsafe fn unpack<U: Iq>(blk: *const u8, g: usize, ctx: &U::Ctx) -> Group {
+        unsafe fn unpack<U: Iq>(blk: *const u8, g: usize, ctx: &U::Ctx, idx: *const u16) -> Group {
             // SAFETY: the caller's contract.
             unsafe {
-                let mut grp = U::group(blk, g, ctx);
-                if U::KSIGNS && MASK {
-                    grp.bits = U::sign_word(blk, g);
+                let mut grp = U::group(blk, g, ctx, idx);
+                if U::SIGN_WORD && MASK {
+                    grp.bits = U::sign_word(blk, g, idx);
                 }
                 grp
             }
+        }
+
+        /// The grid indices of the super-block at `blk` in `buf` ([`Iq::indices`]), and
+        /// the pointer [`Iq::group`] reads them through.
+        ///
+        /// # Safety
+        /// As [`Iq::context`].
+        #[inline(always)]
+        unsafe fn indices<U: Iq>(blk: *const u8, buf: &mut IdxBuf) -> *const u16 {
+            const { assert!(!(U::IDX && U::SIGN_BUF)) };
+            let signs = U::SIGN_BUF && MASK;
+            if !U::IDX && !signs {
+                return buf.0.as_ptr();
+            }
+            // SAFETY: the caller's contract; `buf` holds IDX_MAX indices.
+            unsafe {
+                if U::IDX {
+                    U::indices(blk, buf.0.as_mut_ptr());
+                } else {
+                    U::sign_words(blk, buf.0.as_mut_ptr());
+                }
+            }
+            // Opaque to the optimizer: the vector stores stay stores and each run's index
+            // one scalar load (else the compiler extracts the words from the vectors).
+            std::hint::black_box(buf.0.as_ptr())
         }
 
         /// Block b of an activation row against an unpacked group: 8 i32 lanes, each the
@@ -948,7 +1233,7 @@ macro_rules! kernels {
             // SAFETY: 32 codes of block b.
             unsafe {
                 let xv = _mm256_loadu_si256(x.qs.add(32 * b).cast());
-                let xv = if U::KSIGNS && MASK {
+                let xv = if U::SIGN_WORD && MASK {
                     neg_bits(xv, grp.bits)
                 } else if U::SIGNED {
                     _mm256_sign_epi8(xv, grp.s)
@@ -1008,22 +1293,37 @@ macro_rules! kernels {
         unsafe fn row_fused<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
             const { assert!(U::PER16 || U::M == 1 || U::M == 8) };
             let mut acc = _mm256_setzero_ps();
+            // The indices of super-block sb + 1 are written while sb runs (its loads then
+            // read stores that have long completed).
+            let mut bufs = [IdxBuf([0; IDX_MAX]), IdxBuf([0; IDX_MAX])];
+            // SAFETY: nsb ≥ 1 super-blocks at w (else the loop does not run, and neither
+            // does this write: indices are only read for sb < nsb).
+            let mut ip_next = if nsb > 0 {
+                unsafe { indices::<U>(w, &mut bufs[0]) }
+            } else {
+                bufs[0].0.as_ptr()
+            };
             for sb in 0..nsb {
-                // SAFETY: super-block sb lies in w and x.
+                // SAFETY: super-blocks sb and sb + 1 < nsb lie in w and x; each buffer
+                // holds IDX_MAX indices.
                 unsafe {
                     let blk = w.add(sb * U::BB);
                     let (dc, ctx) = U::context(blk);
+                    let ip = ip_next;
+                    if sb + 1 < nsb {
+                        ip_next = indices::<U>(blk.add(U::BB), &mut bufs[(sb + 1) % 2]);
+                    }
                     let b = 8 * sb;
                     // Written out so that the eight groups stay in registers.
                     let v = [
-                        group_dot::<U>(x, b, unpack::<U>(blk, 0, &ctx)),
-                        group_dot::<U>(x, b + 1, unpack::<U>(blk, 1, &ctx)),
-                        group_dot::<U>(x, b + 2, unpack::<U>(blk, 2, &ctx)),
-                        group_dot::<U>(x, b + 3, unpack::<U>(blk, 3, &ctx)),
-                        group_dot::<U>(x, b + 4, unpack::<U>(blk, 4, &ctx)),
-                        group_dot::<U>(x, b + 5, unpack::<U>(blk, 5, &ctx)),
-                        group_dot::<U>(x, b + 6, unpack::<U>(blk, 6, &ctx)),
-                        group_dot::<U>(x, b + 7, unpack::<U>(blk, 7, &ctx)),
+                        group_dot::<U>(x, b, unpack::<U>(blk, 0, &ctx, ip)),
+                        group_dot::<U>(x, b + 1, unpack::<U>(blk, 1, &ctx, ip)),
+                        group_dot::<U>(x, b + 2, unpack::<U>(blk, 2, &ctx, ip)),
+                        group_dot::<U>(x, b + 3, unpack::<U>(blk, 3, &ctx, ip)),
+                        group_dot::<U>(x, b + 4, unpack::<U>(blk, 4, &ctx, ip)),
+                        group_dot::<U>(x, b + 5, unpack::<U>(blk, 5, &ctx, ip)),
+                        group_dot::<U>(x, b + 6, unpack::<U>(blk, 6, &ctx, ip)),
+                        group_dot::<U>(x, b + 7, unpack::<U>(blk, 7, &ctx, ip)),
                     ];
                     let t = reduce::<U>(v, &ctx, x, b);
                     acc = accumulate(acc, dc, x, sb, t);
@@ -1044,13 +1344,15 @@ macro_rules! kernels {
             let mut acc = vec![_mm256_setzero_ps(); xs.len()];
             let zero = _mm256_setzero_si256();
             let mut buf = [Group::new(zero, zero, zero); 8];
+            let mut ibuf = IdxBuf([0; IDX_MAX]);
             for sb in 0..nsb {
-                // SAFETY: super-block sb lies in w and every row.
+                // SAFETY: super-block sb lies in w and every row; `ibuf` holds IDX_MAX indices.
                 unsafe {
                     let blk = w.add(sb * U::BB);
                     let (dc, ctx) = U::context(blk);
+                    let ip = indices::<U>(blk, &mut ibuf);
                     for (g, b) in buf.iter_mut().enumerate() {
-                        *b = unpack::<U>(blk, g, &ctx);
+                        *b = unpack::<U>(blk, g, &ctx, ip);
                     }
                     for (a, &x) in acc.iter_mut().zip(xs) {
                         let mut v = [zero; 8];
@@ -1131,4 +1433,44 @@ pub(super) mod avxvnni {
     }
 
     kernels!("avx2,fma,f16c,bmi1,avxvnni");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`ksigns_bytes`] and [`ksigns_aux`] reproduce the `KSIGNS_IQ2XS` table for every
+    /// 7-bit index, in every byte and field position.
+    #[test]
+    fn ksigns_by_parity_equal_the_table() {
+        if !crate::isa::Isa::Avx2.available() {
+            eprintln!("note: no AVX2 on this machine, the sign-byte vector code is not tested");
+            return;
+        }
+        for i0 in (0..128u32).step_by(32) {
+            let bytes: [u8; 32] = std::array::from_fn(|j| ((i0 + j as u32) % 128) as u8);
+            // Four 7-bit fields per u32 (lane g: indices 4g .. 4g + 4 of `bytes`).
+            let aux: [u32; 8] = std::array::from_fn(|g| {
+                (0..4).fold(0, |a, l| a | (bytes[4 * g + l] as u32) << (7 * l)) | 0xF000_0000
+            });
+            let (mut got, mut got_aux) = ([0u8; 32], [0u8; 32]);
+            // SAFETY: AVX2 checked above; 32-byte buffers.
+            unsafe {
+                #[target_feature(enable = "avx2")]
+                unsafe fn run(b: &[u8; 32], a: &[u32; 8], o: &mut [u8; 32], oa: &mut [u8; 32]) {
+                    // SAFETY: AVX2 (the caller); 32-byte buffers.
+                    unsafe {
+                        let v = ksigns_bytes(_mm256_loadu_si256(b.as_ptr().cast()));
+                        _mm256_storeu_si256(o.as_mut_ptr().cast(), v);
+                        let v = ksigns_aux(_mm256_loadu_si256(a.as_ptr().cast()));
+                        _mm256_storeu_si256(oa.as_mut_ptr().cast(), v);
+                    }
+                }
+                run(&bytes, &aux, &mut got, &mut got_aux);
+            }
+            let want = bytes.map(|b| KSIGNS_IQ2XS[b as usize]);
+            assert_eq!(got, want, "bytes from {i0}");
+            assert_eq!(got_aux, want, "fields from {i0}");
+        }
+    }
 }

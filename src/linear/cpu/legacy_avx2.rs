@@ -1,7 +1,8 @@
 //! The x86 kernels of the legacy family, in exactly the order of [`super::legacy`]'s
 //! module docs: one source ([`kernels!`]) compiled once per tier, which differ only in how
 //! the exact i32 sums of u8 × i8 products are formed — [`avx2`] (AVX2 + FMA + F16C:
-//! `vpmaddubsw` + `vpmaddwd`), [`avx512`] (256-bit EVEX `vpdpbusd`) and [`avxvnni`]
+//! `vpmaddubsw` + `vpmaddwd`), [`avx512`] (256-bit EVEX `vpdpbusd`; Q5_0's fifth bits
+//! taken from the qh words as byte masks instead of `vpshufb` + compare) and [`avxvnni`]
 //! (256-bit VEX `vpdpbusd`). Integer sums are exact, so every tier computes the same block
 //! sums and then the same f32 operations in the same lanes: the same bits.
 //!
@@ -79,6 +80,39 @@ pub(super) fn arrange(kind: Legacy, mut rows: Rows) -> Rows {
         _ => rows.arrange_pairs(&HALVES, false),
     }
     rows
+}
+
+/// Q5_0's unsigned 5-bit codes of a block pair (A, B) from their code bytes `v` = [qs_A |
+/// qs_B]: the nibbles `lo` = [A 0..16 | B 0..16] and `hi` = [A 16..32 | B 16..32] with
+/// bit 4 of value e from bit e of the block's qh word (at `qa` for A, `qc` for B). On the
+/// AVX2 tiers each byte picks its qh byte by `vpshufb` and tests its bit by `vpcmpeqb`.
+///
+/// # Safety
+/// AVX2 (the callers' target features); 16 readable bytes at `qa` and at `qc`.
+#[inline(always)]
+unsafe fn q5_codes_shuffle(v: __m256i, qa: *const u8, qc: *const u8) -> (__m256i, __m256i) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let m = _mm256_set1_epi8(0x0F);
+        let (lo, hi) = (
+            _mm256_and_si256(v, m),
+            _mm256_and_si256(_mm256_srli_epi16(v, 4), m),
+        );
+        // qh words in bytes 0..4 of each lane (bytes 4..16 are qs, never selected); byte e
+        // of `lo` (value e) tests bit e, byte e of `hi` (value 16 + e) bit 16 + e.
+        let qh = _mm256_loadu2_m128i(qc.cast(), qa.cast());
+        let sel = _mm256_set1_epi64x(0x8040201008040201u64 as i64);
+        let bit4 = |ctl: __m256i| {
+            let s = _mm256_and_si256(_mm256_shuffle_epi8(qh, ctl), sel);
+            _mm256_and_si256(_mm256_cmpeq_epi8(s, sel), _mm256_set1_epi8(0x10))
+        };
+        let ctl_lo = _mm256_unpacklo_epi64(_mm256_setzero_si256(), _mm256_set1_epi8(1));
+        let ctl_hi = _mm256_unpacklo_epi64(_mm256_set1_epi8(2), _mm256_set1_epi8(3));
+        (
+            _mm256_or_si256(lo, bit4(ctl_lo)),
+            _mm256_or_si256(hi, bit4(ctl_hi)),
+        )
+    }
 }
 
 /// The kernels of one tier, compiled for its features `$feat` (a string literal); the
@@ -354,22 +388,9 @@ macro_rules! kernels {
                 // SAFETY: qh (4 bytes at 2) and qs (16 bytes at 6) of blocks b and b+1; AVX2.
                 unsafe {
                     let (a, c) = (w.add(q5_0::BYTES * b), w.add(q5_0::BYTES * (b + 1)));
-                    let (lo, hi) = nibbles(load2(c.add(q5_0::QS.at), a.add(q5_0::QS.at)));
-                    // qh words in bytes 0..4 of each lane (bytes 4..16 are qs, never selected);
-                    // byte e of `lo` (value e) tests bit e, byte e of `hi` (value 16 + e) bit 16 + e.
-                    let qh = load2(c.add(q5_0::QH.at), a.add(q5_0::QH.at));
-                    let sel = _mm256_set1_epi64x(0x8040201008040201u64 as i64);
-                    let bit4 = |ctl: __m256i| {
-                        let s = _mm256_and_si256(_mm256_shuffle_epi8(qh, ctl), sel);
-                        _mm256_and_si256(_mm256_cmpeq_epi8(s, sel), _mm256_set1_epi8(0x10))
-                    };
-                    let ctl_lo = _mm256_set1_epi64x(0);
-                    let ctl_lo = _mm256_unpacklo_epi64(ctl_lo, _mm256_set1_epi8(1));
-                    let ctl_hi = _mm256_unpacklo_epi64(_mm256_set1_epi8(2), _mm256_set1_epi8(3));
-                    Halves {
-                        lo: _mm256_or_si256(lo, bit4(ctl_lo)),
-                        hi: _mm256_or_si256(hi, bit4(ctl_hi)),
-                    }
+                    let v = load2(c.add(q5_0::QS.at), a.add(q5_0::QS.at));
+                    let (lo, hi) = q5_codes(v, a.add(q5_0::QH.at), c.add(q5_0::QH.at));
+                    Halves { lo, hi }
                 }
             }
             #[inline]
@@ -826,6 +847,17 @@ pub(super) mod avx2 {
         _mm256_madd_epi16(p, _mm256_set1_epi16(1))
     }
 
+    /// Q5_0's codes ([`q5_codes_shuffle`]).
+    ///
+    /// # Safety
+    /// As [`q5_codes_shuffle`].
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn q5_codes(v: __m256i, qa: *const u8, qc: *const u8) -> (__m256i, __m256i) {
+        // SAFETY: the caller's contract.
+        unsafe { q5_codes_shuffle(v, qa, qc) }
+    }
+
     kernels!("avx2,fma,f16c");
 }
 
@@ -866,6 +898,35 @@ pub(super) mod avx512 {
         "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
         _mm256_dpbusd_epi32
     );
+
+    /// Q5_0's codes ([`q5_codes_shuffle`]), the fifth bits as byte masks: the 16 bits of
+    /// each half of the two qh words are the 32 bytes of `lo` and of `hi` that get bit 4.
+    ///
+    /// # Safety
+    /// The tier's features; 4 readable bytes at `qa` and at `qc`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn q5_codes(v: __m256i, qa: *const u8, qc: *const u8) -> (__m256i, __m256i) {
+        // SAFETY: the caller's contract.
+        let (a, c) = unsafe {
+            (
+                qa.cast::<u32>().read_unaligned(),
+                qc.cast::<u32>().read_unaligned(),
+            )
+        };
+        let (m_lo, m_hi) = ((a & 0xFFFF) | (c << 16), (a >> 16) | (c & 0xFFFF_0000));
+        let bit4 = _mm256_set1_epi8(0x10);
+        // (nibble & 15) | (16 under the mask): one ternary-logic op per half (A & B | C).
+        let or_bit4 = |v: __m256i, m: u32| {
+            _mm256_ternarylogic_epi32::<0xEA>(
+                v,
+                _mm256_set1_epi8(0x0F),
+                _mm256_maskz_mov_epi8(m, bit4),
+            )
+        };
+        (or_bit4(v, m_lo), or_bit4(_mm256_srli_epi16(v, 4), m_hi))
+    }
+
     kernels!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni");
 }
 
@@ -873,5 +934,17 @@ pub(super) mod avx512 {
 pub(super) mod avxvnni {
     use super::*;
     vnni_sums!("avx2,fma,f16c,avxvnni", _mm256_dpbusd_avx_epi32);
+
+    /// Q5_0's codes ([`q5_codes_shuffle`]).
+    ///
+    /// # Safety
+    /// As [`q5_codes_shuffle`].
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    unsafe fn q5_codes(v: __m256i, qa: *const u8, qc: *const u8) -> (__m256i, __m256i) {
+        // SAFETY: the caller's contract.
+        unsafe { q5_codes_shuffle(v, qa, qc) }
+    }
+
     kernels!("avx2,fma,f16c,avxvnni");
 }
