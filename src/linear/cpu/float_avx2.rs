@@ -50,6 +50,14 @@ trait Load {
     fn finish(_p: Self::P, y: f32) -> f32 {
         y
     }
+    /// Bytes per value of a word row whose tiles prefetch the rows of the next tile (rows
+    /// are consecutive in their plane: one tile further is the same line `RW` rows on);
+    /// 0: no software prefetch.
+    const PREFETCH_BYTES: usize = 0;
+    /// The row's first byte, for that prefetch.
+    fn base(_p: Self::P) -> *const u8 {
+        std::ptr::null()
+    }
 }
 
 struct Bf16;
@@ -88,8 +96,12 @@ const NONE: [__m256; 4] = [unsafe { std::mem::transmute::<[f32; 8], __m256>([0.0
 impl Load for Bf16 {
     type P = *const u8;
     const V: usize = 1;
+    const PREFETCH_BYTES: usize = 2;
     fn ptr(w: &WRow<'_>) -> *const u8 {
         bytes_ptr(w)
+    }
+    fn base(p: *const u8) -> *const u8 {
+        p
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -105,8 +117,12 @@ impl Load for Bf16 {
 impl Load for F32 {
     type P = *const u8;
     const V: usize = 1;
+    const PREFETCH_BYTES: usize = 4;
     fn ptr(w: &WRow<'_>) -> *const u8 {
         bytes_ptr(w)
+    }
+    fn base(p: *const u8) -> *const u8 {
+        p
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -802,9 +818,20 @@ unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
     let wp: [L::P; RW] = std::array::from_fn(|i| L::ptr(&w[i]));
     let xp: [*const f32; RX] = std::array::from_fn(|r| x[(r0 + r) * k..].as_ptr());
     let step = 8 * L::V;
+    // Word rows: each new line of the tile's rows also fetches the same line of the next
+    // tile's (RW rows on): the hardware prefetcher does not pick up eight short streams
+    // in time (measured beyond L3).
+    let line = 64 / L::PREFETCH_BYTES.max(1);
+    let ahead = RW * k * L::PREFETCH_BYTES;
     let mut acc = [[_mm256_setzero_ps(); RX]; RW];
     let mut kk = 0;
     while kk + step <= k {
+        if L::PREFETCH_BYTES > 0 && kk % line == 0 {
+            for i in 0..RW {
+                let at = L::base(wp[i]).wrapping_add(kk * L::PREFETCH_BYTES + ahead);
+                _mm_prefetch::<_MM_HINT_T1>(at.cast());
+            }
+        }
         let mut xv = [[_mm256_setzero_ps(); 4]; RX];
         for r in 0..RX {
             for j in 0..L::V {
