@@ -30,6 +30,11 @@
 //!   order the table is one multiply of the 16 signed magnitudes by sf (rounding is
 //!   symmetric, so `binary32(−m·sf) = −binary32(m·sf)`).
 //!
+//! - fp8 (the scaled order): 32 codes of each row, the two rows' 8-code runs interleaved
+//!   per 128-bit half (`vpunpck*qdq`), sign-extended to 16 bits (`vpmovsxbw`), shifted into
+//!   the binary16 of value / 256 (NaN words to the quiet NaN of their sign under a mask),
+//!   converted by F16C, 16 values per instruction.
+//!
 //! Other row kinds run the AVX2 path.
 
 // Index loops mirror the lane equations of the module docs.
@@ -72,6 +77,7 @@ struct Q6;
 struct Nvfp4;
 struct Nvfp4Scaled;
 struct Q8;
+struct Fp8Scaled;
 
 /// Plane pointers of a grouped row: codes, high bits, f32 scales.
 type GroupedP = (*const u8, *const u8, *const f32);
@@ -590,6 +596,68 @@ impl Load2 for Nvfp4Scaled {
     }
 }
 
+/// Thirty-two E4M3FN words as `2⁻⁸ ×` their exact f32 values, in two registers of 16
+/// (words 0..16, 16..32): the sign-extended word shifted left by 7, bit 14 (a copy of the
+/// sign) cleared, is the binary16 of value / 256 (normal and subnormal alike, the biases
+/// differ by 8); a NaN word (magnitude 0x7F) becomes the binary16 quiet NaN of its sign,
+/// as `float_avx2::e4m3fn8_div256` makes it. Converted by F16C.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+fn e4m3fn32_div256(c: __m256i) -> [__m512; 2] {
+    let w = _mm512_cvtepi8_epi16(c);
+    let h = _mm512_and_si512(
+        _mm512_slli_epi16::<7>(w),
+        _mm512_set1_epi16(0xBFFFu16 as i16),
+    );
+    let m7 = _mm512_set1_epi16(0x7F);
+    let nan = _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, m7), m7);
+    // (h & 0x8000) | 0x7E00 where the word is a NaN word.
+    let q = _mm512_ternarylogic_epi32::<0xEA>(
+        h,
+        _mm512_set1_epi16(0x8000u16 as i16),
+        _mm512_set1_epi16(0x7E00),
+    );
+    let h = _mm512_mask_mov_epi16(h, nan, q);
+    [
+        _mm512_cvtph_ps(_mm512_castsi512_si256(h)),
+        _mm512_cvtph_ps(_mm512_extracti64x4_epi64::<1>(h)),
+    ]
+}
+
+impl Load2 for Fp8Scaled {
+    /// Codes and the row's factor 256·s.
+    type P = (*const u8, f32);
+    fn ptr(w: &WRow<'_>) -> Self::P {
+        match w {
+            WRow::Fp8Scaled { codes, factor } => (codes.as_ptr(), *factor),
+            _ => unreachable!("the fp8 scaled loader on another row kind"),
+        }
+    }
+    fn codes(p: Self::P) -> *const u8 {
+        p.0
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+    unsafe fn load((ca, _): Self::P, (cb, _): Self::P, k: usize) -> [__m512; 4] {
+        // SAFETY: the 32 code bytes of elements k..k+32 of both rows (caller).
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_si256(ca.add(k).cast()),
+                _mm256_loadu_si256(cb.add(k).cast()),
+            )
+        };
+        // Per 128-bit half, the 8 words of A then the 8 of B: registers 0 and 2 from the
+        // low 8 bytes of each half, 1 and 3 from the high ones.
+        let [r0, r2] = e4m3fn32_div256(_mm256_unpacklo_epi64(a, b));
+        let [r1, r3] = e4m3fn32_div256(_mm256_unpackhi_epi64(a, b));
+        [r0, r1, r2, r3]
+    }
+    #[inline(always)]
+    fn finish((_, factor): Self::P, y: f32) -> f32 {
+        y * factor
+    }
+}
+
 /// # Safety
 /// AVX-512 F/BW/VL, AVX2, FMA and F16C available; every row of `w` has the same kind and
 /// length K and `x.len() == m · K`.
@@ -607,6 +675,7 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
             Some(WRow::Grouped { kind: G::Q8, .. }) => tiles::<Q8>(w, x, m, out),
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
             Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
+            Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled>(w, x, m, out),
             _ => super::float_avx2::dot_rows(w, x, m, out),
         }
     }
@@ -821,6 +890,23 @@ mod tests {
                             })
                             .collect(),
                     );
+                    // E4M3FN codes: the random bytes (NaN words among them) and the same
+                    // with every NaN word made finite (the form of a valid payload).
+                    let finite: Vec<u8> = lo
+                        .iter()
+                        .map(|&c| c & !((c & 0x7F == 0x7F) as u8))
+                        .collect();
+                    let factor = [256.0f32 * 0.37, -3.0, f32::INFINITY, 1e-30];
+                    for codes in [&lo, &finite] {
+                        cases.push(
+                            (0..n)
+                                .map(|i| WRow::Fp8Scaled {
+                                    codes: &codes[i * kp..i * kp + k],
+                                    factor: factor[i % factor.len()],
+                                })
+                                .collect(),
+                        );
+                    }
                     for w in &cases {
                         let mut want = vec![0f32; n * m];
                         let mut got = vec![0f32; n * m];
