@@ -19,8 +19,9 @@
 //!   one. The fp8 scaled order at M = 1 has its own kernel ([`fp8_scaled_m1`]: 4 rows ×
 //!   32 codes per step, codes widened in registers, NaN words detected once per tile,
 //!   the next row group prefetched).
-//! - bf16 / fp32: loads (8 values per step, tiles of up to 4 weight rows × 2 activation
-//!   rows).
+//! - bf16 / fp32: loads (8 values per step, tiles of up to 8 weight rows × 1 activation
+//!   row or 4 × 2), each new line of a tile's rows prefetching the same line of the next
+//!   tile's rows.
 //!
 //! Each step's vectors are fma-ed in increasing k into the row's eight-lane accumulator, so
 //! lane `k mod 8` sees its elements in increasing k as in the scalar reference; up to 4
