@@ -130,6 +130,17 @@ unsafe fn stored_sign_word(idx: *const u16, g: usize) -> u32 {
     unsafe { idx.cast::<u32>().add(g).read_unaligned() }
 }
 
+/// Runs 4g .. 4g + 4 of the indices that [`Iq::indices`] stored at `idx`, as one u64
+/// (index l in bits 16l..): one load instead of four.
+///
+/// # Safety
+/// g < 8; `idx` as [`Iq::indices`] left it.
+#[inline(always)]
+unsafe fn idx4(idx: *const u16, g: usize) -> u64 {
+    // SAFETY: the caller's contract.
+    unsafe { idx.add(4 * g).cast::<u64>().read_unaligned() }
+}
+
 /// `IQ1S_GRID` with 1 added to every byte (grid values −1, 0, 1 → 0, 1, 2): unsigned
 /// magnitudes for `vpmaddubsw` directly against the activation codes; the kernels remove
 /// the added Σx exactly through the activation sums.
@@ -699,7 +710,8 @@ impl Iq for Iq2S {
                 .add(iq2_s::SIGNS.at + 4 * g)
                 .cast::<u32>()
                 .read_unaligned();
-            let grid = |l: usize| &*IQ2S_GRID.as_ptr().add(*idx.add(4 * g + l) as usize);
+            let q = idx4(idx, g);
+            let grid = |l: u32| &*IQ2S_GRID.as_ptr().add(bx(q, 16 * l, 16));
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 sign_bits(signs),
@@ -843,7 +855,8 @@ impl Iq for Iq1S {
     unsafe fn group(_: *const u8, g: usize, _: &(__m256i, __m256i), idx: *const u16) -> Group {
         // SAFETY: runs 4g .. 4g + 4 of `idx`, 11-bit indices (`indices`) < 2048 entries.
         unsafe {
-            let grid = |l: usize| &*IQ1S_GRID1.as_ptr().add(*idx.add(4 * g + l) as usize);
+            let q = idx4(idx, g);
+            let grid = |l: u32| &*IQ1S_GRID1.as_ptr().add(bx(q, 16 * l, 16));
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 _mm256_setzero_si256(),
@@ -997,7 +1010,8 @@ impl Iq for Iq1M {
         // SAFETY: AVX2 (`set4`, `half_factors`).
         unsafe {
             // SAFETY: an 11-bit index (`indices`) < 2048 entries.
-            let grid = |l: usize| &*IQ1S_GRID1.as_ptr().add(*idx.add(4 * g + l) as usize);
+            let q = idx4(idx, g);
+            let grid = |l: u32| &*IQ1S_GRID1.as_ptr().add(bx(q, 16 * l, 16));
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 _mm256_setzero_si256(),
