@@ -248,6 +248,9 @@ trait Iq {
     type Ctx: Copy;
     /// Whether [`Iq::indices`] writes the grid indices for [`Iq::group`].
     const IDX: bool = false;
+    /// Whether the AVX-512 tier runs M = 1 two groups per 512-bit `vpdpbusd`
+    /// (`row_wide`): measured per type.
+    const WIDE: bool = false;
     /// The super-block at `blk`: its `d·c` and context.
     ///
     /// # Safety
@@ -655,6 +658,7 @@ unsafe fn sign_bits(bits: u32) -> __m256i {
 /// index qs[r] | 2 bits of qh[g] << 8 and explicit sign byte qs[32 + r].
 struct Iq2S;
 impl Iq for Iq2S {
+    const WIDE: bool = true;
     const BB: usize = iq2_s::BYTES;
     const PER16: bool = true;
     /// [`nibble_factors`] of the scales.
@@ -811,6 +815,7 @@ impl Iq for Iq3S {
 /// [`Iq::finish`] adds (±1 − 8)·Σx through the exact block sum Σx and applies 2s + 1.
 struct Iq1S;
 impl Iq for Iq1S {
+    const WIDE: bool = true;
     const BB: usize = iq1_s::BYTES;
     const SIGNED: bool = false;
     const M: i32 = 8;
@@ -889,6 +894,7 @@ impl Iq for Iq1S {
 /// (the same integers as `Σ f_h·(8·grid + δ)·x`).
 struct Iq1M;
 impl Iq for Iq1M {
+    const WIDE: bool = true;
     const BB: usize = iq1_m::BYTES;
     const SIGNED: bool = false;
     const PER16: bool = true;
@@ -1186,7 +1192,9 @@ macro_rules! kernels {
                 assert!(w.len() >= nsb * U::BB);
                 // SAFETY: nsb super-blocks in w and in every activation row.
                 unsafe {
-                    if m == 1 {
+                    if m == 1 && WIDE && U::WIDE {
+                        o[0] = row_wide::<U>(w.as_ptr(), nsb, px[0]);
+                    } else if m == 1 {
                         o[0] = row_fused::<U>(w.as_ptr(), nsb, px[0]);
                     } else {
                         row_buffered::<U>(w.as_ptr(), nsb, &px, o);
@@ -1276,6 +1284,24 @@ macro_rules! kernels {
             // SAFETY: the caller's contract.
             unsafe {
                 let (lo, hi) = halves::<U>(v);
+                reduce_halves::<U>(lo, hi, ctx, x, b)
+            }
+        }
+
+        /// Lane g = `T_g` from the per-half sums of [`halves`].
+        ///
+        /// # Safety
+        /// As [`reduce`].
+        #[inline(always)]
+        unsafe fn reduce_halves<U: Iq>(
+            lo: __m256i,
+            hi: __m256i,
+            ctx: &U::Ctx,
+            x: X,
+            b: usize,
+        ) -> __m256i {
+            // SAFETY: the caller's contract.
+            unsafe {
                 let t = if VNNI && U::PER16 {
                     // The factors of the low halves (bytes 0, 2, .., 14) and of the high
                     // halves (1, 3, .., 15) as i32: ≤ 120 times a half sum ≤ 16·62·127.
@@ -1391,6 +1417,12 @@ pub(super) mod avx2 {
 
     const VNNI: bool = false;
     const MASK: bool = false;
+    const WIDE: bool = false;
+
+    /// Not used: this tier has no 512-bit kernel.
+    unsafe fn row_wide<U: Iq>(_w: *const u8, _nsb: usize, _x: X) -> f32 {
+        unreachable!("row_wide on a 256-bit tier")
+    }
 
     #[inline(always)]
     fn dot4(_a: __m256i, _s: __m256i) -> __m256i {
@@ -1412,6 +1444,110 @@ pub(super) mod avx512 {
 
     const VNNI: bool = true;
     const MASK: bool = true;
+    const WIDE: bool = true;
+
+    /// Groups `b - b0` and `b - b0 + 1` (blocks b, b + 1) in one 512-bit `vpdpbusd`: 16
+    /// i32 lanes, each the exact sum of four products (lanes 0..8 group b, 8..16 b + 1).
+    ///
+    /// # Safety
+    /// The tier's features; blocks b, b + 1 lie in the row.
+    #[inline(always)]
+    unsafe fn pair_dot<U: Iq>(x: X, b: usize, g0: Group, g1: Group) -> __m512i {
+        const { assert!(U::SIGN_WORD || !U::SIGNED) };
+        // SAFETY: 64 codes of blocks b, b + 1.
+        unsafe {
+            let a = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(g0.a), g1.a);
+            let xv = _mm512_loadu_si512(x.qs.add(32 * b).cast());
+            let xv = if U::SIGN_WORD {
+                let k = g0.bits as u64 | (g1.bits as u64) << 32;
+                _mm512_mask_sub_epi8(xv, k, _mm512_setzero_si512(), xv)
+            } else {
+                xv
+            };
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), a, xv)
+        }
+    }
+
+    /// The per-half sums of [`halves`] from the four pairs of [`pair_dot`]: an unpack-and-add
+    /// tree per 128-bit lane, then one `vpermd` to group order.
+    #[inline(always)]
+    unsafe fn halves512(w: [__m512i; 4]) -> (__m256i, __m256i) {
+        // SAFETY: AVX-512 F (the callers' target features).
+        unsafe {
+            let pair =
+                |a, b| _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+            let quad = |ab, cd| {
+                _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd))
+            };
+            // 128-bit lane L of pair j: group 2j + L/2, half L%2; of q: [Σ over that
+            // lane of pairs 0..4], i.e. lanes 0..4 the low halves of groups 0, 2, 4, 6,
+            // 4..8 their high halves, 8..16 the same for groups 1, 3, 5, 7.
+            let q = quad(pair(w[0], w[1]), pair(w[2], w[3]));
+            let order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+            let v = _mm512_permutexvar_epi32(order, q);
+            (_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64::<1>(v))
+        }
+    }
+
+    /// As `row_fused`, two groups per 512-bit `vpdpbusd` (the same exact sums `T_g`).
+    ///
+    /// # Safety
+    /// The tier's features; nsb super-blocks at `w` and in `x`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn row_wide<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        let mut bufs = [IdxBuf([0; IDX_MAX]), IdxBuf([0; IDX_MAX])];
+        // SAFETY: as in `row_fused`.
+        let mut ip_next = if nsb > 0 {
+            unsafe { indices::<U>(w, &mut bufs[0]) }
+        } else {
+            bufs[0].0.as_ptr()
+        };
+        for sb in 0..nsb {
+            // SAFETY: super-blocks sb and sb + 1 < nsb lie in w and x; each buffer holds
+            // IDX_MAX indices.
+            unsafe {
+                let blk = w.add(sb * U::BB);
+                let (dc, ctx) = U::context(blk);
+                let ip = ip_next;
+                if sb + 1 < nsb {
+                    ip_next = indices::<U>(blk.add(U::BB), &mut bufs[(sb + 1) % 2]);
+                }
+                let b = 8 * sb;
+                let v = [
+                    pair_dot::<U>(
+                        x,
+                        b,
+                        unpack::<U>(blk, 0, &ctx, ip),
+                        unpack::<U>(blk, 1, &ctx, ip),
+                    ),
+                    pair_dot::<U>(
+                        x,
+                        b + 2,
+                        unpack::<U>(blk, 2, &ctx, ip),
+                        unpack::<U>(blk, 3, &ctx, ip),
+                    ),
+                    pair_dot::<U>(
+                        x,
+                        b + 4,
+                        unpack::<U>(blk, 4, &ctx, ip),
+                        unpack::<U>(blk, 5, &ctx, ip),
+                    ),
+                    pair_dot::<U>(
+                        x,
+                        b + 6,
+                        unpack::<U>(blk, 6, &ctx, ip),
+                        unpack::<U>(blk, 7, &ctx, ip),
+                    ),
+                ];
+                let (lo, hi) = halves512(v);
+                let t = reduce_halves::<U>(lo, hi, &ctx, x, b);
+                acc = accumulate(acc, dc, x, sb, t);
+            }
+        }
+        finish8(acc)
+    }
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -1434,6 +1570,12 @@ pub(super) mod avxvnni {
 
     const VNNI: bool = true;
     const MASK: bool = false;
+    const WIDE: bool = false;
+
+    /// Not used: this tier has no 512-bit kernel.
+    unsafe fn row_wide<U: Iq>(_w: *const u8, _nsb: usize, _x: X) -> f32 {
+        unreachable!("row_wide on a 256-bit tier")
+    }
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1,avxvnni")]
