@@ -304,6 +304,26 @@ trait Iq {
     unsafe fn factors16(_ctx: &Self::Ctx) -> __m256i {
         unreachable!("factors16 of a type without per-16 factors")
     }
+    /// [`Iq::PER16`] types: the factors of [`Iq::factors16`] as i32, lane g of the first
+    /// the factor of group g's low half, of the second its high half's.
+    ///
+    /// # Safety
+    /// AVX2 available.
+    #[inline(always)]
+    unsafe fn factors_lohi(ctx: &Self::Ctx) -> (__m256i, __m256i) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            // The low halves' factors are bytes 0, 2, .., 14, the high halves' 1, 3, .., 15.
+            let f = _mm_shuffle_epi8(
+                _mm256_castsi256_si128(Self::factors16(ctx)),
+                _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
+            );
+            (
+                _mm256_cvtepu8_epi32(f),
+                _mm256_cvtepu8_epi32(_mm_srli_si128(f, 8)),
+            )
+        }
+    }
 }
 
 #[inline]
@@ -436,6 +456,7 @@ unsafe fn iq2_xxs_aux(blk: *const u8) -> __m256i {
 /// and a u32 with four 7-bit sign indices and the scale in its top 4 bits.
 struct Iq2Xxs;
 impl Iq for Iq2Xxs {
+    const WIDE: bool = true;
     const BB: usize = iq2_xxs::BYTES;
     const SIGN_WORD: bool = true;
     #[inline(always)]
@@ -661,17 +682,21 @@ impl Iq for Iq2S {
     const WIDE: bool = true;
     const BB: usize = iq2_s::BYTES;
     const PER16: bool = true;
-    /// [`nibble_factors`] of the scales.
-    type Ctx = __m256i;
+    /// [`nibble_factors`] of the scales, and the same factors as i32 per group (low
+    /// halves, high halves: [`Iq::factors_lohi`]); each tier computes the ones it uses.
+    type Ctx = (__m256i, __m256i, __m256i);
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn context(blk: *const u8) -> (f32, __m256i) {
+    unsafe fn context(blk: *const u8) -> (f32, (__m256i, __m256i, __m256i)) {
         // SAFETY: scales at 74..82.
         unsafe {
-            (
-                f16_to_f32(u16_at(blk)) * 0.125,
-                nibble_factors(blk.add(iq2_s::SCALES.at)),
-            )
+            let p = blk.add(iq2_s::SCALES.at);
+            // Byte g: the low half's scale in its low nibble, the high half's on top.
+            let s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast()));
+            let odd = |v: __m256i| _mm256_or_si256(_mm256_add_epi32(v, v), _mm256_set1_epi32(1));
+            let fl = odd(_mm256_and_si256(s, _mm256_set1_epi32(0x0F)));
+            let fh = odd(_mm256_srli_epi32::<4>(s));
+            (f16_to_f32(u16_at(blk)) * 0.125, (nibble_factors(p), fl, fh))
         }
     }
     const SIGN_WORD: bool = true;
@@ -706,7 +731,12 @@ impl Iq for Iq2S {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, f: &__m256i, idx: *const u16) -> Group {
+    unsafe fn group(
+        blk: *const u8,
+        g: usize,
+        f: &(__m256i, __m256i, __m256i),
+        idx: *const u16,
+    ) -> Group {
         // SAFETY: signs at 34 + 4g inside the 82 bytes; runs 4g .. 4g + 4 of `idx`,
         // 10-bit indices (`indices`) < 1024 entries.
         unsafe {
@@ -719,13 +749,17 @@ impl Iq for Iq2S {
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 sign_bits(signs),
-                half_factors(*f, g),
+                half_factors(f.0, g),
             )
         }
     }
     #[inline(always)]
-    unsafe fn factors16(f: &__m256i) -> __m256i {
-        *f
+    unsafe fn factors16(f: &(__m256i, __m256i, __m256i)) -> __m256i {
+        f.0
+    }
+    #[inline(always)]
+    unsafe fn factors_lohi(f: &(__m256i, __m256i, __m256i)) -> (__m256i, __m256i) {
+        (f.1, f.2)
     }
 }
 
@@ -1305,12 +1339,7 @@ macro_rules! kernels {
                 let t = if VNNI && U::PER16 {
                     // The factors of the low halves (bytes 0, 2, .., 14) and of the high
                     // halves (1, 3, .., 15) as i32: ≤ 120 times a half sum ≤ 16·62·127.
-                    let f = _mm_shuffle_epi8(
-                        _mm256_castsi256_si128(U::factors16(ctx)),
-                        _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
-                    );
-                    let fl = _mm256_cvtepu8_epi32(f);
-                    let fh = _mm256_cvtepu8_epi32(_mm_srli_si128(f, 8));
+                    let (fl, fh) = U::factors_lohi(ctx);
                     _mm256_add_epi32(_mm256_mullo_epi32(lo, fl), _mm256_mullo_epi32(hi, fh))
                 } else {
                     let t = _mm256_add_epi32(lo, hi);
