@@ -1,8 +1,9 @@
 //! The x86 i-quant kernels, in exactly the order of [`super::iquants`]'s module docs: one
 //! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avxvnni`] and
 //! [`avx512`] (256-bit `vpdpbusd` for every type's block sums; [`avx512`] also applies the
-//! signs as a mask) — each with BMI1 `bextr` for the bit fields (detected at run time by
-//! the caller).
+//! signs as a mask, and with one activation row runs IQ1_S, IQ1_M, IQ2_S and IQ2_XXS two
+//! groups per 512-bit `vpdpbusd`, [`Iq::WIDE`]) — each with BMI1 `bextr` for the bit fields
+//! (detected at run time by the caller).
 //!
 //! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
 //! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors (one
@@ -27,10 +28,19 @@
 //! The types whose grid index joins bit fields (IQ1_S, IQ1_M, IQ2_S, IQ3_S) build a
 //! super-block's indices with vector code ([`Iq::indices`]: `vpshufb` spreads the high
 //! bits to u16 lanes, `vpmullw` shifts each lane's field into place, one or with the code
-//! bytes) into a buffer, one super-block ahead of its use: each lookup is then one scalar
-//! load of its index (read right after the vector store, the loads would wait for
-//! store-to-load forwarding, which failed and measured slower on Zen 5). The sign words of
+//! bytes) into a buffer, one super-block ahead of its use (read right after the vector
+//! store, the loads would wait for store-to-load forwarding, which failed and measured
+//! slower on Zen 5): a group's four indices are then one u64 load and a `bextr` each
+//! (IQ1_S, IQ1_M, IQ2_S; measured faster than four loads on both tiers). The sign words of
 //! [`Iq::sign_words`] go through the same buffer.
+//!
+//! The compiler emits the broadcasts and blends of [`set4`] as `vmovq` / `vmovhps` +
+//! `vinserti128` (three shuffle micro-ops per group); forcing broadcasts and blends with
+//! inline assembly measured slower on Zen 5. The two-group form ([`Iq::WIDE`]) instead
+//! halves the activation loads, the `vpdpbusd`s and the sign masks, and reduces the four
+//! 512-bit partials by one unpack tree and one `vpermd` (measured on Zen 5 at M = 1: IQ2_S
+//! +10 %, IQ2_XXS +5 %, IQ1_S and IQ1_M within noise; IQ3_S slower; IQ2_XS and IQ3_XXS
+//! keep the 256-bit form, not compared).
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
@@ -1466,8 +1476,9 @@ pub(super) mod avx2 {
     kernels!("avx2,fma,f16c,bmi1");
 }
 
-/// The AVX-512 tier: 256-bit EVEX `vpdpbusd`, the explicit sign bits as a mask
-/// (`vpsubb` from zero under it).
+/// The AVX-512 tier: 256-bit EVEX `vpdpbusd` (512-bit, two groups at once, for the
+/// [`Iq::WIDE`] types at M = 1), the explicit sign bits as a mask (`vpsubb` from zero under
+/// it).
 pub(super) mod avx512 {
     use super::*;
 
