@@ -1,8 +1,8 @@
 //! The x86 i-quant kernels, in exactly the order of [`super::iquants`]'s module docs: one
 //! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avxvnni`] and
 //! [`avx512`] (256-bit `vpdpbusd` for every type's block sums; [`avx512`] also applies the
-//! signs as a mask, and with one activation row runs IQ1_S, IQ1_M, IQ2_S and IQ2_XXS two
-//! groups per 512-bit `vpdpbusd`, [`Iq::WIDE`]) — each with BMI1 `bextr` for the bit fields
+//! signs as a mask, and with one activation row runs every type but IQ3_S two groups per
+//! 512-bit `vpdpbusd`, [`Iq::WIDE`]) — each with BMI1 `bextr` for the bit fields
 //! (detected at run time by the caller).
 //!
 //! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
@@ -39,8 +39,8 @@
 //! inline assembly measured slower on Zen 5. The two-group form ([`Iq::WIDE`]) instead
 //! halves the activation loads, the `vpdpbusd`s and the sign masks, and reduces the four
 //! 512-bit partials by one unpack tree and one `vpermd` (measured on Zen 5 at M = 1: IQ2_S
-//! +10 %, IQ2_XXS +5 %, IQ1_S and IQ1_M within noise; IQ3_S slower; IQ2_XS and IQ3_XXS
-//! keep the 256-bit form, not compared).
+//! and IQ2_XS +10 %, IQ2_XXS and IQ3_XXS +5 %, IQ1_S and IQ1_M within noise; IQ3_S slower,
+//! it keeps the 256-bit form).
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
@@ -513,6 +513,7 @@ impl Iq for Iq2Xxs {
 /// at 2 + 8g and a u32 at 66 + 4g with four 7-bit sign indices and the scale on top.
 struct Iq3Xxs;
 impl Iq for Iq3Xxs {
+    const WIDE: bool = true;
     const BB: usize = iq3_xxs::BYTES;
     const SIGN_WORD: bool = true;
     #[inline(always)]
@@ -608,6 +609,7 @@ unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
 /// index and a 7-bit sign index; a 4-bit scale per 16 values.
 struct Iq2Xs;
 impl Iq for Iq2Xs {
+    const WIDE: bool = true;
     const BB: usize = iq2_xs::BYTES;
     const SIGN_WORD: bool = true;
     #[inline(always)]
