@@ -1,8 +1,9 @@
 //! The x86 i-quant kernels, in exactly the order of [`super::iquants`]'s module docs: one
 //! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avxvnni`] and
 //! [`avx512`] (256-bit `vpdpbusd` for every type's block sums; [`avx512`] also applies the
-//! signs as a mask) — each with BMI1 `bextr` for the bit fields (detected at run time by
-//! the caller).
+//! signs as a mask, and with one activation row runs every type but IQ3_S two groups per
+//! 512-bit `vpdpbusd`, [`Iq::WIDE`]) — each with BMI1 `bextr` for the bit fields
+//! (detected at run time by the caller).
 //!
 //! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
 //! bytes); `s`, 32 non-zero i8 whose signs are the values' signs; `m`, 16 i16 factors (one
@@ -27,10 +28,19 @@
 //! The types whose grid index joins bit fields (IQ1_S, IQ1_M, IQ2_S, IQ3_S) build a
 //! super-block's indices with vector code ([`Iq::indices`]: `vpshufb` spreads the high
 //! bits to u16 lanes, `vpmullw` shifts each lane's field into place, one or with the code
-//! bytes) into a buffer, one super-block ahead of its use: each lookup is then one scalar
-//! load of its index (read right after the vector store, the loads would wait for
-//! store-to-load forwarding, which failed and measured slower on Zen 5). The sign words of
+//! bytes) into a buffer, one super-block ahead of its use (read right after the vector
+//! store, the loads would wait for store-to-load forwarding, which failed and measured
+//! slower on Zen 5): a group's four indices are then one u64 load and a `bextr` each
+//! (IQ1_S, IQ1_M, IQ2_S; measured faster than four loads on both tiers). The sign words of
 //! [`Iq::sign_words`] go through the same buffer.
+//!
+//! The compiler emits the broadcasts and blends of [`set4`] as `vmovq` / `vmovhps` +
+//! `vinserti128` (three shuffle micro-ops per group); forcing broadcasts and blends with
+//! inline assembly measured slower on Zen 5. The two-group form ([`Iq::WIDE`]) instead
+//! halves the activation loads, the `vpdpbusd`s and the sign masks, and reduces the four
+//! 512-bit partials by one unpack tree and one `vpermd` (measured on Zen 5 at M = 1: IQ2_S
+//! and IQ2_XS +10 %, IQ2_XXS and IQ3_XXS +5 %, IQ1_S and IQ1_M within noise; IQ3_S slower,
+//! it keeps the 256-bit form).
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
@@ -128,6 +138,17 @@ unsafe fn ksigns_aux(aux: __m256i) -> __m256i {
 unsafe fn stored_sign_word(idx: *const u16, g: usize) -> u32 {
     // SAFETY: the caller's contract.
     unsafe { idx.cast::<u32>().add(g).read_unaligned() }
+}
+
+/// Runs 4g .. 4g + 4 of the indices that [`Iq::indices`] stored at `idx`, as one u64
+/// (index l in bits 16l..): one load instead of four.
+///
+/// # Safety
+/// g < 8; `idx` as [`Iq::indices`] left it.
+#[inline(always)]
+unsafe fn idx4(idx: *const u16, g: usize) -> u64 {
+    // SAFETY: the caller's contract.
+    unsafe { idx.add(4 * g).cast::<u64>().read_unaligned() }
 }
 
 /// `IQ1S_GRID` with 1 added to every byte (grid values −1, 0, 1 → 0, 1, 2): unsigned
@@ -237,6 +258,9 @@ trait Iq {
     type Ctx: Copy;
     /// Whether [`Iq::indices`] writes the grid indices for [`Iq::group`].
     const IDX: bool = false;
+    /// Whether the AVX-512 tier runs M = 1 two groups per 512-bit `vpdpbusd`
+    /// (`row_wide`): measured per type.
+    const WIDE: bool = false;
     /// The super-block at `blk`: its `d·c` and context.
     ///
     /// # Safety
@@ -289,6 +313,26 @@ trait Iq {
     #[inline(always)]
     unsafe fn factors16(_ctx: &Self::Ctx) -> __m256i {
         unreachable!("factors16 of a type without per-16 factors")
+    }
+    /// [`Iq::PER16`] types: the factors of [`Iq::factors16`] as i32, lane g of the first
+    /// the factor of group g's low half, of the second its high half's.
+    ///
+    /// # Safety
+    /// AVX2 available.
+    #[inline(always)]
+    unsafe fn factors_lohi(ctx: &Self::Ctx) -> (__m256i, __m256i) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            // The low halves' factors are bytes 0, 2, .., 14, the high halves' 1, 3, .., 15.
+            let f = _mm_shuffle_epi8(
+                _mm256_castsi256_si128(Self::factors16(ctx)),
+                _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
+            );
+            (
+                _mm256_cvtepu8_epi32(f),
+                _mm256_cvtepu8_epi32(_mm_srli_si128(f, 8)),
+            )
+        }
     }
 }
 
@@ -422,6 +466,7 @@ unsafe fn iq2_xxs_aux(blk: *const u8) -> __m256i {
 /// and a u32 with four 7-bit sign indices and the scale in its top 4 bits.
 struct Iq2Xxs;
 impl Iq for Iq2Xxs {
+    const WIDE: bool = true;
     const BB: usize = iq2_xxs::BYTES;
     const SIGN_WORD: bool = true;
     #[inline(always)]
@@ -468,6 +513,7 @@ impl Iq for Iq2Xxs {
 /// at 2 + 8g and a u32 at 66 + 4g with four 7-bit sign indices and the scale on top.
 struct Iq3Xxs;
 impl Iq for Iq3Xxs {
+    const WIDE: bool = true;
     const BB: usize = iq3_xxs::BYTES;
     const SIGN_WORD: bool = true;
     #[inline(always)]
@@ -563,6 +609,7 @@ unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
 /// index and a 7-bit sign index; a 4-bit scale per 16 values.
 struct Iq2Xs;
 impl Iq for Iq2Xs {
+    const WIDE: bool = true;
     const BB: usize = iq2_xs::BYTES;
     const SIGN_WORD: bool = true;
     #[inline(always)]
@@ -644,19 +691,24 @@ unsafe fn sign_bits(bits: u32) -> __m256i {
 /// index qs[r] | 2 bits of qh[g] << 8 and explicit sign byte qs[32 + r].
 struct Iq2S;
 impl Iq for Iq2S {
+    const WIDE: bool = true;
     const BB: usize = iq2_s::BYTES;
     const PER16: bool = true;
-    /// [`nibble_factors`] of the scales.
-    type Ctx = __m256i;
+    /// [`nibble_factors`] of the scales, and the same factors as i32 per group (low
+    /// halves, high halves: [`Iq::factors_lohi`]); each tier computes the ones it uses.
+    type Ctx = (__m256i, __m256i, __m256i);
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn context(blk: *const u8) -> (f32, __m256i) {
+    unsafe fn context(blk: *const u8) -> (f32, (__m256i, __m256i, __m256i)) {
         // SAFETY: scales at 74..82.
         unsafe {
-            (
-                f16_to_f32(u16_at(blk)) * 0.125,
-                nibble_factors(blk.add(iq2_s::SCALES.at)),
-            )
+            let p = blk.add(iq2_s::SCALES.at);
+            // Byte g: the low half's scale in its low nibble, the high half's on top.
+            let s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast()));
+            let odd = |v: __m256i| _mm256_or_si256(_mm256_add_epi32(v, v), _mm256_set1_epi32(1));
+            let fl = odd(_mm256_and_si256(s, _mm256_set1_epi32(0x0F)));
+            let fh = odd(_mm256_srli_epi32::<4>(s));
+            (f16_to_f32(u16_at(blk)) * 0.125, (nibble_factors(p), fl, fh))
         }
     }
     const SIGN_WORD: bool = true;
@@ -691,7 +743,12 @@ impl Iq for Iq2S {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, f: &__m256i, idx: *const u16) -> Group {
+    unsafe fn group(
+        blk: *const u8,
+        g: usize,
+        f: &(__m256i, __m256i, __m256i),
+        idx: *const u16,
+    ) -> Group {
         // SAFETY: signs at 34 + 4g inside the 82 bytes; runs 4g .. 4g + 4 of `idx`,
         // 10-bit indices (`indices`) < 1024 entries.
         unsafe {
@@ -699,17 +756,22 @@ impl Iq for Iq2S {
                 .add(iq2_s::SIGNS.at + 4 * g)
                 .cast::<u32>()
                 .read_unaligned();
-            let grid = |l: usize| &*IQ2S_GRID.as_ptr().add(*idx.add(4 * g + l) as usize);
+            let q = idx4(idx, g);
+            let grid = |l: u32| &*IQ2S_GRID.as_ptr().add(bx(q, 16 * l, 16));
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 sign_bits(signs),
-                half_factors(*f, g),
+                half_factors(f.0, g),
             )
         }
     }
     #[inline(always)]
-    unsafe fn factors16(f: &__m256i) -> __m256i {
-        *f
+    unsafe fn factors16(f: &(__m256i, __m256i, __m256i)) -> __m256i {
+        f.0
+    }
+    #[inline(always)]
+    unsafe fn factors_lohi(f: &(__m256i, __m256i, __m256i)) -> (__m256i, __m256i) {
+        (f.1, f.2)
     }
 }
 
@@ -799,6 +861,7 @@ impl Iq for Iq3S {
 /// [`Iq::finish`] adds (±1 − 8)·Σx through the exact block sum Σx and applies 2s + 1.
 struct Iq1S;
 impl Iq for Iq1S {
+    const WIDE: bool = true;
     const BB: usize = iq1_s::BYTES;
     const SIGNED: bool = false;
     const M: i32 = 8;
@@ -843,7 +906,8 @@ impl Iq for Iq1S {
     unsafe fn group(_: *const u8, g: usize, _: &(__m256i, __m256i), idx: *const u16) -> Group {
         // SAFETY: runs 4g .. 4g + 4 of `idx`, 11-bit indices (`indices`) < 2048 entries.
         unsafe {
-            let grid = |l: usize| &*IQ1S_GRID1.as_ptr().add(*idx.add(4 * g + l) as usize);
+            let q = idx4(idx, g);
+            let grid = |l: u32| &*IQ1S_GRID1.as_ptr().add(bx(q, 16 * l, 16));
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 _mm256_setzero_si256(),
@@ -876,6 +940,7 @@ impl Iq for Iq1S {
 /// (the same integers as `Σ f_h·(8·grid + δ)·x`).
 struct Iq1M;
 impl Iq for Iq1M {
+    const WIDE: bool = true;
     const BB: usize = iq1_m::BYTES;
     const SIGNED: bool = false;
     const PER16: bool = true;
@@ -997,7 +1062,8 @@ impl Iq for Iq1M {
         // SAFETY: AVX2 (`set4`, `half_factors`).
         unsafe {
             // SAFETY: an 11-bit index (`indices`) < 2048 entries.
-            let grid = |l: usize| &*IQ1S_GRID1.as_ptr().add(*idx.add(4 * g + l) as usize);
+            let q = idx4(idx, g);
+            let grid = |l: u32| &*IQ1S_GRID1.as_ptr().add(bx(q, 16 * l, 16));
             Group::new(
                 set4(grid(0), grid(1), grid(2), grid(3)),
                 _mm256_setzero_si256(),
@@ -1172,7 +1238,9 @@ macro_rules! kernels {
                 assert!(w.len() >= nsb * U::BB);
                 // SAFETY: nsb super-blocks in w and in every activation row.
                 unsafe {
-                    if m == 1 {
+                    if m == 1 && WIDE && U::WIDE {
+                        o[0] = row_wide::<U>(w.as_ptr(), nsb, px[0]);
+                    } else if m == 1 {
                         o[0] = row_fused::<U>(w.as_ptr(), nsb, px[0]);
                     } else {
                         row_buffered::<U>(w.as_ptr(), nsb, &px, o);
@@ -1262,15 +1330,28 @@ macro_rules! kernels {
             // SAFETY: the caller's contract.
             unsafe {
                 let (lo, hi) = halves::<U>(v);
+                reduce_halves::<U>(lo, hi, ctx, x, b)
+            }
+        }
+
+        /// Lane g = `T_g` from the per-half sums of [`halves`].
+        ///
+        /// # Safety
+        /// As [`reduce`].
+        #[inline(always)]
+        unsafe fn reduce_halves<U: Iq>(
+            lo: __m256i,
+            hi: __m256i,
+            ctx: &U::Ctx,
+            x: X,
+            b: usize,
+        ) -> __m256i {
+            // SAFETY: the caller's contract.
+            unsafe {
                 let t = if VNNI && U::PER16 {
                     // The factors of the low halves (bytes 0, 2, .., 14) and of the high
                     // halves (1, 3, .., 15) as i32: ≤ 120 times a half sum ≤ 16·62·127.
-                    let f = _mm_shuffle_epi8(
-                        _mm256_castsi256_si128(U::factors16(ctx)),
-                        _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15),
-                    );
-                    let fl = _mm256_cvtepu8_epi32(f);
-                    let fh = _mm256_cvtepu8_epi32(_mm_srli_si128(f, 8));
+                    let (fl, fh) = U::factors_lohi(ctx);
                     _mm256_add_epi32(_mm256_mullo_epi32(lo, fl), _mm256_mullo_epi32(hi, fh))
                 } else {
                     let t = _mm256_add_epi32(lo, hi);
@@ -1377,6 +1458,12 @@ pub(super) mod avx2 {
 
     const VNNI: bool = false;
     const MASK: bool = false;
+    const WIDE: bool = false;
+
+    /// Not used: this tier has no 512-bit kernel.
+    unsafe fn row_wide<U: Iq>(_w: *const u8, _nsb: usize, _x: X) -> f32 {
+        unreachable!("row_wide on a 256-bit tier")
+    }
 
     #[inline(always)]
     fn dot4(_a: __m256i, _s: __m256i) -> __m256i {
@@ -1391,13 +1478,118 @@ pub(super) mod avx2 {
     kernels!("avx2,fma,f16c,bmi1");
 }
 
-/// The AVX-512 tier: 256-bit EVEX `vpdpbusd`, the explicit sign bits as a mask
-/// (`vpsubb` from zero under it).
+/// The AVX-512 tier: 256-bit EVEX `vpdpbusd` (512-bit, two groups at once, for the
+/// [`Iq::WIDE`] types at M = 1), the explicit sign bits as a mask (`vpsubb` from zero under
+/// it).
 pub(super) mod avx512 {
     use super::*;
 
     const VNNI: bool = true;
     const MASK: bool = true;
+    const WIDE: bool = true;
+
+    /// Groups `b - b0` and `b - b0 + 1` (blocks b, b + 1) in one 512-bit `vpdpbusd`: 16
+    /// i32 lanes, each the exact sum of four products (lanes 0..8 group b, 8..16 b + 1).
+    ///
+    /// # Safety
+    /// The tier's features; blocks b, b + 1 lie in the row.
+    #[inline(always)]
+    unsafe fn pair_dot<U: Iq>(x: X, b: usize, g0: Group, g1: Group) -> __m512i {
+        const { assert!(U::SIGN_WORD || !U::SIGNED) };
+        // SAFETY: 64 codes of blocks b, b + 1.
+        unsafe {
+            let a = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(g0.a), g1.a);
+            let xv = _mm512_loadu_si512(x.qs.add(32 * b).cast());
+            let xv = if U::SIGN_WORD {
+                let k = g0.bits as u64 | (g1.bits as u64) << 32;
+                _mm512_mask_sub_epi8(xv, k, _mm512_setzero_si512(), xv)
+            } else {
+                xv
+            };
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), a, xv)
+        }
+    }
+
+    /// The per-half sums of [`halves`] from the four pairs of [`pair_dot`]: an unpack-and-add
+    /// tree per 128-bit lane, then one `vpermd` to group order.
+    #[inline(always)]
+    unsafe fn halves512(w: [__m512i; 4]) -> (__m256i, __m256i) {
+        // SAFETY: AVX-512 F (the callers' target features).
+        unsafe {
+            let pair =
+                |a, b| _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+            let quad = |ab, cd| {
+                _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd))
+            };
+            // 128-bit lane L of pair j: group 2j + L/2, half L%2; of q: [Σ over that
+            // lane of pairs 0..4], i.e. lanes 0..4 the low halves of groups 0, 2, 4, 6,
+            // 4..8 their high halves, 8..16 the same for groups 1, 3, 5, 7.
+            let q = quad(pair(w[0], w[1]), pair(w[2], w[3]));
+            let order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+            let v = _mm512_permutexvar_epi32(order, q);
+            (_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64::<1>(v))
+        }
+    }
+
+    /// As `row_fused`, two groups per 512-bit `vpdpbusd` (the same exact sums `T_g`).
+    ///
+    /// # Safety
+    /// The tier's features; nsb super-blocks at `w` and in `x`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn row_wide<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        let mut bufs = [IdxBuf([0; IDX_MAX]), IdxBuf([0; IDX_MAX])];
+        // SAFETY: as in `row_fused`.
+        let mut ip_next = if nsb > 0 {
+            unsafe { indices::<U>(w, &mut bufs[0]) }
+        } else {
+            bufs[0].0.as_ptr()
+        };
+        for sb in 0..nsb {
+            // SAFETY: super-blocks sb and sb + 1 < nsb lie in w and x; each buffer holds
+            // IDX_MAX indices.
+            unsafe {
+                let blk = w.add(sb * U::BB);
+                let (dc, ctx) = U::context(blk);
+                let ip = ip_next;
+                if sb + 1 < nsb {
+                    ip_next = indices::<U>(blk.add(U::BB), &mut bufs[(sb + 1) % 2]);
+                }
+                let b = 8 * sb;
+                let v = [
+                    pair_dot::<U>(
+                        x,
+                        b,
+                        unpack::<U>(blk, 0, &ctx, ip),
+                        unpack::<U>(blk, 1, &ctx, ip),
+                    ),
+                    pair_dot::<U>(
+                        x,
+                        b + 2,
+                        unpack::<U>(blk, 2, &ctx, ip),
+                        unpack::<U>(blk, 3, &ctx, ip),
+                    ),
+                    pair_dot::<U>(
+                        x,
+                        b + 4,
+                        unpack::<U>(blk, 4, &ctx, ip),
+                        unpack::<U>(blk, 5, &ctx, ip),
+                    ),
+                    pair_dot::<U>(
+                        x,
+                        b + 6,
+                        unpack::<U>(blk, 6, &ctx, ip),
+                        unpack::<U>(blk, 7, &ctx, ip),
+                    ),
+                ];
+                let (lo, hi) = halves512(v);
+                let t = reduce_halves::<U>(lo, hi, &ctx, x, b);
+                acc = accumulate(acc, dc, x, sb, t);
+            }
+        }
+        finish8(acc)
+    }
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -1420,6 +1612,12 @@ pub(super) mod avxvnni {
 
     const VNNI: bool = true;
     const MASK: bool = false;
+    const WIDE: bool = false;
+
+    /// Not used: this tier has no 512-bit kernel.
+    unsafe fn row_wide<U: Iq>(_w: *const u8, _nsb: usize, _x: X) -> f32 {
+        unreachable!("row_wide on a 256-bit tier")
+    }
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1,avxvnni")]
