@@ -7,7 +7,7 @@
 //! | [`Isa::Scalar`] | nothing | the portable reference order |
 //! | [`Isa::Avx2`] | AVX2, FMA, F16C | the AVX2 kernels of every family |
 //! | [`Isa::AvxVnni`] | the AVX2 tier + AVX-VNNI | AVX2, with 256-bit `vpdpbusd` (VEX) in the legacy GGUF, Q3_K–Q6_K, i-quant grid, grouped-q8_1 and nvfp4-q8_1 kernels |
-//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K, for the grouped formats and nvfp4 against q8_1, and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; 512-bit GGUF row decoding and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
+//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K, for the grouped formats and nvfp4 against q8_1, and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX; the i-quants but IQ3_S at M = 1 two groups per 512-bit `vpdpbusd`), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; 512-bit GGUF row decoding and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
 //!
 //! Every tier returns the bits of the scalar reference (docs/linear.md, "Evaluation
 //! orders"). AVX-512 BF16 is reported as a separate capability ([`Cpu::avx512bf16`]); no
