@@ -84,12 +84,26 @@ trait Kernel {
     const HI_BYTES: usize = 0;
     /// The unsigned reading's offset: u = code + 2^OFFSET_LOG2.
     const OFFSET_LOG2: i32;
-    /// The unsigned codes of the chunk at block b of the code row `w` (plane-1 row `h`), as
-    /// the four vectors that meet activation vectors `pairs[32b + 64j ..]` (j = 0..4).
+    /// The unsigned codes of the run of four blocks at block b of the code row `w` (plane-1
+    /// row `h`), as the two vectors that meet activation vectors `pairs[32b ..]` and
+    /// `pairs[32b + 64 ..]` (q8: `qs`).
     ///
     /// # Safety
-    /// AVX-512 F/BW/VL/VNNI available; the chunk's bytes lie in the rows at `w` and `h`.
-    unsafe fn unpack(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4];
+    /// AVX-512 F/BW/VL/VNNI available; the run's bytes lie in the rows at `w` and `h`.
+    unsafe fn unpack_run(w: *const u8, h: *const u8, b: usize) -> [__m512i; 2];
+    /// The unsigned codes of the chunk at block b: the runs at blocks b and b + 4, the four
+    /// vectors that meet activation vectors `pairs[32b + 64j ..]` (j = 0..4).
+    ///
+    /// # Safety
+    /// As [`Kernel::unpack_run`], for the whole chunk.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4] {
+        // SAFETY: the caller's contract.
+        let ([a0, a1], [c0, c1]) =
+            unsafe { (Self::unpack_run(w, h, b), Self::unpack_run(w, h, b + 4)) };
+        [a0, a1, c0, c1]
+    }
     /// The chunk's eight raw block sums Σu·x in block order: unpacked vector j against
     /// activation vector j; by default for a lane-per-block layout ([`reduce_lanes`]).
     ///
@@ -204,10 +218,9 @@ impl Kernel for Q2 {
     const OFFSET_LOG2: i32 = 0;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
-        // SAFETY: the chunk's 64 code bytes (caller).
-        let ([a, c], [d, e]) = unsafe { (fields(w.add(8 * b), 0), fields(w.add(8 * b + 32), 0)) };
-        [a, c, d, e]
+    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
+        // SAFETY: the run's 32 code bytes (caller).
+        unsafe { fields(w.add(8 * b), 0) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -225,10 +238,9 @@ impl Kernel for T2 {
     const OFFSET_LOG2: i32 = 1;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
-        // SAFETY: the chunk's 64 code bytes (caller).
-        let ([a, c], [d, e]) = unsafe { (fields(w.add(8 * b), 2), fields(w.add(8 * b + 32), 2)) };
-        [a, c, d, e]
+    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
+        // SAFETY: the run's 32 code bytes (caller).
+        unsafe { fields(w.add(8 * b), 2) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -255,24 +267,15 @@ impl Kernel for Q4 {
     const OFFSET_LOG2: i32 = 3;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
-        let (m, x88) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x88u8 as i8));
-        let run = |v: __m512i| {
-            let v = _mm512_xor_si512(v, x88);
-            [
-                _mm512_and_si512(v, m),
-                _mm512_and_si512(_mm512_srli_epi16::<4>(v), m),
-            ]
-        };
-        // SAFETY: the chunk's 128 code bytes (caller).
-        let (a, c) = unsafe {
-            (
-                _mm512_loadu_si512(w.add(16 * b).cast()),
-                _mm512_loadu_si512(w.add(16 * b + 64).cast()),
-            )
-        };
-        let ([a0, a1], [c0, c1]) = (run(a), run(c));
-        [a0, a1, c0, c1]
+    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
+        let m = _mm512_set1_epi8(0x0F);
+        // SAFETY: the run's 64 code bytes (caller).
+        let v = unsafe { _mm512_loadu_si512(w.add(16 * b).cast()) };
+        let v = _mm512_xor_si512(v, _mm512_set1_epi8(0x88u8 as i8));
+        [
+            _mm512_and_si512(v, m),
+            _mm512_and_si512(_mm512_srli_epi16::<4>(v), m),
+        ]
     }
 }
 
@@ -285,7 +288,7 @@ impl Kernel for Q5 {
     const OFFSET_LOG2: i32 = 4;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4] {
+    unsafe fn unpack_run(w: *const u8, h: *const u8, b: usize) -> [__m512i; 2] {
         // Lane q byte i: block q's bit byte i/4 (bits of elements 2i and 2i + 1).
         let spread = _mm512_setr_epi32(
             0,
@@ -311,27 +314,23 @@ impl Kernel for Q5 {
             _mm512_set1_epi32(0x8020_0802u32 as i32),
         );
         let (m, sixteen) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(16));
-        let run = |r: usize| {
-            // SAFETY: the run's 64 nibble bytes and 16 bit bytes (caller).
-            let (v, bits) = unsafe {
-                (
-                    nibbles(w.add(16 * (b + 4 * r))),
-                    _mm512_broadcast_i32x4(_mm_loadu_si128(h.add(4 * (b + 4 * r)).cast())),
-                )
-            };
-            let s = _mm512_shuffle_epi8(bits, spread);
-            // u = nibble + 16 where bit 4 is clear, the nibble where it is set.
-            let u = |v: __m512i, k: __mmask64| {
-                let v = _mm512_ternarylogic_epi32::<0xEA>(v, m, sixteen);
-                _mm512_mask_sub_epi8(v, k, v, sixteen)
-            };
-            [
-                u(v[0], _mm512_test_epi8_mask(s, even)),
-                u(v[1], _mm512_test_epi8_mask(s, odd)),
-            ]
+        // SAFETY: the run's 64 nibble bytes and 16 bit bytes (caller).
+        let (v, bits) = unsafe {
+            (
+                nibbles(w.add(16 * b)),
+                _mm512_broadcast_i32x4(_mm_loadu_si128(h.add(4 * b).cast())),
+            )
         };
-        let ([a0, a1], [c0, c1]) = (run(0), run(1));
-        [a0, a1, c0, c1]
+        let s = _mm512_shuffle_epi8(bits, spread);
+        // u = nibble + 16 where bit 4 is clear, the nibble where it is set.
+        let u = |v: __m512i, k: __mmask64| {
+            let v = _mm512_ternarylogic_epi32::<0xEA>(v, m, sixteen);
+            _mm512_mask_sub_epi8(v, k, v, sixteen)
+        };
+        [
+            u(v[0], _mm512_test_epi8_mask(s, even)),
+            u(v[1], _mm512_test_epi8_mask(s, odd)),
+        ]
     }
 }
 
@@ -345,7 +344,7 @@ impl Kernel for Q6 {
     const OFFSET_LOG2: i32 = 5;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4] {
+    unsafe fn unpack_run(w: *const u8, h: *const u8, b: usize) -> [__m512i; 2] {
         // Lane q byte i: block q's two-bit byte i/2 (fields of elements 2i and 2i + 1): the
         // run's 32 bytes as qwords (0, 0, 1, 1, 2, 2, 3, 3), then bytes (0, 0, 1, 1, ..) of
         // each lane's first qword.
@@ -357,38 +356,34 @@ impl Kernel for Q6 {
         let low = _mm512_set1_epi16(0x00FF);
         let (m, x20) = (_mm512_set1_epi8(0x3F), _mm512_set1_epi8(0x20));
         let nib = _mm512_set1_epi8(0x0F);
-        let run = |r: usize| {
-            // SAFETY: the run's 64 nibble bytes and 32 two-bit bytes (caller).
-            let (v, t) = unsafe {
-                (
-                    nibbles(w.add(16 * (b + 4 * r))),
-                    _mm256_loadu_si256(h.add(8 * (b + 4 * r)).cast()),
-                )
-            };
-            let s = _mm512_shuffle_epi8(
-                _mm512_permutexvar_epi64(lanes, _mm512_castsi256_si512(t)),
-                spread,
-            );
-            // Element 2i's field sits at bits 4(i mod 2) of byte i of s, element 2i + 1's at
-            // 4(i mod 2) + 2: both moved to bits 4..6 (even i: left by 4 or 2; odd i: as is or
-            // right by 2; 16-bit shifts, the byte taken from the right one).
-            let top = [
-                _mm512_ternarylogic_epi32::<0xE4>(_mm512_slli_epi16::<4>(s), s, low),
-                _mm512_ternarylogic_epi32::<0xE4>(
-                    _mm512_slli_epi16::<2>(s),
-                    _mm512_srli_epi16::<2>(s),
-                    low,
-                ),
-            ];
-            // u = (nibble | field << 4) ^ 32 = code + 32.
-            let u = |v: __m512i, t: __m512i| {
-                let v = _mm512_ternarylogic_epi32::<0xE4>(v, t, nib);
-                _mm512_ternarylogic_epi32::<0x6A>(v, m, x20)
-            };
-            [u(v[0], top[0]), u(v[1], top[1])]
+        // SAFETY: the run's 64 nibble bytes and 32 two-bit bytes (caller).
+        let (v, t) = unsafe {
+            (
+                nibbles(w.add(16 * b)),
+                _mm256_loadu_si256(h.add(8 * b).cast()),
+            )
         };
-        let ([a0, a1], [c0, c1]) = (run(0), run(1));
-        [a0, a1, c0, c1]
+        let s = _mm512_shuffle_epi8(
+            _mm512_permutexvar_epi64(lanes, _mm512_castsi256_si512(t)),
+            spread,
+        );
+        // Element 2i's field sits at bits 4(i mod 2) of byte i of s, element 2i + 1's at
+        // 4(i mod 2) + 2: both moved to bits 4..6 (even i: left by 4 or 2; odd i: as is or
+        // right by 2; 16-bit shifts, the byte taken from the right one).
+        let top = [
+            _mm512_ternarylogic_epi32::<0xE4>(_mm512_slli_epi16::<4>(s), s, low),
+            _mm512_ternarylogic_epi32::<0xE4>(
+                _mm512_slli_epi16::<2>(s),
+                _mm512_srli_epi16::<2>(s),
+                low,
+            ),
+        ];
+        // u = (nibble | field << 4) ^ 32 = code + 32.
+        let u = |v: __m512i, t: __m512i| {
+            let v = _mm512_ternarylogic_epi32::<0xE4>(v, t, nib);
+            _mm512_ternarylogic_epi32::<0x6A>(v, m, x20)
+        };
+        [u(v[0], top[0]), u(v[1], top[1])]
     }
 }
 
@@ -400,9 +395,9 @@ impl Kernel for Q8 {
     const OFFSET_LOG2: i32 = 7;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
+    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
         let x80 = _mm512_set1_epi8(0x80u8 as i8);
-        // SAFETY: the chunk's 256 code bytes (caller).
+        // SAFETY: the run's 128 code bytes (caller).
         std::array::from_fn(|j| unsafe {
             _mm512_xor_si512(_mm512_loadu_si512(w.add(32 * b + 64 * j).cast()), x80)
         })
