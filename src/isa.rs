@@ -7,7 +7,7 @@
 //! | [`Isa::Scalar`] | nothing | the portable reference order |
 //! | [`Isa::Avx2`] | AVX2, FMA, F16C | the AVX2 kernels of every family |
 //! | [`Isa::AvxVnni`] | the AVX2 tier + AVX-VNNI | AVX2, with 256-bit `vpdpbusd` (VEX) in the legacy GGUF, Q3_K–Q6_K, i-quant grid, grouped-q8_1 and nvfp4-q8_1 kernels |
-//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K, for the grouped formats and nvfp4 against q8_1, and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX; the i-quants but IQ3_S at M = 1 two groups per 512-bit `vpdpbusd`), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; 512-bit GGUF row decoding and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
+//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K, for the grouped formats and nvfp4 against q8_1, and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX; on Zen 5, [`Cpu::wide_pipes`], the i-quants but IQ3_S at M = 1 two groups per 512-bit `vpdpbusd`), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; 512-bit GGUF row decoding and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
 //!
 //! Every tier returns the bits of the scalar reference (docs/linear.md, "Evaluation
 //! orders"). AVX-512 BF16 is reported as a separate capability ([`Cpu::avx512bf16`]); no
@@ -28,6 +28,13 @@ pub struct Cpu {
     pub avx512vl: bool,
     pub avx512vnni: bool,
     pub avx512bf16: bool,
+    /// AMD family 1Ah (Zen 5) or later: four 512-bit vector pipes, so a 512-bit vector costs
+    /// no more issue slots than a 256-bit one. Elsewhere (Intel's cores: 512-bit work on two
+    /// ports, with their shuffles on one; Zen 4: 256-bit datapaths) a kernel that merges two
+    /// 256-bit halves into one 512-bit vector measured slower than the 256-bit form, so the
+    /// kernels with both forms ask this fact. A speed choice only: both forms return the
+    /// same bits.
+    pub wide_pipes: bool,
 }
 
 impl Cpu {
@@ -51,6 +58,7 @@ impl Cpu {
             avx512vl: has!("avx512vl"),
             avx512vnni: has!("avx512vnni"),
             avx512bf16: has!("avx512bf16"),
+            wide_pipes: amd_family() >= Some(0x1A),
         }
     }
 
@@ -63,6 +71,26 @@ impl Cpu {
     pub fn avx2_fma_f16c(&self) -> bool {
         self.avx2 && self.fma && self.f16c
     }
+}
+
+/// The CPU family (base + extended, CPUID leaf 1) of an AMD processor; `None` on other vendors.
+#[cfg(target_arch = "x86_64")]
+fn amd_family() -> Option<u32> {
+    use std::arch::x86_64::__cpuid;
+    // SAFETY: CPUID exists on every x86-64 processor; leaves 0 and 1 always exist. (The
+    // intrinsic is safe from Rust 1.94 on, unsafe before: the block serves older toolchains.)
+    #[allow(unused_unsafe)]
+    let (v, l1) = unsafe { (__cpuid(0), __cpuid(1)) };
+    let vendor = [v.ebx, v.edx, v.ecx].map(u32::to_le_bytes).concat();
+    if vendor != *b"AuthenticAMD" {
+        return None;
+    }
+    let base = (l1.eax >> 8) & 0xF;
+    Some(if base == 0xF {
+        base + ((l1.eax >> 20) & 0xFF)
+    } else {
+        base
+    })
 }
 
 /// The instruction set a prepared weight runs on (the tiers of the module docs).
@@ -227,6 +255,21 @@ mod tests {
             assert_eq!(
                 detected, listed,
                 "{name}: detected {detected}, /proc/cpuinfo {listed}"
+            );
+        }
+        // The vendor and family lines name the CPU class of `wide_pipes`.
+        let field = |key: &str| {
+            info.lines()
+                .find(|l| l.split(':').next().map(str::trim) == Some(key))
+                .and_then(|l| l.split(':').nth(1))
+                .map(str::trim)
+        };
+        if let (Some(vendor), Some(family)) = (field("vendor_id"), field("cpu family")) {
+            let family: u32 = family.parse().expect("cpu family is a decimal number");
+            let want = vendor == "AuthenticAMD" && family >= 0x1A;
+            assert_eq!(
+                c.wide_pipes, want,
+                "wide_pipes for {vendor} family {family}"
             );
         }
         eprintln!(

@@ -18,7 +18,7 @@
 //! | GGUF block formats (after §3.4) | [`formats::gguf`] |
 //! | row decoding to f32/bf16/f16 | [`decode`] |
 //! | §2 compute profile, §8: y = x · Wᵀ | [`linear`] |
-//! | checking a product: q8_1 and q8_K activations, dense conversions | [`reference`] |
+//! | checking a product: q8_1 and q8_K activations, dense conversions | [`reference`](mod@reference) |
 //! | encoding validation of a payload | [`validate`] |
 //! | row slices and gathers (whole rows copied) | [`rows`] |
 //! | C ABI | `ffi` (C names `ninfer_*`) |

@@ -201,6 +201,21 @@ pub(super) fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
 /// `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major). Each output
 /// has the bits of the module docs' order whatever the instruction set and grouping.
 pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let wide = crate::isa::Cpu::get().wide_pipes;
+    dot_row_group_in(isa, wide, kind, ws, xs, out)
+}
+
+/// [`dot_row_group`] with the AVX-512 tier's form chosen by `wide` (the two-group 512-bit
+/// form at M = 1, which pays where [`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes) holds;
+/// same bits either way).
+fn dot_row_group_in(
+    isa: Isa,
+    wide: bool,
+    kind: IqKind,
+    ws: &[&[u8]],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     #[cfg(target_arch = "x86_64")]
     let bmi1 = crate::isa::Cpu::get().bmi1;
@@ -210,16 +225,18 @@ pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>]
         // of all its features (`Isa::available`); BMI1 is checked here (else the reference
         // runs: same bits).
         Isa::Avx512 if bmi1 => unsafe {
-            super::iquants_avx2::avx512::dot_row_group(kind, ws, xs, out)
+            super::iquants_avx2::avx512::dot_row_group(kind, ws, xs, out, wide)
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni if bmi1 => unsafe {
-            super::iquants_avx2::avxvnni::dot_row_group(kind, ws, xs, out)
+            super::iquants_avx2::avxvnni::dot_row_group(kind, ws, xs, out, false)
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        Isa::Avx2 if bmi1 => unsafe { super::iquants_avx2::avx2::dot_row_group(kind, ws, xs, out) },
+        Isa::Avx2 if bmi1 => unsafe {
+            super::iquants_avx2::avx2::dot_row_group(kind, ws, xs, out, false)
+        },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
                 for (o, x) in o.iter_mut().zip(xs) {
@@ -313,15 +330,20 @@ mod tests {
                     dot_row_group(Isa::Scalar, kind, &rows, &xs, &mut want);
                     assert!(want.iter().all(|v| v.is_finite()));
                     let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                    for isa in Isa::tested() {
+                    // Both forms of the AVX-512 tier, whichever this CPU prefers.
+                    for (isa, wide) in Isa::tested()
+                        .into_iter()
+                        .flat_map(|i| [(i, false), (i, true)])
+                    {
                         for g in 1..=4 {
                             for r0 in [0, n - g] {
                                 let mut got = vec![0f32; g * m];
-                                dot_row_group(isa, kind, &rows[r0..r0 + g], &xs, &mut got);
+                                let ws = &rows[r0..r0 + g];
+                                dot_row_group_in(isa, wide, kind, ws, &xs, &mut got);
                                 assert_eq!(
                                     bits(&got),
                                     bits(&want[r0 * m..(r0 + g) * m]),
-                                    "{kind:?} {isa:?} k{k} m{m} g{g} r{r0}"
+                                    "{kind:?} {isa:?} wide {wide} k{k} m{m} g{g} r{r0}"
                                 );
                             }
                         }

@@ -1,8 +1,8 @@
 //! The x86 i-quant kernels, in exactly the order of [`super::iquants`]'s module docs: one
 //! source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C), [`avxvnni`] and
 //! [`avx512`] (256-bit `vpdpbusd` for every type's block sums; [`avx512`] also applies the
-//! signs as a mask, and with one activation row runs every type but IQ3_S two groups per
-//! 512-bit `vpdpbusd`, [`Iq::WIDE`]) — each with BMI1 `bextr` for the bit fields
+//! signs as a mask, and with one activation row on Zen 5 runs every type but IQ3_S two
+//! groups per 512-bit `vpdpbusd`, [`Iq::WIDE`]) — each with BMI1 `bextr` for the bit fields
 //! (detected at run time by the caller).
 //!
 //! Each 32-value group unpacks to three vectors: `a`, the 32 magnitudes as u8 (the grid
@@ -40,7 +40,12 @@
 //! halves the activation loads, the `vpdpbusd`s and the sign masks, and reduces the four
 //! 512-bit partials by one unpack tree and one `vpermd` (measured on Zen 5 at M = 1: IQ2_S
 //! and IQ2_XS +10 %, IQ2_XXS and IQ3_XXS +5 %, IQ1_S and IQ1_M within noise; IQ3_S slower,
-//! it keeps the 256-bit form).
+//! it keeps the 256-bit form). On Intel's AVX-512 cores (512-bit work on two ports, the
+//! shuffles of [`set4`] and the merge into 512 bits on one) it measured slower for every
+//! type (Xeon with AMX, M = 1, one thread: IQ1_M −19 %, IQ3_XXS and IQ1_S −15 %, IQ2_XXS
+//! −13 %, IQ2_S −6 %, IQ2_XS even), so the tier runs it only where
+//! [`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes) holds (Zen 5) and the 256-bit form
+//! elsewhere; the tests run both.
 //!
 //! IQ1_S and IQ1_M take grid + 1 ([`IQ1S_GRID1`], unsigned, so no sign step) and remove
 //! the added 8·Σx exactly in [`Iq::finish`]: through the block sums (IQ1_S) or the 8-value
@@ -259,7 +264,8 @@ trait Iq {
     /// Whether [`Iq::indices`] writes the grid indices for [`Iq::group`].
     const IDX: bool = false;
     /// Whether the AVX-512 tier runs M = 1 two groups per 512-bit `vpdpbusd`
-    /// (`row_wide`): measured per type.
+    /// (`row_wide`) on CPUs with [`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes): measured
+    /// per type.
     const WIDE: bool = false;
     /// The super-block at `blk`: its `d·c` and context.
     ///
@@ -1180,6 +1186,9 @@ fn finish8(acc: __m256) -> f32 {
 /// `neg_bits(x, bits)` (byte e negated where bit e is set).
 macro_rules! kernels {
     ($feat:tt) => {
+        /// `wide`: run the two-group 512-bit form at M = 1 where the tier and type have one
+        /// ([`Iq::WIDE`]; same bits either way).
+        ///
         /// # Safety
         /// The features `$feat` and BMI1 available; every row of `ws` holds whole
         /// super-blocks for the activation rows' length.
@@ -1189,17 +1198,18 @@ macro_rules! kernels {
             ws: &[&[u8]],
             xs: &[Row<'_>],
             out: &mut [f32],
+            wide: bool,
         ) {
             // SAFETY (all calls): the caller's contract.
             unsafe {
                 match kind {
-                    IqKind::Iq2Xxs => rows::<Iq2Xxs>(ws, xs, out),
-                    IqKind::Iq3Xxs => rows::<Iq3Xxs>(ws, xs, out),
-                    IqKind::Iq2Xs => rows::<Iq2Xs>(ws, xs, out),
-                    IqKind::Iq3S => rows::<Iq3S>(ws, xs, out),
-                    IqKind::Iq2S => rows::<Iq2S>(ws, xs, out),
-                    IqKind::Iq1S => rows::<Iq1S>(ws, xs, out),
-                    IqKind::Iq1M => rows::<Iq1M>(ws, xs, out),
+                    IqKind::Iq2Xxs => rows::<Iq2Xxs>(ws, xs, out, wide),
+                    IqKind::Iq3Xxs => rows::<Iq3Xxs>(ws, xs, out, wide),
+                    IqKind::Iq2Xs => rows::<Iq2Xs>(ws, xs, out, wide),
+                    IqKind::Iq3S => rows::<Iq3S>(ws, xs, out, wide),
+                    IqKind::Iq2S => rows::<Iq2S>(ws, xs, out, wide),
+                    IqKind::Iq1S => rows::<Iq1S>(ws, xs, out, wide),
+                    IqKind::Iq1M => rows::<Iq1M>(ws, xs, out, wide),
                 }
             }
         }
@@ -1208,7 +1218,7 @@ macro_rules! kernels {
         /// As [`dot_row_group`].
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+        unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32], wide: bool) {
             let m = xs.len();
             if m == 0 {
                 return;
@@ -1238,7 +1248,7 @@ macro_rules! kernels {
                 assert!(w.len() >= nsb * U::BB);
                 // SAFETY: nsb super-blocks in w and in every activation row.
                 unsafe {
-                    if m == 1 && WIDE && U::WIDE {
+                    if m == 1 && WIDE && U::WIDE && wide {
                         o[0] = row_wide::<U>(w.as_ptr(), nsb, px[0]);
                     } else if m == 1 {
                         o[0] = row_fused::<U>(w.as_ptr(), nsb, px[0]);
@@ -1479,7 +1489,7 @@ pub(super) mod avx2 {
 }
 
 /// The AVX-512 tier: 256-bit EVEX `vpdpbusd` (512-bit, two groups at once, for the
-/// [`Iq::WIDE`] types at M = 1), the explicit sign bits as a mask (`vpsubb` from zero under
+/// [`Iq::WIDE`] types at M = 1 where the CPU has four 512-bit pipes), the explicit sign bits as a mask (`vpsubb` from zero under
 /// it).
 pub(super) mod avx512 {
     use super::*;
