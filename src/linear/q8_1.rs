@@ -158,6 +158,15 @@ pub(crate) struct Rows {
     pub pairs: Vec<i8>,
     /// Empty, or |`pairs`|.
     pub pairs_abs: Vec<i8>,
+    /// Empty, or the codes of each group of four rows (4g .. 4g + 4; a last partial group
+    /// padded with zero rows) interleaved 4 bytes at a time: for group g and 4-value chunk
+    /// c, the 16 bytes at `16·(K/4·g + c)` are chunk c of rows 4g, 4g + 1, 4g + 2, 4g + 3
+    /// ([`Rows::arrange_quads`]).
+    pub quads: Vec<i8>,
+    /// Empty, or [`Rows::d`] interleaved the same way: group g, block b at `4·(K/32·g + b)`.
+    pub quad_d: Vec<f32>,
+    /// Empty, or [`Rows::sum`] interleaved as [`Rows::quad_d`].
+    pub quad_sum: Vec<i32>,
 }
 
 /// One row of [`Rows`].
@@ -174,6 +183,30 @@ pub(crate) struct Row<'a> {
     pub pairs: &'a [i8],
     /// This row's part of [`Rows::pairs_abs`] (empty when not arranged).
     pub pairs_abs: &'a [i8],
+    /// The four-row group of this row in [`Rows::quads`], [`Rows::quad_d`] and
+    /// [`Rows::quad_sum`] (empty when not arranged), and the row's place in it (0..4).
+    pub quad: Quad<'a>,
+}
+
+/// One group of four rows of [`Rows`], interleaved ([`Rows::arrange_quads`]).
+#[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) struct Quad<'a> {
+    pub codes: &'a [i8],
+    pub d: &'a [f32],
+    pub sum: &'a [i32],
+    /// The row's place in its group.
+    pub lane: usize,
+}
+
+impl Quad<'_> {
+    /// No group.
+    pub const EMPTY: Quad<'static> = Quad {
+        codes: &[],
+        d: &[],
+        sum: &[],
+        lane: 0,
+    };
 }
 
 impl Row<'_> {
@@ -186,6 +219,7 @@ impl Row<'_> {
         sum8: &[],
         pairs: &[],
         pairs_abs: &[],
+        quad: Quad::EMPTY,
     };
 }
 
@@ -216,6 +250,30 @@ impl Rows {
             sum8: try_vec(mul(4, nb, "q8_1 8-value sums")?, "q8_1 8-value sums")?,
             pairs: try_vec(planes, "q8_1 rearranged codes")?,
             pairs_abs: try_vec(planes, "q8_1 rearranged |codes|")?,
+            quads: try_vec(
+                if arranged {
+                    mul(m.div_ceil(4) * 4, k, "q8_1 codes")?
+                } else {
+                    0
+                },
+                "q8_1 interleaved codes",
+            )?,
+            quad_d: try_vec(
+                if arranged {
+                    m.div_ceil(4) * 4 * (k / QK8_1)
+                } else {
+                    0
+                },
+                "q8_1 interleaved scales",
+            )?,
+            quad_sum: try_vec(
+                if arranged {
+                    m.div_ceil(4) * 4 * (k / QK8_1)
+                } else {
+                    0
+                },
+                "q8_1 interleaved sums",
+            )?,
         })
     }
 
@@ -239,6 +297,9 @@ impl Rows {
         self.sum8.resize(4 * nb, 0);
         self.pairs.clear();
         self.pairs_abs.clear();
+        self.quads.clear();
+        self.quad_d.clear();
+        self.quad_sum.clear();
         for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
             let b = quantize_block(xb);
             self.qs[i * QK8_1..(i + 1) * QK8_1].copy_from_slice(&b.qs);
@@ -267,6 +328,25 @@ impl Rows {
                 .pairs_abs
                 .get(i * self.k..(i + 1) * self.k)
                 .unwrap_or(&[]),
+            quad: self.quad(i),
+        }
+    }
+
+    /// Row `i`'s group of [`Rows::arrange_quads`] (empty when not arranged).
+    fn quad(&self, i: usize) -> Quad<'_> {
+        let (k, nb, g) = (self.k, self.k / QK8_1, i / 4);
+        match (
+            self.quads.get(4 * k * g..4 * k * (g + 1)),
+            self.quad_d.get(4 * nb * g..4 * nb * (g + 1)),
+            self.quad_sum.get(4 * nb * g..4 * nb * (g + 1)),
+        ) {
+            (Some(codes), Some(d), Some(sum)) => Quad {
+                codes,
+                d,
+                sum,
+                lane: i % 4,
+            },
+            _ => Quad::EMPTY,
         }
     }
 
@@ -291,6 +371,35 @@ impl Rows {
             // Codes are in [−127, 127]: |q| fits i8.
             self.pairs_abs.clear();
             self.pairs_abs.extend(self.pairs.iter().map(|q| q.abs()));
+        }
+    }
+
+    /// Fills [`Rows::quads`], [`Rows::quad_d`] and [`Rows::quad_sum`]: the rows in groups of
+    /// four, interleaved 4 codes (one block scale, one block sum) at a time, a last partial
+    /// group padded with zero rows (codes, scales and sums 0). Computed once per forward for
+    /// the kernels whose vectors hold one lane per (weight row, activation row) pair.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub fn arrange_quads(&mut self) {
+        let (k, nb) = (self.k, self.k / QK8_1);
+        let m = self.qs.len().checked_div(k).unwrap_or(0);
+        let groups = m.div_ceil(4);
+        self.quads.clear();
+        self.quads.resize(4 * k * groups, 0);
+        self.quad_d.clear();
+        self.quad_d.resize(4 * nb * groups, 0.0);
+        self.quad_sum.clear();
+        self.quad_sum.resize(4 * nb * groups, 0);
+        for i in 0..m {
+            let (g, j) = (i / 4, i % 4);
+            let row = &self.qs[i * k..(i + 1) * k];
+            let codes = &mut self.quads[4 * k * g..4 * k * (g + 1)];
+            for (c, chunk) in row.chunks_exact(4).enumerate() {
+                codes[16 * c + 4 * j..16 * c + 4 * j + 4].copy_from_slice(chunk);
+            }
+            for b in 0..nb {
+                self.quad_d[4 * (nb * g + b) + j] = self.d[nb * i + b];
+                self.quad_sum[4 * (nb * g + b) + j] = self.sum[nb * i + b];
+            }
         }
     }
 

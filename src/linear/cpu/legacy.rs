@@ -96,6 +96,16 @@ impl Legacy {
 pub(crate) fn prepare(isa: Isa, kind: Legacy, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            let mut rows = super::legacy_avx2::arrange(kind, rows);
+            let m = rows.qs.len() / rows.k.max(1);
+            if m >= super::legacy_tile_avx512::MIN_M && kind != Legacy::Q2_0 {
+                rows.arrange_quads();
+            }
+            rows
+        }
+        #[cfg(target_arch = "x86_64")]
         isa if isa.avx2() => super::legacy_avx2::arrange(kind, rows),
         _ => {
             let _ = kind; // the scalar kernels read the codes in their natural order
@@ -196,7 +206,15 @@ pub(crate) fn dot_row_group(isa: Isa, kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>]
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernels are compiled for.
-        Isa::Avx512 => unsafe { super::legacy_avx2::avx512::dot_row_group(kind, ws, xs, out) },
+        Isa::Avx512 => unsafe {
+            // Several activation rows: the tile kernel when the rows are interleaved for it,
+            // else the pair kernels; the same bits.
+            if super::legacy_tile_avx512::applies(kind, xs) {
+                super::legacy_tile_avx512::dot_row_group(kind, ws, xs, out)
+            } else {
+                super::legacy_avx2::avx512::dot_row_group(kind, ws, xs, out)
+            }
+        },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni => unsafe { super::legacy_avx2::avxvnni::dot_row_group(kind, ws, xs, out) },

@@ -107,6 +107,8 @@ mod kquants_avx512;
 pub(crate) mod legacy;
 #[cfg(target_arch = "x86_64")]
 mod legacy_avx2;
+#[cfg(target_arch = "x86_64")]
+mod legacy_tile_avx512;
 pub(crate) mod nvfp4_q8;
 #[cfg(target_arch = "x86_64")]
 mod nvfp4_q8_avx2;

@@ -1,0 +1,265 @@
+//! The AVX-512 tile kernel of the legacy family (Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS) for
+//! several activation rows: four weight rows against every group of four activation rows,
+//! one 512-bit lane per (weight row, activation row) pair, so no lane ever needs a
+//! horizontal reduction. Same bits as [`super::legacy`]'s order: only the way the exact
+//! block sums `T_b` are formed differs.
+//!
+//! Lane `4a + j` of every vector belongs to weight row a and activation row j of the group.
+//! Per call the weight rows are expanded once into a scratch ([`expand`]): for block b and
+//! 4-value chunk c, one vector whose 128-bit lane a repeats the chunk's four unsigned codes
+//! of weight row a (`u = q + OFFSET`, natural value order), beside the lanes' weight scales
+//! (and IQ4_XS's `ls − 32`). The activation side was interleaved once per forward
+//! ([`Rows::arrange_quads`](crate::linear::q8_1::Rows::arrange_quads)): chunk c of the four
+//! rows is 16 bytes, broadcast to the four 128-bit lanes by the load. So a block is eight
+//! `vpdpbusd` of a weight vector and a broadcast activation chunk: sixteen exact sums
+//! `Σ u·x`; minus `OFFSET·Σx` (the activation block sums, a shift) it is `T_b / sc_b`,
+//! converted exactly (|T_b| < 2²⁴) and, for IQ4_XS, multiplied by `sc_b` (exact). Then
+//! `acc[b mod 8] ← fma(d_w·dx_b, T_b, acc[b mod 8])` in each lane, and the shared tree:
+//! the reference's operations on the reference's values.
+//!
+//! The weight expansion is read by every activation group, eight blocks (5 KiB) at a time
+//! so that it stays in L1 while the groups go by; each group's eight accumulators wait in a
+//! small array between those steps.
+
+use super::legacy::Legacy;
+use crate::formats::gguf::blocks::{iq4_nl, iq4_xs, q4_0, q5_0, q8_0};
+use crate::formats::gguf::grids::KVALUES_IQ4NL;
+use crate::linear::q8_1::Row;
+use std::arch::x86_64::*;
+
+/// Activation rows from which a row group takes this kernel (fewer rows run the pair kernels
+/// of `legacy_avx2`, whose weight unpacking per pass costs less than an expansion).
+pub(super) const MIN_M: usize = 4;
+
+/// Most activation groups of one call (the engine's tile of at most 64 rows).
+const MAX_GROUPS: usize = 16;
+
+/// Whether this kernel serves `kind` against `xs`: a type it knows, at least [`MIN_M`]
+/// rows, at most 64, every group of four interleaved ([`Row::quad`]) and in place.
+pub(super) fn applies(kind: Legacy, xs: &[Row<'_>]) -> bool {
+    let Some(first) = xs.first() else {
+        return false;
+    };
+    let nb = first.d.len();
+    kind != Legacy::Q2_0
+        && (MIN_M..=4 * MAX_GROUPS).contains(&xs.len())
+        && nb % kind.sub_blocks() == 0
+        && xs.iter().enumerate().all(|(i, x)| {
+            let (q, g) = (&x.quad, &xs[i / 4 * 4].quad);
+            x.d.len() == nb
+                && q.lane == i % 4
+                && q.codes.len() == 128 * nb
+                && q.d.len() == 4 * nb
+                && q.sum.len() == 4 * nb
+                && std::ptr::eq(q.codes, g.codes)
+                && std::ptr::eq(q.d, g.d)
+                && std::ptr::eq(q.sum, g.sum)
+        })
+}
+
+/// The unsigned codes of block b of the weight row at `w` in value order, its binary16
+/// scale word, and its integer factor.
+///
+/// # Safety
+/// The tier's features; block b (for IQ4_XS its super-block) lies in the row.
+#[inline(always)]
+unsafe fn codes(kind: Legacy, w: *const u8, b: usize) -> (__m256i, u16, i32) {
+    // SAFETY: every read is inside block b (the caller's contract), at the descriptors'
+    // offsets.
+    unsafe {
+        let nibbles = |qs: *const u8| {
+            let v = _mm_loadu_si128(qs.cast());
+            let m = _mm_set1_epi8(0x0F);
+            _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m))
+        };
+        let iq4 = |n: __m256i| {
+            // kvalues + 128 (u8): the offset 128 keeps them unsigned.
+            let t = _mm_loadu_si128(KV_U8.as_ptr().cast());
+            _mm256_shuffle_epi8(_mm256_set_m128i(t, t), n)
+        };
+        let word = |p: *const u8| u16::from_le_bytes([*p, *p.add(1)]);
+        match kind {
+            Legacy::Q8_0 => {
+                let blk = w.add(q8_0::BYTES * b);
+                let q = _mm256_loadu_si256(blk.add(q8_0::QS.at).cast());
+                let u = _mm256_xor_si256(q, _mm256_set1_epi8(-128));
+                (u, word(blk.add(q8_0::D.at)), 1)
+            }
+            Legacy::Q4_0 => {
+                let blk = w.add(q4_0::BYTES * b);
+                (nibbles(blk.add(q4_0::QS.at)), word(blk.add(q4_0::D.at)), 1)
+            }
+            Legacy::Iq4Nl => {
+                let blk = w.add(iq4_nl::BYTES * b);
+                (
+                    iq4(nibbles(blk.add(iq4_nl::QS.at))),
+                    word(blk.add(iq4_nl::D.at)),
+                    1,
+                )
+            }
+            Legacy::Q5_0 => {
+                let blk = w.add(q5_0::BYTES * b);
+                let qh = u32::from_le_bytes(*blk.add(q5_0::QH.at).cast::<[u8; 4]>());
+                let fifth = _mm256_maskz_mov_epi8(qh, _mm256_set1_epi8(0x10));
+                let u = _mm256_or_si256(nibbles(blk.add(q5_0::QS.at)), fifth);
+                (u, word(blk.add(q5_0::D.at)), 1)
+            }
+            Legacy::Iq4Xs => {
+                let (sb, j) = (b / 8, b % 8);
+                let blk = w.add(iq4_xs::BYTES * sb);
+                let ls = iq4_xs::scale(std::slice::from_raw_parts(blk, iq4_xs::BYTES), j);
+                let u = iq4(nibbles(blk.add(iq4_xs::QS.at + 16 * j)));
+                (u, word(blk.add(iq4_xs::D.at)), ls as i32 - 32)
+            }
+            Legacy::Q2_0 => unreachable!("Q2_0 does not take the tile kernel"),
+        }
+    }
+}
+
+/// `KVALUES_IQ4NL[i] + 128`.
+static KV_U8: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = (KVALUES_IQ4NL[i] as i16 + 128) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// The code offset of `kind` as a shift: `OFFSET = 1 << shift` (8, 16 or 128).
+const fn offset_shift(kind: Legacy) -> u32 {
+    match kind {
+        Legacy::Q4_0 => 3,
+        Legacy::Q5_0 => 4,
+        _ => 7,
+    }
+}
+
+/// The kinds of this kernel as const parameters (one loop per type, its unpacking inlined
+/// with no branch on the type).
+const KINDS: [Legacy; 5] = [
+    Legacy::Q8_0,
+    Legacy::Q4_0,
+    Legacy::Q5_0,
+    Legacy::Iq4Nl,
+    Legacy::Iq4Xs,
+];
+
+/// Up to four weight rows `ws` against the rows `xs` ([`applies`] holds): `out[i·M + r]`,
+/// the reference's bits.
+///
+/// # Safety
+/// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) unsafe fn dot_row_group(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert!(applies(kind, xs));
+    let (m, nb) = (xs.len(), xs[0].d.len());
+    assert!((1..=4).contains(&ws.len()) && ws.iter().all(|w| w.len() >= kind.row_bytes(nb)));
+    assert!(out.len() >= ws.len() * m && m <= 4 * MAX_GROUPS);
+    // SAFETY (each): the features (the caller's contract); the rows hold nb blocks, `out`
+    // its outputs and `xs` its groups (checked above and by `applies`).
+    unsafe {
+        match kind {
+            Legacy::Q8_0 => tile::<0>(ws, xs, out),
+            Legacy::Q4_0 => tile::<1>(ws, xs, out),
+            Legacy::Q5_0 => tile::<2>(ws, xs, out),
+            Legacy::Iq4Nl => tile::<3>(ws, xs, out),
+            Legacy::Iq4Xs => tile::<4>(ws, xs, out),
+            Legacy::Q2_0 => unreachable!("Q2_0 does not take the tile kernel"),
+        }
+    }
+}
+
+/// [`dot_row_group`] for `KINDS[K]`.
+///
+/// # Safety
+/// As [`dot_row_group`], whose checks hold.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn tile<const K: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let kind = KINDS[K];
+    let (m, nb) = (xs.len(), xs[0].d.len());
+    let groups = m.div_ceil(4);
+    // A missing weight row repeats row 0; its lanes are never stored.
+    let row = |a: usize| ws.get(a).unwrap_or(&ws[0]).as_ptr();
+    let wp = [row(0), row(1), row(2), row(3)];
+    // Chunk c of lane (a, j) is dword 8a + c of [row 0 | row 1 | row 2 | row 3].
+    let base = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 24);
+    let spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    let shift = _mm_cvtsi32_si128(offset_shift(kind) as i32);
+    let mut acc = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
+    let mut quads = [(std::ptr::null(), std::ptr::null(), std::ptr::null()); MAX_GROUPS];
+    for (q, x) in quads.iter_mut().zip(xs.iter().step_by(4)) {
+        *q = (
+            x.quad.codes.as_ptr(),
+            x.quad.d.as_ptr(),
+            x.quad.sum.as_ptr(),
+        );
+    }
+    for b in 0..nb {
+        // SAFETY: block b < nb of every weight row and of every group's 128·nb codes and
+        // 4·nb scales and sums (the caller's checks).
+        unsafe {
+            // Block b of the four weight rows, expanded to the lanes (module docs).
+            let r = [
+                codes(kind, wp[0], b),
+                codes(kind, wp[1], b),
+                codes(kind, wp[2], b),
+                codes(kind, wp[3], b),
+            ];
+            let lo = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r[0].0), r[1].0);
+            let hi = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r[2].0), r[3].0);
+            let mut w = [_mm512_setzero_si512(); 8];
+            for (c, w) in w.iter_mut().enumerate() {
+                let idx = _mm512_add_epi32(base, _mm512_set1_epi32(c as i32));
+                *w = _mm512_permutex2var_epi32(lo, idx, hi);
+            }
+            let (h0, h1, h2, h3) = (r[0].1 as i16, r[1].1 as i16, r[2].1 as i16, r[3].1 as i16);
+            let dw = _mm_cvtph_ps(_mm_setr_epi16(h0, h1, h2, h3, 0, 0, 0, 0));
+            let dw = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(dw));
+            let f = _mm_cvtepi32_ps(_mm_setr_epi32(r[0].2, r[1].2, r[2].2, r[3].2));
+            let f = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(f));
+            let l = b % 8;
+            for (acc, &(xc, xd, xsum)) in acc.iter_mut().zip(&quads).take(groups) {
+                // Two chains of four (vpdpbusd's latency), added exactly.
+                let mut t = [_mm512_setzero_si512(); 2];
+                for c in 0..8 {
+                    let x =
+                        _mm512_broadcast_i32x4(_mm_loadu_si128(xc.add(16 * (8 * b + c)).cast()));
+                    t[c % 2] = _mm512_dpbusd_epi32(t[c % 2], w[c], x);
+                }
+                let t = _mm512_add_epi32(t[0], t[1]);
+                let s = _mm512_broadcast_i32x4(_mm_loadu_si128(xsum.add(4 * b).cast()));
+                let t = _mm512_sub_epi32(t, _mm512_sll_epi32(s, shift));
+                let mut tf = _mm512_cvtepi32_ps(t);
+                if kind == Legacy::Iq4Xs {
+                    tf = _mm512_mul_ps(tf, f);
+                }
+                let dx = _mm512_broadcast_f32x4(_mm_loadu_ps(xd.add(4 * b)));
+                acc[l] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), tf, acc[l]);
+            }
+        }
+    }
+    // The shared tree over the eight lanes, then lane (a, j) is out[a·M + 4g + j].
+    for (g, a) in acc.iter().enumerate().take(groups) {
+        let t = [
+            _mm512_add_ps(a[0], a[4]),
+            _mm512_add_ps(a[1], a[5]),
+            _mm512_add_ps(a[2], a[6]),
+            _mm512_add_ps(a[3], a[7]),
+        ];
+        let r = _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3]));
+        let mut lanes = [0f32; 16];
+        // SAFETY: 16 floats.
+        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), r) };
+        for i in 0..ws.len() {
+            for j in 0..4 {
+                let row = 4 * g + j;
+                if row < m {
+                    out[i * m + row] = lanes[4 * i + j];
+                }
+            }
+        }
+    }
+}
