@@ -167,6 +167,9 @@ pub(crate) struct Rows {
     pub quad_d: Vec<f32>,
     /// Empty, or [`Rows::sum`] interleaved as [`Rows::quad_d`].
     pub quad_sum: Vec<i32>,
+    /// Empty, or [`Rows::sum16`] (as i32) interleaved the same way: group g, 16-value half
+    /// h at `4·(K/16·g + h)`.
+    pub quad_sum16: Vec<i32>,
 }
 
 /// One row of [`Rows`].
@@ -195,8 +198,33 @@ pub(crate) struct Quad<'a> {
     pub codes: &'a [i8],
     pub d: &'a [f32],
     pub sum: &'a [i32],
+    pub sum16: &'a [i32],
     /// The row's place in its group.
     pub lane: usize,
+}
+
+/// Whether `xs` is whole groups of [`Rows::arrange_quads`] in place: every row of the same
+/// length, in its group's lane, beside the rest of its group (a tile kernel then reads each
+/// group's interleaved planes through its first row).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn quads_ready(xs: &[Row<'_>]) -> bool {
+    let Some(first) = xs.first() else {
+        return false;
+    };
+    let nb = first.d.len();
+    xs.iter().enumerate().all(|(i, x)| {
+        let (q, g) = (&x.quad, &xs[i / 4 * 4].quad);
+        x.d.len() == nb
+            && q.lane == i % 4
+            && q.codes.len() == 128 * nb
+            && q.d.len() == 4 * nb
+            && q.sum.len() == 4 * nb
+            && q.sum16.len() == 8 * nb
+            && std::ptr::eq(q.codes, g.codes)
+            && std::ptr::eq(q.d, g.d)
+            && std::ptr::eq(q.sum, g.sum)
+            && std::ptr::eq(q.sum16, g.sum16)
+    })
 }
 
 impl Quad<'_> {
@@ -205,6 +233,7 @@ impl Quad<'_> {
         codes: &[],
         d: &[],
         sum: &[],
+        sum16: &[],
         lane: 0,
     };
 }
@@ -241,6 +270,13 @@ impl Rows {
         let mk = mul(m, k, "q8_1 codes")?;
         let nb = mk / QK8_1;
         let planes = if arranged { mk } else { 0 };
+        // The interleaved planes: whole groups of four rows (mk / m·4 rows' worth at most).
+        let (quad_codes, quad_blocks) = if arranged {
+            let rows4 = m.div_ceil(4) * 4;
+            (mul(rows4, k, "q8_1 codes")?, rows4 * (k / QK8_1))
+        } else {
+            (0, 0)
+        };
         Ok(Rows {
             k,
             qs: try_vec(mk, "q8_1 activation codes")?,
@@ -250,30 +286,10 @@ impl Rows {
             sum8: try_vec(mul(4, nb, "q8_1 8-value sums")?, "q8_1 8-value sums")?,
             pairs: try_vec(planes, "q8_1 rearranged codes")?,
             pairs_abs: try_vec(planes, "q8_1 rearranged |codes|")?,
-            quads: try_vec(
-                if arranged {
-                    mul(m.div_ceil(4) * 4, k, "q8_1 codes")?
-                } else {
-                    0
-                },
-                "q8_1 interleaved codes",
-            )?,
-            quad_d: try_vec(
-                if arranged {
-                    m.div_ceil(4) * 4 * (k / QK8_1)
-                } else {
-                    0
-                },
-                "q8_1 interleaved scales",
-            )?,
-            quad_sum: try_vec(
-                if arranged {
-                    m.div_ceil(4) * 4 * (k / QK8_1)
-                } else {
-                    0
-                },
-                "q8_1 interleaved sums",
-            )?,
+            quads: try_vec(quad_codes, "q8_1 interleaved codes")?,
+            quad_d: try_vec(quad_blocks, "q8_1 interleaved scales")?,
+            quad_sum: try_vec(quad_blocks, "q8_1 interleaved sums")?,
+            quad_sum16: try_vec(2 * quad_blocks, "q8_1 interleaved half sums")?,
         })
     }
 
@@ -300,6 +316,7 @@ impl Rows {
         self.quads.clear();
         self.quad_d.clear();
         self.quad_sum.clear();
+        self.quad_sum16.clear();
         for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
             let b = quantize_block(xb);
             self.qs[i * QK8_1..(i + 1) * QK8_1].copy_from_slice(&b.qs);
@@ -339,11 +356,13 @@ impl Rows {
             self.quads.get(4 * k * g..4 * k * (g + 1)),
             self.quad_d.get(4 * nb * g..4 * nb * (g + 1)),
             self.quad_sum.get(4 * nb * g..4 * nb * (g + 1)),
+            self.quad_sum16.get(8 * nb * g..8 * nb * (g + 1)),
         ) {
-            (Some(codes), Some(d), Some(sum)) => Quad {
+            (Some(codes), Some(d), Some(sum), Some(sum16)) => Quad {
                 codes,
                 d,
                 sum,
+                sum16,
                 lane: i % 4,
             },
             _ => Quad::EMPTY,
@@ -374,8 +393,9 @@ impl Rows {
         }
     }
 
-    /// Fills [`Rows::quads`], [`Rows::quad_d`] and [`Rows::quad_sum`]: the rows in groups of
-    /// four, interleaved 4 codes (one block scale, one block sum) at a time, a last partial
+    /// Fills [`Rows::quads`], [`Rows::quad_d`], [`Rows::quad_sum`] and [`Rows::quad_sum16`]:
+    /// the rows in groups of four, interleaved 4 codes (one block scale, one block sum, one
+    /// half-block sum) at a time, a last partial
     /// group padded with zero rows (codes, scales and sums 0). Computed once per forward for
     /// the kernels whose vectors hold one lane per (weight row, activation row) pair.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -389,6 +409,8 @@ impl Rows {
         self.quad_d.resize(4 * nb * groups, 0.0);
         self.quad_sum.clear();
         self.quad_sum.resize(4 * nb * groups, 0);
+        self.quad_sum16.clear();
+        self.quad_sum16.resize(8 * nb * groups, 0);
         for i in 0..m {
             let (g, j) = (i / 4, i % 4);
             let row = &self.qs[i * k..(i + 1) * k];
@@ -399,6 +421,9 @@ impl Rows {
             for b in 0..nb {
                 self.quad_d[4 * (nb * g + b) + j] = self.d[nb * i + b];
                 self.quad_sum[4 * (nb * g + b) + j] = self.sum[nb * i + b];
+            }
+            for h in 0..2 * nb {
+                self.quad_sum16[4 * (2 * nb * g + h) + j] = self.sum16[2 * nb * i + h] as i32;
             }
         }
     }

@@ -30,7 +30,7 @@
 use super::{Isa, tree8};
 use crate::formats::gguf::blocks::{BlockType, q2_k, q3_k, q4_k, q5_k, q6_k, scale_min_k4};
 use crate::formats::gguf::f16_at;
-use crate::linear::q8_1::Row;
+use crate::linear::q8_1::{Row, Rows};
 use crate::registry::Format;
 
 /// The k-quant block types.
@@ -174,6 +174,18 @@ pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
     }
 }
 
+/// Activation rows as the kernel on `isa` reads them: on the AVX-512 tier, from
+/// `kquants_tile_avx512::MIN_M` rows on, also interleaved in groups of four for its tile
+/// kernel.
+pub(crate) fn prepare(isa: Isa, mut rows: Rows) -> Rows {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && rows.qs.len() / rows.k.max(1) >= super::kquants_tile_avx512::MIN_M {
+        rows.arrange_quads();
+    }
+    let _ = isa;
+    rows
+}
+
 /// Up to four consecutive weight rows `ws` (whole super-blocks of `kq`) against every q8_1
 /// row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
@@ -182,7 +194,15 @@ pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out:
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernels are compiled for.
-        Isa::Avx512 => unsafe { super::kquants_avx512::dot_row_group(kq, ws, xs, out) },
+        Isa::Avx512 => unsafe {
+            // Several activation rows: the tile kernel when the rows are interleaved for it,
+            // else the pair kernels; the same bits.
+            if super::kquants_tile_avx512::applies(kq, xs) {
+                super::kquants_tile_avx512::dot_row_group(kq, ws, xs, out)
+            } else {
+                super::kquants_avx512::dot_row_group(kq, ws, xs, out)
+            }
+        },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni => unsafe { super::kquants_avx2::avxvnni::dot_row_group(kq, ws, xs, out) },
@@ -327,19 +347,26 @@ mod tests {
                     }
                     let rb = k / 256 * kq.block_bytes();
                     let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
-                    for m in [1, 2, 3, 5] {
+                    for m in [1, 2, 3, 5, 8, 13, 17] {
                         let x = activations(m, k, &mut rng);
                         let q = Rows::quantize(&x, m, k);
                         let xh = q.dequantized();
                         let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                        // Each tier's own arrangement (the tile kernels' interleaved rows).
+                        let prepared: Vec<(Isa, Rows)> = Isa::tested()
+                            .into_iter()
+                            .map(|isa| (isa, prepare(isa, Rows::quantize(&x, m, k))))
+                            .collect();
                         for g in 1..=4 {
                             for r0 in [0, n - g] {
                                 let ws = &rows[r0..r0 + g];
                                 let mut ys = vec![0f32; g * m];
                                 dot_row_group(Isa::Scalar, kq, ws, &xs, &mut ys);
-                                for isa in Isa::tested() {
+                                for (isa, qp) in &prepared {
+                                    let isa = *isa;
+                                    let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
                                     let mut ya = vec![0f32; g * m];
-                                    dot_row_group(isa, kq, ws, &xs, &mut ya);
+                                    dot_row_group(isa, kq, ws, &xp, &mut ya);
                                     let b = |v: &[f32]| {
                                         v.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
                                     };
@@ -432,16 +459,18 @@ mod tests {
             }
             let rb = k / 256 * kq.block_bytes();
             let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
-            for m in [1, 3, 6] {
+            for m in [1, 3, 6, 9, 17] {
                 let x = activations(m, k, &mut rng);
                 let q = Rows::quantize(&x, m, k);
                 let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
                 let mut want = vec![0f32; n * m];
                 dot_row_group(Isa::Scalar, kq, &rows, &xs, &mut want);
                 for isa in Isa::tested() {
+                    let qp = prepare(isa, Rows::quantize(&x, m, k));
+                    let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
                     for g in 1..=4 {
                         let mut got = vec![0f32; g * m];
-                        dot_row_group(isa, kq, &rows[n - g..], &xs, &mut got);
+                        dot_row_group(isa, kq, &rows[n - g..], &xp, &mut got);
                         let want = &want[(n - g) * m..];
                         assert_eq!(bits(&got), bits(want), "{kq:?} {isa:?} m{m} g{g}");
                     }

@@ -46,7 +46,7 @@ const PF_ROWS: usize = 4;
 
 /// A super-block's header, decoded once per weight row.
 #[derive(Clone, Copy)]
-struct Hdr {
+pub(super) struct Hdr {
     /// Q3_K, Q6_K: d broadcast.
     d: __m256,
     /// Q2_K, Q4_K, Q5_K: d in lanes 0..8, dmin in lanes 8..16.
@@ -59,7 +59,7 @@ struct Hdr {
 }
 
 /// One k-quant type.
-trait K {
+pub(super) trait K {
     const KQ: Kq;
     /// # Safety
     /// AVX-512 F/BW/VL/VNNI, AVX2/FMA/F16C available; `b` points at a whole super-block.
@@ -137,7 +137,7 @@ fn high_bit(c: &mut [__m512i; 4], bits: __m512i, low: i8, to: i64) {
 }
 
 /// `block_q2_K { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin; }`.
-struct Q2K;
+pub(super) struct Q2K;
 impl K for Q2K {
     const KQ: Kq = Kq::Q2K;
     #[inline]
@@ -169,7 +169,7 @@ impl K for Q2K {
 }
 
 /// `block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }`: u = q + 4.
-struct Q3K;
+pub(super) struct Q3K;
 impl K for Q3K {
     const KQ: Kq = Kq::Q3K;
     #[inline]
@@ -229,7 +229,7 @@ unsafe fn header_k45(b: *const u8) -> Hdr {
 }
 
 /// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`.
-struct Q4K;
+pub(super) struct Q4K;
 impl K for Q4K {
     const KQ: Kq = Kq::Q4K;
     #[inline]
@@ -251,7 +251,7 @@ impl K for Q4K {
 }
 
 /// `block_q5_K { f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }`.
-struct Q5K;
+pub(super) struct Q5K;
 impl K for Q5K {
     const KQ: Kq = Kq::Q5K;
     #[inline]
@@ -273,7 +273,7 @@ impl K for Q5K {
 }
 
 /// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }`: u = q + 32.
-struct Q6K;
+pub(super) struct Q6K;
 impl K for Q6K {
     const KQ: Kq = Kq::Q6K;
     #[inline]

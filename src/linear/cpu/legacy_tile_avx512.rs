@@ -24,7 +24,7 @@
 use super::legacy::Legacy;
 use crate::formats::gguf::blocks::{iq4_nl, iq4_xs, q4_0, q5_0, q8_0};
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
-use crate::linear::q8_1::Row;
+use crate::linear::q8_1::{Row, quads_ready};
 use std::arch::x86_64::*;
 
 /// Activation rows from which a row group takes this kernel (fewer rows run the pair kernels
@@ -35,26 +35,14 @@ pub(super) const MIN_M: usize = 4;
 const MAX_GROUPS: usize = 16;
 
 /// Whether this kernel serves `kind` against `xs`: a type it knows, at least [`MIN_M`]
-/// rows, at most 64, every group of four interleaved ([`Row::quad`]) and in place.
+/// rows, at most 64, interleaved in groups of four ([`quads_ready`]).
 pub(super) fn applies(kind: Legacy, xs: &[Row<'_>]) -> bool {
-    let Some(first) = xs.first() else {
-        return false;
-    };
-    let nb = first.d.len();
     kind != Legacy::Q2_0
+        && xs
+            .first()
+            .is_some_and(|x| x.d.len() % kind.sub_blocks() == 0)
         && (MIN_M..=4 * MAX_GROUPS).contains(&xs.len())
-        && nb % kind.sub_blocks() == 0
-        && xs.iter().enumerate().all(|(i, x)| {
-            let (q, g) = (&x.quad, &xs[i / 4 * 4].quad);
-            x.d.len() == nb
-                && q.lane == i % 4
-                && q.codes.len() == 128 * nb
-                && q.d.len() == 4 * nb
-                && q.sum.len() == 4 * nb
-                && std::ptr::eq(q.codes, g.codes)
-                && std::ptr::eq(q.d, g.d)
-                && std::ptr::eq(q.sum, g.sum)
-        })
+        && quads_ready(xs)
 }
 
 /// The unsigned codes of block b of the weight row at `w` in value order, its binary16

@@ -1,0 +1,267 @@
+//! The AVX-512 tile kernel of the k-quants (Q2_K–Q6_K) for several activation rows: four
+//! weight rows against every group of four activation rows, one 512-bit lane per (weight
+//! row, activation row) pair, as the legacy family's tile kernel
+//! ([`super::legacy_tile_avx512`]). Same bits as [`super::kquants`]'s order: only the way
+//! the exact sums `S_j` and `M_j` are formed differs.
+//!
+//! Per super-block each weight row's unsigned codes come from the 512-bit kernels'
+//! unpacking ([`K::codes`], natural value order), and per 32-value sub-block j they are
+//! spread to the lanes: for 4-value chunk c, one vector whose 128-bit lane a repeats the
+//! chunk's codes of weight row a (`vpermt2d`). Against the four-row interleaved activation
+//! chunks ([`Rows::arrange_quads`](crate::linear::q8_1::Rows::arrange_quads)), four
+//! `vpdpbusd` give each lane's exact `Σ u·x` over a 16-value half (`t_lo`, `t_hi`); then,
+//! all exact in f32 (every product and partial sum an integer below 2²⁴):
+//!
+//! - Q2_K, Q3_K, Q6_K (per-16 scales): `S_j = sc_lo·(t_lo − OFF·Σx16_lo) + sc_hi·(t_hi −
+//!   OFF·Σx16_hi)` (OFF: Q3_K 4, Q6_K 32, Q2_K 0), and Q2_K's `M_j = m_lo·Σx16_lo +
+//!   m_hi·Σx16_hi`;
+//! - Q4_K, Q5_K (per-32): `S_j = sc_j·(t_lo + t_hi)`, `M_j = m_j·Σx`;
+//! - `acc[j] ← fma(d·dx, S_j, acc[j])`, `accm[j] ← fma(dmin·dx, M_j, accm[j])` per lane,
+//!   and the shared tree of `acc[j] − accm[j]` (or of `acc`).
+
+use super::kquants::Kq;
+use super::kquants_avx512::{K, Q2K, Q3K, Q4K, Q5K, Q6K};
+use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k, scale_min_k4};
+use crate::linear::q8_1::{Row, quads_ready};
+use std::arch::x86_64::*;
+
+/// Activation rows from which a row group of `kq` takes this kernel: below it the pair
+/// kernels of `kquants_avx512`, which unpack each super-block once per pass of up to four
+/// activation rows and need no lane spreading, measured faster (Xeon with AVX-512, one
+/// thread, 4096²: Q3_K and Q6_K even at M = 8, Q4_K and Q5_K at 12, Q2_K at 16).
+pub(super) const fn min_m(kq: Kq) -> usize {
+    match kq {
+        Kq::Q3K | Kq::Q6K => 8,
+        Kq::Q4K | Kq::Q5K => 12,
+        Kq::Q2K => 16,
+    }
+}
+
+/// The fewest rows any type takes this kernel from (the rows are interleaved from here).
+pub(super) const MIN_M: usize = 8;
+
+/// Most activation groups of one call (the engine's tile of at most 64 rows).
+const MAX_GROUPS: usize = 16;
+
+/// Whether this kernel serves `kq` against `xs`: at least [`min_m`] rows, at most 64,
+/// whole super-blocks, interleaved in groups of four ([`quads_ready`]).
+pub(super) fn applies(kq: Kq, xs: &[Row<'_>]) -> bool {
+    xs.first().is_some_and(|x| x.d.len().is_multiple_of(8))
+        && (min_m(kq)..=4 * MAX_GROUPS).contains(&xs.len())
+        && quads_ready(xs)
+}
+
+/// A super-block's integer scales and mins per 16-value half (Q4_K/Q5_K: each sub-block's
+/// twice) as f32 (exact), and its binary16 d and dmin words.
+#[inline(always)]
+fn scales(kq: Kq, b: &[u8]) -> ([f32; 16], [f32; 16], u16, u16) {
+    let word = |at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+    let (mut sc, mut m) = ([0f32; 16], [0f32; 16]);
+    match kq {
+        Kq::Q2K => {
+            for (h, &s) in q2_k::SCALES.of(b).iter().enumerate() {
+                (sc[h], m[h]) = ((s & 15) as f32, (s >> 4) as f32);
+            }
+            (sc, m, word(q2_k::D.at), word(q2_k::DMIN.at))
+        }
+        Kq::Q3K => {
+            for (o, s) in sc.iter_mut().zip(q3_k::scales(q3_k::SCALES.of(b))) {
+                *o = s as f32;
+            }
+            (sc, m, word(q3_k::D.at), 0)
+        }
+        Kq::Q4K | Kq::Q5K => {
+            const { assert!(q4_k::SCALES.at == q5_k::SCALES.at && q4_k::D.at == q5_k::D.at) };
+            const { assert!(q4_k::DMIN.at == q5_k::DMIN.at) };
+            let s = q4_k::SCALES.of(b);
+            for j in 0..8 {
+                let (a, n) = scale_min_k4(j, s);
+                (sc[2 * j], sc[2 * j + 1]) = (a as f32, a as f32);
+                (m[2 * j], m[2 * j + 1]) = (n as f32, n as f32);
+            }
+            (sc, m, word(q4_k::D.at), word(q4_k::DMIN.at))
+        }
+        Kq::Q6K => {
+            for (o, &s) in sc.iter_mut().zip(q6_k::SCALES.of(b)) {
+                *o = s as i8 as f32;
+            }
+            (sc, m, word(q6_k::D.at), 0)
+        }
+    }
+}
+
+/// Up to four weight rows `ws` (whole super-blocks) against the rows `xs` ([`applies`]
+/// holds): `out[i·M + r]`, the reference's bits.
+///
+/// # Safety
+/// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert!(applies(kq, xs));
+    let (m, nb) = (xs.len(), xs[0].d.len());
+    let bytes = nb / 8 * kq.block_bytes();
+    assert!((1..=4).contains(&ws.len()) && ws.iter().all(|w| w.len() >= bytes));
+    assert!(out.len() >= ws.len() * m && m <= 4 * MAX_GROUPS);
+    // SAFETY (each): the features (the caller's contract); the rows hold the super-blocks,
+    // `out` its outputs and `xs` its groups (checked above and by `applies`).
+    unsafe {
+        match kq {
+            Kq::Q2K => tile::<Q2K>(ws, xs, out),
+            Kq::Q3K => tile::<Q3K>(ws, xs, out),
+            Kq::Q4K => tile::<Q4K>(ws, xs, out),
+            Kq::Q5K => tile::<Q5K>(ws, xs, out),
+            Kq::Q6K => tile::<Q6K>(ws, xs, out),
+        }
+    }
+}
+
+/// `v[a]` in 128-bit lane a (each four times).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn spread(v: __m128) -> __m512 {
+    let idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
+}
+
+/// [`dot_row_group`] for the type `U`.
+///
+/// # Safety
+/// As [`dot_row_group`], whose checks hold.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let kq = U::KQ;
+    let bb = kq.block_bytes();
+    let (m, nb) = (xs.len(), xs[0].d.len());
+    let groups = m.div_ceil(4);
+    let per16 = matches!(kq, Kq::Q2K | Kq::Q3K | Kq::Q6K);
+    let offset = _mm_cvtsi32_si128(match kq {
+        Kq::Q3K => 2,
+        Kq::Q6K => 5,
+        _ => 0,
+    });
+    let has_offset = matches!(kq, Kq::Q3K | Kq::Q6K);
+    // A missing weight row repeats row 0; its lanes are never stored.
+    let row = |a: usize| ws.get(a).unwrap_or(&ws[0]).as_ptr();
+    let wp = [row(0), row(1), row(2), row(3)];
+    // Chunk c of lane (a, j) is dword 8a + c of [row 0 | row 1 | row 2 | row 3].
+    let base = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 24);
+    let mut acc = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
+    let mut accm = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
+    let null = (
+        std::ptr::null(),
+        std::ptr::null(),
+        std::ptr::null(),
+        std::ptr::null(),
+    );
+    let mut quads = [null; MAX_GROUPS];
+    for (q, x) in quads.iter_mut().zip(xs.iter().step_by(4)) {
+        let x = &x.quad;
+        *q = (
+            x.codes.as_ptr(),
+            x.d.as_ptr(),
+            x.sum.as_ptr(),
+            x.sum16.as_ptr(),
+        );
+    }
+    let mut codes = [[_mm512_setzero_si512(); 4]; 4];
+    let (mut sc_t, mut m_t) = ([[0f32; 4]; 16], [[0f32; 4]; 16]);
+    for sb in 0..nb / 8 {
+        // SAFETY: super-block sb of every weight row (the caller's checks).
+        let (dw, dmw) = unsafe {
+            let mut words = [0u16; 8];
+            for a in 0..4 {
+                let blk = wp[a].add(bb * sb);
+                codes[a] = U::codes(blk);
+                let (sc, mn, d, dmin) = scales(kq, std::slice::from_raw_parts(blk, bb));
+                for h in 0..16 {
+                    (sc_t[h][a], m_t[h][a]) = (sc[h], mn[h]);
+                }
+                (words[a], words[4 + a]) = (d, dmin);
+            }
+            let dd = _mm_cvtph_ps(_mm_loadu_si128(words.as_ptr().cast()));
+            let dm = _mm_cvtph_ps(_mm_srli_si128::<8>(_mm_loadu_si128(words.as_ptr().cast())));
+            (spread(dd), spread(dm))
+        };
+        for j in 0..8 {
+            let t = 8 * sb + j;
+            // SAFETY: sub-block j of the four rows' 256 codes; block t < nb of every group's
+            // 128·nb codes, 4·nb scales and sums and 8·nb half sums (the caller's checks).
+            unsafe {
+                let half = |a: usize| {
+                    _mm256_loadu_si256(codes[a].as_ptr().cast::<u8>().add(32 * j).cast())
+                };
+                let lo = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(half(0)), half(1));
+                let hi = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(half(2)), half(3));
+                let mut w = [_mm512_setzero_si512(); 8];
+                for (c, w) in w.iter_mut().enumerate() {
+                    let idx = _mm512_add_epi32(base, _mm512_set1_epi32(c as i32));
+                    *w = _mm512_permutex2var_epi32(lo, idx, hi);
+                }
+                let load4 = |v: &[f32; 4]| spread(_mm_loadu_ps(v.as_ptr()));
+                let (sc_lo, sc_hi) = (load4(&sc_t[2 * j]), load4(&sc_t[2 * j + 1]));
+                let (m_lo, m_hi) = (load4(&m_t[2 * j]), load4(&m_t[2 * j + 1]));
+                for g in 0..groups {
+                    let (xc, xd, xsum, xsum16) = quads[g];
+                    let mut tl = [_mm512_setzero_si512(); 2];
+                    for c in 0..8 {
+                        let x = _mm512_broadcast_i32x4(_mm_loadu_si128(
+                            xc.add(16 * (8 * t + c)).cast(),
+                        ));
+                        tl[c / 4] = _mm512_dpbusd_epi32(tl[c / 4], w[c], x);
+                    }
+                    let bcast = |p: *const i32| _mm512_broadcast_i32x4(_mm_loadu_si128(p.cast()));
+                    let dx = _mm512_broadcast_f32x4(_mm_loadu_ps(xd.add(4 * t)));
+                    let (s_lo, s_hi) = (bcast(xsum16.add(8 * t)), bcast(xsum16.add(8 * t + 4)));
+                    let s = if per16 {
+                        let (mut t_lo, mut t_hi) = (tl[0], tl[1]);
+                        if has_offset {
+                            t_lo = _mm512_sub_epi32(t_lo, _mm512_sll_epi32(s_lo, offset));
+                            t_hi = _mm512_sub_epi32(t_hi, _mm512_sll_epi32(s_hi, offset));
+                        }
+                        let p = _mm512_mul_ps(_mm512_cvtepi32_ps(t_lo), sc_lo);
+                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(t_hi), sc_hi, p)
+                    } else {
+                        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(tl[0], tl[1])), sc_lo)
+                    };
+                    acc[g][j] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), s, acc[g][j]);
+                    if kq.has_min() {
+                        let mj = if per16 {
+                            let p = _mm512_mul_ps(m_lo, _mm512_cvtepi32_ps(s_lo));
+                            _mm512_fmadd_ps(m_hi, _mm512_cvtepi32_ps(s_hi), p)
+                        } else {
+                            _mm512_mul_ps(m_lo, _mm512_cvtepi32_ps(bcast(xsum.add(4 * t))))
+                        };
+                        accm[g][j] = _mm512_fmadd_ps(_mm512_mul_ps(dmw, dx), mj, accm[g][j]);
+                    }
+                }
+            }
+        }
+    }
+    // The shared tree over the eight lanes, then lane (a, j) is out[a·M + 4g + j].
+    for g in 0..groups {
+        let a: [__m512; 8] = if kq.has_min() {
+            std::array::from_fn(|j| _mm512_sub_ps(acc[g][j], accm[g][j]))
+        } else {
+            acc[g]
+        };
+        let t = [
+            _mm512_add_ps(a[0], a[4]),
+            _mm512_add_ps(a[1], a[5]),
+            _mm512_add_ps(a[2], a[6]),
+            _mm512_add_ps(a[3], a[7]),
+        ];
+        let r = _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3]));
+        let mut lanes = [0f32; 16];
+        // SAFETY: 16 floats.
+        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), r) };
+        for i in 0..ws.len() {
+            for j in 0..4 {
+                let row = 4 * g + j;
+                if row < m {
+                    out[i * m + row] = lanes[4 * i + j];
+                }
+            }
+        }
+    }
+}
