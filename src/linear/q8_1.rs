@@ -399,7 +399,9 @@ impl Rows {
     /// group padded with zero rows (codes, scales and sums 0). Computed once per forward for
     /// the kernels whose vectors hold one lane per (weight row, activation row) pair.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub fn arrange_quads(&mut self) {
+    /// With `arranged` the codes come from [`Rows::pairs`] (the order of a kernel's weight
+    /// bytes, [`Rows::arrange_pairs`] already run), else from [`Rows::qs`].
+    pub fn arrange_quads(&mut self, arranged: bool) {
         let (k, nb) = (self.k, self.k / QK8_1);
         let m = self.qs.len().checked_div(k).unwrap_or(0);
         let groups = m.div_ceil(4);
@@ -413,7 +415,8 @@ impl Rows {
         self.quad_sum16.resize(8 * nb * groups, 0);
         for i in 0..m {
             let (g, j) = (i / 4, i % 4);
-            let row = &self.qs[i * k..(i + 1) * k];
+            let src = if arranged { &self.pairs } else { &self.qs };
+            let row = &src[i * k..(i + 1) * k];
             let codes = &mut self.quads[4 * k * g..4 * k * (g + 1)];
             for (c, chunk) in row.chunks_exact(4).enumerate() {
                 codes[16 * c + 4 * j..16 * c + 4 * j + 4].copy_from_slice(chunk);

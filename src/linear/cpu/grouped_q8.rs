@@ -41,7 +41,14 @@ pub(crate) struct GRow<'a> {
 pub(crate) fn prepare(isa: Isa, kind: Grouped, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => super::grouped_q8_avx512::arrange(kind, rows),
+        Isa::Avx512 => {
+            let mut rows = super::grouped_q8_avx512::arrange(kind, rows);
+            if rows.qs.len() / rows.k.max(1) >= super::grouped_tile_avx512::MIN_M {
+                // q8 reads its codes in their natural order, the others as arranged.
+                rows.arrange_quads(kind != Grouped::Q8);
+            }
+            rows
+        }
         #[cfg(target_arch = "x86_64")]
         isa if isa.avx2() => super::grouped_q8_avx2::arrange(kind, rows),
         _ => {
@@ -160,7 +167,15 @@ pub(crate) fn dot_row_group(
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernels are compiled for.
-        Isa::Avx512 => unsafe { super::grouped_q8_avx512::dot_row_group(kind, ws, xs, out) },
+        Isa::Avx512 => unsafe {
+            // Several activation rows: the tile kernel when the rows are interleaved for it,
+            // else the pair kernels; the same bits.
+            if super::grouped_tile_avx512::applies(kind, xs) {
+                super::grouped_tile_avx512::dot_row_group(kind, ws, xs, out)
+            } else {
+                super::grouped_q8_avx512::dot_row_group(kind, ws, xs, out)
+            }
+        },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni => unsafe {

@@ -75,7 +75,7 @@ pub(super) fn arrange(kind: Grouped, mut rows: Rows) -> Rows {
 }
 
 /// One format's unpacking and reduction, as a type so that each kernel is monomorphized.
-trait Kernel {
+pub(super) trait Kernel {
     /// Code bytes per 32-value block.
     const BLOCK_BYTES: usize;
     /// Scale bytes per chunk of eight blocks.
@@ -211,7 +211,7 @@ unsafe fn fields(p: *const u8, flip: i8) -> [__m512i; 2] {
 }
 
 /// q2_g64_fp16: 8 bytes per block, words u = code + 1 read as they are.
-struct Q2;
+pub(super) struct Q2;
 impl Kernel for Q2 {
     const BLOCK_BYTES: usize = 8;
     const CHUNK_SCALE_BYTES: usize = 8;
@@ -231,7 +231,7 @@ impl Kernel for Q2 {
 }
 
 /// t2_g128_fp16: 8 bytes per block, two's-complement words read as u = word ^ 2 = code + 2.
-struct T2;
+pub(super) struct T2;
 impl Kernel for T2 {
     const BLOCK_BYTES: usize = 8;
     const CHUNK_SCALE_BYTES: usize = 4;
@@ -260,7 +260,7 @@ impl Kernel for T2 {
 }
 
 /// q4_g64_fp16: 16 bytes per block, two's-complement nibbles read as n ^ 8 = code + 8.
-struct Q4;
+pub(super) struct Q4;
 impl Kernel for Q4 {
     const BLOCK_BYTES: usize = 16;
     const CHUNK_SCALE_BYTES: usize = 8;
@@ -280,7 +280,7 @@ impl Kernel for Q4 {
 }
 
 /// q5_g64_fp16: 16 nibble bytes + 4 bit-4 bytes per block, read as u = word ^ 16 = code + 16.
-struct Q5;
+pub(super) struct Q5;
 impl Kernel for Q5 {
     const BLOCK_BYTES: usize = 16;
     const CHUNK_SCALE_BYTES: usize = 8;
@@ -336,7 +336,7 @@ impl Kernel for Q5 {
 
 /// q6_g64_fp16: 16 nibble bytes + 8 two-bit bytes per block, read as u = word ^ 32 =
 /// code + 32.
-struct Q6;
+pub(super) struct Q6;
 impl Kernel for Q6 {
     const BLOCK_BYTES: usize = 16;
     const CHUNK_SCALE_BYTES: usize = 8;
@@ -388,7 +388,7 @@ impl Kernel for Q6 {
 }
 
 /// q8_g32_fp16: 32 bytes per block, one scale per block, read as u = q ^ 0x80 = code + 128.
-struct Q8;
+pub(super) struct Q8;
 impl Kernel for Q8 {
     const BLOCK_BYTES: usize = 32;
     const CHUNK_SCALE_BYTES: usize = 16;

@@ -180,7 +180,7 @@ pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
 pub(crate) fn prepare(isa: Isa, mut rows: Rows) -> Rows {
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx512 && rows.qs.len() / rows.k.max(1) >= super::kquants_tile_avx512::MIN_M {
-        rows.arrange_quads();
+        rows.arrange_quads(false);
     }
     let _ = isa;
     rows

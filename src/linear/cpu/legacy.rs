@@ -101,7 +101,7 @@ pub(crate) fn prepare(isa: Isa, kind: Legacy, rows: Rows) -> Rows {
             let mut rows = super::legacy_avx2::arrange(kind, rows);
             let m = rows.qs.len() / rows.k.max(1);
             if m >= super::legacy_tile_avx512::MIN_M && kind != Legacy::Q2_0 {
-                rows.arrange_quads();
+                rows.arrange_quads(false);
             }
             rows
         }

@@ -96,6 +96,8 @@ pub(crate) mod grouped_q8;
 mod grouped_q8_avx2;
 #[cfg(target_arch = "x86_64")]
 mod grouped_q8_avx512;
+#[cfg(target_arch = "x86_64")]
+mod grouped_tile_avx512;
 pub(crate) mod iquants;
 #[cfg(target_arch = "x86_64")]
 mod iquants_avx2;

@@ -121,4 +121,4 @@ pub(super) fn q8_1_tiers(
 
 /// The activation row counts of [`q8_1_tiers`]: M = 1 (the rows pass) and M > 1 (tiles of
 /// 1..=4 activation rows, with remainders).
-pub(super) const TIER_MS: [usize; 8] = [1, 2, 3, 4, 5, 6, 8, 13];
+pub(super) const TIER_MS: [usize; 9] = [1, 2, 3, 4, 5, 6, 8, 13, 17];

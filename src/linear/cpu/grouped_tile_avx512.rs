@@ -1,0 +1,223 @@
+//! The AVX-512 tile kernel of the grouped formats against q8_1 activations with several
+//! activation rows: four weight rows against every group of four activation rows, one
+//! 512-bit lane per (weight row, activation row) pair, as the legacy family's tile kernel
+//! ([`super::legacy_tile_avx512`]). Same bits as [`super::grouped_q8`]'s order: only the
+//! way the exact block sums `T_b` are formed differs.
+//!
+//! Per run of four blocks each weight row is unpacked by the 512-bit kernels' own code
+//! ([`Kernel::unpack_run`]: 128 unsigned codes in the order their activations were
+//! arranged in, natural for q8), and the activation rows were interleaved in groups of four
+//! from that same arrangement
+//! ([`Rows::arrange_quads`](crate::linear::q8_1::Rows::arrange_quads)). Every 4-code chunk
+//! of a run lies inside one block ([`chunks`] lists each block's eight), so a block is
+//! eight `vpdpbusd` of a spread weight chunk (128-bit lane a: weight row a, `vpermt2d`) and
+//! a broadcast activation chunk: sixteen exact `Σ u·x`, minus the offset times the block's
+//! `Σx`, converted exactly (|T_b| < 2²⁴); then `acc[b mod 8] ← fma(s_g·dx_b, T_b, ·)` per
+//! lane and the shared tree.
+
+use super::float::Grouped;
+use super::grouped_q8::{GRow, check_rows};
+use super::grouped_q8_avx512::{Kernel, Q2, Q4, Q5, Q6, Q8, T2};
+use crate::linear::q8_1::{Row, quads_ready};
+use std::arch::x86_64::*;
+
+/// Activation rows from which a row group of `kind` takes this kernel: below it the pair
+/// kernels of `grouped_q8_avx512` (each weight run unpacked once per pass of up to four
+/// activation rows, no lane spreading) measured faster (Xeon with AVX-512, one thread,
+/// 4096²: q8 from M = 12 on, the others from 16).
+pub(super) const fn min_m(kind: Grouped) -> usize {
+    match kind {
+        Grouped::Q8 => 12,
+        _ => 16,
+    }
+}
+
+/// The fewest rows any format takes this kernel from (the rows are interleaved from here).
+pub(super) const MIN_M: usize = 12;
+
+/// Most activation groups of one call (the engine's tile of at most 64 rows).
+const MAX_GROUPS: usize = 16;
+
+/// Whether this kernel serves `kind` against `xs`: at least [`min_m`] rows, at most 64,
+/// whole runs of four blocks, interleaved in groups of four ([`quads_ready`]).
+pub(super) fn applies(kind: Grouped, xs: &[Row<'_>]) -> bool {
+    xs.first().is_some_and(|x| x.d.len().is_multiple_of(4))
+        && (min_m(kind)..=4 * MAX_GROUPS).contains(&xs.len())
+        && quads_ready(xs)
+}
+
+/// The chunks (4 codes each, 0..32) of each block of a run in the arranged order of `kind`
+/// (`grouped_q8_avx512`'s arrangements): q8 natural, block q = chunks 8q .. 8q + 8; q4, q5,
+/// q6 (code byte 64h + 16q + i of block q) chunks 16h + 4q + (0..4); q2, t2 (byte 64z +
+/// 32h + 8q + i) chunks 16z + 8h + 2q + (0, 1).
+const fn chunks(kind: Grouped) -> [[usize; 8]; 4] {
+    let mut out = [[0usize; 8]; 4];
+    let mut q = 0;
+    while q < 4 {
+        let mut n = 0;
+        let mut c = 0;
+        while c < 32 {
+            let block = match kind {
+                Grouped::Q8 => c / 8,
+                Grouped::Q4 | Grouped::Q5 | Grouped::Q6 => (c % 16) / 4,
+                Grouped::Q2 | Grouped::T2 => (c % 8) / 2,
+            };
+            if block == q {
+                out[q][n] = c;
+                n += 1;
+            }
+            c += 1;
+        }
+        q += 1;
+    }
+    out
+}
+
+/// Up to four weight rows `ws` against the rows `xs` ([`applies`] holds, `xs` prepared with
+/// the arrangement of `kind`): `out[i·M + r]`, the reference's bits.
+///
+/// # Safety
+/// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) unsafe fn dot_row_group(
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+) {
+    debug_assert!(applies(kind, xs));
+    let m = xs.len();
+    assert!((1..=4).contains(&ws.len()) && out.len() >= ws.len() * m && m <= 4 * MAX_GROUPS);
+    // SAFETY (each): the features (the caller's contract); `tile` checks the rows.
+    unsafe {
+        match kind {
+            Grouped::Q2 => tile::<Q2>(kind, ws, xs, out),
+            Grouped::T2 => tile::<T2>(kind, ws, xs, out),
+            Grouped::Q4 => tile::<Q4>(kind, ws, xs, out),
+            Grouped::Q5 => tile::<Q5>(kind, ws, xs, out),
+            Grouped::Q6 => tile::<Q6>(kind, ws, xs, out),
+            Grouped::Q8 => tile::<Q8>(kind, ws, xs, out),
+        }
+    }
+}
+
+/// `v[a]` in 128-bit lane a (each four times).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn spread(v: __m128) -> __m512 {
+    let idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
+}
+
+/// [`dot_row_group`] for the format `K`.
+///
+/// # Safety
+/// As [`dot_row_group`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn tile<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
+    // Every pointer read below stays inside these.
+    check_rows(kind, ws, xs, K::BLOCK_BYTES, K::HI_BYTES, false);
+    let (m, nb) = (xs.len(), xs[0].d.len());
+    let groups = m.div_ceil(4);
+    let ch = chunks(kind);
+    // A missing weight row repeats row 0; its lanes are never stored.
+    let row = |a: usize| ws.get(a).unwrap_or(&ws[0]);
+    let wr = [row(0), row(1), row(2), row(3)];
+    let base = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 24);
+    let mut acc = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
+    let null = (std::ptr::null(), std::ptr::null(), std::ptr::null());
+    let mut quads = [null; MAX_GROUPS];
+    for (q, x) in quads.iter_mut().zip(xs.iter().step_by(4)) {
+        *q = (
+            x.quad.codes.as_ptr(),
+            x.quad.d.as_ptr(),
+            x.quad.sum.as_ptr(),
+        );
+    }
+    let shift = _mm_cvtsi32_si128(K::OFFSET_LOG2);
+    for r in 0..nb / 4 {
+        let b0 = 4 * r;
+        // SAFETY: the run's codes, plane-1 bytes and scales lie in every row (checked).
+        unsafe {
+            let run = |w: &GRow<'_>| K::unpack_run(w.codes.as_ptr(), w.hi.as_ptr(), b0);
+            let u = [run(wr[0]), run(wr[1]), run(wr[2]), run(wr[3])];
+            // Segment s (chunks 8s .. 8s + 8) of rows 0, 1 and of rows 2, 3.
+            let seg = |s: usize, a: usize| {
+                let (x, y) = (u[a][s / 2], u[a + 1][s / 2]);
+                if s.is_multiple_of(2) {
+                    _mm512_shuffle_i64x2::<0b0100_0100>(x, y)
+                } else {
+                    _mm512_shuffle_i64x2::<0b1110_1110>(x, y)
+                }
+            };
+            let lohi = [
+                (seg(0, 0), seg(0, 2)),
+                (seg(1, 0), seg(1, 2)),
+                (seg(2, 0), seg(2, 2)),
+                (seg(3, 0), seg(3, 2)),
+            ];
+            for (q, chq) in ch.iter().enumerate() {
+                let b = b0 + q;
+                let mut w = [_mm512_setzero_si512(); 8];
+                for (k, w) in w.iter_mut().enumerate() {
+                    let c = chq[k];
+                    let (lo, hi) = lohi[c / 8];
+                    let idx = _mm512_add_epi32(base, _mm512_set1_epi32((c % 8) as i32));
+                    *w = _mm512_permutex2var_epi32(lo, idx, hi);
+                }
+                let g = 32 * b / kind.group();
+                let word = |w: &GRow<'_>| {
+                    u16::from_le_bytes([w.scales[2 * g], w.scales[2 * g + 1]]) as i16
+                };
+                let sw = _mm_setr_epi16(
+                    word(wr[0]),
+                    word(wr[1]),
+                    word(wr[2]),
+                    word(wr[3]),
+                    0,
+                    0,
+                    0,
+                    0,
+                );
+                let dw = spread(_mm_cvtph_ps(sw));
+                for (acc, &(xc, xd, xsum)) in acc.iter_mut().zip(&quads).take(groups) {
+                    let mut t = [_mm512_setzero_si512(); 2];
+                    for k in 0..8 {
+                        let x = _mm512_broadcast_i32x4(_mm_loadu_si128(
+                            xc.add(16 * (32 * r + chq[k])).cast(),
+                        ));
+                        t[k % 2] = _mm512_dpbusd_epi32(t[k % 2], w[k], x);
+                    }
+                    let t = _mm512_add_epi32(t[0], t[1]);
+                    let s = _mm512_broadcast_i32x4(_mm_loadu_si128(xsum.add(4 * b).cast()));
+                    let t = _mm512_sub_epi32(t, _mm512_sll_epi32(s, shift));
+                    let dx = _mm512_broadcast_f32x4(_mm_loadu_ps(xd.add(4 * b)));
+                    let l = b % 8;
+                    acc[l] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), _mm512_cvtepi32_ps(t), acc[l]);
+                }
+            }
+        }
+    }
+    // The shared tree over the eight lanes, then lane (a, j) is out[a·M + 4g + j].
+    for (g, a) in acc.iter().enumerate().take(groups) {
+        let t = [
+            _mm512_add_ps(a[0], a[4]),
+            _mm512_add_ps(a[1], a[5]),
+            _mm512_add_ps(a[2], a[6]),
+            _mm512_add_ps(a[3], a[7]),
+        ];
+        let r = _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3]));
+        let mut lanes = [0f32; 16];
+        // SAFETY: 16 floats.
+        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), r) };
+        for i in 0..ws.len() {
+            for j in 0..4 {
+                let row = 4 * g + j;
+                if row < m {
+                    out[i * m + row] = lanes[4 * i + j];
+                }
+            }
+        }
+    }
+}
