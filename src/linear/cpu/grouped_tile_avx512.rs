@@ -41,8 +41,9 @@ const MAX_GROUPS: usize = 16;
 /// Whether this kernel serves `kind` against `xs`: at least [`min_m`] rows, at most 64,
 /// whole runs of four blocks, interleaved in groups of four ([`quads_ready`]).
 pub(super) fn applies(kind: Grouped, xs: &[Row<'_>]) -> bool {
-    xs.first().is_some_and(|x| x.d.len().is_multiple_of(4))
-        && (min_m(kind)..=4 * MAX_GROUPS).contains(&xs.len())
+    // The row count first: one comparison decides the one-row case.
+    (min_m(kind)..=4 * MAX_GROUPS).contains(&xs.len())
+        && xs.first().is_some_and(|x| x.d.len().is_multiple_of(4))
         && quads_ready(xs)
 }
 

@@ -46,8 +46,9 @@ const MAX_GROUPS: usize = 16;
 /// Whether this kernel serves `kq` against `xs`: at least [`min_m`] rows, at most 64,
 /// whole super-blocks, interleaved in groups of four ([`quads_ready`]).
 pub(super) fn applies(kq: Kq, xs: &[Row<'_>]) -> bool {
-    xs.first().is_some_and(|x| x.d.len().is_multiple_of(8))
-        && (min_m(kq)..=4 * MAX_GROUPS).contains(&xs.len())
+    // The row count first: one comparison decides the one-row case.
+    (min_m(kq)..=4 * MAX_GROUPS).contains(&xs.len())
+        && xs.first().is_some_and(|x| x.d.len().is_multiple_of(8))
         && quads_ready(xs)
 }
 

@@ -37,11 +37,10 @@ const MAX_GROUPS: usize = 16;
 /// Whether this kernel serves `kind` against `xs`: a type it knows, at least [`MIN_M`]
 /// rows, at most 64, interleaved in groups of four ([`quads_ready`]).
 pub(super) fn applies(kind: Legacy, xs: &[Row<'_>]) -> bool {
-    kind != Legacy::Q2_0
-        && xs
-            .first()
-            .is_some_and(|x| x.d.len() % kind.sub_blocks() == 0)
-        && (MIN_M..=4 * MAX_GROUPS).contains(&xs.len())
+    // The row count first: one comparison decides the one-row case.
+    (MIN_M..=4 * MAX_GROUPS).contains(&xs.len())
+        && kind != Legacy::Q2_0
+        && xs[0].d.len().is_multiple_of(kind.sub_blocks())
         && quads_ready(xs)
 }
 
