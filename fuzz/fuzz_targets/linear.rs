@@ -55,7 +55,10 @@ fuzz_target!(|data: &[u8]| {
     let t = Tensor::from_input(&mut inp, 6);
     let Ok(view) = t.view() else { return };
     let (n, k) = (view.rows(), view.cols());
-    let m = 1 + inp.u8() as usize % 3;
+    // 1..3 rows (the pair kernels), or a count from which the AVX-512 tile kernels take a
+    // row group (4: the legacy types; 8..16: the k-quants and grouped formats), with a
+    // partial group of four.
+    let m = [1, 2, 3, 4, 9, 13, 17][inp.u8() as usize % 7];
     let want_q8 = inp.u8() & 1 == 1;
     // Activations: small dyadic values (one case in 8 raw bit patterns, NaN/Inf included).
     let raw_x = inp.u8() % 8 == 7;

@@ -116,6 +116,8 @@ mod legacy_tile_avx512;
 pub(crate) mod nvfp4_q8;
 #[cfg(target_arch = "x86_64")]
 mod nvfp4_q8_avx2;
+#[cfg(target_arch = "x86_64")]
+mod nvfp4_tile_avx512;
 #[cfg(test)]
 mod tests;
 

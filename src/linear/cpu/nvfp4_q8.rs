@@ -140,7 +140,13 @@ pub(super) fn fast_range(max: u8, min1: u8, d: f32) -> bool {
 pub(crate) fn prepare(isa: Isa, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => super::nvfp4_q8_avx2::avx512::arrange(rows),
+        Isa::Avx512 => {
+            let mut rows = super::nvfp4_q8_avx2::avx512::arrange(rows);
+            if rows.qs.len() / rows.k.max(1) >= super::nvfp4_tile_avx512::MIN_M {
+                rows.arrange_quads(false);
+            }
+            rows
+        }
         #[cfg(target_arch = "x86_64")]
         isa if isa.avx2() => super::nvfp4_q8_avx2::arrange(rows),
         _ => rows,
@@ -211,7 +217,15 @@ pub(crate) fn dot_row_group(isa: Isa, ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernel is compiled for (the
         // kernel checks the lengths).
-        Isa::Avx512 => unsafe { super::nvfp4_q8_avx2::avx512::dot_row_group(ws, xs, out) },
+        Isa::Avx512 => unsafe {
+            // Several activation rows: the tile kernel when the rows are interleaved for it,
+            // else the pair kernels; the same bits.
+            if super::nvfp4_tile_avx512::applies(xs) {
+                super::nvfp4_tile_avx512::dot_row_group(ws, xs, out)
+            } else {
+                super::nvfp4_q8_avx2::avx512::dot_row_group(ws, xs, out)
+            }
+        },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni => unsafe { super::nvfp4_q8_avx2::avxvnni::dot_row_group(ws, xs, out) },

@@ -1,0 +1,166 @@
+//! The AVX-512 tile kernel of nvfp4 against q8_1 activations with several activation rows:
+//! four weight rows against every group of four activation rows, one 512-bit lane per
+//! (weight row, activation row) pair, as the legacy family's tile kernel
+//! ([`super::legacy_tile_avx512`]). Same bits as [`super::nvfp4_q8`]'s order.
+//!
+//! Per 32 values (one q8_1 block, two 16-value nvfp4 blocks) each weight row's codes become
+//! `u = 2·e2m1 + 12` in value order and are spread to the lanes (`vpermt2d`); against the
+//! four-row interleaved activation chunks
+//! ([`Rows::arrange_quads`](crate::linear::q8_1::Rows::arrange_quads)) four `vpdpbusd` give
+//! each block's exact `Σ u·q`; minus `12·Σq` (the 16-value code sums) it is `S_b`, exact in
+//! f32 (|S_b| ≤ 24384, every step an integer below 2²⁴). `C_b = (sf_b/256)·(128·dx)` is the
+//! reference's exact scale product, `acc[b mod 8] ← fma(C_b, S_b, ·)` per lane, and the
+//! shared tree, divided by the row's d. A row that turns out not to be fast (its largest
+//! scale word, [`fast_given_max`]) has its outputs replaced by the exact-weight order.
+
+use super::nvfp4_q8::{NRow, exact_weights, fast_given_max, scales_span};
+use crate::linear::q8_1::{Row, quads_ready};
+use std::arch::x86_64::*;
+
+/// Activation rows from which a row group takes this kernel.
+pub(super) const MIN_M: usize = 8;
+
+/// Most activation groups of one call (the engine's tile of at most 64 rows).
+const MAX_GROUPS: usize = 16;
+
+/// Whether this kernel serves `xs`: at least [`MIN_M`] rows, at most 64, interleaved in
+/// groups of four ([`quads_ready`]).
+pub(super) fn applies(xs: &[Row<'_>]) -> bool {
+    // The row count first: one comparison decides the one-row case.
+    (MIN_M..=4 * MAX_GROUPS).contains(&xs.len()) && quads_ready(xs)
+}
+
+/// `v[a]` in 128-bit lane a (each four times).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn spread(v: __m128) -> __m512 {
+    let idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
+}
+
+/// Up to four weight rows `ws` against the rows `xs` ([`applies`] holds): `out[i·M + r]`,
+/// the reference's bits.
+///
+/// # Safety
+/// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert!(applies(xs));
+    let (m, nq) = (xs.len(), xs[0].d.len());
+    let nb = 2 * nq;
+    assert!((1..=4).contains(&ws.len()) && out.len() >= ws.len() * m && m <= 4 * MAX_GROUPS);
+    let span = scales_span(nb);
+    assert!(
+        ws.iter()
+            .all(|w| w.codes.len() >= 8 * nb && w.scales.len() >= span)
+    );
+    let groups = m.div_ceil(4);
+    // A missing weight row repeats row 0; its lanes are never stored.
+    let row = |a: usize| ws.get(a).unwrap_or(&ws[0]);
+    let wr = [row(0), row(1), row(2), row(3)];
+    let base = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 24);
+    // u = 2·e2m1(c) + 12 for every code word c.
+    let table = _mm256_broadcastsi128_si256(_mm_setr_epi8(
+        12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
+    ));
+    let mut acc = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
+    let null = (std::ptr::null(), std::ptr::null(), std::ptr::null());
+    let mut quads = [null; MAX_GROUPS];
+    for (q, x) in quads.iter_mut().zip(xs.iter().step_by(4)) {
+        *q = (
+            x.quad.codes.as_ptr(),
+            x.quad.d.as_ptr(),
+            x.quad.sum16.as_ptr(),
+        );
+    }
+    let mut max = [0u8; 4];
+    for j in 0..nq {
+        // SAFETY: q8_1 block j < nq: 16 code bytes of every weight row and the scale words
+        // of blocks 2j, 2j + 1 (checked); the groups' 128·nq codes, 4·nq scales and 8·nq
+        // half sums ([`applies`]).
+        unsafe {
+            let codes = |w: &NRow<'_>| {
+                let v = _mm_loadu_si128(w.codes.as_ptr().add(16 * j).cast());
+                let m = _mm_set1_epi8(0x0F);
+                let (lo, hi) = (
+                    _mm_and_si128(v, m),
+                    _mm_and_si128(_mm_srli_epi16::<4>(v), m),
+                );
+                // Element 2i is the low nibble of byte i: value order interleaves them.
+                let c = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+                _mm256_shuffle_epi8(table, c)
+            };
+            let (u0, u1, u2, u3) = (codes(wr[0]), codes(wr[1]), codes(wr[2]), codes(wr[3]));
+            let lo = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(u0), u1);
+            let hi = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(u2), u3);
+            let mut w = [_mm512_setzero_si512(); 8];
+            for (c, w) in w.iter_mut().enumerate() {
+                let idx = _mm512_add_epi32(base, _mm512_set1_epi32(c as i32));
+                *w = _mm512_permutex2var_epi32(lo, idx, hi);
+            }
+            // sf/256 per lane: a valid E4M3FN word shifted left by 7 is the binary16 of its
+            // value / 256 (exact; invalid words make the row not fast, replaced below).
+            let mut words = [0u16; 8];
+            for a in 0..4 {
+                let (w0, w1) = (wr[a].word(2 * j), wr[a].word(2 * j + 1));
+                max[a] = max[a].max(w0).max(w1);
+                (words[a], words[4 + a]) = ((w0 as u16) << 7, (w1 as u16) << 7);
+            }
+            let v = _mm_loadu_si128(words.as_ptr().cast());
+            let (sf0, sf1) = (
+                spread(_mm_cvtph_ps(v)),
+                spread(_mm_cvtph_ps(_mm_srli_si128::<8>(v))),
+            );
+            let (l0, l1) = ((2 * j) % 8, (2 * j + 1) % 8);
+            for (acc, &(xc, xd, xsum16)) in acc.iter_mut().zip(&quads).take(groups) {
+                let mut t = [_mm512_setzero_si512(); 2];
+                for c in 0..8 {
+                    let x =
+                        _mm512_broadcast_i32x4(_mm_loadu_si128(xc.add(16 * (8 * j + c)).cast()));
+                    t[c / 4] = _mm512_dpbusd_epi32(t[c / 4], w[c], x);
+                }
+                let s = |h: usize| {
+                    _mm512_cvtepi32_ps(_mm512_broadcast_i32x4(_mm_loadu_si128(
+                        xsum16.add(4 * (2 * j + h)).cast(),
+                    )))
+                };
+                let twelve = _mm512_set1_ps(12.0);
+                let s0 = _mm512_fnmadd_ps(twelve, s(0), _mm512_cvtepi32_ps(t[0]));
+                let s1 = _mm512_fnmadd_ps(twelve, s(1), _mm512_cvtepi32_ps(t[1]));
+                // Exact: dx is a binary16 value, 128·dx < 2²⁴.
+                let dx = _mm512_broadcast_f32x4(_mm_loadu_ps(xd.add(4 * j)));
+                let dx = _mm512_mul_ps(dx, _mm512_set1_ps(128.0));
+                acc[l0] = _mm512_fmadd_ps(_mm512_mul_ps(sf0, dx), s0, acc[l0]);
+                acc[l1] = _mm512_fmadd_ps(_mm512_mul_ps(sf1, dx), s1, acc[l1]);
+            }
+        }
+    }
+    let d = spread(_mm_setr_ps(wr[0].d, wr[1].d, wr[2].d, wr[3].d));
+    let fast: [bool; 4] = std::array::from_fn(|a| fast_given_max(wr[a], max[a], nb));
+    // The shared tree over the eight lanes, divided by d; lane (a, j) is out[a·M + 4g + j].
+    for (g, a) in acc.iter().enumerate().take(groups) {
+        let t = [
+            _mm512_add_ps(a[0], a[4]),
+            _mm512_add_ps(a[1], a[5]),
+            _mm512_add_ps(a[2], a[6]),
+            _mm512_add_ps(a[3], a[7]),
+        ];
+        let r = _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3]));
+        let r = _mm512_div_ps(r, d);
+        let mut lanes = [0f32; 16];
+        // SAFETY: 16 floats.
+        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), r) };
+        for i in 0..ws.len() {
+            for j in 0..4 {
+                let row = 4 * g + j;
+                if row < m {
+                    out[i * m + row] = if fast[i] {
+                        lanes[4 * i + j]
+                    } else {
+                        exact_weights(&ws[i], &xs[row])
+                    };
+                }
+            }
+        }
+    }
+}
