@@ -14,6 +14,11 @@
 //!   (the opt-in `Activation::Q8_1` profile).
 //! - [`nvfp4_q8`] (x86: `nvfp4_q8_avx2`, every tier): nvfp4 against q8_1 activations (the same opt-in
 //!   profile).
+//! - With several activation rows on the AVX-512 tier: `legacy_tile_avx512`,
+//!   `kquants_tile_avx512`, `grouped_tile_avx512` and `nvfp4_tile_avx512`, four weight rows
+//!   against groups of four activation rows interleaved once per forward
+//!   (`Rows::arrange_quads`), one 512-bit lane per (weight row, activation row) pair; each
+//!   family's dispatcher takes them from a per-type row count on (same bits).
 
 /// The pass shapes of the x86 block kernels (legacy, grouped, nvfp4 against q8_1), shared
 /// by each family's row-group entry: with one activation row `x0` (GEMV), `R` = 1..=4
