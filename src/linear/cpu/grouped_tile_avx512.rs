@@ -18,7 +18,8 @@
 use super::float::Grouped;
 use super::grouped_q8::{GRow, check_rows};
 use super::grouped_q8_avx512::{Kernel, Q2, Q4, Q5, Q6, Q8, T2};
-use crate::linear::q8_1::{Row, quads_ready};
+use super::tile_avx512::{self, MAX_GROUPS, spread, spread_chunk, store, tree};
+use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 
 /// Activation rows from which a row group of `kind` takes this kernel: below it the pair
@@ -35,16 +36,10 @@ pub(super) const fn min_m(kind: Grouped) -> usize {
 /// The fewest rows any format takes this kernel from (the rows are interleaved from here).
 pub(super) const MIN_M: usize = 12;
 
-/// Most activation groups of one call (the engine's tile of at most 64 rows).
-const MAX_GROUPS: usize = 16;
-
 /// Whether this kernel serves `kind` against `xs`: at least [`min_m`] rows, at most 64,
-/// whole runs of four blocks, interleaved in groups of four ([`quads_ready`]).
+/// whole runs of four blocks, interleaved in groups of four ([`tile_avx512::applies`]).
 pub(super) fn applies(kind: Grouped, xs: &[Row<'_>]) -> bool {
-    // The row count first: one comparison decides the one-row case.
-    (min_m(kind)..=4 * MAX_GROUPS).contains(&xs.len())
-        && xs.first().is_some_and(|x| x.d.len().is_multiple_of(4))
-        && quads_ready(xs)
+    tile_avx512::applies(min_m(kind), xs) && xs[0].d.len().is_multiple_of(4)
 }
 
 /// The chunks (4 codes each, 0..32) of each block of a run in the arranged order of `kind`
@@ -102,14 +97,6 @@ pub(super) unsafe fn dot_row_group(
     }
 }
 
-/// `v[a]` in 128-bit lane a (each four times).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn spread(v: __m128) -> __m512 {
-    let idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
-}
-
 /// [`dot_row_group`] for the format `K`.
 ///
 /// # Safety
@@ -125,17 +112,8 @@ unsafe fn tile<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &
     // A missing weight row repeats row 0; its lanes are never stored.
     let row = |a: usize| ws.get(a).unwrap_or(&ws[0]);
     let wr = [row(0), row(1), row(2), row(3)];
-    let base = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 24);
     let mut acc = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
-    let null = (std::ptr::null(), std::ptr::null(), std::ptr::null());
-    let mut quads = [null; MAX_GROUPS];
-    for (q, x) in quads.iter_mut().zip(xs.iter().step_by(4)) {
-        *q = (
-            x.quad.codes.as_ptr(),
-            x.quad.d.as_ptr(),
-            x.quad.sum.as_ptr(),
-        );
-    }
+    let quads = tile_avx512::quads(xs);
     let shift = _mm_cvtsi32_si128(K::OFFSET_LOG2);
     for r in 0..nb / 4 {
         let b0 = 4 * r;
@@ -164,8 +142,7 @@ unsafe fn tile<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &
                 for (k, w) in w.iter_mut().enumerate() {
                     let c = chq[k];
                     let (lo, hi) = lohi[c / 8];
-                    let idx = _mm512_add_epi32(base, _mm512_set1_epi32((c % 8) as i32));
-                    *w = _mm512_permutex2var_epi32(lo, idx, hi);
+                    *w = spread_chunk(lo, hi, c % 8);
                 }
                 let g = 32 * b / kind.group();
                 let word = |w: &GRow<'_>| {
@@ -182,7 +159,7 @@ unsafe fn tile<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &
                     0,
                 );
                 let dw = spread(_mm_cvtph_ps(sw));
-                for (acc, &(xc, xd, xsum)) in acc.iter_mut().zip(&quads).take(groups) {
+                for (acc, &(xc, xd, xsum, _)) in acc.iter_mut().zip(&quads).take(groups) {
                     let mut t = [_mm512_setzero_si512(); 2];
                     for k in 0..8 {
                         let x = _mm512_broadcast_i32x4(_mm_loadu_si128(
@@ -200,25 +177,7 @@ unsafe fn tile<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &
             }
         }
     }
-    // The shared tree over the eight lanes, then lane (a, j) is out[a·M + 4g + j].
     for (g, a) in acc.iter().enumerate().take(groups) {
-        let t = [
-            _mm512_add_ps(a[0], a[4]),
-            _mm512_add_ps(a[1], a[5]),
-            _mm512_add_ps(a[2], a[6]),
-            _mm512_add_ps(a[3], a[7]),
-        ];
-        let r = _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3]));
-        let mut lanes = [0f32; 16];
-        // SAFETY: 16 floats.
-        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), r) };
-        for i in 0..ws.len() {
-            for j in 0..4 {
-                let row = 4 * g + j;
-                if row < m {
-                    out[i * m + row] = lanes[4 * i + j];
-                }
-            }
-        }
+        store(&tree(a, None), g, ws.len(), m, out, |_, _, v| v);
     }
 }

@@ -21,8 +21,9 @@
 
 use super::kquants::Kq;
 use super::kquants_avx512::{K, Q2K, Q3K, Q4K, Q5K, Q6K};
+use super::tile_avx512::{self, MAX_GROUPS, pair_rows, spread, spread_chunks, store, tree};
 use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k, scale_min_k4};
-use crate::linear::q8_1::{Row, quads_ready};
+use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 
 /// Activation rows from which a row group of `kq` takes this kernel: below it the pair
@@ -40,16 +41,10 @@ pub(super) const fn min_m(kq: Kq) -> usize {
 /// The fewest rows any type takes this kernel from (the rows are interleaved from here).
 pub(super) const MIN_M: usize = 8;
 
-/// Most activation groups of one call (the engine's tile of at most 64 rows).
-const MAX_GROUPS: usize = 16;
-
 /// Whether this kernel serves `kq` against `xs`: at least [`min_m`] rows, at most 64,
-/// whole super-blocks, interleaved in groups of four ([`quads_ready`]).
+/// whole super-blocks, interleaved in groups of four ([`tile_avx512::applies`]).
 pub(super) fn applies(kq: Kq, xs: &[Row<'_>]) -> bool {
-    // The row count first: one comparison decides the one-row case.
-    (min_m(kq)..=4 * MAX_GROUPS).contains(&xs.len())
-        && xs.first().is_some_and(|x| x.d.len().is_multiple_of(8))
-        && quads_ready(xs)
+    tile_avx512::applies(min_m(kq), xs) && xs[0].d.len().is_multiple_of(8)
 }
 
 /// A super-block's integer scales and mins per 16-value half (Q4_K/Q5_K: each sub-block's
@@ -116,14 +111,6 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
     }
 }
 
-/// `v[a]` in 128-bit lane a (each four times).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn spread(v: __m128) -> __m512 {
-    let idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
-}
-
 /// [`dot_row_group`] for the type `U`.
 ///
 /// # Safety
@@ -145,26 +132,9 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     // A missing weight row repeats row 0; its lanes are never stored.
     let row = |a: usize| ws.get(a).unwrap_or(&ws[0]).as_ptr();
     let wp = [row(0), row(1), row(2), row(3)];
-    // Chunk c of lane (a, j) is dword 8a + c of [row 0 | row 1 | row 2 | row 3].
-    let base = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 24);
     let mut acc = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
     let mut accm = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
-    let null = (
-        std::ptr::null(),
-        std::ptr::null(),
-        std::ptr::null(),
-        std::ptr::null(),
-    );
-    let mut quads = [null; MAX_GROUPS];
-    for (q, x) in quads.iter_mut().zip(xs.iter().step_by(4)) {
-        let x = &x.quad;
-        *q = (
-            x.codes.as_ptr(),
-            x.d.as_ptr(),
-            x.sum.as_ptr(),
-            x.sum16.as_ptr(),
-        );
-    }
+    let quads = tile_avx512::quads(xs);
     let mut codes = [[_mm512_setzero_si512(); 4]; 4];
     let (mut sc_t, mut m_t) = ([[0f32; 4]; 16], [[0f32; 4]; 16]);
     for sb in 0..nb / 8 {
@@ -192,13 +162,8 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                 let half = |a: usize| {
                     _mm256_loadu_si256(codes[a].as_ptr().cast::<u8>().add(32 * j).cast())
                 };
-                let lo = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(half(0)), half(1));
-                let hi = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(half(2)), half(3));
-                let mut w = [_mm512_setzero_si512(); 8];
-                for (c, w) in w.iter_mut().enumerate() {
-                    let idx = _mm512_add_epi32(base, _mm512_set1_epi32(c as i32));
-                    *w = _mm512_permutex2var_epi32(lo, idx, hi);
-                }
+                let (lo, hi) = pair_rows([half(0), half(1), half(2), half(3)]);
+                let w = spread_chunks(lo, hi);
                 let load4 = |v: &[f32; 4]| spread(_mm_loadu_ps(v.as_ptr()));
                 let (sc_lo, sc_hi) = (load4(&sc_t[2 * j]), load4(&sc_t[2 * j + 1]));
                 let (m_lo, m_hi) = (load4(&m_t[2 * j]), load4(&m_t[2 * j + 1]));
@@ -239,30 +204,12 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
             }
         }
     }
-    // The shared tree over the eight lanes, then lane (a, j) is out[a·M + 4g + j].
     for g in 0..groups {
         let a: [__m512; 8] = if kq.has_min() {
             std::array::from_fn(|j| _mm512_sub_ps(acc[g][j], accm[g][j]))
         } else {
             acc[g]
         };
-        let t = [
-            _mm512_add_ps(a[0], a[4]),
-            _mm512_add_ps(a[1], a[5]),
-            _mm512_add_ps(a[2], a[6]),
-            _mm512_add_ps(a[3], a[7]),
-        ];
-        let r = _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3]));
-        let mut lanes = [0f32; 16];
-        // SAFETY: 16 floats.
-        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), r) };
-        for i in 0..ws.len() {
-            for j in 0..4 {
-                let row = 4 * g + j;
-                if row < m {
-                    out[i * m + row] = lanes[4 * i + j];
-                }
-            }
-        }
+        store(&tree(&a, None), g, ws.len(), m, out, |_, _, v| v);
     }
 }

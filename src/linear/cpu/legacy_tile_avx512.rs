@@ -22,26 +22,22 @@
 //! small array between those steps.
 
 use super::legacy::Legacy;
+use super::tile_avx512::{self, MAX_GROUPS, pair_rows, spread, spread_chunks, store, tree};
 use crate::formats::gguf::blocks::{iq4_nl, iq4_xs, q4_0, q5_0, q8_0};
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
-use crate::linear::q8_1::{Row, quads_ready};
+use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 
 /// Activation rows from which a row group takes this kernel (fewer rows run the pair kernels
 /// of `legacy_avx2`, whose weight unpacking per pass costs less than an expansion).
 pub(super) const MIN_M: usize = 4;
 
-/// Most activation groups of one call (the engine's tile of at most 64 rows).
-const MAX_GROUPS: usize = 16;
-
 /// Whether this kernel serves `kind` against `xs`: a type it knows, at least [`MIN_M`]
-/// rows, at most 64, interleaved in groups of four ([`quads_ready`]).
+/// rows, at most 64, interleaved in groups of four ([`tile_avx512::applies`]).
 pub(super) fn applies(kind: Legacy, xs: &[Row<'_>]) -> bool {
-    // The row count first: one comparison decides the one-row case.
-    (MIN_M..=4 * MAX_GROUPS).contains(&xs.len())
+    tile_avx512::applies(MIN_M, xs)
         && kind != Legacy::Q2_0
         && xs[0].d.len().is_multiple_of(kind.sub_blocks())
-        && quads_ready(xs)
 }
 
 /// The unsigned codes of block b of the weight row at `w` in value order, its binary16
@@ -171,19 +167,9 @@ unsafe fn tile<const K: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     // A missing weight row repeats row 0; its lanes are never stored.
     let row = |a: usize| ws.get(a).unwrap_or(&ws[0]).as_ptr();
     let wp = [row(0), row(1), row(2), row(3)];
-    // Chunk c of lane (a, j) is dword 8a + c of [row 0 | row 1 | row 2 | row 3].
-    let base = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 24);
-    let spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     let shift = _mm_cvtsi32_si128(offset_shift(kind) as i32);
     let mut acc = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
-    let mut quads = [(std::ptr::null(), std::ptr::null(), std::ptr::null()); MAX_GROUPS];
-    for (q, x) in quads.iter_mut().zip(xs.iter().step_by(4)) {
-        *q = (
-            x.quad.codes.as_ptr(),
-            x.quad.d.as_ptr(),
-            x.quad.sum.as_ptr(),
-        );
-    }
+    let quads = tile_avx512::quads(xs);
     for b in 0..nb {
         // SAFETY: block b < nb of every weight row and of every group's 128·nb codes and
         // 4·nb scales and sums (the caller's checks).
@@ -195,20 +181,15 @@ unsafe fn tile<const K: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                 codes(kind, wp[2], b),
                 codes(kind, wp[3], b),
             ];
-            let lo = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r[0].0), r[1].0);
-            let hi = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(r[2].0), r[3].0);
-            let mut w = [_mm512_setzero_si512(); 8];
-            for (c, w) in w.iter_mut().enumerate() {
-                let idx = _mm512_add_epi32(base, _mm512_set1_epi32(c as i32));
-                *w = _mm512_permutex2var_epi32(lo, idx, hi);
-            }
+            let (lo, hi) = pair_rows([r[0].0, r[1].0, r[2].0, r[3].0]);
+            let w = spread_chunks(lo, hi);
             let (h0, h1, h2, h3) = (r[0].1 as i16, r[1].1 as i16, r[2].1 as i16, r[3].1 as i16);
-            let dw = _mm_cvtph_ps(_mm_setr_epi16(h0, h1, h2, h3, 0, 0, 0, 0));
-            let dw = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(dw));
-            let f = _mm_cvtepi32_ps(_mm_setr_epi32(r[0].2, r[1].2, r[2].2, r[3].2));
-            let f = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(f));
+            let dw = spread(_mm_cvtph_ps(_mm_setr_epi16(h0, h1, h2, h3, 0, 0, 0, 0)));
+            let f = spread(_mm_cvtepi32_ps(_mm_setr_epi32(
+                r[0].2, r[1].2, r[2].2, r[3].2,
+            )));
             let l = b % 8;
-            for (acc, &(xc, xd, xsum)) in acc.iter_mut().zip(&quads).take(groups) {
+            for (acc, &(xc, xd, xsum, _)) in acc.iter_mut().zip(&quads).take(groups) {
                 // Two chains of four (vpdpbusd's latency), added exactly.
                 let mut t = [_mm512_setzero_si512(); 2];
                 for c in 0..8 {
@@ -228,25 +209,7 @@ unsafe fn tile<const K: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
             }
         }
     }
-    // The shared tree over the eight lanes, then lane (a, j) is out[a·M + 4g + j].
     for (g, a) in acc.iter().enumerate().take(groups) {
-        let t = [
-            _mm512_add_ps(a[0], a[4]),
-            _mm512_add_ps(a[1], a[5]),
-            _mm512_add_ps(a[2], a[6]),
-            _mm512_add_ps(a[3], a[7]),
-        ];
-        let r = _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3]));
-        let mut lanes = [0f32; 16];
-        // SAFETY: 16 floats.
-        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), r) };
-        for i in 0..ws.len() {
-            for j in 0..4 {
-                let row = 4 * g + j;
-                if row < m {
-                    out[i * m + row] = lanes[4 * i + j];
-                }
-            }
-        }
+        store(&tree(a, None), g, ws.len(), m, out, |_, _, v| v);
     }
 }

@@ -125,6 +125,8 @@ mod nvfp4_q8_avx2;
 mod nvfp4_tile_avx512;
 #[cfg(test)]
 mod tests;
+#[cfg(target_arch = "x86_64")]
+mod tile_avx512;
 
 pub use crate::isa::Isa;
 

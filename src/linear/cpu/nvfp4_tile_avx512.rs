@@ -14,28 +14,17 @@
 //! scale word, [`fast_given_max`]) has its outputs replaced by the exact-weight order.
 
 use super::nvfp4_q8::{NRow, exact_weights, fast_given_max, scales_span};
-use crate::linear::q8_1::{Row, quads_ready};
+use super::tile_avx512::{self, MAX_GROUPS, pair_rows, spread, spread_chunks, store, tree};
+use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 
 /// Activation rows from which a row group takes this kernel.
 pub(super) const MIN_M: usize = 8;
 
-/// Most activation groups of one call (the engine's tile of at most 64 rows).
-const MAX_GROUPS: usize = 16;
-
 /// Whether this kernel serves `xs`: at least [`MIN_M`] rows, at most 64, interleaved in
-/// groups of four ([`quads_ready`]).
+/// groups of four ([`tile_avx512::applies`]).
 pub(super) fn applies(xs: &[Row<'_>]) -> bool {
-    // The row count first: one comparison decides the one-row case.
-    (MIN_M..=4 * MAX_GROUPS).contains(&xs.len()) && quads_ready(xs)
-}
-
-/// `v[a]` in 128-bit lane a (each four times).
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn spread(v: __m128) -> __m512 {
-    let idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(v))
+    tile_avx512::applies(MIN_M, xs)
 }
 
 /// Up to four weight rows `ws` against the rows `xs` ([`applies`] holds): `out[i·M + r]`,
@@ -58,21 +47,12 @@ pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f
     // A missing weight row repeats row 0; its lanes are never stored.
     let row = |a: usize| ws.get(a).unwrap_or(&ws[0]);
     let wr = [row(0), row(1), row(2), row(3)];
-    let base = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 24);
     // u = 2·e2m1(c) + 12 for every code word c.
     let table = _mm256_broadcastsi128_si256(_mm_setr_epi8(
         12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,
     ));
     let mut acc = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
-    let null = (std::ptr::null(), std::ptr::null(), std::ptr::null());
-    let mut quads = [null; MAX_GROUPS];
-    for (q, x) in quads.iter_mut().zip(xs.iter().step_by(4)) {
-        *q = (
-            x.quad.codes.as_ptr(),
-            x.quad.d.as_ptr(),
-            x.quad.sum16.as_ptr(),
-        );
-    }
+    let quads = tile_avx512::quads(xs);
     let mut max = [0u8; 4];
     for j in 0..nq {
         // SAFETY: q8_1 block j < nq: 16 code bytes of every weight row and the scale words
@@ -91,13 +71,8 @@ pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f
                 _mm256_shuffle_epi8(table, c)
             };
             let (u0, u1, u2, u3) = (codes(wr[0]), codes(wr[1]), codes(wr[2]), codes(wr[3]));
-            let lo = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(u0), u1);
-            let hi = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(u2), u3);
-            let mut w = [_mm512_setzero_si512(); 8];
-            for (c, w) in w.iter_mut().enumerate() {
-                let idx = _mm512_add_epi32(base, _mm512_set1_epi32(c as i32));
-                *w = _mm512_permutex2var_epi32(lo, idx, hi);
-            }
+            let (lo, hi) = pair_rows([u0, u1, u2, u3]);
+            let w = spread_chunks(lo, hi);
             // sf/256 per lane: a valid E4M3FN word shifted left by 7 is the binary16 of its
             // value / 256 (exact; invalid words make the row not fast, replaced below).
             let mut words = [0u16; 8];
@@ -112,7 +87,7 @@ pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f
                 spread(_mm_cvtph_ps(_mm_srli_si128::<8>(v))),
             );
             let (l0, l1) = ((2 * j) % 8, (2 * j + 1) % 8);
-            for (acc, &(xc, xd, xsum16)) in acc.iter_mut().zip(&quads).take(groups) {
+            for (acc, &(xc, xd, _, xsum16)) in acc.iter_mut().zip(&quads).take(groups) {
                 let mut t = [_mm512_setzero_si512(); 2];
                 for c in 0..8 {
                     let x =
@@ -137,30 +112,14 @@ pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f
     }
     let d = spread(_mm_setr_ps(wr[0].d, wr[1].d, wr[2].d, wr[3].d));
     let fast: [bool; 4] = std::array::from_fn(|a| fast_given_max(wr[a], max[a], nb));
-    // The shared tree over the eight lanes, divided by d; lane (a, j) is out[a·M + 4g + j].
+    // Divided by d; a row that is not fast takes the exact-weight order.
     for (g, a) in acc.iter().enumerate().take(groups) {
-        let t = [
-            _mm512_add_ps(a[0], a[4]),
-            _mm512_add_ps(a[1], a[5]),
-            _mm512_add_ps(a[2], a[6]),
-            _mm512_add_ps(a[3], a[7]),
-        ];
-        let r = _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3]));
-        let r = _mm512_div_ps(r, d);
-        let mut lanes = [0f32; 16];
-        // SAFETY: 16 floats.
-        unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), r) };
-        for i in 0..ws.len() {
-            for j in 0..4 {
-                let row = 4 * g + j;
-                if row < m {
-                    out[i * m + row] = if fast[i] {
-                        lanes[4 * i + j]
-                    } else {
-                        exact_weights(&ws[i], &xs[row])
-                    };
-                }
+        store(&tree(a, Some(d)), g, ws.len(), m, out, |i, row, v| {
+            if fast[i] {
+                v
+            } else {
+                exact_weights(&ws[i], &xs[row])
             }
-        }
+        });
     }
 }
