@@ -186,8 +186,9 @@ pub(crate) struct Row<'a> {
     pub pairs: &'a [i8],
     /// This row's part of [`Rows::pairs_abs`] (empty when not arranged).
     pub pairs_abs: &'a [i8],
-    /// The four-row group of this row in [`Rows::quads`], [`Rows::quad_d`] and
-    /// [`Rows::quad_sum`] (empty when not arranged), and the row's place in it (0..4).
+    /// The four-row group of this row in [`Rows::quads`], [`Rows::quad_d`],
+    /// [`Rows::quad_sum`] and [`Rows::quad_sum16`] (empty when not arranged), and the row's
+    /// place in it (0..4).
     pub quad: Quad<'a>,
 }
 
@@ -270,7 +271,7 @@ impl Rows {
         let mk = mul(m, k, "q8_1 codes")?;
         let nb = mk / QK8_1;
         let planes = if arranged { mk } else { 0 };
-        // The interleaved planes: whole groups of four rows (mk / m·4 rows' worth at most).
+        // The interleaved planes: whole groups of four rows, the last one padded.
         let (quad_codes, quad_blocks) = if arranged {
             let rows4 = m.div_ceil(4) * 4;
             (mul(rows4, k, "q8_1 codes")?, rows4 * (k / QK8_1))
