@@ -217,6 +217,8 @@ fn dot_row_group_in(
     out: &mut [f32],
 ) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = wide; // only the AVX-512 tier has a two-group form
     #[cfg(target_arch = "x86_64")]
     let bmi1 = crate::isa::Cpu::get().bmi1;
     match isa {

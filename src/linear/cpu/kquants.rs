@@ -177,13 +177,16 @@ pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
 /// Activation rows as the kernel on `isa` reads them: on the AVX-512 tier, from
 /// `kquants_tile_avx512::MIN_M` rows on, also interleaved in groups of four for its tile
 /// kernel.
-pub(crate) fn prepare(isa: Isa, mut rows: Rows) -> Rows {
-    #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx512 && rows.qs.len() / rows.k.max(1) >= super::kquants_tile_avx512::MIN_M {
-        rows.arrange_quads(false);
+pub(crate) fn prepare(isa: Isa, rows: Rows) -> Rows {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if rows.qs.len() / rows.k.max(1) >= super::kquants_tile_avx512::MIN_M => {
+            let mut rows = rows;
+            rows.arrange_quads(false);
+            rows
+        }
+        _ => rows,
     }
-    let _ = isa;
-    rows
 }
 
 /// Up to four consecutive weight rows `ws` (whole super-blocks of `kq`) against every q8_1
