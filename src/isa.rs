@@ -77,6 +77,9 @@ impl Cpu {
 #[cfg(target_arch = "x86_64")]
 fn amd_family() -> Option<u32> {
     use std::arch::x86_64::__cpuid;
+    if cfg!(miri) {
+        return None; // Miri cannot run CPUID (its feature detection reports none either)
+    }
     // SAFETY: CPUID exists on every x86-64 processor; leaves 0 and 1 always exist. (The
     // intrinsic is safe from Rust 1.94 on, unsafe before: the block serves older toolchains.)
     #[allow(unused_unsafe)]
