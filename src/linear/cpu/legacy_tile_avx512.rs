@@ -4,22 +4,19 @@
 //! horizontal reduction. Same bits as [`super::legacy`]'s order: only the way the exact
 //! block sums `T_b` are formed differs.
 //!
-//! Lane `4a + j` of every vector belongs to weight row a and activation row j of the group.
-//! Per call the weight rows are expanded once into a scratch ([`expand`]): for block b and
-//! 4-value chunk c, one vector whose 128-bit lane a repeats the chunk's four unsigned codes
-//! of weight row a (`u = q + OFFSET`, natural value order), beside the lanes' weight scales
-//! (and IQ4_XS's `ls − 32`). The activation side was interleaved once per forward
-//! ([`Rows::arrange_quads`](crate::linear::q8_1::Rows::arrange_quads)): chunk c of the four
-//! rows is 16 bytes, broadcast to the four 128-bit lanes by the load. So a block is eight
-//! `vpdpbusd` of a weight vector and a broadcast activation chunk: sixteen exact sums
-//! `Σ u·x`; minus `OFFSET·Σx` (the activation block sums, a shift) it is `T_b / sc_b`,
-//! converted exactly (|T_b| < 2²⁴) and, for IQ4_XS, multiplied by `sc_b` (exact). Then
+//! Lane `4a + j` of every vector belongs to weight row a and activation row j of the group
+//! (`tile_avx512`). Per block b the four weight rows are unpacked (`u = q + OFFSET`,
+//! natural value order) and spread: for 4-value chunk c, one vector whose 128-bit lane a
+//! repeats the chunk's codes of weight row a, beside the lanes' weight scales (and IQ4_XS's
+//! `ls − 32`). These stay in registers while every activation group goes by; each group's
+//! chunk c (interleaved once per forward,
+//! [`Rows::arrange_quads`](crate::linear::q8_1::Rows::arrange_quads)) is 16 bytes,
+//! broadcast to the four 128-bit lanes by the load. So a block is eight `vpdpbusd` of a
+//! weight vector and a broadcast activation chunk: sixteen exact sums `Σ u·x`; minus
+//! `OFFSET·Σx` (the activation block sums, a shift) it is `T_b / sc_b`, converted exactly
+//! (|T_b| < 2²⁴) and, for IQ4_XS, multiplied by `sc_b` (exact). Then
 //! `acc[b mod 8] ← fma(d_w·dx_b, T_b, acc[b mod 8])` in each lane, and the shared tree:
 //! the reference's operations on the reference's values.
-//!
-//! The weight expansion is read by every activation group, eight blocks (5 KiB) at a time
-//! so that it stays in L1 while the groups go by; each group's eight accumulators wait in a
-//! small array between those steps.
 
 use super::legacy::Legacy;
 use super::tile_avx512::{self, MAX_GROUPS, pair_rows, spread, spread_chunks, store, tree};
