@@ -257,22 +257,23 @@ impl Rows {
     /// Quantizes `m` rows of `k` values (`x.len() == m·k`, k a multiple of 32).
     #[cfg(test)]
     pub fn quantize(x: &[f32], m: usize, k: usize) -> Rows {
-        let mut rows = Rows::with_capacity(m, k, false).expect("q8_1 rows");
+        let mut rows = Rows::with_capacity(m, k, false, false).expect("q8_1 rows");
         rows.quantize_into(x, m);
         rows
     }
 
-    /// Empty rows of `k` values with room for `m` rows (and, with `arranged`, their
-    /// [`Rows::arrange_pairs`] planes), allocated fallibly: the temporaries of a product's
+    /// Empty rows of `k` values with room for `m` rows (with `arranged`, their
+    /// [`Rows::arrange_pairs`] planes; with `interleaved`, their [`Rows::arrange_quads`]
+    /// planes), allocated fallibly: the temporaries of a product's
     /// activation tile, reused tile after tile without allocating again.
     ///
     /// Errors: [`Error::OutOfMemory`], [`Error::Overflow`].
-    pub fn with_capacity(m: usize, k: usize, arranged: bool) -> Result<Rows> {
+    pub fn with_capacity(m: usize, k: usize, arranged: bool, interleaved: bool) -> Result<Rows> {
         let mk = mul(m, k, "q8_1 codes")?;
         let nb = mk / QK8_1;
         let planes = if arranged { mk } else { 0 };
         // The interleaved planes: whole groups of four rows, the last one padded.
-        let (quad_codes, quad_blocks) = if arranged {
+        let (quad_codes, quad_blocks) = if interleaved {
             let rows4 = m.div_ceil(4) * 4;
             (mul(rows4, k, "q8_1 codes")?, rows4 * (k / QK8_1))
         } else {
@@ -330,6 +331,11 @@ impl Rows {
                 self.sum8[4 * i + r] = c.iter().map(|&q| q as i16).sum();
             }
         }
+    }
+
+    /// The number of rows M.
+    pub fn rows(&self) -> usize {
+        self.qs.len().checked_div(self.k).unwrap_or(0)
     }
 
     /// Row `i`.
@@ -404,7 +410,7 @@ impl Rows {
     /// bytes, [`Rows::arrange_pairs`] already run), else from [`Rows::qs`].
     pub fn arrange_quads(&mut self, arranged: bool) {
         let (k, nb) = (self.k, self.k / QK8_1);
-        let m = self.qs.len().checked_div(k).unwrap_or(0);
+        let m = self.rows();
         let groups = m.div_ceil(4);
         self.quads.clear();
         self.quads.resize(4 * k * groups, 0);

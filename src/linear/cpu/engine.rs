@@ -167,7 +167,9 @@ impl<'a> Engine<'a> {
         let arranged = self.isa.avx2();
         let q = match self.kernel {
             Kernel::Gguf(_) | Kernel::GgufDecoded | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
-                Some(q8_1::Rows::with_capacity(mt, k, arranged)?)
+                // The AVX-512 tile kernels' interleaved planes (`Rows::arrange_quads`).
+                let interleaved = self.isa == Isa::Avx512;
+                Some(q8_1::Rows::with_capacity(mt, k, arranged, interleaved)?)
             }
             _ => None,
         };

@@ -43,7 +43,7 @@ pub(crate) fn prepare(isa: Isa, kind: Grouped, rows: Rows) -> Rows {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
             let mut rows = super::grouped_q8_avx512::arrange(kind, rows);
-            if rows.qs.len() / rows.k.max(1) >= super::grouped_tile_avx512::MIN_M {
+            if rows.rows() >= super::grouped_tile_avx512::MIN_M {
                 // q8 reads its codes in their natural order, the others as arranged.
                 rows.arrange_quads(kind != Grouped::Q8);
             }

@@ -180,7 +180,7 @@ pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
 pub(crate) fn prepare(isa: Isa, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 if rows.qs.len() / rows.k.max(1) >= super::kquants_tile_avx512::MIN_M => {
+        Isa::Avx512 if rows.rows() >= super::kquants_tile_avx512::MIN_M => {
             let mut rows = rows;
             rows.arrange_quads(false);
             rows

@@ -96,11 +96,9 @@ impl Legacy {
 pub(crate) fn prepare(isa: Isa, kind: Legacy, rows: Rows) -> Rows {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
             let mut rows = super::legacy_avx2::arrange(kind, rows);
-            let m = rows.qs.len() / rows.k.max(1);
-            if m >= super::legacy_tile_avx512::MIN_M && kind != Legacy::Q2_0 {
+            if rows.rows() >= super::legacy_tile_avx512::MIN_M && kind != Legacy::Q2_0 {
                 rows.arrange_quads(false);
             }
             rows

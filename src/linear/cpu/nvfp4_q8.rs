@@ -142,7 +142,7 @@ pub(crate) fn prepare(isa: Isa, rows: Rows) -> Rows {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
             let mut rows = super::nvfp4_q8_avx2::avx512::arrange(rows);
-            if rows.qs.len() / rows.k.max(1) >= super::nvfp4_tile_avx512::MIN_M {
+            if rows.rows() >= super::nvfp4_tile_avx512::MIN_M {
                 rows.arrange_quads(false);
             }
             rows
