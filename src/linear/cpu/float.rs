@@ -247,7 +247,7 @@ pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut 
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
         // FMA and F16C) only after run-time detection.
-        isa if isa.avx2() => unsafe { super::float_avx2::dot_rows(w, x, m, out) },
+        isa if isa.avx2() => unsafe { super::float_avx2::dot_rows(w, x, m, out, false) },
         _ => {
             let k = w.first().map_or(0, |r| r.len());
             for (i, wr) in w.iter().enumerate() {

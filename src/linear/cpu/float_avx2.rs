@@ -20,8 +20,8 @@
 //!   32 codes per step, codes widened in registers, NaN words detected once per tile,
 //!   the next row group prefetched).
 //! - bf16 / fp32: loads (8 values per step, tiles of up to 8 weight rows × 1 activation
-//!   row or 4 × 2), each new line of a tile's rows prefetching the same line of the next
-//!   tile's rows.
+//!   row or 4 × 2); called for the AVX-512 tier, each new line of a tile's rows also
+//!   prefetches the same line of the next tile's rows ([`dot_rows`]).
 //!
 //! Each step's vectors are fma-ed in increasing k into the row's eight-lane accumulator, so
 //! lane `k mod 8` sees its elements in increasing k as in the scalar reference; up to 4
@@ -526,7 +526,7 @@ unsafe fn fp8_scaled_rows<const RW: usize>(
     if nan {
         // A NaN word (invalid payload): the general loader decodes it.
         // SAFETY: the caller's contract.
-        return unsafe { tile::<Fp8Scaled, RW, 1>(w, x, 0, 1, out, 0) };
+        return unsafe { tile::<Fp8Scaled, RW, 1>(w, x, out, (0, 1, 0, false)) };
     }
     let done = k / 32 * 32;
     for i in 0..RW {
@@ -643,30 +643,42 @@ pub(crate) fn e4m3fn8_div256(c16: __m128i) -> __m256 {
     _mm256_cvtph_ps(_mm_or_si128(h, sign))
 }
 
+/// `prefetch`: bf16 / fp32 word rows prefetch the next tile's rows (software prefetch of
+/// the same lines one tile further). It is the AVX-512 tier's choice: on AMD Zen 5 it
+/// lifted bf16 beyond L3 from 0.51–0.54 to 0.68–0.70 of one thread's read bandwidth; on
+/// the AVX2-only Zen 3 the same prefetch made bf16 and fp32 at M = 1 15–20% slower, in L3
+/// and beyond.
+///
 /// # Safety
 /// AVX2, FMA and F16C available; every row of `w` has the same kind and length K and
 /// `x.len() == m · K`.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+pub(super) unsafe fn dot_rows(
+    w: &[WRow<'_>],
+    x: &[f32],
+    m: usize,
+    out: &mut [f32],
+    prefetch: bool,
+) {
     use super::float::Grouped as G;
     // SAFETY (all calls): the caller's contract.
     unsafe {
         match w.first() {
-            Some(WRow::Bf16Le(_)) => tiles::<Bf16>(w, x, m, out),
+            Some(WRow::Bf16Le(_)) => tiles::<Bf16>(w, x, m, out, prefetch),
             Some(WRow::Grouped { kind, .. }) => match kind {
-                G::Q2 => tiles::<Q2>(w, x, m, out),
-                G::T2 => tiles::<T2>(w, x, m, out),
-                G::Q4 => tiles::<Q4>(w, x, m, out),
-                G::Q5 => tiles::<Q5>(w, x, m, out),
-                G::Q6 => tiles::<Q6>(w, x, m, out),
-                G::Q8 => tiles::<Q8>(w, x, m, out),
+                G::Q2 => tiles::<Q2>(w, x, m, out, false),
+                G::T2 => tiles::<T2>(w, x, m, out, false),
+                G::Q4 => tiles::<Q4>(w, x, m, out, false),
+                G::Q5 => tiles::<Q5>(w, x, m, out, false),
+                G::Q6 => tiles::<Q6>(w, x, m, out, false),
+                G::Q8 => tiles::<Q8>(w, x, m, out, false),
             },
-            Some(WRow::Fp8 { .. }) => tiles::<Fp8>(w, x, m, out),
+            Some(WRow::Fp8 { .. }) => tiles::<Fp8>(w, x, m, out, false),
             Some(WRow::Fp8Scaled { .. }) if m == 1 => fp8_scaled_m1(w, x, out),
-            Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled>(w, x, m, out),
-            Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
-            Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
-            Some(_) => tiles::<F32>(w, x, m, out),
+            Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled>(w, x, m, out, false),
+            Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out, false),
+            Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out, false),
+            Some(_) => tiles::<F32>(w, x, m, out, prefetch),
             None => {}
         }
     }
@@ -766,7 +778,7 @@ unsafe fn values<L: Load>(w: &WRow<'_>, out: &mut [f32]) {
 /// As [`dot_rows`].
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32], prefetch: bool) {
     let max_rx = if L::V == 1 { 2 } else { 1 };
     // bf16 / f32 words at M = 1: 8 rows side by side (8 accumulator chains hide the fma
     // latency); otherwise 4 (the coded rows' decoding fills the registers).
@@ -777,21 +789,26 @@ unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
         let mut r = 0;
         while r < m {
             let rx = (m - r).min(max_rx);
+            // Only the first activation rows of a tile prefetch the next tile (the others
+            // find its rows in cache), and only rows read from their plane: materialized
+            // values are a scratch of this tile alone.
+            let pf = prefetch && r == 0 && !matches!(w[i], WRow::F32(_));
+            let t = (r, m, i, pf);
             // SAFETY: the caller's contract.
             unsafe {
                 match (rw, rx) {
-                    (8, _) => tile::<L, 8, 1>(&w[i..], x, r, m, out, i),
-                    (7, _) => tile::<L, 7, 1>(&w[i..], x, r, m, out, i),
-                    (6, _) => tile::<L, 6, 1>(&w[i..], x, r, m, out, i),
-                    (5, _) => tile::<L, 5, 1>(&w[i..], x, r, m, out, i),
-                    (4, 2) => tile::<L, 4, 2>(&w[i..], x, r, m, out, i),
-                    (4, _) => tile::<L, 4, 1>(&w[i..], x, r, m, out, i),
-                    (3, 2) => tile::<L, 3, 2>(&w[i..], x, r, m, out, i),
-                    (3, _) => tile::<L, 3, 1>(&w[i..], x, r, m, out, i),
-                    (2, 2) => tile::<L, 2, 2>(&w[i..], x, r, m, out, i),
-                    (2, _) => tile::<L, 2, 1>(&w[i..], x, r, m, out, i),
-                    (1, 2) => tile::<L, 1, 2>(&w[i..], x, r, m, out, i),
-                    _ => tile::<L, 1, 1>(&w[i..], x, r, m, out, i),
+                    (8, _) => tile::<L, 8, 1>(&w[i..], x, out, t),
+                    (7, _) => tile::<L, 7, 1>(&w[i..], x, out, t),
+                    (6, _) => tile::<L, 6, 1>(&w[i..], x, out, t),
+                    (5, _) => tile::<L, 5, 1>(&w[i..], x, out, t),
+                    (4, 2) => tile::<L, 4, 2>(&w[i..], x, out, t),
+                    (4, _) => tile::<L, 4, 1>(&w[i..], x, out, t),
+                    (3, 2) => tile::<L, 3, 2>(&w[i..], x, out, t),
+                    (3, _) => tile::<L, 3, 1>(&w[i..], x, out, t),
+                    (2, 2) => tile::<L, 2, 2>(&w[i..], x, out, t),
+                    (2, _) => tile::<L, 2, 1>(&w[i..], x, out, t),
+                    (1, 2) => tile::<L, 1, 2>(&w[i..], x, out, t),
+                    _ => tile::<L, 1, 1>(&w[i..], x, out, t),
                 }
             }
             r += rx;
@@ -800,7 +817,8 @@ unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
     }
 }
 
-/// Weight rows `w[0..RW]` × activation rows `r0..r0+RX` into `out[(i0+i)·m + r]`.
+/// Weight rows `w[0..RW]` × activation rows `r0..r0+RX` into `out[(i0+i)·m + r]`, where
+/// `(r0, m, i0, pf)` = `t`; `pf`: prefetch the next tile's rows (word loaders only).
 ///
 /// # Safety
 /// As [`dot_rows`]; RW rows in `w`, RX rows from r0 in x.
@@ -809,11 +827,10 @@ unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
 unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
     w: &[WRow<'_>],
     x: &[f32],
-    r0: usize,
-    m: usize,
     out: &mut [f32],
-    i0: usize,
+    t: (usize, usize, usize, bool),
 ) {
+    let (r0, m, i0, pf) = t;
     let k = w[0].len();
     assert!(x.len() >= (r0 + RX) * k && w.len() >= RW);
     let wp: [L::P; RW] = std::array::from_fn(|i| L::ptr(&w[i]));
@@ -827,7 +844,7 @@ unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
     let mut acc = [[_mm256_setzero_ps(); RX]; RW];
     let mut kk = 0;
     while kk + step <= k {
-        if L::PREFETCH_BYTES > 0 && kk % line == 0 {
+        if L::PREFETCH_BYTES > 0 && pf && kk % line == 0 {
             for i in 0..RW {
                 let at = L::base(wp[i]).wrapping_add(kk * L::PREFETCH_BYTES + ahead);
                 _mm_prefetch::<_MM_HINT_T1>(at.cast());

@@ -676,7 +676,7 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
             Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
             Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled>(w, x, m, out),
-            _ => super::float_avx2::dot_rows(w, x, m, out),
+            _ => super::float_avx2::dot_rows(w, x, m, out, true),
         }
     }
 }
