@@ -60,6 +60,7 @@
 pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod plan;
+pub(crate) mod plane;
 pub mod q8_1;
 pub mod q8_k;
 

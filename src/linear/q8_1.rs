@@ -21,7 +21,8 @@
 //! reading `s`: `s` is a rounded copy of `d·Σq`, and the exact
 //! sums keep the product within the named criterion without the 2⁻¹¹ error of `s`.
 
-use crate::error::{Error, Result, mul, try_vec};
+use super::plane::Plane;
+use crate::error::{Error, Result, mul};
 
 /// Values per q8_1 block.
 pub const QK8_1: usize = 32;
@@ -142,34 +143,34 @@ pub(crate) struct Rows {
     /// Values per row (K, a multiple of 32).
     pub k: usize,
     /// M × K codes.
-    pub qs: Vec<i8>,
+    pub qs: Plane<i8>,
     /// M × K/32 stored scales as f32 (exact).
-    pub d: Vec<f32>,
+    pub d: Plane<f32>,
     /// M × K/32 exact block sums Σq.
-    pub sum: Vec<i32>,
+    pub sum: Plane<i32>,
     /// M × K/16 exact half-block sums Σq over 16 codes (|Σ| ≤ 16·127, so i16): the
     /// k-quant kernels' min and offset terms per 16-value sub-block.
-    pub sum16: Vec<i16>,
+    pub sum16: Plane<i16>,
     /// M × K/8 exact sums Σq over 8 codes (|Σ| ≤ 8·127, so i16): the IQ1_M kernel's
     /// per-run delta terms.
-    pub sum8: Vec<i16>,
+    pub sum8: Plane<i16>,
     /// Empty, or the codes with every whole run of a row (a block pair or four blocks) rearranged for a kernel
     /// ([`Rows::arrange_pairs`]).
-    pub pairs: Vec<i8>,
+    pub pairs: Plane<i8>,
     /// Empty, or |`pairs`|.
-    pub pairs_abs: Vec<i8>,
+    pub pairs_abs: Plane<i8>,
     /// Empty, or the codes of each group of four rows (4g .. 4g + 4; a last partial group
     /// padded with zero rows) interleaved 4 bytes at a time: for group g and 4-value chunk
     /// c, the 16 bytes at `16·(K/4·g + c)` are chunk c of rows 4g, 4g + 1, 4g + 2, 4g + 3
     /// ([`Rows::arrange_quads`]).
-    pub quads: Vec<i8>,
+    pub quads: Plane<i8>,
     /// Empty, or [`Rows::d`] interleaved the same way: group g, block b at `4·(K/32·g + b)`.
-    pub quad_d: Vec<f32>,
+    pub quad_d: Plane<f32>,
     /// Empty, or [`Rows::sum`] interleaved as [`Rows::quad_d`].
-    pub quad_sum: Vec<i32>,
+    pub quad_sum: Plane<i32>,
     /// Empty, or [`Rows::sum16`] (as i32) interleaved the same way: group g, 16-value half
     /// h at `4·(K/16·g + h)`.
-    pub quad_sum16: Vec<i32>,
+    pub quad_sum16: Plane<i32>,
 }
 
 /// One row of [`Rows`].
@@ -281,17 +282,20 @@ impl Rows {
         };
         Ok(Rows {
             k,
-            qs: try_vec(mk, "q8_1 activation codes")?,
-            d: try_vec(nb, "q8_1 activation scales")?,
-            sum: try_vec(nb, "q8_1 block sums")?,
-            sum16: try_vec(mul(2, nb, "q8_1 half-block sums")?, "q8_1 half-block sums")?,
-            sum8: try_vec(mul(4, nb, "q8_1 8-value sums")?, "q8_1 8-value sums")?,
-            pairs: try_vec(planes, "q8_1 rearranged codes")?,
-            pairs_abs: try_vec(planes, "q8_1 rearranged |codes|")?,
-            quads: try_vec(quad_codes, "q8_1 interleaved codes")?,
-            quad_d: try_vec(quad_blocks, "q8_1 interleaved scales")?,
-            quad_sum: try_vec(quad_blocks, "q8_1 interleaved sums")?,
-            quad_sum16: try_vec(2 * quad_blocks, "q8_1 interleaved half sums")?,
+            qs: Plane::with_capacity(mk, "q8_1 activation codes")?,
+            d: Plane::with_capacity(nb, "q8_1 activation scales")?,
+            sum: Plane::with_capacity(nb, "q8_1 block sums")?,
+            sum16: Plane::with_capacity(
+                mul(2, nb, "q8_1 half-block sums")?,
+                "q8_1 half-block sums",
+            )?,
+            sum8: Plane::with_capacity(mul(4, nb, "q8_1 8-value sums")?, "q8_1 8-value sums")?,
+            pairs: Plane::with_capacity(planes, "q8_1 rearranged codes")?,
+            pairs_abs: Plane::with_capacity(planes, "q8_1 rearranged |codes|")?,
+            quads: Plane::with_capacity(quad_codes, "q8_1 interleaved codes")?,
+            quad_d: Plane::with_capacity(quad_blocks, "q8_1 interleaved scales")?,
+            quad_sum: Plane::with_capacity(quad_blocks, "q8_1 interleaved sums")?,
+            quad_sum16: Plane::with_capacity(2 * quad_blocks, "q8_1 interleaved half sums")?,
         })
     }
 
@@ -396,7 +400,10 @@ impl Rows {
         if abs {
             // Codes are in [−127, 127]: |q| fits i8.
             self.pairs_abs.clear();
-            self.pairs_abs.extend(self.pairs.iter().map(|q| q.abs()));
+            self.pairs_abs.resize(self.pairs.len(), 0);
+            for (a, q) in self.pairs_abs.iter_mut().zip(self.pairs.iter()) {
+                *a = q.abs();
+            }
         }
     }
 

@@ -21,7 +21,8 @@
 //! `d = 1/iscale = ∓0`, so x̂ = 0; a zero block's `bsums` are written as 0 (ggml leaves
 //! them unwritten).
 
-use crate::error::{Result, mul, try_vec};
+use super::plane::Plane;
+use crate::error::{Result, mul};
 
 /// Values per q8_K block (ggml's `QK_K`).
 pub const QK_K: usize = 256;
@@ -109,11 +110,11 @@ pub(crate) struct Rows {
     /// Values per row (K, a multiple of 256).
     pub k: usize,
     /// M × K codes.
-    pub qs: Vec<i8>,
+    pub qs: Plane<i8>,
     /// M × K/256 scales d.
-    pub d: Vec<f32>,
+    pub d: Plane<f32>,
     /// M × K/16 sums of 16 codes.
-    pub bsums: Vec<i16>,
+    pub bsums: Plane<i16>,
 }
 
 /// One row of [`Rows`].
@@ -150,9 +151,9 @@ impl Rows {
         let mk = mul(m, k, "q8_K codes")?;
         Ok(Rows {
             k,
-            qs: try_vec(mk, "q8_K activation codes")?,
-            d: try_vec(mk / QK_K, "q8_K activation scales")?,
-            bsums: try_vec(mk / 16, "q8_K 16-code sums")?,
+            qs: Plane::with_capacity(mk, "q8_K activation codes")?,
+            d: Plane::with_capacity(mk / QK_K, "q8_K activation scales")?,
+            bsums: Plane::with_capacity(mk / 16, "q8_K 16-code sums")?,
         })
     }
 
