@@ -162,6 +162,25 @@ macro_rules! gguf_kernels {
             }
         }
 
+        /// How far ahead of the block being decoded `prefetch_ahead` fetches (bytes).
+        const PF_AHEAD: usize = 2048;
+
+        /// Software prefetch of the lines of `b` `PF_AHEAD` bytes further on. Q8_0, Q4_K
+        /// and Q5_K decode fast enough that the block stream fell behind without it
+        /// (measured on an AVX2-only Zen 3, 4096², the matrix in L3: Q8_0 7.1 → 9.4
+        /// Gvalues/s).
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn prefetch_ahead(b: &[u8]) {
+            let p = b.as_ptr().wrapping_add(PF_AHEAD);
+            let mut o = 0;
+            while o < b.len() {
+                // SAFETY: a prefetch never faults, whatever the address.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(o).cast()) };
+                o += 64;
+            }
+        }
+
         #[target_feature(enable = $feat)]
         unsafe fn q8_0(blocks: &[u8], out: &mut [f32]) {
             // SAFETY: the tier's features are enabled (module doc); every access is to whole blocks in
@@ -175,6 +194,7 @@ macro_rules! gguf_kernels {
                     .chunks_exact(q8_0::BYTES * 8)
                     .zip(y_body.chunks_exact_mut(32 * 8))
                 {
+                    prefetch_ahead(g);
                     let mut d = [0f32; 8];
                     _mm256_storeu_ps(d.as_mut_ptr(), f16x8(g, q8_0::BYTES, q8_0::D.at));
                     for (j, &d) in d.iter().enumerate() {
@@ -359,6 +379,7 @@ macro_rules! gguf_kernels {
                     .chunks_exact(q4_k::BYTES)
                     .zip(out.chunks_exact_mut(256))
                 {
+                    prefetch_ahead(b);
                     let s = k4_scales!(b);
                     for (c, y) in y.chunks_exact_mut(64).enumerate() {
                         q4_k_chunk(y, &b[16 + 32 * c..48 + 32 * c], &s, 2 * c);
@@ -416,6 +437,7 @@ macro_rules! gguf_kernels {
                     if let Some(next) = blocks.get(q5_k::BYTES * (i + 1)..q5_k::BYTES * (i + 2)) {
                         q5_k_codes(next, &mut codes[(i + 1) % 2]);
                     }
+                    prefetch_ahead(b);
                     let s = k4_scales!(b);
                     let q = &codes[i % 2];
                     for (j, y) in y.chunks_exact_mut(32).enumerate() {

@@ -526,7 +526,7 @@ unsafe fn fp8_scaled_rows<const RW: usize>(
     if nan {
         // A NaN word (invalid payload): the general loader decodes it.
         // SAFETY: the caller's contract.
-        return unsafe { tile::<Fp8Scaled, RW, 1>(w, x, out, (0, 1, 0, false)) };
+        return unsafe { tile::<Fp8Scaled, RW, 1, false>(w, x, out, (0, 1, 0, false)) };
     }
     let done = k / 32 * 32;
     for i in 0..RW {
@@ -664,21 +664,23 @@ pub(super) unsafe fn dot_rows(
     // SAFETY (all calls): the caller's contract.
     unsafe {
         match w.first() {
-            Some(WRow::Bf16Le(_)) => tiles::<Bf16>(w, x, m, out, prefetch),
+            Some(WRow::Bf16Le(_)) if prefetch => tiles::<Bf16, true>(w, x, m, out),
+            Some(WRow::Bf16Le(_)) => tiles::<Bf16, false>(w, x, m, out),
             Some(WRow::Grouped { kind, .. }) => match kind {
-                G::Q2 => tiles::<Q2>(w, x, m, out, false),
-                G::T2 => tiles::<T2>(w, x, m, out, false),
-                G::Q4 => tiles::<Q4>(w, x, m, out, false),
-                G::Q5 => tiles::<Q5>(w, x, m, out, false),
-                G::Q6 => tiles::<Q6>(w, x, m, out, false),
-                G::Q8 => tiles::<Q8>(w, x, m, out, false),
+                G::Q2 => tiles::<Q2, false>(w, x, m, out),
+                G::T2 => tiles::<T2, false>(w, x, m, out),
+                G::Q4 => tiles::<Q4, false>(w, x, m, out),
+                G::Q5 => tiles::<Q5, false>(w, x, m, out),
+                G::Q6 => tiles::<Q6, false>(w, x, m, out),
+                G::Q8 => tiles::<Q8, false>(w, x, m, out),
             },
-            Some(WRow::Fp8 { .. }) => tiles::<Fp8>(w, x, m, out, false),
+            Some(WRow::Fp8 { .. }) => tiles::<Fp8, false>(w, x, m, out),
             Some(WRow::Fp8Scaled { .. }) if m == 1 => fp8_scaled_m1(w, x, out),
-            Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled>(w, x, m, out, false),
-            Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out, false),
-            Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out, false),
-            Some(_) => tiles::<F32>(w, x, m, out, prefetch),
+            Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled, false>(w, x, m, out),
+            Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4, false>(w, x, m, out),
+            Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled, false>(w, x, m, out),
+            Some(_) if prefetch => tiles::<F32, true>(w, x, m, out),
+            Some(_) => tiles::<F32, false>(w, x, m, out),
             None => {}
         }
     }
@@ -778,7 +780,7 @@ unsafe fn values<L: Load>(w: &WRow<'_>, out: &mut [f32]) {
 /// As [`dot_rows`].
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32], prefetch: bool) {
+unsafe fn tiles<L: Load, const PF: bool>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
     let max_rx = if L::V == 1 { 2 } else { 1 };
     // bf16 / f32 words at M = 1: 8 rows side by side (8 accumulator chains hide the fma
     // latency); otherwise 4 (the coded rows' decoding fills the registers).
@@ -792,23 +794,23 @@ unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32], p
             // Only the first activation rows of a tile prefetch the next tile (the others
             // find its rows in cache), and only rows read from their plane: materialized
             // values are a scratch of this tile alone.
-            let pf = prefetch && r == 0 && !matches!(w[i], WRow::F32(_));
+            let pf = PF && r == 0 && !matches!(w[i], WRow::F32(_));
             let t = (r, m, i, pf);
             // SAFETY: the caller's contract.
             unsafe {
                 match (rw, rx) {
-                    (8, _) => tile::<L, 8, 1>(&w[i..], x, out, t),
-                    (7, _) => tile::<L, 7, 1>(&w[i..], x, out, t),
-                    (6, _) => tile::<L, 6, 1>(&w[i..], x, out, t),
-                    (5, _) => tile::<L, 5, 1>(&w[i..], x, out, t),
-                    (4, 2) => tile::<L, 4, 2>(&w[i..], x, out, t),
-                    (4, _) => tile::<L, 4, 1>(&w[i..], x, out, t),
-                    (3, 2) => tile::<L, 3, 2>(&w[i..], x, out, t),
-                    (3, _) => tile::<L, 3, 1>(&w[i..], x, out, t),
-                    (2, 2) => tile::<L, 2, 2>(&w[i..], x, out, t),
-                    (2, _) => tile::<L, 2, 1>(&w[i..], x, out, t),
-                    (1, 2) => tile::<L, 1, 2>(&w[i..], x, out, t),
-                    _ => tile::<L, 1, 1>(&w[i..], x, out, t),
+                    (8, _) => tile::<L, 8, 1, PF>(&w[i..], x, out, t),
+                    (7, _) => tile::<L, 7, 1, PF>(&w[i..], x, out, t),
+                    (6, _) => tile::<L, 6, 1, PF>(&w[i..], x, out, t),
+                    (5, _) => tile::<L, 5, 1, PF>(&w[i..], x, out, t),
+                    (4, 2) => tile::<L, 4, 2, PF>(&w[i..], x, out, t),
+                    (4, _) => tile::<L, 4, 1, PF>(&w[i..], x, out, t),
+                    (3, 2) => tile::<L, 3, 2, PF>(&w[i..], x, out, t),
+                    (3, _) => tile::<L, 3, 1, PF>(&w[i..], x, out, t),
+                    (2, 2) => tile::<L, 2, 2, PF>(&w[i..], x, out, t),
+                    (2, _) => tile::<L, 2, 1, PF>(&w[i..], x, out, t),
+                    (1, 2) => tile::<L, 1, 2, PF>(&w[i..], x, out, t),
+                    _ => tile::<L, 1, 1, PF>(&w[i..], x, out, t),
                 }
             }
             r += rx;
@@ -818,13 +820,14 @@ unsafe fn tiles<L: Load>(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32], p
 }
 
 /// Weight rows `w[0..RW]` × activation rows `r0..r0+RX` into `out[(i0+i)·m + r]`, where
-/// `(r0, m, i0, pf)` = `t`; `pf`: prefetch the next tile's rows (word loaders only).
+/// `(r0, m, i0, pf)` = `t`; with `PF` and `pf`, prefetch the next tile's rows (word
+/// loaders only; `PF` false compiles the prefetch out).
 ///
 /// # Safety
 /// As [`dot_rows`]; RW rows in `w`, RX rows from r0 in x.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
+unsafe fn tile<L: Load, const RW: usize, const RX: usize, const PF: bool>(
     w: &[WRow<'_>],
     x: &[f32],
     out: &mut [f32],
@@ -844,7 +847,7 @@ unsafe fn tile<L: Load, const RW: usize, const RX: usize>(
     let mut acc = [[_mm256_setzero_ps(); RX]; RW];
     let mut kk = 0;
     while kk + step <= k {
-        if L::PREFETCH_BYTES > 0 && pf && kk % line == 0 {
+        if PF && L::PREFETCH_BYTES > 0 && pf && kk % line == 0 {
             for i in 0..RW {
                 let at = L::base(wp[i]).wrapping_add(kk * L::PREFETCH_BYTES + ahead);
                 _mm_prefetch::<_MM_HINT_T1>(at.cast());
