@@ -53,7 +53,7 @@ if cargo +nightly --version >/dev/null 2>&1; then
   fi
   if have_component miri || rustup component add miri --toolchain nightly >/dev/null 2>&1; then
     echo "== miri: the pure-Rust codec tests (words, direct, layouts, fp8 row, nvfp4, grouped, rows) and the aligned activation planes"
-    # Modules without SIMD or FFI, 45 tests: about 1 minute of interpretation on 2 cores
+    # Modules without SIMD or FFI, 47 tests: about 1 minute of interpretation on 2 cores
     # (plus the first build of Miri's sysroot). Flags: tree borrows and permissive
     # provenance because crossbeam-epoch (rayon's deque) breaks the experimental stacked
     # borrows rules and casts integers to pointers; deterministic floats because Miri
