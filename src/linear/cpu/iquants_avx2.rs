@@ -310,7 +310,7 @@ trait Iq {
     /// [`Iq::SIGN_BUF`] types whose sign vectors the AVX2 tier builds, at M = 1, from the
     /// stored sign words ([`sign_bits`]: one broadcast load, a `vpshufb` and three logic
     /// operations) rather than from four [`SIGNS64`] lookups blended together: measured
-    /// per type on an AVX2-only Zen 3 at M = 1 (IQ2_XS and IQ3_XXS about 1.2× faster,
+    /// per type on an AVX2-only Zen 3 at M = 1 (IQ2_XS 1.13–1.16× and IQ3_XXS 1.24× faster,
     /// IQ2_XXS, whose sign indices sit in the word already loaded for its grid indices,
     /// 15% slower).
     const SIGN_VEC: bool = false;
@@ -1270,7 +1270,8 @@ macro_rules! kernels {
             }
         }
 
-        /// Group `g` of the super-block at `blk`, its signs ready for [`group_dot`].
+        /// Group `g` of the super-block at `blk`, its signs ready for [`group_dot`]; with
+        /// `vec`, a [`Iq::SIGN_BUF`] type's sign vector comes from its stored sign word.
         ///
         /// # Safety
         /// As [`Iq::group`].
@@ -1294,8 +1295,9 @@ macro_rules! kernels {
             }
         }
 
-        /// The grid indices of the super-block at `blk` in `buf` ([`Iq::indices`]), and
-        /// the pointer [`Iq::group`] reads them through.
+        /// The grid indices of the super-block at `blk` in `buf` ([`Iq::indices`]), or its
+        /// sign words ([`Iq::sign_words`], where the tier masks or `vec` asks for them), and
+        /// the pointer [`Iq::group`] and [`Iq::sign_word`] read them through.
         ///
         /// # Safety
         /// As [`Iq::context`].
