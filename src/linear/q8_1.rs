@@ -173,6 +173,29 @@ pub(crate) struct Rows {
     pub quad_sum16: Plane<i32>,
 }
 
+/// The distance, in elements, from one group's part of each interleaved plane
+/// ([`Rows::arrange_quads`]) to the next: the group's data (4·K codes; 4 values per block;
+/// 8 half sums per block) and one cache line more, so that the groups of a tile, which a
+/// kernel reads side by side, do not start at the same offset modulo 4 KiB (with K a
+/// multiple of 1024 they would all fall into the same L1 sets).
+#[derive(Clone, Copy)]
+struct QuadStrides {
+    codes: usize,
+    blocks: usize,
+    halves: usize,
+}
+
+impl QuadStrides {
+    fn new(k: usize) -> QuadStrides {
+        let nb = k / QK8_1;
+        QuadStrides {
+            codes: 4 * k + 64,
+            blocks: 4 * nb + 16,
+            halves: 8 * nb + 16,
+        }
+    }
+}
+
 /// One row of [`Rows`].
 #[derive(Clone, Copy)]
 // The sums and rearranged codes serve the AVX2 kernels; the scalar ones recompute.
@@ -274,11 +297,15 @@ impl Rows {
         let nb = mk / QK8_1;
         let planes = if arranged { mk } else { 0 };
         // The interleaved planes: whole groups of four rows, the last one padded.
-        let (quad_codes, quad_blocks) = if interleaved {
-            let rows4 = m.div_ceil(4) * 4;
-            (mul(rows4, k, "q8_1 codes")?, rows4 * (k / QK8_1))
+        let (quad_codes, quad_blocks, quad_halves) = if interleaved {
+            let (groups, s) = (m.div_ceil(4), QuadStrides::new(k));
+            (
+                mul(groups, s.codes, "q8_1 interleaved codes")?,
+                mul(groups, s.blocks, "q8_1 interleaved scales")?,
+                mul(groups, s.halves, "q8_1 interleaved half sums")?,
+            )
         } else {
-            (0, 0)
+            (0, 0, 0)
         };
         Ok(Rows {
             k,
@@ -295,7 +322,7 @@ impl Rows {
             quads: Plane::with_capacity(quad_codes, "q8_1 interleaved codes")?,
             quad_d: Plane::with_capacity(quad_blocks, "q8_1 interleaved scales")?,
             quad_sum: Plane::with_capacity(quad_blocks, "q8_1 interleaved sums")?,
-            quad_sum16: Plane::with_capacity(2 * quad_blocks, "q8_1 interleaved half sums")?,
+            quad_sum16: Plane::with_capacity(quad_halves, "q8_1 interleaved half sums")?,
         })
     }
 
@@ -362,12 +389,12 @@ impl Rows {
 
     /// Row `i`'s group of [`Rows::arrange_quads`] (empty when not arranged).
     fn quad(&self, i: usize) -> Quad<'_> {
-        let (k, nb, g) = (self.k, self.k / QK8_1, i / 4);
+        let (k, nb, g, s) = (self.k, self.k / QK8_1, i / 4, QuadStrides::new(self.k));
         match (
-            self.quads.get(4 * k * g..4 * k * (g + 1)),
-            self.quad_d.get(4 * nb * g..4 * nb * (g + 1)),
-            self.quad_sum.get(4 * nb * g..4 * nb * (g + 1)),
-            self.quad_sum16.get(8 * nb * g..8 * nb * (g + 1)),
+            self.quads.get(s.codes * g..s.codes * g + 4 * k),
+            self.quad_d.get(s.blocks * g..s.blocks * g + 4 * nb),
+            self.quad_sum.get(s.blocks * g..s.blocks * g + 4 * nb),
+            self.quad_sum16.get(s.halves * g..s.halves * g + 8 * nb),
         ) {
             (Some(codes), Some(d), Some(sum), Some(sum16)) => Quad {
                 codes,
@@ -418,29 +445,29 @@ impl Rows {
     pub fn arrange_quads(&mut self, arranged: bool) {
         let (k, nb) = (self.k, self.k / QK8_1);
         let m = self.rows();
-        let groups = m.div_ceil(4);
+        let (groups, s) = (m.div_ceil(4), QuadStrides::new(k));
         self.quads.clear();
-        self.quads.resize(4 * k * groups, 0);
+        self.quads.resize(s.codes * groups, 0);
         self.quad_d.clear();
-        self.quad_d.resize(4 * nb * groups, 0.0);
+        self.quad_d.resize(s.blocks * groups, 0.0);
         self.quad_sum.clear();
-        self.quad_sum.resize(4 * nb * groups, 0);
+        self.quad_sum.resize(s.blocks * groups, 0);
         self.quad_sum16.clear();
-        self.quad_sum16.resize(8 * nb * groups, 0);
+        self.quad_sum16.resize(s.halves * groups, 0);
         for i in 0..m {
             let (g, j) = (i / 4, i % 4);
             let src = if arranged { &self.pairs } else { &self.qs };
             let row = &src[i * k..(i + 1) * k];
-            let codes = &mut self.quads[4 * k * g..4 * k * (g + 1)];
+            let codes = &mut self.quads[s.codes * g..s.codes * g + 4 * k];
             for (c, chunk) in row.chunks_exact(4).enumerate() {
                 codes[16 * c + 4 * j..16 * c + 4 * j + 4].copy_from_slice(chunk);
             }
             for b in 0..nb {
-                self.quad_d[4 * (nb * g + b) + j] = self.d[nb * i + b];
-                self.quad_sum[4 * (nb * g + b) + j] = self.sum[nb * i + b];
+                self.quad_d[s.blocks * g + 4 * b + j] = self.d[nb * i + b];
+                self.quad_sum[s.blocks * g + 4 * b + j] = self.sum[nb * i + b];
             }
             for h in 0..2 * nb {
-                self.quad_sum16[4 * (2 * nb * g + h) + j] = self.sum16[2 * nb * i + h] as i32;
+                self.quad_sum16[s.halves * g + 4 * h + j] = self.sum16[2 * nb * i + h] as i32;
             }
         }
     }

@@ -167,8 +167,12 @@ impl<'a> Engine<'a> {
         let arranged = self.isa.avx2();
         let q = match self.kernel {
             Kernel::Gguf(_) | Kernel::GgufDecoded | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
-                // The AVX-512 tile kernels' interleaved planes (`Rows::arrange_quads`).
-                let interleaved = self.isa == Isa::Avx512;
+                // The tile kernels' interleaved planes (`Rows::arrange_quads`): every tile
+                // kernel on the AVX-512 tier, the k-quants' on the 256-bit tiers too.
+                let interleaved = match self.kernel {
+                    Kernel::Gguf(super::gguf::Kind::KQuant(_)) => self.isa.avx2(),
+                    _ => self.isa == Isa::Avx512,
+                };
                 Some(q8_1::Rows::with_capacity(mt, k, arranged, interleaved)?)
             }
             _ => None,

@@ -43,7 +43,7 @@ impl Kind {
 pub(crate) fn prepare(isa: Isa, kind: Kind, rows: Rows) -> Rows {
     match kind {
         Kind::Legacy(l) => super::legacy::prepare(isa, l, rows),
-        Kind::KQuant(_) => super::kquants::prepare(isa, rows),
+        Kind::KQuant(k) => super::kquants::prepare(isa, k, rows),
         _ => rows,
     }
 }

@@ -72,6 +72,19 @@ impl Kq {
         self.block().bytes
     }
 
+    /// The byte offsets of the binary16 `d` and, for the types with mins, `dmin` in a
+    /// super-block.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(super) const fn d_dmin(self) -> (usize, Option<usize>) {
+        match self {
+            Kq::Q2K => (q2_k::D.at, Some(q2_k::DMIN.at)),
+            Kq::Q3K => (q3_k::D.at, None),
+            Kq::Q4K => (q4_k::D.at, Some(q4_k::DMIN.at)),
+            Kq::Q5K => (q5_k::D.at, Some(q5_k::DMIN.at)),
+            Kq::Q6K => (q6_k::D.at, None),
+        }
+    }
+
     /// Whether the type subtracts `dmin·m` (the `accm` lanes of the module docs).
     pub(super) const fn has_min(self) -> bool {
         matches!(self, Kq::Q2K | Kq::Q4K | Kq::Q5K)
@@ -174,19 +187,22 @@ pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
     }
 }
 
-/// Activation rows as the kernel on `isa` reads them: on the AVX-512 tier, from
-/// `kquants_tile_avx512::MIN_M` rows on, also interleaved in groups of four for its tile
-/// kernel.
-pub(crate) fn prepare(isa: Isa, rows: Rows) -> Rows {
-    match isa {
+/// Activation rows as the kernel on `isa` reads them: from the row count at which the
+/// tier's tile kernel takes `kq` on (`kquants_tile_avx512::min_m`,
+/// `kquants_tile_avx2::min_m`), also interleaved in groups of four for it.
+pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
+    let min_m = match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 if rows.rows() >= super::kquants_tile_avx512::MIN_M => {
-            let mut rows = rows;
-            rows.arrange_quads(false);
-            rows
-        }
-        _ => rows,
+        Isa::Avx512 => Some(super::kquants_tile_avx512::min_m(kq)),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 | Isa::AvxVnni => super::kquants_tile_avx2::min_m(kq),
+        _ => None,
+    };
+    let mut rows = rows;
+    if min_m.is_some_and(|min| rows.rows() >= min) {
+        rows.arrange_quads(false);
     }
+    rows
 }
 
 /// Up to four consecutive weight rows `ws` (whole super-blocks of `kq`) against every q8_1
@@ -205,6 +221,13 @@ pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out:
             } else {
                 super::kquants_avx512::dot_row_group(kq, ws, xs, out)
             }
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above (AVX2, FMA and F16C, which every 256-bit tier has). The 256-bit
+        // tile kernel when the rows are interleaved for it, else the tier's pass kernels;
+        // the same bits.
+        Isa::AvxVnni | Isa::Avx2 if super::kquants_tile_avx2::applies(kq, xs) => unsafe {
+            super::kquants_tile_avx2::dot_row_group(kq, ws, xs, out)
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
@@ -350,7 +373,7 @@ mod tests {
                     }
                     let rb = k / 256 * kq.block_bytes();
                     let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
-                    for m in [1, 2, 3, 5, 8, 13, 17] {
+                    for m in [1, 2, 3, 5, 8, 13, 17, 64] {
                         let x = activations(m, k, &mut rng);
                         let q = Rows::quantize(&x, m, k);
                         let xh = q.dequantized();
@@ -358,7 +381,7 @@ mod tests {
                         // Each tier's own arrangement (the tile kernels' interleaved rows).
                         let prepared: Vec<(Isa, Rows)> = Isa::tested()
                             .into_iter()
-                            .map(|isa| (isa, prepare(isa, Rows::quantize(&x, m, k))))
+                            .map(|isa| (isa, prepare(isa, kq, Rows::quantize(&x, m, k))))
                             .collect();
                         for g in 1..=4 {
                             for r0 in [0, n - g] {
@@ -469,7 +492,7 @@ mod tests {
                 let mut want = vec![0f32; n * m];
                 dot_row_group(Isa::Scalar, kq, &rows, &xs, &mut want);
                 for isa in Isa::tested() {
-                    let qp = prepare(isa, Rows::quantize(&x, m, k));
+                    let qp = prepare(isa, kq, Rows::quantize(&x, m, k));
                     let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
                     for g in 1..=4 {
                         let mut got = vec![0f32; g * m];

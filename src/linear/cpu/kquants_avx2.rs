@@ -59,7 +59,7 @@ use std::arch::x86_64::*;
 
 /// A super-block's header, decoded once per weight row.
 #[derive(Clone, Copy)]
-struct Hdr {
+pub(super) struct Hdr {
     /// d and dmin broadcast.
     d: __m256,
     dmin: __m256,
@@ -74,7 +74,7 @@ struct Hdr {
 }
 
 /// One k-quant type.
-trait K {
+pub(super) trait K {
     const KQ: Kq;
     /// Scales per 32 values, applied after the reduction.
     const PER32: bool;
@@ -157,7 +157,7 @@ unsafe fn per16(d: __m256, dmin: __m256, sc: __m128i, c16: __m256i) -> Hdr {
 }
 
 /// `block_q2_K { u8 scales[16]; u8 qs[64]; f16 d; f16 dmin; }`.
-struct Q2K;
+pub(super) struct Q2K;
 impl K for Q2K {
     const KQ: Kq = Kq::Q2K;
     const PER32: bool = false;
@@ -213,7 +213,7 @@ pub(super) unsafe fn q3_scales(b: *const u8) -> __m128i {
 }
 
 /// `block_q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d; }`: u = q + 4.
-struct Q3K;
+pub(super) struct Q3K;
 impl K for Q3K {
     const KQ: Kq = Kq::Q3K;
     const PER32: bool = false;
@@ -285,7 +285,7 @@ pub(super) fn scmn_k4(v: __m128i) -> __m128i {
 }
 
 /// `block_q4_K { f16 d; f16 dmin; u8 scales[12]; u8 qs[128]; }`.
-struct Q4K;
+pub(super) struct Q4K;
 impl K for Q4K {
     const KQ: Kq = Kq::Q4K;
     const PER32: bool = true;
@@ -308,7 +308,7 @@ impl K for Q4K {
 }
 
 /// `block_q5_K { f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }`.
-struct Q5K;
+pub(super) struct Q5K;
 impl K for Q5K {
     const KQ: Kq = Kq::Q5K;
     const PER32: bool = true;
@@ -334,7 +334,7 @@ impl K for Q5K {
 }
 
 /// `block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }`: u = q + 32.
-struct Q6K;
+pub(super) struct Q6K;
 impl K for Q6K {
     const KQ: Kq = Kq::Q6K;
     const PER32: bool = false;

@@ -38,9 +38,6 @@ pub(super) const fn min_m(kq: Kq) -> usize {
     }
 }
 
-/// The fewest rows any type takes this kernel from (the rows are interleaved from here).
-pub(super) const MIN_M: usize = 8;
-
 /// Whether this kernel serves `kq` against `xs`: at least [`min_m`] rows, at most 64,
 /// whole super-blocks, interleaved in groups of four ([`tile_avx512::applies`]).
 pub(super) fn applies(kq: Kq, xs: &[Row<'_>]) -> bool {

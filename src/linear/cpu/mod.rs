@@ -112,6 +112,8 @@ mod kquants_avx2;
 #[cfg(target_arch = "x86_64")]
 mod kquants_avx512;
 #[cfg(target_arch = "x86_64")]
+mod kquants_tile_avx2;
+#[cfg(target_arch = "x86_64")]
 mod kquants_tile_avx512;
 pub(crate) mod legacy;
 #[cfg(target_arch = "x86_64")]
