@@ -190,6 +190,7 @@ pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
 /// Activation rows as the kernel on `isa` reads them: from the row count at which the
 /// tier's tile kernel takes `kq` on (`kquants_tile_avx512::min_m`,
 /// `kquants_tile_avx2::min_m`), also interleaved in groups of four for it.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
     let min_m = match isa {
         #[cfg(target_arch = "x86_64")]
