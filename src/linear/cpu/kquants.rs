@@ -343,12 +343,16 @@ mod tests {
         w
     }
 
-    /// Activations whose q8_1 codes reach ±127 in every block (amax = |x| of every value).
+    /// Activations whose q8_1 codes reach ±127 in every block (amax = |x| of every value):
+    /// rows 4g + 1 all +127 and rows 4g + 2 all −127 (against the largest codes, the largest
+    /// block sums any kernel forms), the others mixed.
     fn activations(m: usize, k: usize, rng: &mut Lcg) -> Vec<f32> {
         (0..m * k)
-            .map(|i| match i % 3 {
-                0 => 1.0,
-                1 => -1.0,
+            .map(|i| match ((i / k) % 4, i % 3) {
+                (1, _) => 1.0,
+                (2, _) => -1.0,
+                (_, 0) => 1.0,
+                (_, 1) => -1.0,
                 _ => (rng.next() % 255) as f32 / 127.0 - 1.0,
             })
             .collect()
