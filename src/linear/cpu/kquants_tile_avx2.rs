@@ -1,4 +1,4 @@
-//! The 256-bit tile kernel of the k-quants (Q2_K–Q6_K) for several activation rows, on the
+//! The 256-bit tile kernel of the k-quants Q3_K–Q6_K for several activation rows, on the
 //! AVX2 and AVX-VNNI tiers: two weight rows against every group of four activation rows,
 //! one 32-bit lane per (weight row, activation row) pair (lane `4a + r`: weight row a of
 //! the pair, activation row r of the group), as the AVX-512 tile kernel
@@ -7,8 +7,7 @@
 //! differs.
 //!
 //! Per super-block each weight row's unsigned codes come from the AVX2 kernels' unpacking
-//! ([`K::codes`], natural value order: Q2_K 0..3, Q3_K q + 4, Q4_K 0..15, Q5_K 0..31, Q6_K
-//! q + 32), and per 32-value block j they are spread to the lanes: for 4-value chunk c,
+//! ([`K::codes`], natural value order: Q3_K q + 4, Q4_K 0..15, Q5_K 0..31, Q6_K q + 32), and per 32-value block j they are spread to the lanes: for 4-value chunk c,
 //! one vector whose 128-bit lane a repeats the chunk's codes of weight row a
 //! (`vperm2i128` + `vpshufd`). The activation side was interleaved once per forward
 //! ([`Rows::arrange_quads`](crate::linear::q8_1::Rows::arrange_quads)): chunk c of the
@@ -17,12 +16,12 @@
 //!
 //! - `P_c = vpmaddubsw(W_c, X_c)`: per lane two i16 sums of two products each, ≤ 2·63·127
 //!   = 16002 (Q6_K); added in i16 while the sums stay below 2¹⁵: all 8 chunks for Q4_K
-//!   (≤ 8·2·15·127 = 30480), each 16-value half's 4 for Q2_K, Q3_K, Q5_K (≤ 4·2·31·127 =
+//!   (≤ 8·2·15·127 = 30480), each 16-value half's 4 for Q3_K and Q5_K (≤ 4·2·31·127 =
 //!   31496), pairs of chunks for Q6_K (≤ 32004);
 //! - `vpmaddwd` of those i16 sums by the lane's scale as an i16 pair (sc, sc): the half's
 //!   `sc·Σ u·x` as i32 (Q4_K/Q5_K: the block's per-32 scale; the others the per-16 scale of
 //!   each half);
-//! - the offsets (Q3_K −4, Q6_K −32) and the mins (Q2_K per 16, Q4_K/Q5_K per 32) through
+//! - the offsets (Q3_K −4, Q6_K −32) and the mins (Q4_K/Q5_K, per 32 values) through
 //!   the activation's sums, interleaved as i32 (`Rows::quad_sum16`, `Rows::quad_sum`):
 //!   `vpmaddwd` of a sum (|Σ| < 2¹⁵, so its i32 is the i16 pair (Σ, sign)) by the lane's
 //!   pair (coefficient, 0) — `−k·sc` added into `S_j`, the mins forming `M_j`. Every
@@ -39,9 +38,9 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::kquants::Kq;
-use super::kquants_avx2::{K, Q2K, Q3K, Q4K, Q5K, Q6K, q3_scales, scmn_k4};
+use super::kquants_avx2::{K, Q3K, Q4K, Q5K, Q6K, q3_scales, scmn_k4};
 use super::tile_avx512::{self, MAX_GROUPS};
-use crate::formats::gguf::blocks::{q2_k, q4_k, q6_k};
+use crate::formats::gguf::blocks::{q4_k, q6_k};
 use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
@@ -83,7 +82,8 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
     // `out` its outputs and `xs` its groups (checked above and by `applies`).
     unsafe {
         match kq {
-            Kq::Q2K => tile::<Q2K>(ws, xs, out),
+            // Never served ([`min_m`]): the pass kernel.
+            Kq::Q2K => super::kquants_avx2::avx2::dot_row_group(kq, ws, xs, out),
             Kq::Q3K => tile::<Q3K>(ws, xs, out),
             Kq::Q4K => tile::<Q4K>(ws, xs, out),
             Kq::Q5K => tile::<Q5K>(ws, xs, out),
@@ -100,10 +100,8 @@ const PF_SB: usize = 2;
 /// percent of a call with few rows).
 type Acc = [[MaybeUninit<[__m256; 8]>; MAX_GROUPS]; 2];
 
-/// One weight row's super-block header as lane words, per 16-value half h (Q2_K, Q3_K,
-/// Q6_K) or per 32-value block j (Q4_K, Q5_K; indices 0..8): `sc` = the i16 pair (sc, sc),
-/// `c` = (coefficient, 0), the coefficient of the activation sum (Q2_K, Q4_K, Q5_K: the
-/// min; Q3_K: −4·sc; Q6_K: −32·sc).
+/// One weight row's super-block header as lane words, per 16-value half h (Q3_K, Q6_K) or per 32-value block j (Q4_K, Q5_K; indices 0..8): `sc` = the i16 pair (sc, sc),
+/// `c` = (coefficient, 0), the coefficient of the activation sum (Q4_K, Q5_K: the min; Q3_K: −4·sc; Q6_K: −32·sc).
 #[derive(Clone, Copy)]
 struct Head {
     sc: [i32; 16],
@@ -137,19 +135,8 @@ unsafe fn head(kq: Kq, b: *const u8) -> Head {
     // SAFETY (loads): the scales lie in the block.
     let (sc, c) = unsafe {
         match kq {
-            Kq::Q2K => {
-                let s = _mm_loadu_si128(b.add(q2_k::SCALES.at).cast());
-                let m = _mm_set1_epi8(0x0F);
-                let (sc, mn) = (_mm_and_si128(s, m), _mm_and_si128(_mm_srli_epi16(s, 4), m));
-                let w = |v: __m128i| {
-                    (
-                        _mm256_cvtepu8_epi32(v),
-                        _mm256_cvtepu8_epi32(_mm_srli_si128::<8>(v)),
-                    )
-                };
-                let ((s0, s1), (m0, m1)) = (w(sc), w(mn));
-                ([twice(s0), twice(s1)], [m0, m1])
-            }
+            // Never served ([`min_m`]).
+            Kq::Q2K => ([_mm256_setzero_si256(); 2], [_mm256_setzero_si256(); 2]),
             Kq::Q3K | Kq::Q6K => {
                 let (s, k) = if kq == Kq::Q3K {
                     (q3_scales(b), -4)
@@ -247,8 +234,8 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
         // SAFETY: super-block sb of every weight row (the caller's checks).
         let blk: [*const u8; 4] = std::array::from_fn(|a| unsafe { wp[a].add(bb * sb) });
         for a in 0..ws.len() {
-            // The same row's super-block PF_SB further on (its header is read by scalar
-            // code first, whose loads would otherwise stall the block loop).
+            // The same row's super-block PF_SB further on: its header is read first, and
+            // those loads would otherwise stall the block loop.
             let ahead = blk[a].wrapping_add(PF_SB * bb);
             let mut o = 0;
             while o < bb {
@@ -483,10 +470,7 @@ unsafe fn block<U: K, const J: usize>(
                             _mm256_madd_epi16(s_lo, c_lo),
                             _mm256_madd_epi16(s_hi, c_hi),
                         );
-                        match kq {
-                            Kq::Q2K => (s, k),
-                            _ => (_mm256_add_epi32(s, k), k),
-                        }
+                        (_mm256_add_epi32(s, k), k)
                     }
                 };
                 let dx = _mm256_castsi256_ps(bcast(xd.add(4 * t).cast()));

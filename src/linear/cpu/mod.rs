@@ -18,7 +18,9 @@
 //!   `kquants_tile_avx512`, `grouped_tile_avx512` and `nvfp4_tile_avx512`, four weight rows
 //!   against groups of four activation rows interleaved once per forward
 //!   (`Rows::arrange_quads`), one 512-bit lane per (weight row, activation row) pair; each
-//!   family's dispatcher takes them from a per-type row count on (same bits).
+//!   family's dispatcher takes them from a per-type row count on (same bits). On the
+//!   256-bit tiers `kquants_tile_avx2` does the same for Q3_K–Q6_K, two weight rows per
+//!   256-bit vector.
 
 /// The pass shapes of the x86 block kernels (legacy, grouped, nvfp4 against q8_1), shared
 /// by each family's row-group entry: with one activation row `x0` (GEMV), `R` = 1..=4
