@@ -228,8 +228,6 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
         }
     }
     let quads = tile_avx512::quads(xs);
-    let mut d = [_mm256_setzero_ps(); 2];
-    let mut dmin = [_mm256_setzero_ps(); 2];
     for sb in 0..nb / 8 {
         // SAFETY: super-block sb of every weight row (the caller's checks).
         let blk: [*const u8; 4] = std::array::from_fn(|a| unsafe { wp[a].add(bb * sb) });
@@ -262,84 +260,27 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
         // SAFETY: 16 readable bytes.
         let w = unsafe { _mm_loadu_si128(words.as_ptr().cast()) };
         let (dd, dm) = (_mm_cvtph_ps(w), _mm_cvtph_ps(_mm_srli_si128::<8>(w)));
-        for p in 0..2 {
-            (d[p], dmin[p]) = (lanes_f(dd, p), lanes_f(dm, p));
-        }
-        let at = |j: usize| (8 * sb + j, pairs, groups);
-        // SAFETY (each): block 8·sb + j < nb of every row and group (the caller's checks).
+        let step = Step {
+            blk,
+            t0: 8 * sb,
+            pairs,
+            groups,
+            quads: &quads,
+            heads,
+            d: [lanes_f(dd, 0), lanes_f(dd, 1)],
+            dmin: [lanes_f(dm, 0), lanes_f(dm, 1)],
+        };
+        // SAFETY (each): block 8·sb + j < nb of every row and group (the caller's checks);
+        // the accumulators initialized above.
         unsafe {
-            block::<U, 0>(
-                &blk,
-                at(0),
-                &quads,
-                &heads,
-                (&d, &dmin),
-                &mut acc,
-                &mut accm,
-            );
-            block::<U, 1>(
-                &blk,
-                at(1),
-                &quads,
-                &heads,
-                (&d, &dmin),
-                &mut acc,
-                &mut accm,
-            );
-            block::<U, 2>(
-                &blk,
-                at(2),
-                &quads,
-                &heads,
-                (&d, &dmin),
-                &mut acc,
-                &mut accm,
-            );
-            block::<U, 3>(
-                &blk,
-                at(3),
-                &quads,
-                &heads,
-                (&d, &dmin),
-                &mut acc,
-                &mut accm,
-            );
-            block::<U, 4>(
-                &blk,
-                at(4),
-                &quads,
-                &heads,
-                (&d, &dmin),
-                &mut acc,
-                &mut accm,
-            );
-            block::<U, 5>(
-                &blk,
-                at(5),
-                &quads,
-                &heads,
-                (&d, &dmin),
-                &mut acc,
-                &mut accm,
-            );
-            block::<U, 6>(
-                &blk,
-                at(6),
-                &quads,
-                &heads,
-                (&d, &dmin),
-                &mut acc,
-                &mut accm,
-            );
-            block::<U, 7>(
-                &blk,
-                at(7),
-                &quads,
-                &heads,
-                (&d, &dmin),
-                &mut acc,
-                &mut accm,
-            );
+            block::<U, 0>(&step, &mut acc, &mut accm);
+            block::<U, 1>(&step, &mut acc, &mut accm);
+            block::<U, 2>(&step, &mut acc, &mut accm);
+            block::<U, 3>(&step, &mut acc, &mut accm);
+            block::<U, 4>(&step, &mut acc, &mut accm);
+            block::<U, 5>(&step, &mut acc, &mut accm);
+            block::<U, 6>(&step, &mut acc, &mut accm);
+            block::<U, 7>(&step, &mut acc, &mut accm);
         }
     }
     for p in 0..pairs {
@@ -375,26 +316,34 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     }
 }
 
-/// Block J (block `t` of the rows) of the super-block at `blk` for every weight-row pair
-/// and activation group (`at` = (t, pairs, groups)), into `acc[p][g][J]` and
-/// `accm[p][g][J]`.
+/// What the eight blocks of a super-block share.
+struct Step<'a> {
+    /// The super-block of each weight row (a missing row repeats row 0).
+    blk: [*const u8; 4],
+    /// The super-block's first block in the rows.
+    t0: usize,
+    /// Weight-row pairs and activation groups of the call.
+    pairs: usize,
+    groups: usize,
+    quads: &'a tile_avx512::Quads,
+    heads: [Head; 4],
+    /// d and dmin of each pair's lanes.
+    d: [__m256; 2],
+    dmin: [__m256; 2],
+}
+
+/// Block J of the super-block `s` (block `s.t0 + J` of the rows) for every weight-row pair
+/// and activation group, into `acc[p][g][J]` and `accm[p][g][J]`.
 ///
 /// # Safety
-/// AVX2, FMA and F16C; `blk` points at whole super-blocks, block t lies in every
-/// group's interleaved planes, and `acc[p][g]`, `accm[p][g]` are initialized for every
-/// p < pairs, g < groups.
+/// AVX2, FMA and F16C; `s.blk` points at whole super-blocks, block `s.t0 + J` lies in
+/// every group's interleaved planes, and `acc[p][g]`, `accm[p][g]` are initialized for
+/// every p < pairs, g < groups.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn block<U: K, const J: usize>(
-    blk: &[*const u8; 4],
-    at: (usize, usize, usize),
-    quads: &tile_avx512::Quads,
-    heads: &[Head; 4],
-    (dw, dmw): (&[__m256; 2], &[__m256; 2]),
-    acc: &mut Acc,
-    accm: &mut Acc,
-) {
-    let (t, pairs, groups) = at;
+unsafe fn block<U: K, const J: usize>(s: &Step<'_>, acc: &mut Acc, accm: &mut Acc) {
+    let (t, blk, heads) = (s.t0 + J, &s.blk, &s.heads);
+    let (pairs, groups, quads) = (s.pairs, s.groups, s.quads);
     let kq = U::KQ;
     for p in 0..pairs {
         // SAFETY: the caller's super-blocks.
@@ -417,7 +366,7 @@ unsafe fn block<U: K, const J: usize>(
         let (a, b) = (&heads[2 * p], &heads[2 * p + 1]);
         let (sc_lo, sc_hi) = (lanes2(&a.sc[h0], &b.sc[h0]), lanes2(&a.sc[h1], &b.sc[h1]));
         let (c_lo, c_hi) = (lanes2(&a.c[h0], &b.c[h0]), lanes2(&a.c[h1], &b.c[h1]));
-        let (d, dmin) = (dw[p], dmw[p]);
+        let (d, dmin) = (s.d[p], s.dmin[p]);
         for g in 0..groups {
             let (xc, xd, xsum, xsum16) = quads[g];
             // SAFETY: block t of group g's planes: 128 codes, 4 scales and sums, 8 half sums.
