@@ -161,15 +161,17 @@ pub(crate) struct Rows {
     pub pairs_abs: Plane<i8>,
     /// Empty, or the codes of each group of four rows (4g .. 4g + 4; a last partial group
     /// padded with zero rows) interleaved 4 bytes at a time: for group g and 4-value chunk
-    /// c, the 16 bytes at `16·(K/4·g + c)` are chunk c of rows 4g, 4g + 1, 4g + 2, 4g + 3
-    /// ([`Rows::arrange_quads`]).
+    /// c, the 16 bytes at `(4·K + 64)·g + 16·c` are chunk c of rows 4g, 4g + 1, 4g + 2,
+    /// 4g + 3 ([`Rows::arrange_quads`]; each group is followed by 64 bytes of padding,
+    /// [`QuadStrides`]).
     pub quads: Plane<i8>,
-    /// Empty, or [`Rows::d`] interleaved the same way: group g, block b at `4·(K/32·g + b)`.
+    /// Empty, or [`Rows::d`] interleaved the same way: group g, block b at
+    /// `(4·K/32 + 16)·g + 4·b`.
     pub quad_d: Plane<f32>,
     /// Empty, or [`Rows::sum`] interleaved as [`Rows::quad_d`].
     pub quad_sum: Plane<i32>,
     /// Empty, or [`Rows::sum16`] (as i32) interleaved the same way: group g, 16-value half
-    /// h at `4·(K/16·g + h)`.
+    /// h at `(8·K/32 + 16)·g + 4·h`.
     pub quad_sum16: Plane<i32>,
 }
 
