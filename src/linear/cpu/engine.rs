@@ -167,10 +167,12 @@ impl<'a> Engine<'a> {
         let arranged = self.isa.avx2();
         let q = match self.kernel {
             Kernel::Gguf(_) | Kernel::GgufDecoded | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
-                // The tile kernels' interleaved planes (`Rows::arrange_quads`): every tile
-                // kernel on the AVX-512 tier, the k-quants' on the 256-bit tiers too.
+                // The tile kernels' interleaved planes (`Rows::arrange_quads`): the AVX-512
+                // tier's, and the k-quants' on every tier that has a tile kernel for them.
                 let interleaved = match self.kernel {
-                    Kernel::Gguf(super::gguf::Kind::KQuant(_)) => self.isa.avx2(),
+                    Kernel::Gguf(super::gguf::Kind::KQuant(kq)) => {
+                        super::kquants::tile_min_m(self.isa, kq).is_some_and(|min| mt >= min)
+                    }
                     _ => self.isa == Isa::Avx512,
                 };
                 Some(q8_1::Rows::with_capacity(mt, k, arranged, interleaved)?)

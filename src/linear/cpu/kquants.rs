@@ -1,6 +1,7 @@
 //! GGUF k-quant vec_dot (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) against q8_1 activations: the
 //! scalar reference order here, the AVX2 and AVX-VNNI tiers in `kquants_avx2`, the AVX-512
-//! tier in `kquants_avx512` (identical bits).
+//! tier in `kquants_avx512`, and with several activation rows the tile kernels
+//! `kquants_tile_avx2` (256-bit tiers) and `kquants_tile_avx512` (identical bits).
 //!
 //! A weight row is a sequence of 256-value super-blocks; super-block `s` meets the eight
 //! q8_1 blocks `t = 8s + j` (j = 0..8) of the activation row. Every super-block unpacks to
@@ -187,20 +188,26 @@ pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
     }
 }
 
-/// Activation rows as the kernel on `isa` reads them: from the row count at which the
-/// tier's tile kernel takes `kq` on (`kquants_tile_avx512::min_m`,
-/// `kquants_tile_avx2::min_m`), also interleaved in groups of four for it.
+/// The activation rows from which `kq` takes the tile kernel of `isa`, if it has one for
+/// it (`kquants_tile_avx512::min_m`, `kquants_tile_avx2::min_m`): from there the rows are
+/// interleaved in groups of four ([`prepare`]), and a product's workspace reserves room
+/// for that.
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
-pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
-    let min_m = match isa {
+pub(crate) fn tile_min_m(isa: Isa, kq: Kq) -> Option<usize> {
+    match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => Some(super::kquants_tile_avx512::min_m(kq)),
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::AvxVnni => super::kquants_tile_avx2::min_m(kq),
         _ => None,
-    };
+    }
+}
+
+/// Activation rows as the kernel on `isa` reads them: from [`tile_min_m`] rows on, also
+/// interleaved in groups of four for the tile kernel.
+pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
     let mut rows = rows;
-    if min_m.is_some_and(|min| rows.rows() >= min) {
+    if tile_min_m(isa, kq).is_some_and(|min| rows.rows() >= min) {
         rows.arrange_quads(false);
     }
     rows
@@ -378,7 +385,7 @@ mod tests {
                     }
                     let rb = k / 256 * kq.block_bytes();
                     let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
-                    for m in [1, 2, 3, 5, 8, 13, 17, 64] {
+                    for m in [1, 2, 3, 5, 8, 13, 17, 27, 64] {
                         let x = activations(m, k, &mut rng);
                         let q = Rows::quantize(&x, m, k);
                         let xh = q.dequantized();
@@ -490,7 +497,7 @@ mod tests {
             }
             let rb = k / 256 * kq.block_bytes();
             let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
-            for m in [1, 3, 6, 9, 17] {
+            for m in [1, 3, 6, 9, 17, 27] {
                 let x = activations(m, k, &mut rng);
                 let q = Rows::quantize(&x, m, k);
                 let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();

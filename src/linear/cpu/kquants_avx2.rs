@@ -2,7 +2,9 @@
 //! docs: one source ([`kernels!`]) compiled per tier — [`avx2`] (AVX2 + FMA + F16C) and
 //! [`avxvnni`] (256-bit VEX `vpdpbusd`, which Q3_K..Q6_K use for the block sums: the same
 //! exact integers in the same lanes, so the same bits). The AVX-512 tier has its own
-//! 512-bit kernels (`kquants_avx512`), which share this file's header decoders.
+//! 512-bit kernels (`kquants_avx512`), which share this file's header decoders; the
+//! 256-bit tile kernel (`kquants_tile_avx2`) takes its codes ([`K::codes`]) and header
+//! decoders from here too.
 //!
 //! Per super-block and weight row, the header (scales, mins, d, dmin) is decoded once with
 //! vector ops. The codes are taken UNSIGNED (Q2_K 0..3, Q3_K 0..7 = q + 4, Q4_K 0..15,

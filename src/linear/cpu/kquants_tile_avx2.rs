@@ -18,15 +18,16 @@
 //!   = 16002 (Q6_K); added in i16 while the sums stay below 2¹⁵: all 8 chunks for Q4_K
 //!   (≤ 8·2·15·127 = 30480), each 16-value half's 4 for Q3_K and Q5_K (≤ 4·2·31·127 =
 //!   31496), pairs of chunks for Q6_K (≤ 32004);
-//! - `vpmaddwd` of those i16 sums by the lane's scale as an i16 pair (sc, sc): the half's
-//!   `sc·Σ u·x` as i32 (Q4_K/Q5_K: the block's per-32 scale; the others the per-16 scale of
-//!   each half);
-//! - the offsets (Q3_K −4, Q6_K −32) and the mins (Q4_K/Q5_K, per 32 values) through
-//!   the activation's sums, interleaved as i32 (`Rows::quad_sum16`, `Rows::quad_sum`):
-//!   `vpmaddwd` of a sum (|Σ| < 2¹⁵, so its i32 is the i16 pair (Σ, sign)) by the lane's
-//!   pair (coefficient, 0) — `−k·sc` added into `S_j`, the mins forming `M_j`. Every
-//!   partial sum is an integer below 2²⁴ in magnitude (module docs of `kquants`), so the
-//!   i32 lanes and their converts are exact;
+//! - `vpmaddwd` of each of those i16 sums by the lane's scale as an i16 pair (sc, sc), its
+//!   `sc·Σ u·x` as i32 (Q4_K/Q5_K: the block's per-32 scale; Q3_K, Q6_K: the per-16 scale
+//!   of the half the sum lies in), added up;
+//! - the offsets (Q3_K: codes q + 4, Q6_K: q + 32) and the mins (Q4_K/Q5_K, per 32 values)
+//!   through the activation's sums, interleaved as i32 (`Rows::quad_sum16`,
+//!   `Rows::quad_sum`): `vpmaddwd` of a sum (|Σ| < 2¹⁵, so its i32 is the i16 pair (Σ,
+//!   sign)) by the lane's pair (coefficient, 0): −4·sc or −32·sc per half, added into
+//!   `S_j`; the min, forming `M_j`. The i32 partial sums stay far below 2³¹ (Q6_K's
+//!   scaled unsigned sums reach about 2²⁵) and `S_j`, `M_j`, the only values converted,
+//!   are the exact integers below 2²⁴ of the module docs of `kquants`;
 //! - `acc[j] ← fma(d·dx, S_j, acc[j])`, `accm[j] ← fma(dmin·dx, M_j, accm[j])` per lane,
 //!   and at the end the tree of `acc[j] − accm[j]` (or of `acc`) lane by lane.
 //!
@@ -40,7 +41,7 @@
 use super::kquants::Kq;
 use super::kquants_avx2::{K, Q3K, Q4K, Q5K, Q6K, q3_scales, scmn_k4};
 use super::tile_avx512::{self, MAX_GROUPS};
-use crate::formats::gguf::blocks::{q4_k, q6_k};
+use crate::formats::gguf::blocks::{q4_k, q5_k, q6_k};
 use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
@@ -70,7 +71,8 @@ pub(super) fn applies(kq: Kq, xs: &[Row<'_>]) -> bool {
 /// holds): `out[i·M + r]`, the reference's bits.
 ///
 /// # Safety
-/// AVX2, FMA and F16C available.
+/// AVX2, FMA and F16C available; [`applies`] holds (the interleaved planes this kernel
+/// reads through each group's first row are there).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert!(applies(kq, xs));
@@ -78,8 +80,8 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
     let bytes = nb / 8 * kq.block_bytes();
     assert!((1..=4).contains(&ws.len()) && ws.iter().all(|w| w.len() >= bytes));
     assert!(out.len() >= ws.len() * m && m <= 4 * MAX_GROUPS);
-    // SAFETY (each): the features (the caller's contract); the rows hold the super-blocks,
-    // `out` its outputs and `xs` its groups (checked above and by `applies`).
+    // SAFETY (each): the features and `applies` (the caller's contract); the rows hold the
+    // super-blocks and `out` its outputs (checked above).
     unsafe {
         match kq {
             // Never served ([`min_m`]): the pass kernel.
@@ -100,8 +102,10 @@ const PF_SB: usize = 2;
 /// percent of a call with few rows).
 type Acc = [[MaybeUninit<[__m256; 8]>; MAX_GROUPS]; 2];
 
-/// One weight row's super-block header as lane words, per 16-value half h (Q3_K, Q6_K) or per 32-value block j (Q4_K, Q5_K; indices 0..8): `sc` = the i16 pair (sc, sc),
-/// `c` = (coefficient, 0), the coefficient of the activation sum (Q4_K, Q5_K: the min; Q3_K: −4·sc; Q6_K: −32·sc).
+/// One weight row's super-block header as lane words, per 16-value half h (Q3_K, Q6_K) or
+/// per 32-value block j (Q4_K, Q5_K; indices 0..8): `sc` = the i16 pair (sc, sc), `c` =
+/// (coefficient, 0), the coefficient of the activation sum (Q4_K, Q5_K: the min; Q3_K:
+/// −4·sc; Q6_K: −32·sc).
 #[derive(Clone, Copy)]
 struct Head {
     sc: [i32; 16],
@@ -150,7 +154,8 @@ unsafe fn head(kq: Kq, b: *const u8) -> Head {
                 ([twice(s0), twice(s1)], [times(s0, k), times(s1, k)])
             }
             Kq::Q4K | Kq::Q5K => {
-                const { assert!(q4_k::D.at == 0) };
+                const { assert!(q4_k::D.at == 0 && q5_k::D.at == 0) };
+                const { assert!(q4_k::SCALES.at == q5_k::SCALES.at) };
                 let v = scmn_k4(_mm_loadu_si128(b.cast()));
                 let (s, m) = (
                     _mm256_cvtepu8_epi32(v),
