@@ -73,7 +73,8 @@ const fn chunks(kind: Grouped) -> [[usize; 8]; 4] {
 /// the arrangement of `kind`): `out[i·M + r]`, the reference's bits.
 ///
 /// # Safety
-/// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C).
+/// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C); [`applies`] holds (the
+/// interleaved planes read through each group's first row are there).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 pub(super) unsafe fn dot_row_group(
     kind: Grouped,

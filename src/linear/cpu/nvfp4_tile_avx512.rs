@@ -31,7 +31,8 @@ pub(super) fn applies(xs: &[Row<'_>]) -> bool {
 /// the reference's bits.
 ///
 /// # Safety
-/// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C).
+/// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C); [`applies`] holds (the
+/// interleaved planes read through each group's first row are there).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 pub(super) unsafe fn dot_row_group(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert!(applies(xs));
