@@ -96,8 +96,8 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
     let bytes = nb / 8 * kq.block_bytes();
     assert!((1..=4).contains(&ws.len()) && ws.iter().all(|w| w.len() >= bytes));
     assert!(out.len() >= ws.len() * m && m <= 4 * MAX_GROUPS);
-    // SAFETY (each): the features (the caller's contract); the rows hold the super-blocks,
-    // `out` its outputs and `xs` its groups (checked above and by `applies`).
+    // SAFETY (each): the features and `applies` (the caller's contract); the rows hold the
+    // super-blocks and `out` its outputs (checked above).
     unsafe {
         match kq {
             Kq::Q2K => tile::<Q2K>(ws, xs, out),

@@ -138,8 +138,8 @@ pub(super) unsafe fn dot_row_group(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], o
     let (m, nb) = (xs.len(), xs[0].d.len());
     assert!((1..=4).contains(&ws.len()) && ws.iter().all(|w| w.len() >= kind.row_bytes(nb)));
     assert!(out.len() >= ws.len() * m && m <= 4 * MAX_GROUPS);
-    // SAFETY (each): the features (the caller's contract); the rows hold nb blocks, `out`
-    // its outputs and `xs` its groups (checked above and by `applies`).
+    // SAFETY (each): the features and `applies` (the caller's contract); the rows hold nb
+    // blocks and `out` its outputs (checked above).
     unsafe {
         match kind {
             Legacy::Q8_0 => tile::<0>(ws, xs, out),
