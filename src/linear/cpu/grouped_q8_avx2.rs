@@ -395,12 +395,10 @@ macro_rules! kernels {
             #[target_feature(enable = $feat)]
             unsafe fn scales(s: *const u8, b: usize) -> __m256 {
                 // SAFETY: the 8 scale words of blocks b .. b + 8 (caller).
-                unsafe {
-                    let h = |i: usize| s.add(2 * (b + i)).cast::<u16>().read_unaligned() as u64;
-                    let lo = h(0) | h(2) << 16 | h(4) << 32 | h(6) << 48;
-                    let hi = h(1) | h(3) << 16 | h(5) << 32 | h(7) << 48;
-                    _mm256_cvtph_ps(_mm_set_epi64x(hi as i64, lo as i64))
-                }
+                let v = unsafe { _mm_loadu_si128(s.add(2 * b).cast()) };
+                // Words (0, 2, 4, 6, 1, 3, 5, 7): lane order P.
+                let p = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+                _mm256_cvtph_ps(_mm_shuffle_epi8(v, p))
             }
         }
 
@@ -474,7 +472,19 @@ macro_rules! kernels {
                 let pair = |j: usize| K::dot(&q[j], &halves(xp, b + 2 * j));
                 let h0 = _mm256_hadd_epi32(pair(0), pair(1));
                 let h1 = _mm256_hadd_epi32(pair(2), pair(3));
-                let raw = _mm256_hadd_epi32(h0, h1);
+                offset::<K>(_mm256_hadd_epi32(h0, h1), ps, b)
+            }
+        }
+
+        /// The chunk's raw sums `raw` (lane order [`P`]) less the offset 2^e·Σx of unsigned codes.
+        ///
+        /// # Safety
+        /// AVX2; the sums of blocks b .. b + 8 lie at `ps`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn offset<K: Kernel>(raw: __m256i, ps: *const i32, b: usize) -> __m256i {
+            // SAFETY: the caller's contract.
+            unsafe {
                 match K::OFFSET_LOG2 {
                     Some(e) => {
                         let perm = _mm256_loadu_si256(P.as_ptr().cast());
@@ -557,6 +567,12 @@ macro_rules! kernels {
                 let mut b = 0;
                 while b < whole {
                     let dx = _mm256_permutevar8x32_ps(_mm256_loadu_ps(pd.add(b)), perm);
+                    let (x0, x1, x2, x3) = (
+                        halves(xp, b),
+                        halves(xp, b + 2),
+                        halves(xp, b + 4),
+                        halves(xp, b + 6),
+                    );
                     for i in 0..R {
                         let w = wp[i];
                         prefetch_next::<R>(
@@ -567,8 +583,11 @@ macro_rules! kernels {
                             K::HI_BYTES,
                             K::CHUNK_SCALE_BYTES,
                         );
-                        let q: [K::W; 4] = std::array::from_fn(|j| K::unpack(w, hp[i], b + 2 * j));
-                        let t = totals::<K>(&q, xp, ps, b);
+                        let pair =
+                            |j: usize, x: &Halves| K::dot(&K::unpack(w, hp[i], b + 2 * j), x);
+                        let h0 = _mm256_hadd_epi32(pair(0, &x0), pair(1, &x1));
+                        let h1 = _mm256_hadd_epi32(pair(2, &x2), pair(3, &x3));
+                        let t = offset::<K>(_mm256_hadd_epi32(h0, h1), ps, b);
                         let d = _mm256_mul_ps(K::scales(sp[i], b), dx);
                         acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
                     }
