@@ -14,7 +14,9 @@
 //! - block j: `vpmaddubsw(u, x)` (i16 pairs). Each 128-bit half of a block is one
 //!   16-value group (one per-16 scale). Two levels of horizontal adds over the 8 blocks
 //!   leave, per half, lane k = group sum of block J+k (J = 0, 4): for Q2_K..Q5_K in i16
-//!   (`vphaddw`; a lane then sums 8 products, ≤ 8·31·127 = 31496 < 2¹⁵), then ONE
+//!   (`vphaddw`; a lane then sums 8 products, ≤ 8·31·127 = 31496 < 2¹⁵; with one
+//!   activation row Q3_K's first level and Q2_K's second are two `vpmaddwd` by ones and a
+//!   `vpackssdw` instead, the same lanes: [`K::PACK1`]), then ONE
 //!   `vpmaddwd` per 4 blocks, with the per-16 scales (Q2_K, Q3_K; the scale vectors are
 //!   built once per super-block by one `vpshufb` of the scale bytes) or with ones (Q4_K,
 //!   Q5_K); Q6_K's pairs (≤ 16002) cannot be added in i16, so it takes `vpmaddwd` with ones
@@ -85,6 +87,13 @@ pub(super) trait K {
     const WIDE: bool = false;
     /// Whether the VNNI tiers form the block sums with `vpdpbusd` (else as the AVX2 tier).
     const DPBUSD: bool = true;
+    /// With one activation row, whether the first (`PACK1`) or second (`PACK2`) level of
+    /// i16 horizontal adds is [`hadd16`] instead of `vphaddw`: the same i16 lanes, with the
+    /// work moved from the shuffle pipes to the multiply pipes; measured per type on Zen 3
+    /// (Q3_K's first level +7%, Q2_K's second +3%; slower for the other types and with
+    /// several activation rows, where the multiply pipes are busier).
+    const PACK1: bool = false;
+    const PACK2: bool = false;
     /// # Safety
     /// AVX2/FMA/F16C available; `b` points at a whole super-block.
     unsafe fn header(b: *const u8) -> Hdr;
@@ -132,6 +141,15 @@ fn nibble(v: __m256i, hi: bool) -> __m256i {
     _mm256_and_si256(v, _mm256_set1_epi8(0x0F))
 }
 
+/// `vphaddw(a, b)` where every pair sum fits i16 (no saturation): two `vpmaddwd` by ones
+/// and one `vpackssdw` give the same lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn hadd16(a: __m256i, b: __m256i) -> __m256i {
+    let one = _mm256_set1_epi16(1);
+    _mm256_packs_epi32(_mm256_madd_epi16(a, one), _mm256_madd_epi16(b, one))
+}
+
 /// `vpshufb` of the 16 per-16 scale bytes: sc[0], sc[0], sc[2], sc[2], .., sc[6] then
 /// sc[1], sc[1], sc[3], .., sc[7] (blocks 0..4 as [`Hdr::s03`] wants them, after a widening
 /// to i16); +8 for blocks 4..8.
@@ -165,6 +183,7 @@ impl K for Q2K {
     const PER32: bool = false;
     /// Measured 4–5% slower with `vpdpbusd` (its i16 route has the fewest shuffles).
     const DPBUSD: bool = false;
+    const PACK2: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn header(b: *const u8) -> Hdr {
@@ -218,6 +237,7 @@ pub(super) unsafe fn q3_scales(b: *const u8) -> __m128i {
 pub(super) struct Q3K;
 impl K for Q3K {
     const KQ: Kq = Kq::Q3K;
+    const PACK1: bool = true;
     const PER32: bool = false;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -423,7 +443,11 @@ macro_rules! kernels {
                         } else {
                             let v0 = _mm256_maddubs_epi16(u0, x0[r]);
                             let v1 = _mm256_maddubs_epi16(u1, x1[r]);
-                            _mm256_hadd_epi16(v0, v1)
+                            if U::PACK1 && RX == 1 {
+                                hadd16(v0, v1)
+                            } else {
+                                _mm256_hadd_epi16(v0, v1)
+                            }
                         };
                     }
                 }
@@ -573,7 +597,11 @@ macro_rules! kernels {
                     let mut a = p0;
                     for i in 0..RW {
                         for r in 0..RX {
-                            a[i][r] = quad::<U>(p0[i][r], p1[i][r], h[i].s03);
+                            a[i][r] = if U::PACK2 && RX == 1 {
+                                _mm256_madd_epi16(hadd16(p0[i][r], p1[i][r]), h[i].s03)
+                            } else {
+                                quad::<U>(p0[i][r], p1[i][r], h[i].s03)
+                            };
                         }
                     }
                     let p2 = pair::<U, RW, RX, 4, 5>(&w, &x);
@@ -581,7 +609,11 @@ macro_rules! kernels {
                     for i in 0..RW {
                         for r in 0..RX {
                             // a = [blocks 0..4 over lanes 0..4 | over lanes 4..8], b: blocks 4..8.
-                            let b = quad::<U>(p2[i][r], p3[i][r], h[i].s47);
+                            let b = if U::PACK2 && RX == 1 {
+                                _mm256_madd_epi16(hadd16(p2[i][r], p3[i][r]), h[i].s47)
+                            } else {
+                                quad::<U>(p2[i][r], p3[i][r], h[i].s47)
+                            };
                             let s = _mm256_add_epi32(
                                 _mm256_blend_epi32(a[i][r], b, 0xF0),
                                 _mm256_permute2x128_si256(a[i][r], b, 0x21),
