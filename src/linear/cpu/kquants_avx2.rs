@@ -471,11 +471,18 @@ macro_rules! kernels {
                 // times |sc| ≤ 32 stay far below 2³¹.
                 _mm256_mullo_epi32(_mm256_hadd_epi32(a, b), _mm256_srai_epi32(sc, 16))
             } else {
-                // Each i16 lane is now a sum of 8 products |u·x| ≤ 31·127 (Q5_K): ≤ 31496 < 2¹⁵;
-                // the scaled pair sums stay far below 2³¹.
-                let sc = if U::PER32 { _mm256_set1_epi16(1) } else { sc };
-                _mm256_madd_epi16(_mm256_hadd_epi16(a, b), sc)
+                quad16::<U>(_mm256_hadd_epi16(a, b), sc)
             }
+        }
+
+        /// [`quad`]'s i16 route after its second level of horizontal adds `h`.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn quad16<U: K>(h: __m256i, sc: __m256i) -> __m256i {
+            // Each i16 lane is now a sum of 8 products |u·x| ≤ 31·127 (Q5_K): ≤ 31496 < 2¹⁵;
+            // the scaled pair sums stay far below 2³¹.
+            let sc = if U::PER32 { _mm256_set1_epi16(1) } else { sc };
+            _mm256_madd_epi16(h, sc)
         }
 
         /// # Safety
@@ -592,13 +599,14 @@ macro_rules! kernels {
                         h[i] = U::header(w[i]);
                     }
                     // Lane j of `s[i][r]` = block j's sum (pairwise merge tree, then the two halves).
+                    let packed2 = U::PACK2 && RX == 1 && !U::WIDE && !(VNNI && U::DPBUSD);
                     let p0 = pair::<U, RW, RX, 0, 1>(&w, &x);
                     let p1 = pair::<U, RW, RX, 2, 3>(&w, &x);
                     let mut a = p0;
                     for i in 0..RW {
                         for r in 0..RX {
-                            a[i][r] = if U::PACK2 && RX == 1 {
-                                _mm256_madd_epi16(hadd16(p0[i][r], p1[i][r]), h[i].s03)
+                            a[i][r] = if packed2 {
+                                quad16::<U>(hadd16(p0[i][r], p1[i][r]), h[i].s03)
                             } else {
                                 quad::<U>(p0[i][r], p1[i][r], h[i].s03)
                             };
@@ -609,8 +617,8 @@ macro_rules! kernels {
                     for i in 0..RW {
                         for r in 0..RX {
                             // a = [blocks 0..4 over lanes 0..4 | over lanes 4..8], b: blocks 4..8.
-                            let b = if U::PACK2 && RX == 1 {
-                                _mm256_madd_epi16(hadd16(p2[i][r], p3[i][r]), h[i].s47)
+                            let b = if packed2 {
+                                quad16::<U>(hadd16(p2[i][r], p3[i][r]), h[i].s47)
                             } else {
                                 quad::<U>(p2[i][r], p3[i][r], h[i].s47)
                             };
