@@ -23,6 +23,7 @@
 
 use super::plane::Plane;
 use crate::error::{Error, Result, mul};
+use crate::isa::Isa;
 
 /// Values per q8_1 block.
 pub const QK8_1: usize = 32;
@@ -284,7 +285,7 @@ impl Rows {
     #[cfg(test)]
     pub fn quantize(x: &[f32], m: usize, k: usize) -> Rows {
         let mut rows = Rows::with_capacity(m, k, false, false).expect("q8_1 rows");
-        rows.quantize_into(x, m);
+        rows.quantize_into(x, m, Isa::Scalar);
         rows
     }
 
@@ -329,9 +330,10 @@ impl Rows {
     }
 
     /// Quantizes `m` rows of K values (`x.len() == m·K`) into these planes, replacing what
-    /// they held (and clearing the arranged planes). Allocates only beyond the capacity
-    /// the planes already have.
-    pub fn quantize_into(&mut self, x: &[f32], m: usize) {
+    /// they held (and clearing the arranged planes), on tier `isa` (one this machine has;
+    /// every tier gives the same planes). Allocates only beyond the capacity the planes
+    /// already have.
+    pub fn quantize_into(&mut self, x: &[f32], m: usize, isa: Isa) {
         let k = self.k;
         debug_assert_eq!(x.len(), m * k);
         debug_assert_eq!(k % QK8_1, 0);
@@ -352,17 +354,30 @@ impl Rows {
         self.quad_d.clear();
         self.quad_sum.clear();
         self.quad_sum16.clear();
+        #[cfg(target_arch = "x86_64")]
+        if isa.avx2() {
+            debug_assert!(isa.available());
+            // SAFETY: AVX2, FMA and F16C are there (every tier but the scalar one requires
+            // them, and `isa` is one of this machine's tiers).
+            unsafe { avx2::quantize_blocks(&x[..nb * QK8_1], self) };
+            return;
+        }
+        let _ = isa;
         for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
-            let b = quantize_block(xb);
-            self.qs[i * QK8_1..(i + 1) * QK8_1].copy_from_slice(&b.qs);
-            self.d[i] = half::f16::from_bits(b.d_bits).to_f32();
-            self.sum[i] = b.sum;
-            for (h, c) in b.qs.chunks_exact(16).enumerate() {
-                self.sum16[2 * i + h] = c.iter().map(|&q| q as i16).sum();
-            }
-            for (r, c) in b.qs.chunks_exact(8).enumerate() {
-                self.sum8[4 * i + r] = c.iter().map(|&q| q as i16).sum();
-            }
+            self.put(i, &quantize_block(xb));
+        }
+    }
+
+    /// Block `i` of the planes from its quantized block `b`.
+    fn put(&mut self, i: usize, b: &Block) {
+        self.qs[i * QK8_1..(i + 1) * QK8_1].copy_from_slice(&b.qs);
+        self.d[i] = half::f16::from_bits(b.d_bits).to_f32();
+        self.sum[i] = b.sum;
+        for (h, c) in b.qs.chunks_exact(16).enumerate() {
+            self.sum16[2 * i + h] = c.iter().map(|&q| q as i16).sum();
+        }
+        for (r, c) in b.qs.chunks_exact(8).enumerate() {
+            self.sum8[4 * i + r] = c.iter().map(|&q| q as i16).sum();
         }
     }
 
@@ -495,6 +510,107 @@ impl Rows {
     }
 }
 
+/// [`Rows::quantize_into`] with AVX2: [`quantize_block`]'s operations on eight values per
+/// instruction, the same binary32 operations in the same order per value (`v·id`, the
+/// truncation, the exact remainder and its comparisons with ±½), so the same codes, sums
+/// and scales.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{QK8_1, Rows, quantize_block};
+    use std::arch::x86_64::*;
+
+    /// Quantizes the whole blocks of `x` into the planes of `rows` (block i: codes
+    /// `qs[32i..]`, `d[i]`, `sum[i]`, `sum16[2i..]`, `sum8[4i..]`), sized for them by the
+    /// caller. A block with a non-finite value, or whose `1/d` overflows, takes
+    /// [`quantize_block`] itself (its all-zero codes).
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C available.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn quantize_blocks(x: &[f32], rows: &mut Rows) {
+        let nb = x.len() / QK8_1;
+        // One up-front check: the pointer accesses below stay in these bounds.
+        assert!(
+            rows.qs.len() >= QK8_1 * nb
+                && rows.d.len() >= nb
+                && rows.sum.len() >= nb
+                && rows.sum16.len() >= 2 * nb
+                && rows.sum8.len() >= 4 * nb
+        );
+        let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFF_FFFF));
+        let finite_max = _mm256_set1_epi32(0x7F7F_FFFF);
+        // Dword order of the packed codes (per 128-bit lane: 4 codes of each of the four
+        // vectors) back to value order.
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
+            // SAFETY: 32 values at xb.
+            let v: [__m256; 4] =
+                std::array::from_fn(|r| unsafe { _mm256_loadu_ps(xb.as_ptr().add(8 * r)) });
+            let mut a = [_mm256_setzero_ps(); 4];
+            let mut big = _mm256_setzero_si256();
+            for r in 0..4 {
+                a[r] = _mm256_and_ps(v[r], abs);
+                // |bits| above the largest finite magnitude: inf or NaN.
+                big = _mm256_or_si256(
+                    big,
+                    _mm256_cmpgt_epi32(_mm256_castps_si256(a[r]), finite_max),
+                );
+            }
+            // The largest magnitude (the values are finite where it is used).
+            let m = _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
+            let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
+            let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+            let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+            let d = amax / 127.0;
+            let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+            if _mm256_testz_si256(big, big) == 0 || !id.is_finite() {
+                rows.put(i, &quantize_block(xb));
+                continue;
+            }
+            let idv = _mm256_set1_ps(id);
+            let half = _mm256_set1_ps(0.5);
+            let mut q = [_mm256_setzero_si256(); 4];
+            for r in 0..4 {
+                let s = _mm256_mul_ps(v[r], idv);
+                let t = _mm256_cvttps_epi32(s);
+                let f = _mm256_sub_ps(s, _mm256_cvtepi32_ps(t));
+                // Masks are −1 where true: t + (f ≥ ½) − (f ≤ −½).
+                let up = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(f, half));
+                let down = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LE_OQ>(
+                    f,
+                    _mm256_sub_ps(_mm256_setzero_ps(), half),
+                ));
+                q[r] = _mm256_add_epi32(_mm256_sub_epi32(t, up), down);
+            }
+            // |q| ≤ 127: the saturating packs are exact.
+            let codes = _mm256_permutevar8x32_epi32(
+                _mm256_packs_epi16(
+                    _mm256_packs_epi32(q[0], q[1]),
+                    _mm256_packs_epi32(q[2], q[3]),
+                ),
+                order,
+            );
+            // Per 128-bit lane: Σ of q[r]'s four values of that lane, r = 0..4; the two
+            // lanes added: the four 8-value sums.
+            let h = _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3]));
+            let s8 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
+            let mut s = [0i32; 4];
+            // SAFETY: block i's 32 codes lie in the plane (checked above); 4 writable i32.
+            unsafe {
+                _mm256_storeu_si256(rows.qs.as_mut_ptr().add(QK8_1 * i).cast(), codes);
+                _mm_storeu_si128(s.as_mut_ptr().cast(), s8);
+            }
+            rows.d[i] = half::f16::from_f32(d).to_f32();
+            rows.sum[i] = s[0] + s[1] + s[2] + s[3];
+            rows.sum16[2 * i] = (s[0] + s[1]) as i16;
+            rows.sum16[2 * i + 1] = (s[2] + s[3]) as i16;
+            for (o, &v) in rows.sum8[4 * i..4 * i + 4].iter_mut().zip(&s) {
+                *o = v as i16;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -531,6 +647,55 @@ mod tests {
         // 1/d overflows: codes 0, stored d is 0.
         let b = quantize_block(&[1e-39; 32]);
         assert_eq!((b.d_bits, b.sum), (0, 0));
+    }
+
+    /// Every tier's planes equal the scalar reference's, word for word: random values of
+    /// every magnitude, exact ties at ±½ (amax 127, so id = 1), zero, subnormal and
+    /// non-finite values, blocks whose 1/d overflows.
+    #[test]
+    fn every_tier_quantizes_as_the_scalar_reference() {
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let blocks = 512;
+        let mut x = Vec::with_capacity(QK8_1 * blocks);
+        for b in 0..blocks {
+            let scale = f32::from_bits(((next() % 90) as u32 + 90) << 23); // 2^-37 .. 2^52
+            for j in 0..QK8_1 {
+                let r = next();
+                let v = match b % 8 {
+                    // Ties: amax 127 gives id = 1, so k + ½ is exact.
+                    0 if j == 0 => 127.0,
+                    0 => (r % 254) as f32 - 127.0 + if r & 1 == 0 { 0.5 } else { -0.5 },
+                    1 => 0.0,
+                    2 => {
+                        f32::from_bits((r % 0x0080_0000) as u32)
+                            * if r & 1 == 0 { 1.0 } else { -1.0 }
+                    }
+                    3 if j == 7 => [f32::INFINITY, f32::NEG_INFINITY, f32::NAN][(r % 3) as usize],
+                    4 if j == 31 => f32::MAX,
+                    _ => ((r >> 11) as f32 / (1u64 << 53) as f32 - 0.5) * scale,
+                };
+                x.push(v);
+            }
+        }
+        let (m, k) = (4, QK8_1 * blocks / 4);
+        let want = Rows::quantize(&x, m, k);
+        for isa in Isa::tested() {
+            let mut got = Rows::with_capacity(m, k, false, false).unwrap();
+            got.quantize_into(&x, m, isa);
+            let name = isa.name();
+            assert_eq!(got.qs[..], want.qs[..], "{name}: codes");
+            let bits = |d: &[f32]| d.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got.d), bits(&want.d), "{name}: scales");
+            assert_eq!(got.sum[..], want.sum[..], "{name}: sums");
+            assert_eq!(got.sum16[..], want.sum16[..], "{name}: half sums");
+            assert_eq!(got.sum8[..], want.sum8[..], "{name}: 8-value sums");
+        }
     }
 
     #[test]

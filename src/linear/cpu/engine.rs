@@ -257,7 +257,7 @@ impl<'a> Engine<'a> {
         }
         if let Some(q) = q.as_mut() {
             let mut rows = std::mem::take(q);
-            rows.quantize_into(x, mt);
+            rows.quantize_into(x, mt, self.isa);
             *q = match self.kernel {
                 Kernel::Gguf(kind) => super::gguf::prepare(self.isa, kind, rows),
                 Kernel::GroupedQ8(kind) => grouped_q8::prepare(self.isa, kind, rows),
