@@ -23,6 +23,7 @@
 
 use super::plane::Plane;
 use crate::error::{Result, mul};
+use crate::isa::Isa;
 
 /// Values per q8_K block (ggml's `QK_K`).
 pub const QK_K: usize = 256;
@@ -139,7 +140,7 @@ impl Rows {
     #[cfg(test)]
     pub fn quantize(x: &[f32], m: usize, k: usize) -> Rows {
         let mut rows = Rows::with_capacity(m, k).expect("q8_K rows");
-        rows.quantize_into(x, m);
+        rows.quantize_into(x, m, Isa::Scalar);
         rows
     }
 
@@ -158,8 +159,9 @@ impl Rows {
     }
 
     /// Quantizes `m` rows of K values (`x.len() == m·K`) into these planes, replacing what
-    /// they held. Allocates only beyond the capacity the planes already have.
-    pub fn quantize_into(&mut self, x: &[f32], m: usize) {
+    /// they held, on tier `isa` (one this machine has; every tier gives the same planes).
+    /// Allocates only beyond the capacity the planes already have.
+    pub fn quantize_into(&mut self, x: &[f32], m: usize, isa: Isa) {
         let k = self.k;
         debug_assert_eq!(x.len(), m * k);
         debug_assert_eq!(k % QK_K, 0);
@@ -170,12 +172,25 @@ impl Rows {
         self.d.resize(nb, 0.0);
         self.bsums.clear();
         self.bsums.resize(16 * nb, 0);
-        for (i, xb) in x.chunks_exact(QK_K).enumerate() {
-            let b = quantize_block(xb);
-            self.qs[i * QK_K..(i + 1) * QK_K].copy_from_slice(&b.qs);
-            self.d[i] = b.d;
-            self.bsums[16 * i..16 * i + 16].copy_from_slice(&b.bsums);
+        #[cfg(target_arch = "x86_64")]
+        if isa.avx2() {
+            debug_assert!(isa.available());
+            // SAFETY: AVX2, FMA and F16C are there (every tier but the scalar one requires
+            // them, and `isa` is one of this machine's tiers).
+            unsafe { avx2::quantize_blocks(&x[..nb * QK_K], self) };
+            return;
         }
+        let _ = isa;
+        for (i, xb) in x.chunks_exact(QK_K).enumerate() {
+            self.put(i, &quantize_block(xb));
+        }
+    }
+
+    /// Block `i` of the planes from its quantized block `b`.
+    fn put(&mut self, i: usize, b: &Block) {
+        self.qs[i * QK_K..(i + 1) * QK_K].copy_from_slice(&b.qs);
+        self.d[i] = b.d;
+        self.bsums[16 * i..16 * i + 16].copy_from_slice(&b.bsums);
     }
 
     /// Row `i`.
@@ -185,6 +200,102 @@ impl Rows {
             qs: &self.qs[i * self.k..(i + 1) * self.k],
             d: &self.d[i * nb..(i + 1) * nb],
             bsums: &self.bsums[16 * i * nb..16 * (i + 1) * nb],
+        }
+    }
+}
+
+/// [`Rows::quantize_into`] with AVX2: [`quantize_block`]'s binary32 operations eight values
+/// per instruction (`iscale·x`, rounding half to even, the minimum with 127), so the same
+/// codes, scales and sums.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{QK_K, Rows, quantize_block};
+    use std::arch::x86_64::*;
+
+    /// Quantizes the whole blocks of `x` into the planes of `rows` (block i: codes
+    /// `qs[256i..]`, `d[i]`, `bsums[16i..]`), sized for them by the caller. A block with a
+    /// non-finite value, all zeros, or an overflowing `iscale` takes [`quantize_block`]
+    /// itself.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C available.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn quantize_blocks(x: &[f32], rows: &mut Rows) {
+        let nb = x.len() / QK_K;
+        // One up-front check: the pointer accesses below stay in these bounds.
+        assert!(rows.qs.len() >= QK_K * nb && rows.d.len() >= nb && rows.bsums.len() >= 16 * nb);
+        let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFF_FFFF));
+        let finite_max = _mm256_set1_epi32(0x7F7F_FFFF);
+        // Dword order of the packed codes (per 128-bit lane: 4 codes of each of the four
+        // vectors) back to value order.
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (i, xb) in x.chunks_exact(QK_K).enumerate() {
+            let p = xb.as_ptr();
+            // SAFETY (loads): 256 values at p.
+            let load = |r: usize| unsafe { _mm256_loadu_ps(p.add(8 * r)) };
+            let (mut m, mut big) = (_mm256_setzero_ps(), _mm256_setzero_si256());
+            for r in 0..QK_K / 8 {
+                let a = _mm256_and_ps(load(r), abs);
+                m = _mm256_max_ps(m, a);
+                // |bits| above the largest finite magnitude: inf or NaN.
+                big = _mm256_or_si256(big, _mm256_cmpgt_epi32(_mm256_castps_si256(a), finite_max));
+            }
+            let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
+            let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+            let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+            if _mm256_testz_si256(big, big) == 0 || amax == 0.0 {
+                rows.put(i, &quantize_block(xb));
+                continue;
+            }
+            // The first value of that magnitude.
+            let av = _mm256_set1_ps(amax);
+            let mut first = 0;
+            for r in 0..QK_K / 8 {
+                let hit = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(
+                    _mm256_and_ps(load(r), abs),
+                    av,
+                ));
+                if hit != 0 {
+                    first = 8 * r + hit.trailing_zeros() as usize;
+                    break;
+                }
+            }
+            let iscale = -127.0 / xb[first];
+            if !iscale.is_finite() {
+                rows.put(i, &quantize_block(xb));
+                continue;
+            }
+            let (isv, top) = (_mm256_set1_ps(iscale), _mm256_set1_ps(127.0));
+            for c in 0..QK_K / 32 {
+                let mut q = [_mm256_setzero_si256(); 4];
+                for (j, q) in q.iter_mut().enumerate() {
+                    let s = _mm256_mul_ps(isv, load(4 * c + j));
+                    let s = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(s);
+                    // An integer in [−127, 127]: the conversion is exact.
+                    *q = _mm256_cvtps_epi32(_mm256_min_ps(s, top));
+                }
+                let codes = _mm256_permutevar8x32_epi32(
+                    _mm256_packs_epi16(
+                        _mm256_packs_epi32(q[0], q[1]),
+                        _mm256_packs_epi32(q[2], q[3]),
+                    ),
+                    order,
+                );
+                // The four 8-value sums (as in the q8_1 quantizer), then the two 16-value ones.
+                let h =
+                    _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3]));
+                let s8 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
+                let mut s = [0i32; 4];
+                // SAFETY: codes 32c .. 32c + 32 of block i lie in the plane (checked
+                // above); 4 writable i32.
+                unsafe {
+                    _mm256_storeu_si256(rows.qs.as_mut_ptr().add(QK_K * i + 32 * c).cast(), codes);
+                    _mm_storeu_si128(s.as_mut_ptr().cast(), s8);
+                }
+                rows.bsums[16 * i + 2 * c] = (s[0] + s[1]) as i16;
+                rows.bsums[16 * i + 2 * c + 1] = (s[2] + s[3]) as i16;
+            }
+            rows.d[i] = 1.0 / iscale;
         }
     }
 }
@@ -222,6 +333,60 @@ mod tests {
             })
             .collect();
         (1.0 / iscale, codes)
+    }
+
+    /// Every tier's planes equal the scalar reference's, word for word: random values of
+    /// every magnitude, exact ties at ±½ (max −127, so iscale = 1), equal magnitudes of
+    /// both signs, zero, subnormal and non-finite values, blocks whose iscale overflows.
+    #[test]
+    fn every_tier_quantizes_as_the_scalar_reference() {
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let blocks = 96;
+        let mut x = Vec::with_capacity(QK_K * blocks);
+        for b in 0..blocks {
+            let scale = f32::from_bits(((next() % 90) as u32 + 90) << 23); // 2^-37 .. 2^52
+            let tie_max = 37 + (next() % 200) as usize;
+            for j in 0..QK_K {
+                let r = next();
+                let v = match b % 8 {
+                    0 if j == tie_max => -127.0,
+                    0 => (r % 254) as f32 - 127.0 + if r & 1 == 0 { 0.5 } else { -0.5 },
+                    1 => 0.0,
+                    2 => {
+                        f32::from_bits((r % 0x0080_0000) as u32)
+                            * if r & 1 == 0 { 1.0 } else { -1.0 }
+                    }
+                    3 if j == 200 => [f32::INFINITY, f32::NEG_INFINITY, f32::NAN][(r % 3) as usize],
+                    4 if j % 61 == 3 => {
+                        if r & 1 == 0 {
+                            3.0
+                        } else {
+                            -3.0
+                        }
+                    }
+                    4 => ((r % 5) as f32 - 2.0) * 0.75,
+                    _ => ((r >> 11) as f32 / (1u64 << 53) as f32 - 0.5) * scale,
+                };
+                x.push(v);
+            }
+        }
+        let (m, k) = (3, QK_K * blocks / 3);
+        let want = Rows::quantize(&x, m, k);
+        for isa in Isa::tested() {
+            let mut got = Rows::with_capacity(m, k).unwrap();
+            got.quantize_into(&x, m, isa);
+            let name = isa.name();
+            assert_eq!(got.qs[..], want.qs[..], "{name}: codes");
+            let bits = |d: &[f32]| d.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got.d), bits(&want.d), "{name}: scales");
+            assert_eq!(got.bsums[..], want.bsums[..], "{name}: sums");
+        }
     }
 
     #[test]

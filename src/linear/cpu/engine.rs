@@ -253,7 +253,7 @@ impl<'a> Engine<'a> {
             slots,
         } = ws;
         if let Some(qk) = qk.as_mut() {
-            qk.quantize_into(x, mt);
+            qk.quantize_into(x, mt, self.isa);
         }
         if let Some(q) = q.as_mut() {
             let mut rows = std::mem::take(q);
