@@ -895,12 +895,17 @@ impl<'a> PreparedWeight<'a> {
                 actual: y.len(),
             });
         }
-        if m == 0 {
+        if m == 0 || n == 0 {
             return Ok(());
         }
         self.tiled(m, TileX::F32(&x[..xl]), 0..n, &mut |first, count, yt| {
-            for (i, o) in y[first * n..(first + count) * n].iter_mut().enumerate() {
-                *o = output(yt, bias, count, i / n, i % n, 0);
+            for (r, yr) in y[first * n..(first + count) * n]
+                .chunks_exact_mut(n)
+                .enumerate()
+            {
+                for (i, o) in yr.iter_mut().enumerate() {
+                    *o = output(yt, bias, count, r, i, 0);
+                }
             }
         })
     }
