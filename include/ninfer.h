@@ -1296,8 +1296,9 @@ ninfer_status ninfer_linear_prepare(const struct ninfer_weight_view *view,
 /**
  * Sets the threads `ninfer_linear_forward` and `ninfer_linear_forward_rows` use on this
  * handle: 0 = rayon's process-wide pool (the default; `RAYON_NUM_THREADS` sizes it, else
- * one thread per core), 1 = the calling thread only, n ≥ 2 = a pool of n threads owned by
- * the handle. Results never depend on it (each output is computed by one thread in a
+ * one thread per core), 1 = the calling thread only, n ≥ 2 = the calling thread and a
+ * pool of n − 1 threads owned by the handle, which join in as they wake up. Results never
+ * depend on it (each output is computed by one thread in a
  * fixed order). A runtime that splits products across its own threads sets 1.
  *
  * Errors: `NULL_POINTER`, `INVALID_ARGUMENT` above 1024, `INTERNAL` if threads cannot be
@@ -1422,8 +1423,8 @@ ninfer_status ninfer_linear_forward(const struct ninfer_linear *handle,
  *
  * Threads: on a CPU handle each call runs on the handle's thread setting
  * (`ninfer_linear_set_threads`): by default (0) on the process-wide rayon pool (sized by
- * `RAYON_NUM_THREADS`, else one thread per core), with n ≥ 2 on the handle's own pool of
- * n threads, with 1 on the calling thread only. A runtime that partitions N with its own
+ * `RAYON_NUM_THREADS`, else one thread per core), with n ≥ 2 on the calling thread and
+ * the handle's own pool of n − 1 threads, with 1 on the calling thread only. A runtime that partitions N with its own
  * threads should set 1, so that each call stays on the thread that makes it instead of
  * also queueing on the library's pool. Any number of `ninfer_linear_forward` /
  * `ninfer_linear_forward_rows` calls may run on one handle at once (each call allocates

@@ -161,7 +161,7 @@ func (l *Linear) Close() error {
 var errClosed = &Error{Status: StatusNullPointer, Message: "Linear is closed"}
 
 // SetThreads sets the threads Forward uses: 0 = a process-wide pool (default), 1 = the
-// calling thread, n = a pool of n threads owned by this Linear.
+// calling thread, n = the calling thread and n − 1 pool threads owned by this Linear.
 func (l *Linear) SetThreads(n uint32) error {
 	l.mu.Lock() // must not overlap any other call on the handle
 	defer l.mu.Unlock()

@@ -420,8 +420,9 @@ impl<'a> PreparedWeight<'a> {
 
     /// Threads for [`forward`](Self::forward) and [`forward_rows`](Self::forward_rows):
     /// 0 = rayon's global pool (the default; `RAYON_NUM_THREADS` sizes it), 1 = the calling
-    /// thread only, n ≥ 2 = a pool of n threads owned by this weight. Results do not depend
-    /// on it. A caller that splits N across its own threads sets 1. Products may run on one
+    /// thread only, n ≥ 2 = the calling thread and a pool of n − 1 threads owned by this
+    /// weight (they take work items from the calling thread's queue as they wake up).
+    /// Results do not depend on it. A caller that splits N across its own threads sets 1. Products may run on one
     /// weight from several threads at once (each allocates its own temporaries); calls
     /// sharing a pool share its threads. A CUDA weight keeps the setting and ignores it.
     ///

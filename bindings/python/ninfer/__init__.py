@@ -876,7 +876,7 @@ class Linear:
         return self._handle
 
     def set_threads(self, threads: int) -> None:
-        """0 = process-wide pool (default), 1 = calling thread, n = own pool of n."""
+        """0 = process-wide pool (default), 1 = calling thread, n = calling thread + own pool of n - 1."""
         _check(_linear_set_threads(self._live(), threads))
 
     def set_activation(self, activation: int) -> None:

@@ -524,7 +524,8 @@ pub const Linear = struct {
         l.* = undefined;
     }
 
-    /// 0 = process-wide pool (default), 1 = calling thread, n = a pool of n threads.
+    /// 0 = process-wide pool (default), 1 = calling thread, n = the calling thread and a
+    /// pool of n - 1 threads.
     pub fn setThreads(l: *Linear, threads: u32) Error!void {
         return check(c.ninfer_linear_set_threads(l.handle, threads));
     }

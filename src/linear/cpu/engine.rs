@@ -19,7 +19,7 @@ use crate::registry::Format;
 use crate::view::WeightView;
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The CPU kernel a prepared weight runs: its plan's family, resolved to the format's code
 /// reader or GGUF block kernel.
@@ -116,10 +116,11 @@ impl<'a> Engine<'a> {
                 "{threads} threads (at most 1024)"
             )));
         }
+        // The calling thread is one of the `threads`: the pool holds the others.
         self.pool = if threads >= 2 {
             Some(Arc::new(
                 rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
+                    .num_threads(threads - 1)
                     .build()
                     .map_err(|e| Error::Internal(format!("thread pool: {e}")))?,
             ))
@@ -138,7 +139,8 @@ impl<'a> Engine<'a> {
         self.view.cols()
     }
 
-    /// Threads a product may run on at once (the pool's size; 1 on the calling thread).
+    /// Threads a product may run on at once (the setting: the calling thread and, from 2 on,
+    /// the pool's; 0: rayon's global pool).
     fn parallelism(&self) -> usize {
         match self.threads {
             0 => rayon::current_num_threads(),
@@ -354,11 +356,36 @@ impl<'a> Engine<'a> {
                 .chunks_mut(rows_per_chunk * m)
                 .enumerate()
                 .try_for_each(work),
-            (_, Some(pool)) => pool.install(|| {
-                yt.par_chunks_mut(rows_per_chunk * m)
-                    .enumerate()
-                    .try_for_each(work)
-            }),
+            (t, Some(pool)) => {
+                // The calling thread works too (the pool's t − 1 threads wake up meanwhile and
+                // join in), taking chunks from one shared iterator: no thread waits for the
+                // pool to start, and there are never more threads than `t`.
+                let chunks = Mutex::new(yt.chunks_mut(rows_per_chunk * m).enumerate());
+                let first_err = Mutex::new(None);
+                let run = || {
+                    loop {
+                        let next = chunks.lock().unwrap_or_else(PoisonError::into_inner).next();
+                        let Some(item) = next else { break };
+                        if let Err(e) = work(item) {
+                            first_err
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .get_or_insert(e);
+                            break;
+                        }
+                    }
+                };
+                pool.in_place_scope(|s| {
+                    for _ in 1..t {
+                        s.spawn(|_| run());
+                    }
+                    run();
+                });
+                first_err
+                    .into_inner()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .map_or(Ok(()), Err)
+            }
             _ => yt
                 .par_chunks_mut(rows_per_chunk * m)
                 .enumerate()
