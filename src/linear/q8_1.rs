@@ -515,9 +515,32 @@ impl Rows {
 /// truncation, the exact remainder and its comparisons with ±½), so the same codes, sums
 /// and scales.
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(super) mod avx2 {
     use super::{QK8_1, Rows, quantize_block};
     use std::arch::x86_64::*;
+
+    /// 32 codes in value order from four vectors of eight i32 codes (|q| ≤ 127, so the
+    /// saturating packs are exact), and the four 8-value sums.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(in crate::linear) fn codes_and_sums(q: &[__m256i; 4]) -> (__m256i, [i32; 4]) {
+        // Per 128-bit lane the packs hold 4 codes of each vector: dwords back to value order.
+        let codes = _mm256_permutevar8x32_epi32(
+            _mm256_packs_epi16(
+                _mm256_packs_epi32(q[0], q[1]),
+                _mm256_packs_epi32(q[2], q[3]),
+            ),
+            _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7),
+        );
+        // Per 128-bit lane: Σ of q[r]'s four values of that lane, r = 0..4; the two lanes
+        // added: the four 8-value sums.
+        let h = _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3]));
+        let s8 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
+        let mut s = [0i32; 4];
+        // SAFETY: 4 writable i32.
+        unsafe { _mm_storeu_si128(s.as_mut_ptr().cast(), s8) };
+        (codes, s)
+    }
 
     /// Quantizes the whole blocks of `x` into the planes of `rows` (block i: codes
     /// `qs[32i..]`, `d[i]`, `sum[i]`, `sum16[2i..]`, `sum8[4i..]`), sized for them by the
@@ -539,9 +562,6 @@ mod avx2 {
         );
         let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFF_FFFF));
         let finite_max = _mm256_set1_epi32(0x7F7F_FFFF);
-        // Dword order of the packed codes (per 128-bit lane: 4 codes of each of the four
-        // vectors) back to value order.
-        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         for (i, xb) in x.chunks_exact(QK8_1).enumerate() {
             // SAFETY: 32 values at xb.
             let v: [__m256; 4] =
@@ -568,38 +588,23 @@ mod avx2 {
                 continue;
             }
             let idv = _mm256_set1_ps(id);
-            let half = _mm256_set1_ps(0.5);
+            let point5 = _mm256_set1_ps(0.5);
             let mut q = [_mm256_setzero_si256(); 4];
             for r in 0..4 {
                 let s = _mm256_mul_ps(v[r], idv);
                 let t = _mm256_cvttps_epi32(s);
                 let f = _mm256_sub_ps(s, _mm256_cvtepi32_ps(t));
                 // Masks are −1 where true: t + (f ≥ ½) − (f ≤ −½).
-                let up = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(f, half));
+                let up = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(f, point5));
                 let down = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LE_OQ>(
                     f,
-                    _mm256_sub_ps(_mm256_setzero_ps(), half),
+                    _mm256_sub_ps(_mm256_setzero_ps(), point5),
                 ));
                 q[r] = _mm256_add_epi32(_mm256_sub_epi32(t, up), down);
             }
-            // |q| ≤ 127: the saturating packs are exact.
-            let codes = _mm256_permutevar8x32_epi32(
-                _mm256_packs_epi16(
-                    _mm256_packs_epi32(q[0], q[1]),
-                    _mm256_packs_epi32(q[2], q[3]),
-                ),
-                order,
-            );
-            // Per 128-bit lane: Σ of q[r]'s four values of that lane, r = 0..4; the two
-            // lanes added: the four 8-value sums.
-            let h = _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3]));
-            let s8 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
-            let mut s = [0i32; 4];
-            // SAFETY: block i's 32 codes lie in the plane (checked above); 4 writable i32.
-            unsafe {
-                _mm256_storeu_si256(rows.qs.as_mut_ptr().add(QK8_1 * i).cast(), codes);
-                _mm_storeu_si128(s.as_mut_ptr().cast(), s8);
-            }
+            let (codes, s) = codes_and_sums(&q);
+            // SAFETY: block i's 32 codes lie in the plane (checked above).
+            unsafe { _mm256_storeu_si256(rows.qs.as_mut_ptr().add(QK8_1 * i).cast(), codes) };
             rows.d[i] = half::f16::from_f32(d).to_f32();
             rows.sum[i] = s[0] + s[1] + s[2] + s[3];
             rows.sum16[2 * i] = (s[0] + s[1]) as i16;
@@ -654,13 +659,7 @@ mod tests {
     /// non-finite values, blocks whose 1/d overflows.
     #[test]
     fn every_tier_quantizes_as_the_scalar_reference() {
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = crate::linear::cpu::tests::xorshift(0x9E37_79B9_7F4A_7C15u64);
         let blocks = 512;
         let mut x = Vec::with_capacity(QK8_1 * blocks);
         for b in 0..blocks {

@@ -210,6 +210,7 @@ impl Rows {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::{QK_K, Rows, quantize_block};
+    use crate::linear::q8_1::avx2::codes_and_sums;
     use std::arch::x86_64::*;
 
     /// Quantizes the whole blocks of `x` into the planes of `rows` (block i: codes
@@ -226,9 +227,6 @@ mod avx2 {
         assert!(rows.qs.len() >= QK_K * nb && rows.d.len() >= nb && rows.bsums.len() >= 16 * nb);
         let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFF_FFFF));
         let finite_max = _mm256_set1_epi32(0x7F7F_FFFF);
-        // Dword order of the packed codes (per 128-bit lane: 4 codes of each of the four
-        // vectors) back to value order.
-        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         for (i, xb) in x.chunks_exact(QK_K).enumerate() {
             let p = xb.as_ptr();
             // SAFETY (loads): 256 values at p.
@@ -274,24 +272,11 @@ mod avx2 {
                     // An integer in [−127, 127]: the conversion is exact.
                     *q = _mm256_cvtps_epi32(_mm256_min_ps(s, top));
                 }
-                let codes = _mm256_permutevar8x32_epi32(
-                    _mm256_packs_epi16(
-                        _mm256_packs_epi32(q[0], q[1]),
-                        _mm256_packs_epi32(q[2], q[3]),
-                    ),
-                    order,
-                );
-                // The four 8-value sums (as in the q8_1 quantizer), then the two 16-value ones.
-                let h =
-                    _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3]));
-                let s8 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
-                let mut s = [0i32; 4];
-                // SAFETY: codes 32c .. 32c + 32 of block i lie in the plane (checked
-                // above); 4 writable i32.
+                let (codes, s) = codes_and_sums(&q);
+                // SAFETY: codes 32c .. 32c + 32 of block i lie in the plane (checked above).
                 unsafe {
-                    _mm256_storeu_si256(rows.qs.as_mut_ptr().add(QK_K * i + 32 * c).cast(), codes);
-                    _mm_storeu_si128(s.as_mut_ptr().cast(), s8);
-                }
+                    _mm256_storeu_si256(rows.qs.as_mut_ptr().add(QK_K * i + 32 * c).cast(), codes)
+                };
                 rows.bsums[16 * i + 2 * c] = (s[0] + s[1]) as i16;
                 rows.bsums[16 * i + 2 * c + 1] = (s[2] + s[3]) as i16;
             }
@@ -340,13 +325,7 @@ mod tests {
     /// both signs, zero, subnormal and non-finite values, blocks whose iscale overflows.
     #[test]
     fn every_tier_quantizes_as_the_scalar_reference() {
-        let mut s = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = crate::linear::cpu::tests::xorshift(0x2545_F491_4F6C_DD1Du64);
         let blocks = 96;
         let mut x = Vec::with_capacity(QK_K * blocks);
         for b in 0..blocks {

@@ -128,7 +128,7 @@ mod nvfp4_q8_avx2;
 #[cfg(target_arch = "x86_64")]
 mod nvfp4_tile_avx512;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(target_arch = "x86_64")]
 mod tile_avx512;
 

@@ -62,7 +62,7 @@ pub(super) fn grouped_runs(w: &mut PreparedWeight<'_>, x: &[f32], m: usize) -> V
 }
 
 /// A xorshift64 stream: the tier tests' reproducible random words.
-pub(super) fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+pub(crate) fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
     move || {
         s ^= s << 13;
         s ^= s >> 7;
