@@ -174,11 +174,12 @@ pub unsafe extern "C" fn ninfer_linear_prepare(
 }
 
 /// Sets the threads `ninfer_linear_forward` and `ninfer_linear_forward_rows` use on this
-/// handle: 0 = rayon's process-wide pool (the default; `RAYON_NUM_THREADS` sizes it, else
-/// one thread per core), 1 = the calling thread only, n ≥ 2 = the calling thread and a
-/// pool of n − 1 threads owned by the handle, which join in as they wake up. Results never
-/// depend on it (each output is computed by one thread in a
-/// fixed order). A runtime that splits products across its own threads sets 1.
+/// handle: 0 = as many threads as rayon's process-wide pool has (the default;
+/// `RAYON_NUM_THREADS` sizes it, else one thread per core): the calling thread and that
+/// many − 1 of the pool's, 1 = the calling thread only, n ≥ 2 = the calling thread and a
+/// pool of n − 1 threads owned by the handle. The calling thread starts at once; the
+/// others join in as they wake up. Results never depend on it (each output is computed by
+/// one thread in a fixed order). A runtime that splits products across its own threads sets 1.
 ///
 /// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` above 1024, `INTERNAL` if threads cannot be
 /// created.
@@ -402,11 +403,12 @@ pub unsafe extern "C" fn ninfer_linear_forward(
 ///   nothing.
 ///
 /// Threads: on a CPU handle each call runs on the handle's thread setting
-/// (`ninfer_linear_set_threads`): by default (0) on the process-wide rayon pool (sized by
-/// `RAYON_NUM_THREADS`, else one thread per core), with n ≥ 2 on the calling thread and
-/// the handle's own pool of n − 1 threads, with 1 on the calling thread only. A runtime that partitions N with its own
-/// threads should set 1, so that each call stays on the thread that makes it instead of
-/// also queueing on the library's pool. Any number of `ninfer_linear_forward` /
+/// (`ninfer_linear_set_threads`): by default (0) on the calling thread and the
+/// process-wide rayon pool (sized by `RAYON_NUM_THREADS`, else one thread per core), with
+/// n ≥ 2 on the calling thread and the handle's own pool of n − 1 threads, with 1 on the
+/// calling thread only. A runtime that partitions N with its own threads should set 1, so
+/// that each call stays on the thread that makes it instead of also queueing on the
+/// library's pool. Any number of `ninfer_linear_forward` /
 /// `ninfer_linear_forward_rows` calls may run on one handle at once (each call allocates
 /// its own temporaries; the handle is only read); `ninfer_linear_set_threads`,
 /// `ninfer_linear_set_activation` and `ninfer_linear_free` must not run concurrently with

@@ -419,12 +419,15 @@ impl<'a> PreparedWeight<'a> {
     }
 
     /// Threads for [`forward`](Self::forward) and [`forward_rows`](Self::forward_rows):
-    /// 0 = rayon's global pool (the default; `RAYON_NUM_THREADS` sizes it), 1 = the calling
+    /// 0 = as many threads as rayon's global pool has (the default; `RAYON_NUM_THREADS`
+    /// sizes it): the calling thread and that many − 1 of the pool's, 1 = the calling
     /// thread only, n ≥ 2 = the calling thread and a pool of n − 1 threads owned by this
-    /// weight (they take work items from the calling thread's queue as they wake up).
-    /// Results do not depend on it. A caller that splits N across its own threads sets 1. Products may run on one
-    /// weight from several threads at once (each allocates its own temporaries); calls
-    /// sharing a pool share its threads. A CUDA weight keeps the setting and ignores it.
+    /// weight. The calling thread starts on the work at once; the others take work items
+    /// from the same queue as they wake up (none is woken beyond one per item). Results do
+    /// not depend on it. A caller that splits N across its own threads sets 1. Products
+    /// may run on one weight from several threads at once (each allocates its own
+    /// temporaries); calls sharing a pool share its threads. A CUDA weight keeps the
+    /// setting and ignores it.
     ///
     /// Errors: [`Error::InvalidArgument`] for more than 1024 threads, [`Error::Internal`]
     /// if the pool cannot be created.

@@ -17,7 +17,6 @@ use crate::linear::plan::{Family, Plan};
 use crate::linear::{q8_1, q8_k};
 use crate::registry::Format;
 use crate::view::WeightView;
-use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -351,46 +350,42 @@ impl<'a> Engine<'a> {
                 Ok(())
             })
         };
-        match (self.threads, &self.pool) {
-            (1, _) => yt
+        if self.threads == 1 {
+            return yt
                 .chunks_mut(rows_per_chunk * m)
                 .enumerate()
-                .try_for_each(work),
-            (t, Some(pool)) => {
-                // The calling thread works too (the pool's t − 1 threads wake up meanwhile and
-                // join in), taking chunks from one shared iterator: no thread waits for the
-                // pool to start, and there are never more threads than `t`.
-                let chunks = Mutex::new(yt.chunks_mut(rows_per_chunk * m).enumerate());
-                let first_err = Mutex::new(None);
-                let run = || {
-                    loop {
-                        let next = chunks.lock().unwrap_or_else(PoisonError::into_inner).next();
-                        let Some(item) = next else { break };
-                        if let Err(e) = work(item) {
-                            first_err
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .get_or_insert(e);
-                            break;
-                        }
-                    }
-                };
-                pool.in_place_scope(|s| {
-                    for _ in 1..t {
-                        s.spawn(|_| run());
-                    }
-                    run();
-                });
-                first_err
-                    .into_inner()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .map_or(Ok(()), Err)
-            }
-            _ => yt
-                .par_chunks_mut(rows_per_chunk * m)
-                .enumerate()
-                .try_for_each(work),
+                .try_for_each(work);
         }
+        // The calling thread works too (the pool's other threads wake up meanwhile and join
+        // in), all taking chunks from one shared iterator: no thread waits for the pool to
+        // start, and no more threads run than the setting says (the weight's pool holds
+        // t − 1 threads; of rayon's global pool, t − 1 are asked for).
+        let nchunks = yt.len().div_ceil(rows_per_chunk * m);
+        let chunks = Mutex::new(yt.chunks_mut(rows_per_chunk * m).enumerate());
+        let first_err = Mutex::new(None);
+        let run = || {
+            loop {
+                let next = chunks.lock().unwrap_or_else(PoisonError::into_inner).next();
+                let Some(item) = next else { break };
+                if let Err(e) = work(item) {
+                    first_err
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_or_insert(e);
+                    break;
+                }
+            }
+        };
+        // No thread is woken up for want of work: at most one per chunk.
+        let t = self.parallelism().min(nchunks);
+        match &self.pool {
+            Some(pool) => pool.in_place_scope(|s| spread(s, t, &run)),
+            None => rayon::in_place_scope(|s| spread(s, t, &run)),
+        }
+        first_err
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map_or(Ok(()), Err)
     }
 
     /// Output rows `r0 .. r0 + out.len() / m` of W against every activation row (`out` is
@@ -699,6 +694,14 @@ struct Bufs<'s> {
     f: &'s mut Vec<f32>,
     values: &'s mut Vec<f32>,
     other: &'s mut Vec<f32>,
+}
+
+/// Runs `run` on the calling thread and, spawned on the scope's pool, on `t − 1` more.
+fn spread<'s>(s: &rayon::Scope<'s>, t: usize, run: &'s (dyn Fn() + Sync)) {
+    for _ in 1..t {
+        s.spawn(move |_| run());
+    }
+    run();
 }
 
 /// Runs `f` with a free scratch: the current thread's slot when it is free, else any free
