@@ -470,19 +470,20 @@ macro_rules! kernels {
             // SAFETY: the caller's contract.
             unsafe {
                 let pair = |j: usize| K::dot(&q[j], &halves(xp, b + 2 * j));
-                let h0 = _mm256_hadd_epi32(pair(0), pair(1));
-                let h1 = _mm256_hadd_epi32(pair(2), pair(3));
-                offset::<K>(_mm256_hadd_epi32(h0, h1), ps, b)
+                sums::<K>([pair(0), pair(1), pair(2), pair(3)], ps, b)
             }
         }
 
-        /// The chunk's raw sums `raw` (lane order [`P`]) less the offset 2^e·Σx of unsigned codes.
+        /// The chunk's eight exact block sums T (lane order [`P`]) from its four pairs' partial
+        /// sums `p` ([`Kernel::dot`]): three `vphaddd`, less the offset 2^e·Σx of unsigned codes.
         ///
         /// # Safety
         /// AVX2; the sums of blocks b .. b + 8 lie at `ps`.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn offset<K: Kernel>(raw: __m256i, ps: *const i32, b: usize) -> __m256i {
+        unsafe fn sums<K: Kernel>(p: [__m256i; 4], ps: *const i32, b: usize) -> __m256i {
+            let raw =
+                _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
             // SAFETY: the caller's contract.
             unsafe {
                 match K::OFFSET_LOG2 {
@@ -585,9 +586,8 @@ macro_rules! kernels {
                         );
                         let pair =
                             |j: usize, x: &Halves| K::dot(&K::unpack(w, hp[i], b + 2 * j), x);
-                        let h0 = _mm256_hadd_epi32(pair(0, &x0), pair(1, &x1));
-                        let h1 = _mm256_hadd_epi32(pair(2, &x2), pair(3, &x3));
-                        let t = offset::<K>(_mm256_hadd_epi32(h0, h1), ps, b);
+                        let p = [pair(0, &x0), pair(1, &x1), pair(2, &x2), pair(3, &x3)];
+                        let t = sums::<K>(p, ps, b);
                         let d = _mm256_mul_ps(K::scales(sp[i], b), dx);
                         acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
                     }
