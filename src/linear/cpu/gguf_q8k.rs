@@ -1,8 +1,8 @@
 //! GGUF products against q8_K activations (the opt-in `Activation::Q8K` profile,
 //! docs/linear.md): the k-quants Q2_K..Q6_K and the i-quants coded in 256-value
 //! super-blocks (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S). The scalar
-//! reference order is here; AVX2 for Q4_K, Q6_K and IQ2_XXS in `gguf_q8k_avx2` (identical
-//! bits).
+//! reference order is here; AVX2 for the k-quants, IQ4_XS and IQ2_XXS in `gguf_q8k_avx2`
+//! (identical bits).
 //!
 //! A weight super-block sb meets the activation's q8_K block sb (the same 256 values), with
 //! codes `x` and binary32 scale `dx`. Every weight value is an exact integer `w` times a
@@ -406,7 +406,7 @@ mod tests {
     /// other activation rows are unaffected; every tier agrees.
     #[test]
     fn non_finite_activations_give_nan_outputs() {
-        for f in [Format::GgufQ4_K, Format::GgufQ6_K, Format::GgufIq2Xxs] {
+        for f in FORMATS {
             let kind = KindK::of(f).unwrap();
             let (n, k, m) = (3, 512, 3);
             let w = payload(f, n, k, 5, false, false);
@@ -425,23 +425,19 @@ mod tests {
         }
     }
 
-    /// Q4_K and Q6_K at the ends of their ranges (every byte 0xFF: codes 15 / 63, 6-bit
-    /// scales and mins 63; Q6_K scales −128 and +127; bytes alternating 0x00/0xFF) against
-    /// activation codes ±127: every tier equals the scalar path word for word, M ∈ {1, 2,
-    /// 3, 5}, and the integers stay exact (the scalar path meets the criterion).
+    /// Every type at the ends of its ranges (every byte 0xFF: the largest codes, scales
+    /// and mins, Q6_K's scales −1; bytes alternating 0x00/0xFF; bytes alternating
+    /// 0x80/0x7F), the binary16 scales then set to finite values, against activation codes
+    /// ±127: every tier equals the scalar path word for word, M ∈ {1, 2, 3, 5}.
     #[test]
-    fn extreme_q4_k_q6_k_every_tier_equals_scalar() {
-        for f in [Format::GgufQ4_K, Format::GgufQ6_K] {
+    fn extreme_blocks_every_tier_equals_scalar() {
+        for f in FORMATS {
             let kind = KindK::of(f).unwrap();
             let (n, k) = (4, 1024);
             for pattern in 0..3 {
-                let mut w = payload(f, n, k, 1, false, false);
                 let bb = kind.block_bytes();
+                let mut w = vec![0u8; n * k / 256 * bb];
                 for (s, blk) in w.chunks_exact_mut(bb).enumerate() {
-                    let keep: Vec<u8> = f16_fields(f)
-                        .iter()
-                        .flat_map(|&a| [blk[a], blk[a + 1]])
-                        .collect();
                     for (i, b) in blk.iter_mut().enumerate() {
                         *b = match pattern {
                             0 => 0xFF,
@@ -449,8 +445,9 @@ mod tests {
                             _ => [0x80, 0x7F][(i + s) % 2],
                         };
                     }
-                    for (j, &a) in f16_fields(f).iter().enumerate() {
-                        blk[a..a + 2].copy_from_slice(&keep[2 * j..2 * j + 2]);
+                    set_d(f, blk, 0, [0.5f32, -3.0][s % 2]);
+                    if kind.has_min() {
+                        set_d(f, blk, 1, 0.25);
                     }
                 }
                 let rows: Vec<&[u8]> = w.chunks_exact(k / 256 * bb).collect();
@@ -462,6 +459,7 @@ mod tests {
                     let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
                     let mut want = vec![0f32; n * m];
                     dot_row_group(Isa::Scalar, kind, &rows, &xs, &mut want);
+                    assert!(want.iter().all(|v| v.is_finite()), "{f} p{pattern}");
                     for isa in Isa::tested() {
                         let mut got = vec![0f32; n * m];
                         dot_row_group(isa, kind, &rows, &xs, &mut got);

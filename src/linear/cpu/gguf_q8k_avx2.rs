@@ -1,40 +1,48 @@
-//! AVX2 kernels of Q4_K, Q6_K and IQ2_XXS against q8_K activations, in exactly the order of
-//! [`super::gguf_q8k`]'s module docs (every tier past Scalar runs them: AVX2 + FMA is part
-//! of each).
+//! AVX2 kernels of the k-quants, IQ4_XS and IQ2_XXS against q8_K activations, in exactly
+//! the order of [`super::gguf_q8k`]'s module docs (every tier past Scalar runs them: AVX2 +
+//! FMA is part of each).
 //!
 //! Only the exact integers S_sb and M_sb are formed differently from the scalar path:
 //!
-//! - Q4_K: per pair of 32-value sub-blocks, the 32 code bytes give both sub-blocks' codes
-//!   (low and high nibbles, unsigned 0..15); `vpmaddubsw` with the activation codes gives
-//!   i16 pairs (≤ 2·15·127), `vpmaddwd` by the sub-block's 6-bit scale sums them to i32
-//!   (≤ 32·15·127·63 per sub-block); M_sb = Σ_j m_j·(bsums_{2j} + bsums_{2j+1}).
+//! - Q2_K: per 128 values, the 32 code bytes give four 32-value chunks (bit pairs 2i);
+//!   `vpmaddubsw` with the activation codes gives i16 pairs (≤ 2·3·127), `vpmaddwd` by the
+//!   4-bit scales (chunk i: scales 2i and 2i + 1 of the 128 values' eight) sums them to i32;
+//!   M_sb = Σ_s m_s·bsums_s.
+//! - Q3_K: the unsigned code u = low 2 bits + 4·hmask bit (0..7, the value u − 4),
+//!   `vpmaddubsw` pairs ≤ 2·7·127, `vpmaddwd` by the signed 6-bit scales; the offset
+//!   4·Σ_s sc_s·bsums_s is subtracted.
+//! - Q4_K and Q5_K: per pair of 32-value sub-blocks, the 32 code bytes give both
+//!   sub-blocks' codes (low and high nibbles; Q5_K adds its qh bit as bit 4, unsigned
+//!   0..31); `vpmaddubsw` pairs (≤ 2·31·127), `vpmaddwd` by the sub-block's 6-bit scale
+//!   (≤ 32·31·127·63 per sub-block); M_sb = Σ_j m_j·(bsums_{2j} + bsums_{2j+1}).
 //! - Q6_K: per 32 values, the unsigned 6-bit code q + 32 (low nibble from `ql`, two high bits
 //!   from `qh`, placed with 16-bit shifts and byte masks); `vpmaddubsw` pairs ≤ 2·63·127 =
 //!   16002 < 2¹⁵; `vpmaddwd` by the per-16 scales (the low 128-bit half of a vector holds
 //!   values 0..15, the high half 16..31); the offset 32·Σ_i sc_i·bsums_i
 //!   (`vpmaddwd` of the sign-extended scales with `bsums`) is subtracted.
+//! - IQ4_XS: per 32-value group, the codebook values (`vpshufb` of the nibbles) as
+//!   magnitudes against the activation codes carrying their signs (`vpsignb`),
+//!   `vpmaddubsw` pairs ≤ 2·127·127 < 2¹⁵, `vpmaddwd` by the group's scale ls − 32.
 //! - IQ2_XXS: per 32-value group, the four grid points' bytes (unsigned, ≤ 43) against
 //!   the activation codes negated where the weight's sign bit is set (`vpsignb`);
 //!   `vpmaddubsw` pairs ≤ 2·43·127, `vpmaddwd` by the group's odd scale 2s + 1.
 //!
-//! The i32 lanes are summed exactly (|S_sb| < 2³¹), so the lane grouping does not change the
-//! integer, and the f32 steps are the scalar path's: one conversion and one fma per term and
-//! super-block.
+//! Every activation code lies in −127..=127 (q8_K never writes −128), so `vpsignb` never
+//! overflows. The i32 lanes are summed exactly (|S_sb| < 2³¹), so the lane grouping does not
+//! change the integer, and the f32 steps are the scalar path's: one conversion and one fma
+//! per term and super-block.
 
 use super::gguf_q8k::{KindK, finish};
 use super::iquants::IqKind;
 use super::kquants::Kq;
-use crate::formats::gguf::blocks::{iq2_xxs, q4_k, q6_k};
-use crate::formats::gguf::grids::{IQ2XXS_GRID, KSIGNS_IQ2XS};
+use crate::formats::gguf::blocks::{iq2_xxs, iq4_xs, q2_k, q3_k, q4_k, q5_k, q6_k};
+use crate::formats::gguf::grids::{IQ2XXS_GRID, KSIGNS_IQ2XS, KVALUES_IQ4NL};
 use crate::linear::q8_k::{QK_K, Row};
 use std::arch::x86_64::*;
 
 /// Whether the x86 kernels below compute `kind` (else the scalar order runs).
 pub(crate) fn covers(kind: KindK) -> bool {
-    matches!(
-        kind,
-        KindK::K(Kq::Q4K | Kq::Q6K) | KindK::Iq(IqKind::Iq2Xxs)
-    )
+    matches!(kind, KindK::K(_) | KindK::Iq4Xs | KindK::Iq(IqKind::Iq2Xxs))
 }
 
 pub(crate) mod avx2 {
@@ -51,8 +59,12 @@ pub(crate) mod avx2 {
         for (w, o) in ws.iter().zip(out.chunks_exact_mut(m.max(1))) {
             for (x, o) in xs.iter().zip(o.iter_mut()) {
                 *o = match kind {
-                    KindK::K(Kq::Q4K) => row_q4_k(w, x),
+                    KindK::K(Kq::Q2K) => row_q2_k(w, x),
+                    KindK::K(Kq::Q3K) => row_q3_k(w, x),
+                    KindK::K(Kq::Q4K) => row_q45_k::<false>(w, x),
+                    KindK::K(Kq::Q5K) => row_q45_k::<true>(w, x),
                     KindK::K(Kq::Q6K) => row_q6_k(w, x),
+                    KindK::Iq4Xs => row_iq4_xs(w, x),
                     KindK::Iq(IqKind::Iq2Xxs) => row_iq2_xxs(w, x),
                     _ => unreachable!("no AVX2 q8_K kernel for {kind:?}"),
                 };
@@ -146,12 +158,123 @@ pub(crate) mod avx2 {
         )
     }
 
-    /// One Q4_K row against one q8_K row.
+    /// The i16 scale vector of a 32-value chunk whose 16 `vpmaddubsw` pairs take scale
+    /// `2i` of `half` (both 128-bit halves hold the same eight i16 scales) in the low half
+    /// (values 0..15) and scale `2i + 1` in the high half (values 16..31).
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn row_q4_k(w: &[u8], x: &Row<'_>) -> f32 {
+    fn pair_scales(half: __m256i, i: usize) -> __m256i {
+        _mm256_blend_epi32::<0xF0>(
+            _mm256_shuffle_epi8(half, word(2 * i)),
+            _mm256_shuffle_epi8(half, word(2 * i + 1)),
+        )
+    }
+
+    /// 128-bit half `h` of `v` in both halves.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn both_halves(v: __m256i, h: usize) -> __m256i {
+        _mm256_broadcastsi128_si256(if h == 0 {
+            _mm256_castsi256_si128(v)
+        } else {
+            _mm256_extracti128_si256::<1>(v)
+        })
+    }
+
+    /// One Q2_K row against one q8_K row: per 128 values h, the 32 code bytes hold four
+    /// 32-value chunks (bit pairs 2i); `vpmaddubsw` pairs ≤ 2·3·127, `vpmaddwd` by the
+    /// 4-bit scales (chunk i: scales 8h + 2i and 8h + 2i + 1); M_sb = Σ_s m_s·bsums_s.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn row_q2_k(w: &[u8], x: &Row<'_>) -> f32 {
+        let (mut acc, mut accm) = (0f32, 0f32);
+        let three = _mm256_set1_epi8(3);
+        for (sb, blk) in w.chunks_exact(q2_k::BYTES).take(x.d.len()).enumerate() {
+            let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
+            let sc = q2_k::SCALES.of(blk);
+            // SAFETY: `sc` is 16 readable bytes; unaligned load.
+            let sc8 = unsafe { _mm_loadu_si128(sc.as_ptr().cast()) };
+            let sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sc8, _mm_set1_epi8(0x0F)));
+            let m16 =
+                _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16::<4>(sc8), _mm_set1_epi8(0x0F)));
+            let mi = _mm256_madd_epi16(m16, load_i16(x.bsums, 16 * sb));
+            let mut s = _mm256_setzero_si256();
+            for h in 0..2 {
+                let q = load(blk, q2_k::QS.at + 32 * h);
+                let half = both_halves(sc16, h);
+                let mut q = q;
+                for i in 0..4 {
+                    let c = _mm256_and_si256(q, three);
+                    q = _mm256_srli_epi16::<2>(q);
+                    let p = _mm256_maddubs_epi16(c, load_x(xq, 128 * h + 32 * i));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, pair_scales(half, i)));
+                }
+            }
+            let dx = x.d[sb];
+            let (d, dmin) = f16x2(blk, q2_k::D.at);
+            acc = (d * dx).mul_add(hsum(s) as f32, acc);
+            accm = (dmin * dx).mul_add(hsum(mi) as f32, accm);
+        }
+        finish(true, acc, accm)
+    }
+
+    /// Q3_K's sixteen 6-bit scales (before the − 32) as bytes of two u64: the low nibbles
+    /// of bytes 0..8 (scales 0..8) and their high nibbles (8..16), the 2-bit fields of
+    /// bytes 8..12 on top.
+    #[inline(always)]
+    fn q3_k_scales(s: &[u8]) -> (u64, u64) {
+        let lo = u64::from_le_bytes(std::array::from_fn(|i| s[i]));
+        let aux = u32::from_le_bytes([s[8], s[9], s[10], s[11]]) as u64;
+        let two = |sh: u32| (aux >> sh) & 0x0303_0303;
+        let hi0 = two(0) | two(2) << 32;
+        let hi1 = two(4) | two(6) << 32;
+        (
+            (lo & 0x0F0F_0F0F_0F0F_0F0F) | hi0 << 4,
+            ((lo >> 4) & 0x0F0F_0F0F_0F0F_0F0F) | hi1 << 4,
+        )
+    }
+
+    /// One Q3_K row against one q8_K row: the unsigned code u = low 2 bits | hmask bit · 4
+    /// (0..7; the value is u − 4), `vpmaddubsw` pairs ≤ 2·7·127, `vpmaddwd` by the signed
+    /// scales; the offset 4·Σ_s sc_s·bsums_s is subtracted.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn row_q3_k(w: &[u8], x: &Row<'_>) -> f32 {
+        let mut acc = 0f32;
+        let three = _mm256_set1_epi8(3);
+        let four = _mm256_set1_epi8(4);
+        for (sb, blk) in w.chunks_exact(q3_k::BYTES).take(x.d.len()).enumerate() {
+            let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
+            let (s0, s1) = q3_k_scales(q3_k::SCALES.of(blk));
+            let sc8 = _mm_set_epi64x(s1 as i64, s0 as i64);
+            let sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(sc8), _mm256_set1_epi16(32));
+            let off = _mm256_madd_epi16(sc16, load_i16(x.bsums, 16 * sb));
+            let mut s = _mm256_slli_epi32::<2>(_mm256_sub_epi32(_mm256_setzero_si256(), off));
+            let hm = load(blk, q3_k::HMASK.at);
+            for h in 0..2 {
+                let mut q = load(blk, q3_k::QS.at + 32 * h);
+                let half = both_halves(sc16, h);
+                for i in 0..4 {
+                    let bit = _mm256_set1_epi8(1 << (4 * h + i));
+                    let hb =
+                        _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four);
+                    let c = _mm256_or_si256(_mm256_and_si256(q, three), hb);
+                    q = _mm256_srli_epi16::<2>(q);
+                    let p = _mm256_maddubs_epi16(c, load_x(xq, 128 * h + 32 * i));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, pair_scales(half, i)));
+                }
+            }
+            let (_, d) = f16x2(blk, q3_k::D.at - 2);
+            acc = (d * x.d[sb]).mul_add(hsum(s) as f32, acc);
+        }
+        finish(false, acc, 0.0)
+    }
+
+    /// One Q4_K (`FIVE` false) or Q5_K row against one q8_K row.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn row_q45_k<const FIVE: bool>(w: &[u8], x: &Row<'_>) -> f32 {
         let (mut acc, mut accm) = (0f32, 0f32);
         let low = _mm256_set1_epi8(0x0F);
-        for (sb, blk) in w.chunks_exact(q4_k::BYTES).take(x.d.len()).enumerate() {
+        let bit4 = _mm256_set1_epi8(0x10);
+        let bb = if FIVE { q5_k::BYTES } else { q4_k::BYTES };
+        let qs_at = if FIVE { q5_k::QS.at } else { q4_k::QS.at };
+        for (sb, blk) in w.chunks_exact(bb).take(x.d.len()).enumerate() {
             let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
             let (sc, mn) = q4_k_scales(q4_k::SCALES.of(blk));
             // The 8 scales as i16 in both 128-bit halves; the mins once per value pair of
@@ -160,11 +283,23 @@ pub(crate) mod avx2 {
             let m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(mn as i64));
             let m16 = _mm256_setr_m128i(_mm_unpacklo_epi16(m16, m16), _mm_unpackhi_epi16(m16, m16));
             let mi = _mm256_madd_epi16(m16, load_i16(x.bsums, 16 * sb));
+            // Q5_K: bit j of qh[l] is bit 4 of sub-block j's code l; shifted down by 2 per
+            // pair of sub-blocks (16-bit shifts: the bits read stay in their byte).
+            let mut qh = if FIVE {
+                load(blk, q5_k::QH.at)
+            } else {
+                _mm256_setzero_si256()
+            };
             let mut s = _mm256_setzero_si256();
             for p in 0..4 {
-                let q = load(blk, 16 + 32 * p);
-                let lo = _mm256_and_si256(q, low);
-                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), low);
+                let q = load(blk, qs_at + 32 * p);
+                let mut lo = _mm256_and_si256(q, low);
+                let mut hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), low);
+                if FIVE {
+                    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16::<4>(qh), bit4));
+                    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16::<3>(qh), bit4));
+                    qh = _mm256_srli_epi16::<2>(qh);
+                }
                 let p0 = _mm256_maddubs_epi16(lo, load_x(xq, 64 * p));
                 let p1 = _mm256_maddubs_epi16(hi, load_x(xq, 64 * p + 32));
                 let s0 = _mm256_shuffle_epi8(sc16, word(2 * p));
@@ -173,11 +308,47 @@ pub(crate) mod avx2 {
                 s = _mm256_add_epi32(s, _mm256_madd_epi16(p1, s1));
             }
             let dx = x.d[sb];
-            let (d, dmin) = f16x2(blk, 0);
+            let (d, dmin) = f16x2(blk, q4_k::D.at);
             acc = (d * dx).mul_add(hsum(s) as f32, acc);
             accm = (dmin * dx).mul_add(hsum(mi) as f32, accm);
         }
         finish(true, acc, accm)
+    }
+
+    /// One IQ4_XS row against one q8_K row: per 32-value group g, the codebook values
+    /// `kvalues_iq4nl` (`vpshufb`; low nibbles are values 0..15, high nibbles 16..31) as
+    /// magnitudes against the activation codes with their signs (`vpsignb`), `vpmaddubsw`
+    /// pairs ≤ 2·127·127 < 2¹⁵, `vpmaddwd` by the group's scale ls − 32.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn row_iq4_xs(w: &[u8], x: &Row<'_>) -> f32 {
+        let mut acc = 0f32;
+        let low = _mm_set1_epi8(0x0F);
+        // SAFETY: the table is 16 readable bytes; unaligned load.
+        let table = unsafe { _mm_loadu_si128(KVALUES_IQ4NL.as_ptr().cast()) };
+        let table = _mm256_broadcastsi128_si256(table);
+        for (sb, blk) in w.chunks_exact(iq4_xs::BYTES).take(x.d.len()).enumerate() {
+            let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
+            let ls: [i16; 8] = std::array::from_fn(|g| iq4_xs::scale(blk, g) as i16 - 32);
+            // SAFETY: `ls` is 16 readable bytes; unaligned load.
+            let sc16 = _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(ls.as_ptr().cast()) });
+            let qs = iq4_xs::QS.of(blk);
+            let mut s = _mm256_setzero_si256();
+            for g in 0..8 {
+                // SAFETY: 16 readable bytes of group g; unaligned load.
+                let q = unsafe { _mm_loadu_si128(qs[16 * g..16 * g + 16].as_ptr().cast()) };
+                let idx = _mm256_setr_m128i(
+                    _mm_and_si128(q, low),
+                    _mm_and_si128(_mm_srli_epi16::<4>(q), low),
+                );
+                let v = _mm256_shuffle_epi8(table, idx);
+                let xs = _mm256_sign_epi8(load_x(xq, 32 * g), v);
+                let p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), xs);
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sc16, word(g))));
+            }
+            let (d, _) = f16x2(blk, iq4_xs::D.at);
+            acc = (d * x.d[sb]).mul_add(hsum(s) as f32, acc);
+        }
+        finish(false, acc, 0.0)
     }
 
     /// One Q6_K row against one q8_K row.
@@ -219,19 +390,10 @@ pub(crate) mod avx2 {
                 ];
                 // Scales 8h..8h+8 as i16 in both halves; chunk i takes word 2i in the low
                 // half (values 0..15) and 2i + 1 in the high half (16..31).
-                let half = _mm256_broadcastsi128_si256(if h == 0 {
-                    _mm256_castsi256_si128(sc16)
-                } else {
-                    _mm256_extracti128_si256::<1>(sc16)
-                });
+                let half = both_halves(sc16, h);
                 for (i, q) in codes.into_iter().enumerate() {
-                    let v = 128 * h + 32 * i;
-                    let p = _mm256_maddubs_epi16(q, load_x(xq, v));
-                    let scv = _mm256_blend_epi32::<0xF0>(
-                        _mm256_shuffle_epi8(half, word(2 * i)),
-                        _mm256_shuffle_epi8(half, word(2 * i + 1)),
-                    );
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, scv));
+                    let p = _mm256_maddubs_epi16(q, load_x(xq, 128 * h + 32 * i));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, pair_scales(half, i)));
                 }
             }
             // d is the block's last word: read it with the word before it.
