@@ -116,6 +116,10 @@ pub(crate) struct Rows {
     pub d: Plane<f32>,
     /// M × K/16 sums of 16 codes.
     pub bsums: Plane<i16>,
+    /// M × K/32 sums of 32 codes (the IQ1 kernels' grid offset).
+    pub sum32: Plane<i32>,
+    /// M × K/8 sums of 8 codes (IQ1_M's per-run deltas).
+    pub sum8: Plane<i16>,
 }
 
 /// One row of [`Rows`].
@@ -124,6 +128,8 @@ pub(crate) struct Row<'a> {
     pub qs: &'a [i8],
     pub d: &'a [f32],
     pub bsums: &'a [i16],
+    pub sum32: &'a [i32],
+    pub sum8: &'a [i16],
 }
 
 impl Row<'_> {
@@ -132,6 +138,8 @@ impl Row<'_> {
         qs: &[],
         d: &[],
         bsums: &[],
+        sum32: &[],
+        sum8: &[],
     };
 }
 
@@ -155,6 +163,8 @@ impl Rows {
             qs: Plane::with_capacity(mk, "q8_K activation codes")?,
             d: Plane::with_capacity(mk / QK_K, "q8_K activation scales")?,
             bsums: Plane::with_capacity(mk / 16, "q8_K 16-code sums")?,
+            sum32: Plane::with_capacity(mk / 32, "q8_K 32-code sums")?,
+            sum8: Plane::with_capacity(mk / 8, "q8_K 8-code sums")?,
         })
     }
 
@@ -172,6 +182,10 @@ impl Rows {
         self.d.resize(nb, 0.0);
         self.bsums.clear();
         self.bsums.resize(16 * nb, 0);
+        self.sum32.clear();
+        self.sum32.resize(8 * nb, 0);
+        self.sum8.clear();
+        self.sum8.resize(32 * nb, 0);
         #[cfg(target_arch = "x86_64")]
         if isa.avx2() {
             debug_assert!(isa.available());
@@ -191,6 +205,12 @@ impl Rows {
         self.qs[i * QK_K..(i + 1) * QK_K].copy_from_slice(&b.qs);
         self.d[i] = b.d;
         self.bsums[16 * i..16 * i + 16].copy_from_slice(&b.bsums);
+        for (c, q) in b.qs.chunks_exact(32).enumerate() {
+            self.sum32[8 * i + c] = q.iter().map(|&v| v as i32).sum();
+        }
+        for (r, q) in b.qs.chunks_exact(8).enumerate() {
+            self.sum8[32 * i + r] = q.iter().map(|&v| v as i16).sum();
+        }
     }
 
     /// Row `i`.
@@ -200,6 +220,8 @@ impl Rows {
             qs: &self.qs[i * self.k..(i + 1) * self.k],
             d: &self.d[i * nb..(i + 1) * nb],
             bsums: &self.bsums[16 * i * nb..16 * (i + 1) * nb],
+            sum32: &self.sum32[8 * i * nb..8 * (i + 1) * nb],
+            sum8: &self.sum8[32 * i * nb..32 * (i + 1) * nb],
         }
     }
 }
@@ -214,7 +236,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     /// Quantizes the whole blocks of `x` into the planes of `rows` (block i: codes
-    /// `qs[256i..]`, `d[i]`, `bsums[16i..]`), sized for them by the caller. A block with a
+    /// `qs[256i..]`, `d[i]`, `bsums[16i..]`, `sum32[8i..]`, `sum8[32i..]`), sized for them by the caller. A block with a
     /// non-finite value, all zeros, or an overflowing `iscale` takes [`quantize_block`]
     /// itself.
     ///
@@ -225,6 +247,7 @@ mod avx2 {
         let nb = x.len() / QK_K;
         // One up-front check: the pointer accesses below stay in these bounds.
         assert!(rows.qs.len() >= QK_K * nb && rows.d.len() >= nb && rows.bsums.len() >= 16 * nb);
+        assert!(rows.sum32.len() >= 8 * nb && rows.sum8.len() >= 32 * nb);
         let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFF_FFFF));
         let finite_max = _mm256_set1_epi32(0x7F7F_FFFF);
         for (i, xb) in x.chunks_exact(QK_K).enumerate() {
@@ -279,6 +302,13 @@ mod avx2 {
                 };
                 rows.bsums[16 * i + 2 * c] = (s[0] + s[1]) as i16;
                 rows.bsums[16 * i + 2 * c + 1] = (s[2] + s[3]) as i16;
+                rows.sum32[8 * i + c] = s.iter().sum();
+                for (o, &v) in rows.sum8[32 * i + 4 * c..32 * i + 4 * c + 4]
+                    .iter_mut()
+                    .zip(&s)
+                {
+                    *o = v as i16;
+                }
             }
             rows.d[i] = 1.0 / iscale;
         }
@@ -357,6 +387,15 @@ mod tests {
         }
         let (m, k) = (3, QK_K * blocks / 3);
         let want = Rows::quantize(&x, m, k);
+        let sums = |n: usize| -> Vec<i32> {
+            want.qs
+                .chunks_exact(n)
+                .map(|c| c.iter().map(|&v| v as i32).sum())
+                .collect()
+        };
+        assert_eq!(want.sum32[..], sums(32)[..]);
+        let sum8: Vec<i32> = want.sum8.iter().map(|&v| v as i32).collect();
+        assert_eq!(sum8, sums(8));
         for isa in Isa::tested() {
             let mut got = Rows::with_capacity(m, k).unwrap();
             got.quantize_into(&x, m, isa);
@@ -365,6 +404,8 @@ mod tests {
             let bits = |d: &[f32]| d.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got.d), bits(&want.d), "{name}: scales");
             assert_eq!(got.bsums[..], want.bsums[..], "{name}: sums");
+            assert_eq!(got.sum32[..], want.sum32[..], "{name}: 32-code sums");
+            assert_eq!(got.sum8[..], want.sum8[..], "{name}: 8-code sums");
         }
     }
 

@@ -145,6 +145,21 @@ pub(crate) fn unpack(kind: KindK, blk: &[u8], o: &mut Ints) {
 pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     #[cfg(target_arch = "x86_64")]
+    if let KindK::Iq(iq) = kind
+        && crate::isa::Cpu::get().bmi1
+    {
+        use super::iquants_avx2::{avx2, avx512, avxvnni};
+        // SAFETY (each tier): as below; BMI1 is checked here (else the reference runs: same
+        // bits).
+        match isa {
+            Isa::Avx512 => unsafe { avx512::dot_row_group_q8k(iq, ws, xs, out) },
+            Isa::AvxVnni => unsafe { avxvnni::dot_row_group_q8k(iq, ws, xs, out) },
+            Isa::Avx2 => unsafe { avx2::dot_row_group_q8k(iq, ws, xs, out) },
+            _ => dot_scalar_rows(kind, ws, xs, out),
+        }
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
     if isa.avx2() && super::gguf_q8k_avx2::covers(kind) {
         // SAFETY: a prepared weight selects a tier only after run-time detection of all
         // its features (`Isa::available`); every tier past Scalar includes AVX2, FMA and
@@ -153,6 +168,11 @@ pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>],
         return;
     }
     let _ = isa;
+    dot_scalar_rows(kind, ws, xs, out);
+}
+
+/// [`dot_row_group`] in the scalar reference order.
+fn dot_scalar_rows(kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     let mut s = Ints::ZERO;
     for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
         dot_scalar(kind, w, xs, o, &mut s);

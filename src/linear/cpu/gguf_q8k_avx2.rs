@@ -1,4 +1,5 @@
-//! AVX2 kernels of the k-quants, IQ4_XS and IQ2_XXS against q8_K activations, in exactly
+//! AVX2 kernels of the k-quants and IQ4_XS against q8_K activations (the grid i-quants run
+//! `iquants_avx2`'s tiers), in exactly
 //! the order of [`super::gguf_q8k`]'s module docs (every tier past Scalar runs them: AVX2 +
 //! FMA is part of each).
 //!
@@ -23,9 +24,6 @@
 //! - IQ4_XS: per 32-value group, the codebook values (`vpshufb` of the nibbles) as
 //!   magnitudes against the activation codes carrying their signs (`vpsignb`),
 //!   `vpmaddubsw` pairs ≤ 2·127·127 < 2¹⁵, `vpmaddwd` by the group's scale ls − 32.
-//! - IQ2_XXS: per 32-value group, the four grid points' bytes (unsigned, ≤ 43) against
-//!   the activation codes negated where the weight's sign bit is set (`vpsignb`);
-//!   `vpmaddubsw` pairs ≤ 2·43·127, `vpmaddwd` by the group's odd scale 2s + 1.
 //!
 //! Every activation code lies in −127..=127 (q8_K never writes −128), so `vpsignb` never
 //! overflows. The i32 lanes are summed exactly (|S_sb| < 2³¹), so the lane grouping does not
@@ -33,16 +31,16 @@
 //! per term and super-block.
 
 use super::gguf_q8k::{KindK, finish};
-use super::iquants::IqKind;
+use super::iquants_avx2::hsum_i32;
 use super::kquants::Kq;
-use crate::formats::gguf::blocks::{iq2_xxs, iq4_xs, q2_k, q3_k, q4_k, q5_k, q6_k};
-use crate::formats::gguf::grids::{IQ2XXS_GRID, KSIGNS_IQ2XS, KVALUES_IQ4NL};
+use crate::formats::gguf::blocks::{iq4_xs, q2_k, q3_k, q4_k, q5_k, q6_k};
+use crate::formats::gguf::grids::KVALUES_IQ4NL;
 use crate::linear::q8_k::{QK_K, Row};
 use std::arch::x86_64::*;
 
 /// Whether the x86 kernels below compute `kind` (else the scalar order runs).
 pub(crate) fn covers(kind: KindK) -> bool {
-    matches!(kind, KindK::K(_) | KindK::Iq4Xs | KindK::Iq(IqKind::Iq2Xxs))
+    matches!(kind, KindK::K(_) | KindK::Iq4Xs)
 }
 
 pub(crate) mod avx2 {
@@ -65,7 +63,6 @@ pub(crate) mod avx2 {
                     KindK::K(Kq::Q5K) => row_q45_k::<true>(w, x),
                     KindK::K(Kq::Q6K) => row_q6_k(w, x),
                     KindK::Iq4Xs => row_iq4_xs(w, x),
-                    KindK::Iq(IqKind::Iq2Xxs) => row_iq2_xxs(w, x),
                     _ => unreachable!("no AVX2 q8_K kernel for {kind:?}"),
                 };
             }
@@ -75,10 +72,8 @@ pub(crate) mod avx2 {
     /// The exact sum of the eight i32 lanes.
     #[target_feature(enable = "avx2,fma,f16c")]
     fn hsum(v: __m256i) -> i32 {
-        let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
-        _mm_cvtsi128_si32(s)
+        // SAFETY: AVX2 (this function's features).
+        unsafe { hsum_i32(v) }
     }
 
     /// The two binary16 words at `b[at..at + 4]` as f32 (exact; F16C).
@@ -399,48 +394,6 @@ pub(crate) mod avx2 {
             // d is the block's last word: read it with the word before it.
             let (_, d) = f16x2(blk, 206);
             acc = (d * x.d[sb]).mul_add(hsum(s) as f32, acc);
-        }
-        finish(false, acc, 0.0)
-    }
-
-    /// One IQ2_XXS row against one q8_K row: per 32-value group g, the grid bytes
-    /// (unsigned, ≤ 43) times the activation codes with the weight signs applied
-    /// (`vpsignb`), `vpmaddubsw` pairs ≤ 2·43·127, `vpmaddwd` by the odd scale 2s + 1.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn row_iq2_xxs(w: &[u8], x: &Row<'_>) -> f32 {
-        let mut acc = 0f32;
-        // Byte i of a group's sign vector tests bit i % 8 of sign byte i / 8.
-        let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
-        let spread = _mm256_setr_epi8(
-            0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
-            3, 3, 3,
-        );
-        let one = _mm256_set1_epi8(1);
-        for (sb, blk) in w.chunks_exact(iq2_xxs::BYTES).take(x.d.len()).enumerate() {
-            let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
-            let mut s = _mm256_setzero_si256();
-            for g in 0..8 {
-                let q = &iq2_xxs::QS.of(blk)[8 * g..8 * g + 8];
-                let aux = u32::from_le_bytes([q[4], q[5], q[6], q[7]]);
-                let grid = _mm256_setr_epi64x(
-                    IQ2XXS_GRID[q[0] as usize] as i64,
-                    IQ2XXS_GRID[q[1] as usize] as i64,
-                    IQ2XXS_GRID[q[2] as usize] as i64,
-                    IQ2XXS_GRID[q[3] as usize] as i64,
-                );
-                let signs = u32::from_le_bytes(std::array::from_fn(|l| {
-                    KSIGNS_IQ2XS[((aux >> (7 * l)) & 127) as usize]
-                }));
-                let sv = _mm256_shuffle_epi8(_mm256_set1_epi32(signs as i32), spread);
-                let neg = _mm256_cmpeq_epi8(_mm256_and_si256(sv, bit), bit);
-                let xs = _mm256_sign_epi8(load_x(xq, 32 * g), _mm256_or_si256(neg, one));
-                let p = _mm256_maddubs_epi16(grid, xs);
-                let sc = _mm256_set1_epi16(2 * (aux >> 28) as i16 + 1);
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc));
-            }
-            // dw = d·(1/8), exact (the `iquants` table's c).
-            let (d, _) = f16x2(blk, 0);
-            acc = ((d * 0.125) * x.d[sb]).mul_add(hsum(s) as f32, acc);
         }
         finish(false, acc, 0.0)
     }

@@ -68,6 +68,7 @@ use crate::formats::gguf::grids::{
     IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS,
 };
 use crate::linear::q8_1::Row;
+use crate::linear::q8_k;
 use std::arch::x86_64::*;
 
 /// `KSIGNS_IQ2XS` spread to bytes: byte j of entry i is −1 (0xFF) where bit j of the sign
@@ -243,6 +244,14 @@ impl Group {
 }
 
 /// A type's super-block unpacker (monomorphized per type).
+///
+/// The methods of IQ3_XXS, IQ3_S, IQ1_S and IQ1_M are `#[inline(always)]` without target
+/// features of their own (AVX2 and BMI1 come from the tier's kernel they are inlined into;
+/// IQ1_M's `context` keeps them, since its closures would not inherit them), those of
+/// IQ2_XXS, IQ2_XS and IQ2_S `#[inline]` with `#[target_feature]`: the code the compiler
+/// then emits for the q8_1 kernels was measured per type on an AVX2-only Zen 3 (with the
+/// q8_K kernels instantiating the same methods, the other form cost IQ1_S 8% at M = 1,
+/// and IQ2_XXS 2–3%).
 trait Iq {
     /// Bytes per super-block.
     const BB: usize;
@@ -484,7 +493,8 @@ impl Iq for Iq2Xxs {
     const WIDE: bool = true;
     const BB: usize = iq2_xxs::BYTES;
     const SIGN_WORD: bool = true;
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn sign_word(_: *const u8, g: usize, idx: *const u16) -> u32 {
         // SAFETY: the caller's contract.
         unsafe { stored_sign_word(idx, g) }
@@ -538,8 +548,7 @@ impl Iq for Iq3Xxs {
     }
     const SIGN_BUF: bool = true;
     const SIGN_VEC: bool = true;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn sign_words(blk: *const u8, idx: *mut u16) {
         // SAFETY: the 8 aux words at 66..98; the caller's buffer.
         unsafe {
@@ -549,8 +558,7 @@ impl Iq for Iq3Xxs {
     }
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: 98 bytes at blk: the 8 aux words at 66..98.
         unsafe {
@@ -558,8 +566,7 @@ impl Iq for Iq3Xxs {
             (f16_to_f32(u16_at(blk)) * 0.25, odd_top4(aux))
         }
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn group(blk: *const u8, g: usize, _: &__m256i, _idx: *const u16) -> Group {
         // SAFETY: 8 bytes at 2 + 8g and 4 at 66 + 4g, inside the 98.
         let (v, aux) = unsafe {
@@ -572,16 +579,18 @@ impl Iq for Iq3Xxs {
         };
         let grid = |i: u32| &IQ3XXS_GRID[((v >> (8 * i)) & 255) as usize];
         let sign = |l: u32| &SIGNS64[bx(aux as u64, 7 * l, 7) & 127];
+        // SAFETY: AVX2 (the caller's contract).
+        let zero = unsafe { _mm256_setzero_si256() };
         Group::new(
             set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
             set4(sign(0), sign(1), sign(2), sign(3)),
-            _mm256_setzero_si256(),
+            zero,
         )
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn finish(t: __m256i, sc: &__m256i, _: X, _: usize) -> __m256i {
-        _mm256_mullo_epi32(t, *sc)
+        // SAFETY: AVX2 (the caller's contract).
+        unsafe { _mm256_mullo_epi32(t, *sc) }
     }
 }
 
@@ -628,7 +637,8 @@ impl Iq for Iq2Xs {
     const WIDE: bool = true;
     const BB: usize = iq2_xs::BYTES;
     const SIGN_WORD: bool = true;
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn sign_word(_: *const u8, g: usize, idx: *const u16) -> u32 {
         // SAFETY: the caller's contract.
         unsafe { stored_sign_word(idx, g) }
@@ -676,7 +686,8 @@ impl Iq for Iq2Xs {
             unsafe { half_factors(*f, g) },
         )
     }
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn factors16(f: &__m256i) -> __m256i {
         *f
     }
@@ -729,7 +740,8 @@ impl Iq for Iq2S {
         }
     }
     const SIGN_WORD: bool = true;
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn sign_word(blk: *const u8, g: usize, _: *const u16) -> u32 {
         // SAFETY: signs at 34 + 4g, inside the 82 bytes.
         unsafe {
@@ -782,11 +794,13 @@ impl Iq for Iq2S {
             )
         }
     }
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn factors16(f: &(__m256i, __m256i, __m256i)) -> __m256i {
         f.0
     }
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
     unsafe fn factors_lohi(f: &(__m256i, __m256i, __m256i)) -> (__m256i, __m256i) {
         (f.1, f.2)
     }
@@ -800,8 +814,7 @@ impl Iq for Iq3S {
     const BB: usize = iq3_s::BYTES;
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn context(blk: *const u8) -> (f32, __m256i) {
         // SAFETY: scales at 106..110.
         unsafe {
@@ -824,8 +837,7 @@ impl Iq for Iq3S {
         }
     }
     const IDX: bool = true;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn indices(blk: *const u8, idx: *mut u16) {
         // SAFETY: qs at 2..66, qh at 66..74; the caller's buffer.
         unsafe {
@@ -846,8 +858,7 @@ impl Iq for Iq3S {
             }
         }
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn group(blk: *const u8, g: usize, _: &__m256i, idx: *const u16) -> Group {
         // SAFETY: signs at 74 + 4g inside the 110 bytes; lookups 8g .. 8g + 8 of `idx`,
         // 9-bit indices (`indices`) < 512 entries.
@@ -864,10 +875,10 @@ impl Iq for Iq3S {
             )
         }
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn finish(t: __m256i, sc: &__m256i, _: X, _: usize) -> __m256i {
-        _mm256_mullo_epi32(t, *sc)
+        // SAFETY: AVX2 (the caller's contract).
+        unsafe { _mm256_mullo_epi32(t, *sc) }
     }
 }
 
@@ -884,8 +895,7 @@ impl Iq for Iq1S {
     const M: i32 = 8;
     /// (2s + 1, −1 where the delta is negative else 0) per group.
     type Ctx = (__m256i, __m256i);
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn context(blk: *const u8) -> (f32, (__m256i, __m256i)) {
         // SAFETY: qh at 34..50.
         unsafe {
@@ -897,8 +907,7 @@ impl Iq for Iq1S {
         }
     }
     const IDX: bool = true;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn indices(blk: *const u8, idx: *mut u16) {
         // SAFETY: qs at 2..34, qh at 34..50; the caller's buffer.
         unsafe {
@@ -918,8 +927,7 @@ impl Iq for Iq1S {
             }
         }
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn group(_: *const u8, g: usize, _: &(__m256i, __m256i), idx: *const u16) -> Group {
         // SAFETY: runs 4g .. 4g + 4 of `idx`, 11-bit indices (`indices`) < 2048 entries.
         unsafe {
@@ -932,17 +940,18 @@ impl Iq for Iq1S {
             )
         }
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn finish(t: __m256i, c: &(__m256i, __m256i), x: X, b: usize) -> __m256i {
-        // SAFETY: 8 sums of blocks b .. b + 8.
-        let sums = unsafe { _mm256_loadu_si256(x.sum.add(b).cast()) };
-        // ±Σx − 8·Σx: (sums ^ neg) − neg − 8·sums.
-        let delta = _mm256_sub_epi32(
-            _mm256_sub_epi32(_mm256_xor_si256(sums, c.1), c.1),
-            _mm256_slli_epi32(sums, 3),
-        );
-        _mm256_mullo_epi32(_mm256_add_epi32(t, delta), c.0)
+        // SAFETY: AVX2 (the caller's contract); 8 sums of blocks b .. b + 8.
+        unsafe {
+            let sums = _mm256_loadu_si256(x.sum.add(b).cast());
+            // ±Σx − 8·Σx: (sums ^ neg) − neg − 8·sums.
+            let delta = _mm256_sub_epi32(
+                _mm256_sub_epi32(_mm256_xor_si256(sums, c.1), c.1),
+                _mm256_slli_epi32(sums, 3),
+            );
+            _mm256_mullo_epi32(_mm256_add_epi32(t, delta), c.0)
+        }
     }
 }
 
@@ -1051,8 +1060,7 @@ impl Iq for Iq1M {
         }
     }
     const IDX: bool = true;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn indices(blk: *const u8, idx: *mut u16) {
         // SAFETY: qs at 0..32, qh at 32..48; the caller's buffer.
         unsafe {
@@ -1068,8 +1076,7 @@ impl Iq for Iq1M {
             }
         }
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn group(
         _: *const u8,
         g: usize,
@@ -1088,13 +1095,11 @@ impl Iq for Iq1M {
             )
         }
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn factors16(c: &(__m256i, __m256i, __m256i)) -> __m256i {
         c.0
     }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,bmi1")]
+    #[inline(always)]
     unsafe fn finish(t: __m256i, c: &(__m256i, __m256i, __m256i), x: X, b: usize) -> __m256i {
         // SAFETY: the 32 8-value sums of blocks b .. b + 8.
         unsafe {
@@ -1108,13 +1113,29 @@ impl Iq for Iq1M {
     }
 }
 
-/// One activation row's planes as raw pointers.
+/// One activation row's planes as raw pointers: its codes, scales (q8_1: one per 32
+/// values; q8_K: one per super-block), 32-code sums and 8-code sums.
 #[derive(Clone, Copy)]
 struct X {
     qs: *const i8,
     d: *const f32,
     sum: *const i32,
     sum8: *const i16,
+}
+
+/// The exact sum of the eight i32 lanes of `v` (|Σ| < 2³¹ where used).
+///
+/// # Safety
+/// AVX2 available.
+#[inline(always)]
+pub(super) unsafe fn hsum_i32(v: __m256i) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+        _mm_cvtsi128_si32(s)
+    }
 }
 
 /// The eight groups' i32 partials `v[g]` summed per 128-bit half, by unpacks and adds
@@ -1265,6 +1286,74 @@ macro_rules! kernels {
                         o[0] = row_fused::<U>(w.as_ptr(), nsb, px[0]);
                     } else {
                         row_buffered::<U>(w.as_ptr(), nsb, &px, o);
+                    }
+                }
+            }
+        }
+
+        /// Up to four weight rows against every q8_K activation row (`out` row of W major):
+        /// the q8_K order of `gguf_q8k` with S_sb = Σ_g T_g, the same `T_g` as against q8_1
+        /// (exact integers, so the same bits as that module's reference).
+        ///
+        /// # Safety
+        /// The features `$feat` and BMI1 available; every row of `ws` holds whole
+        /// super-blocks for the activation rows' length.
+        #[target_feature(enable = $feat)]
+        pub(in crate::linear::cpu) unsafe fn dot_row_group_q8k(
+            kind: IqKind,
+            ws: &[&[u8]],
+            xs: &[q8_k::Row<'_>],
+            out: &mut [f32],
+        ) {
+            // SAFETY (all calls): the caller's contract.
+            unsafe {
+                match kind {
+                    IqKind::Iq2Xxs => rows_q8k::<Iq2Xxs>(ws, xs, out),
+                    IqKind::Iq3Xxs => rows_q8k::<Iq3Xxs>(ws, xs, out),
+                    IqKind::Iq2Xs => rows_q8k::<Iq2Xs>(ws, xs, out),
+                    IqKind::Iq3S => rows_q8k::<Iq3S>(ws, xs, out),
+                    IqKind::Iq2S => rows_q8k::<Iq2S>(ws, xs, out),
+                    IqKind::Iq1S => rows_q8k::<Iq1S>(ws, xs, out),
+                    IqKind::Iq1M => rows_q8k::<Iq1M>(ws, xs, out),
+                }
+            }
+        }
+
+        /// # Safety
+        /// As [`dot_row_group_q8k`].
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn rows_q8k<U: Iq>(ws: &[&[u8]], xs: &[q8_k::Row<'_>], out: &mut [f32]) {
+            let m = xs.len();
+            if m == 0 {
+                return;
+            }
+            let nsb = xs[0].d.len();
+            // Bounded, not sized by input: at most one tile's (64) pointer records.
+            let mut px = Vec::with_capacity(m);
+            for x in xs {
+                // Every row holds nsb whole super-blocks: the pointer reads below stay in bounds.
+                assert!(
+                    x.qs.len() >= 256 * nsb
+                        && x.d.len() >= nsb
+                        && x.sum32.len() >= 8 * nsb
+                        && x.sum8.len() >= 32 * nsb
+                );
+                px.push(X {
+                    qs: x.qs.as_ptr(),
+                    d: x.d.as_ptr(),
+                    sum: x.sum32.as_ptr(),
+                    sum8: x.sum8.as_ptr(),
+                });
+            }
+            for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+                assert!(w.len() >= nsb * U::BB);
+                // SAFETY: nsb super-blocks in w and in every activation row.
+                unsafe {
+                    if m == 1 {
+                        o[0] = row_fused_q8k::<U>(w.as_ptr(), nsb, px[0]);
+                    } else {
+                        row_buffered_q8k::<U>(w.as_ptr(), nsb, &px, o);
                     }
                 }
             }
@@ -1446,6 +1535,76 @@ macro_rules! kernels {
             finish8(acc)
         }
 
+        /// One weight row against one q8_K activation row (`x.d`: one scale per super-block),
+        /// as [`row_fused`]: `acc ← fma((d·c)·dx_sb, f32(Σ_g T_g), acc)` per super-block.
+        ///
+        /// # Safety
+        /// As [`row_fused`].
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn row_fused_q8k<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
+            let mut acc = 0f32;
+            // SAFETY: the caller's contract; nsb scales at `x.d`.
+            unsafe {
+                fused::<U>(w, nsb, x, |sb, dc, t| {
+                    acc = (dc * *x.d.add(sb)).mul_add(hsum_i32(t) as f32, acc)
+                })
+            };
+            acc
+        }
+
+        /// The driver of [`row_fused`] and [`row_fused_q8k`]: `f(sb, d·c, t)` for each
+        /// super-block sb in order, lane g of `t` the group's `T_g`.
+        ///
+        /// # Safety
+        /// As [`row_fused`].
+        #[inline(always)]
+        unsafe fn fused<U: Iq>(
+            w: *const u8,
+            nsb: usize,
+            x: X,
+            mut f: impl FnMut(usize, f32, __m256i),
+        ) {
+            const { assert!(U::PER16 || U::M == 1 || U::M == 8) };
+            // The sign vectors from the stored sign words (a constant per type and tier).
+            let vec = U::SIGN_VEC && WORDS;
+            // The indices of super-block sb + 1 are written while sb runs (its loads then
+            // read stores that have long completed).
+            let mut bufs = [IdxBuf([0; IDX_MAX]), IdxBuf([0; IDX_MAX])];
+            // SAFETY: nsb ≥ 1 super-blocks at w (else the loop does not run, and neither
+            // does this write: indices are only read for sb < nsb).
+            let mut ip_next = if nsb > 0 {
+                unsafe { indices::<U>(w, &mut bufs[0], vec) }
+            } else {
+                bufs[0].0.as_ptr()
+            };
+            for sb in 0..nsb {
+                // SAFETY: super-blocks sb and sb + 1 < nsb lie in w and x; each buffer
+                // holds IDX_MAX indices.
+                unsafe {
+                    let blk = w.add(sb * U::BB);
+                    let (dc, ctx) = U::context(blk);
+                    let ip = ip_next;
+                    if sb + 1 < nsb {
+                        ip_next = indices::<U>(blk.add(U::BB), &mut bufs[(sb + 1) % 2], vec);
+                    }
+                    let b = 8 * sb;
+                    // Written out so that the eight groups stay in registers.
+                    let v = [
+                        group_dot::<U>(x, b, unpack::<U>(blk, 0, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 1, unpack::<U>(blk, 1, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 2, unpack::<U>(blk, 2, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 3, unpack::<U>(blk, 3, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 4, unpack::<U>(blk, 4, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 5, unpack::<U>(blk, 5, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 6, unpack::<U>(blk, 6, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 7, unpack::<U>(blk, 7, &ctx, ip, vec)),
+                    ];
+                    f(sb, dc, reduce::<U>(v, &ctx, x, b));
+                }
+            }
+        }
+
         /// One weight row against every activation row: each super-block unpacked once.
         ///
         /// # Safety
@@ -1480,6 +1639,57 @@ macro_rules! kernels {
             }
             for (o, a) in out.iter_mut().zip(acc) {
                 *o = finish8(a);
+            }
+        }
+        /// [`row_buffered`] against q8_K activation rows (as [`row_fused_q8k`]).
+        ///
+        /// # Safety
+        /// As [`row_buffered`].
+        #[inline]
+        #[target_feature(enable = $feat)]
+        unsafe fn row_buffered_q8k<U: Iq>(w: *const u8, nsb: usize, xs: &[X], out: &mut [f32]) {
+            out.fill(0.0);
+            // SAFETY: the caller's contract; nsb scales at each `x.d`.
+            unsafe {
+                buffered::<U>(w, nsb, xs, |r, sb, dc, t| {
+                    out[r] = (dc * *xs[r].d.add(sb)).mul_add(hsum_i32(t) as f32, out[r])
+                })
+            };
+        }
+
+        /// The driver of [`row_buffered`] and [`row_buffered_q8k`]: `f(r, sb, d·c, t)` for
+        /// each super-block sb in order and each activation row r.
+        ///
+        /// # Safety
+        /// As [`row_buffered`].
+        #[inline(always)]
+        unsafe fn buffered<U: Iq>(
+            w: *const u8,
+            nsb: usize,
+            xs: &[X],
+            mut f: impl FnMut(usize, usize, f32, __m256i),
+        ) {
+            // SAFETY: the caller's contract (the tier's features).
+            let zero = unsafe { _mm256_setzero_si256() };
+            let mut buf = [Group::new(zero, zero, zero); 8];
+            let mut ibuf = IdxBuf([0; IDX_MAX]);
+            for sb in 0..nsb {
+                // SAFETY: super-block sb lies in w and every row; `ibuf` holds IDX_MAX indices.
+                unsafe {
+                    let blk = w.add(sb * U::BB);
+                    let (dc, ctx) = U::context(blk);
+                    let ip = indices::<U>(blk, &mut ibuf, false);
+                    for (g, b) in buf.iter_mut().enumerate() {
+                        *b = unpack::<U>(blk, g, &ctx, ip, false);
+                    }
+                    for (r, &x) in xs.iter().enumerate() {
+                        let mut v = [zero; 8];
+                        for (g, vg) in v.iter_mut().enumerate() {
+                            *vg = group_dot::<U>(x, 8 * sb + g, buf[g]);
+                        }
+                        f(r, sb, dc, reduce::<U>(v, &ctx, x, 8 * sb));
+                    }
+                }
             }
         }
     };
