@@ -128,7 +128,10 @@ pub(crate) struct Row<'a> {
     pub qs: &'a [i8],
     pub d: &'a [f32],
     pub bsums: &'a [i16],
+    /// Read by the x86 i-quant kernels only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub sum32: &'a [i32],
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub sum8: &'a [i16],
 }
 
