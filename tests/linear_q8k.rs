@@ -13,14 +13,9 @@ use ninfer::linear::q8_k::{BLOCK_Q8_K_BYTES, QK_K, quantize_row_q8_k};
 use ninfer::linear::{self, Activation, Device, PreparedWeight};
 use ninfer::{Dtype, Error, Format, Layout, Status, WeightView};
 
-/// Formats exercised end to end (their binary16 scale fields are where `random_planes`
-/// sets them, so the weights stay finite).
-const FORMATS: [Format; 4] = [
-    Format::GgufQ4_K,
-    Format::GgufQ6_K,
-    Format::GgufIq2Xxs,
-    Format::GgufIq4Xs,
-];
+/// Formats exercised end to end: every one with the profile (their binary16 scale fields
+/// are where `random_planes` sets them, so the weights stay finite).
+const FORMATS: [Format; 13] = Q8K;
 
 /// Every format with a q8_K profile (docs/linear.md).
 const Q8K: [Format; 13] = [
@@ -51,8 +46,18 @@ fn xhat(x: &[f32]) -> Vec<f64> {
         .collect()
 }
 
-/// The decoded weights; for Q4_K also split in its two terms (dmin zeroed, d zeroed) for
-/// the criterion's sum of both magnitudes.
+/// The bytes per super-block and the offsets of `d` and `dmin` of the types with mins.
+fn min_fields(format: Format) -> Option<(usize, usize, usize)> {
+    match format {
+        Format::GgufQ2_K => Some((84, 80, 82)),
+        Format::GgufQ4_K => Some((144, 0, 2)),
+        Format::GgufQ5_K => Some((176, 0, 2)),
+        _ => None,
+    }
+}
+
+/// The decoded weights; for the types with mins also split in their two terms (dmin
+/// zeroed, d zeroed) for the criterion's sum of both magnitudes.
 fn decoded(format: Format, n: usize, k: usize, w: &[u8]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let dec = |p: &[u8]| {
         let v = WeightView::single(format, n, k, p).unwrap();
@@ -63,17 +68,17 @@ fn decoded(format: Format, n: usize, k: usize, w: &[u8]) -> (Vec<f32>, Vec<f32>,
         o
     };
     let all = dec(w);
-    if format != Format::GgufQ4_K {
+    let Some((bytes, d, dmin)) = min_fields(format) else {
         return (all.clone(), all, vec![0.0; n * k]);
-    }
+    };
     let zero = |at: usize| {
         let mut p = w.to_vec();
-        for b in p.chunks_exact_mut(144) {
+        for b in p.chunks_exact_mut(bytes) {
             b[at..at + 2].fill(0);
         }
         dec(&p)
     };
-    (all, zero(2), zero(0))
+    (all, zero(dmin), zero(d))
 }
 
 #[test]

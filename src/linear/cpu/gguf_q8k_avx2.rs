@@ -76,6 +76,17 @@ pub(crate) mod avx2 {
         unsafe { hsum_i32(v) }
     }
 
+    /// The exact sums of the eight i32 lanes of `a` and of `b`, reduced together.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn hsum2(a: __m256i, b: __m256i) -> (i32, i32) {
+        // Per 128-bit half: [a0+a1, a2+a3, b0+b1, b2+b3].
+        let h = _mm256_hadd_epi32(a, b);
+        let h = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
+        // [Σa, Σb, Σa, Σb].
+        let h = _mm_hadd_epi32(h, h);
+        (_mm_cvtsi128_si32(h), _mm_extract_epi32::<1>(h))
+    }
+
     /// The two binary16 words at `b[at..at + 4]` as f32 (exact; F16C).
     #[target_feature(enable = "avx2,fma,f16c")]
     fn f16x2(b: &[u8], at: usize) -> (f32, f32) {
@@ -204,8 +215,9 @@ pub(crate) mod avx2 {
             }
             let dx = x.d[sb];
             let (d, dmin) = f16x2(blk, q2_k::D.at);
-            acc = (d * dx).mul_add(hsum(s) as f32, acc);
-            accm = (dmin * dx).mul_add(hsum(mi) as f32, accm);
+            let (si, mi) = hsum2(s, mi);
+            acc = (d * dx).mul_add(si as f32, acc);
+            accm = (dmin * dx).mul_add(mi as f32, accm);
         }
         finish(true, acc, accm)
     }
@@ -304,10 +316,45 @@ pub(crate) mod avx2 {
             }
             let dx = x.d[sb];
             let (d, dmin) = f16x2(blk, q4_k::D.at);
-            acc = (d * dx).mul_add(hsum(s) as f32, acc);
-            accm = (dmin * dx).mul_add(hsum(mi) as f32, accm);
+            let (si, mi) = hsum2(s, mi);
+            acc = (d * dx).mul_add(si as f32, acc);
+            accm = (dmin * dx).mul_add(mi as f32, accm);
         }
         finish(true, acc, accm)
+    }
+
+    /// IQ4_XS's eight scales ls − 32 as i16 in both 128-bit halves: nibble g % 2 of
+    /// `scales_l[g / 2]`, bits 2g..2g + 2 of `scales_h` on top (`iq4_xs::scale`).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn iq4_xs_scales(blk: &[u8]) -> __m256i {
+        let h = u16::from_le_bytes([blk[iq4_xs::SCALES_H.at], blk[iq4_xs::SCALES_H.at + 1]]);
+        let l = iq4_xs::SCALES_L.of(blk);
+        let l = u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as i32;
+        // Lane g (i32): bits 4(g % 2) of byte g / 2, i.e. bits 4g.. of the word.
+        let lo = _mm256_and_si256(
+            _mm256_srlv_epi32(
+                _mm256_set1_epi32(l),
+                _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28),
+            ),
+            _mm256_set1_epi32(0x0F),
+        );
+        let hi = _mm256_and_si256(
+            _mm256_srlv_epi32(
+                _mm256_set1_epi32(h as i32),
+                _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14),
+            ),
+            _mm256_set1_epi32(3),
+        );
+        let ls = _mm256_sub_epi32(
+            _mm256_or_si256(lo, _mm256_slli_epi32::<4>(hi)),
+            _mm256_set1_epi32(32),
+        );
+        // i32 → i16 (|ls − 32| ≤ 32): the packs interleave the halves, so lanes 0..4 and 4..8.
+        let p = _mm_packs_epi32(
+            _mm256_castsi256_si128(ls),
+            _mm256_extracti128_si256::<1>(ls),
+        );
+        _mm256_broadcastsi128_si256(p)
     }
 
     /// One IQ4_XS row against one q8_K row: per 32-value group g, the codebook values
@@ -317,28 +364,32 @@ pub(crate) mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     fn row_iq4_xs(w: &[u8], x: &Row<'_>) -> f32 {
         let mut acc = 0f32;
-        let low = _mm_set1_epi8(0x0F);
+        let low = _mm256_set1_epi8(0x0F);
         // SAFETY: the table is 16 readable bytes; unaligned load.
         let table = unsafe { _mm_loadu_si128(KVALUES_IQ4NL.as_ptr().cast()) };
         let table = _mm256_broadcastsi128_si256(table);
         for (sb, blk) in w.chunks_exact(iq4_xs::BYTES).take(x.d.len()).enumerate() {
             let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
-            let ls: [i16; 8] = std::array::from_fn(|g| iq4_xs::scale(blk, g) as i16 - 32);
-            // SAFETY: `ls` is 16 readable bytes; unaligned load.
-            let sc16 = _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(ls.as_ptr().cast()) });
-            let qs = iq4_xs::QS.of(blk);
+            let sc16 = iq4_xs_scales(blk);
             let mut s = _mm256_setzero_si256();
-            for g in 0..8 {
-                // SAFETY: 16 readable bytes of group g; unaligned load.
-                let q = unsafe { _mm_loadu_si128(qs[16 * g..16 * g + 16].as_ptr().cast()) };
-                let idx = _mm256_setr_m128i(
-                    _mm_and_si128(q, low),
-                    _mm_and_si128(_mm_srli_epi16::<4>(q), low),
-                );
-                let v = _mm256_shuffle_epi8(table, idx);
-                let xs = _mm256_sign_epi8(load_x(xq, 32 * g), v);
-                let p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), xs);
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(p, _mm256_shuffle_epi8(sc16, word(g))));
+            for g in (0..8).step_by(2) {
+                // Groups g and g + 1: their 16 code bytes each, low nibbles values 0..15.
+                let q = load(blk, iq4_xs::QS.at + 16 * g);
+                let lo = _mm256_and_si256(q, low);
+                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), low);
+                for (j, idx) in [
+                    _mm256_permute2x128_si256::<0x20>(lo, hi),
+                    _mm256_permute2x128_si256::<0x31>(lo, hi),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    let v = _mm256_shuffle_epi8(table, idx);
+                    let xs = _mm256_sign_epi8(load_x(xq, 32 * (g + j)), v);
+                    let p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), xs);
+                    let sc = _mm256_shuffle_epi8(sc16, word(g + j));
+                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc));
+                }
             }
             let (d, _) = f16x2(blk, iq4_xs::D.at);
             acc = (d * x.d[sb]).mul_add(hsum(s) as f32, acc);
