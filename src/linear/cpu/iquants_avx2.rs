@@ -61,6 +61,11 @@
 //! M = 1 unpacks each group and uses it at once; with more activation rows each super-block
 //! is unpacked once into a small buffer and then read by every row (same integers, same
 //! bits).
+//!
+//! The opt-in q8_K profile (`dot_row_group_q8k`) runs the same unpacking and `T_g` against
+//! q8_K codes and adds the eight `T_g` of a super-block exactly: the order of
+//! [`super::gguf_q8k`], one conversion and one fma per super-block (IQ1_S and IQ1_M take
+//! the q8_K rows' exact 32- and 8-code sums for their grid offset).
 
 use super::iquants::IqKind;
 use crate::formats::gguf::blocks::{iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs};
