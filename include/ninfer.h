@@ -1365,7 +1365,11 @@ ninfer_status ninfer_linear_shape(const struct ninfer_linear *handle,
  *
  * Memory (CPU handles): rows of x are processed 64 at a time, so the temporaries are
  * bounded by one tile of 64 rows, N, K and the thread count, never by m; they are all
- * allocated before any output is written. Results do not depend on the tiling.
+ * allocated before any output is written. Temporaries of at most 256 KiB (a single-row
+ * product of up to about 16k outputs) stay with the handle for its next call of the
+ * same shape, so a decoding step allocates nothing (no contents carry over; a concurrent
+ * call that finds them taken allocates its own; `ninfer_linear_free` releases them).
+ * Results do not depend on the tiling.
  *
  * Errors (nothing is written unless OK, `OUT_OF_MEMORY` included): `NULL_POINTER`,
  * `BAD_SHAPE` (k differs from K), `BUFFER_TOO_SMALL` (x, y or bias shorter than needed),

@@ -2330,3 +2330,107 @@ fn nvfp4_q8_1_exact_weight_rows_are_the_plain_order_on_xhat() {
     }
     println!("nvfp4 q8_1 exact-weight rows = exact profile on x̂: {compared} outputs");
 }
+
+/// A weight keeps the temporaries of a small call for the next call of that shape; nothing
+/// of an earlier call carries over: every format and activation profile, on every ISA and
+/// thread count, gives one reused weight's calls (single rows, a batch, a row range, the
+/// settings changed in between) the bits of a fresh weight per call.
+#[test]
+fn a_reused_weight_gives_the_bits_of_a_fresh_one() {
+    use linear::Activation;
+    let mut rng = Rng(77);
+    let n = 11;
+    let mut checked = 0;
+    for i in 0..Format::COUNT as u32 {
+        let format = Format::from_u32(i).unwrap();
+        let info = format.info();
+        let layout = info.layout;
+        if !linear::supported(format, layout, Dtype::F32, Dtype::F32, Device::Cpu) {
+            continue;
+        }
+        let k = match layout {
+            Layout::GgufBlocksV1 => 2 * info.block_values as usize,
+            Layout::BlockScaleK16_M128x4_V1 => 80,
+            _ => 200,
+        };
+        let planes = random_planes(format, n, k, &mut rng);
+        let view =
+            WeightView::new(format, layout, n, k, [&planes[0], &planes[1], &planes[2]]).unwrap();
+        let xs: Vec<Vec<f32>> = (0..3)
+            .map(|_| (0..3 * k).map(|_| rng.unit()).collect())
+            .collect();
+        for activation in [Activation::Exact, Activation::Q8_1, Activation::Q8K] {
+            let fresh = |isa: Isa, threads: usize| {
+                let mut w = PreparedWeight::new(view).unwrap();
+                w.set_activation(activation).ok()?;
+                w.set_isa(isa).unwrap();
+                w.set_threads(threads).unwrap();
+                Some(w)
+            };
+            for isa in isas() {
+                let Some(mut w) = fresh(isa, 1) else {
+                    continue;
+                };
+                // (x, M, rows, threads) in the order called.
+                let calls: [(usize, usize, std::ops::Range<usize>, usize); 7] = [
+                    (0, 1, 0..n, 1),
+                    (1, 1, 0..n, 1),
+                    (2, 3, 0..n, 1),
+                    (1, 1, 0..n, 1),
+                    (0, 1, 2..n - 1, 1),
+                    (2, 1, 0..n, 2),
+                    (0, 1, 0..n, 2),
+                ];
+                for (c, (xi, m, rows, threads)) in calls.into_iter().enumerate() {
+                    if w.threads() != threads {
+                        w.set_threads(threads).unwrap();
+                    }
+                    let x = &xs[xi][..m * k];
+                    let got = forward_rows_f32(&w, x, m, rows.clone());
+                    let want = forward_rows_f32(&fresh(isa, threads).unwrap(), x, m, rows);
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want),
+                        "{format} {activation:?} {isa:?} call {c}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    println!("{checked} reused-weight calls equal to fresh ones");
+    assert!(checked > 100);
+}
+
+/// `forward_rows` of f32 x: the outputs of weight rows `rows` for `m` rows (row-major,
+/// `rows.len()` per row; y's rows `rows.end` apart, as the call requires).
+fn forward_rows_f32(
+    w: &PreparedWeight<'_>,
+    x: &[f32],
+    m: usize,
+    rows: std::ops::Range<usize>,
+) -> Vec<f32> {
+    let (k, ld) = (w.cols(), rows.end);
+    let xb: Vec<u8> = x.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let mut yb = vec![0u8; m * ld * 4];
+    w.forward_rows(
+        &xb,
+        Dtype::F32,
+        m,
+        k,
+        k,
+        None,
+        rows.clone(),
+        &mut yb,
+        ld,
+        Dtype::F32,
+    )
+    .unwrap();
+    let y: Vec<f32> = yb
+        .chunks_exact(4)
+        .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    (0..m)
+        .flat_map(|r| y[r * ld + rows.start..r * ld + rows.end].to_vec())
+        .collect()
+}

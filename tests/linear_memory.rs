@@ -1,7 +1,8 @@
 //! The temporaries of a CPU product do not grow with M: the peak of the bytes allocated
 //! during a forward (a counting global allocator, this binary's only test so nothing else
 //! allocates meanwhile) is the same for M = 4096 as for M = 64, for each kernel family and
-//! activation profile, on one thread and on a pool of two.
+//! activation profile, on one thread and on a pool of two; and a repeated single-row call
+//! allocates next to nothing (the weight keeps its small temporaries).
 
 use ninfer::linear::{Activation, PreparedWeight};
 use ninfer::{Dtype, Format, WeightView};
@@ -174,6 +175,21 @@ fn product_temporaries_do_not_grow_with_m() {
                 peak_during(|| fwd(&mut y[..m * n]))
             };
             let (p_small, p_large) = (run(small), run(large));
+            // A single-row call keeps its (small) temporaries for the next call of that
+            // shape: a decoding step allocates next to nothing.
+            let x1: Vec<f32> = (0..k)
+                .map(|i| ((i * 13 % 97) as f32 - 48.0) / 32.0)
+                .collect();
+            let mut y1 = vec![0f32; n];
+            w.forward_f32(&x1, 1, None, &mut y1).unwrap();
+            let p_one = peak_during(|| w.forward_f32(&x1, 1, None, &mut y1).unwrap());
+            println!(
+                "{format} {activation:?} threads {threads}: a repeated M = 1 call allocates {p_one} B"
+            );
+            assert!(
+                p_one <= 1024,
+                "{format} {activation:?} threads {threads}: {p_one} B per M = 1 call"
+            );
             let line = format!(
                 "{format} {activation:?} threads {threads}: peak temporaries M = {small}: \
                  {p_small} B, M = {large}: {p_large} B"

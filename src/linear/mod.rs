@@ -527,7 +527,7 @@ impl<'a> PreparedWeight<'a> {
         };
         match &self.backend {
             Backend::Cpu(e) => {
-                let mut ws = e.workspace(m, rows.clone())?;
+                let mut ws = e.take_workspace(m, rows.clone())?;
                 let mut first = 0;
                 while first < m {
                     let count = tile.min(m - first);
@@ -536,6 +536,7 @@ impl<'a> PreparedWeight<'a> {
                     put(first, count, &ws.yt[..rows.len() * count]);
                     first += count;
                 }
+                e.keep_workspace(ws);
                 Ok(())
             }
             #[cfg(feature = "cuda")]
@@ -711,8 +712,12 @@ impl<'a> PreparedWeight<'a> {
     /// quantized where the profile does, multiplied, written to y), so the temporaries are
     /// bounded by one tile of 64 rows, N, K and the thread count, whatever M is (the bits
     /// do not depend on the tiling: every output is computed in its family's fixed order).
-    /// They are all allocated, fallibly, before any output is written. (A CUDA weight's
-    /// host path converts and transfers all M rows at once, also fallibly.)
+    /// They are all allocated, fallibly, before any output is written. Temporaries of at
+    /// most 256 KiB (a single-row product of up to about 16k outputs) stay with the weight
+    /// for the next call of the same shape, so a decoding step allocates nothing; no
+    /// contents carry over, and a call that finds them taken by another thread allocates
+    /// its own. (A CUDA weight's host path converts and transfers all M rows at once, also
+    /// fallibly.)
     ///
     /// Errors (nothing is written on error, [`Error::OutOfMemory`] included): [`Error::BadShape`]
     /// when `k` is not the weight's K, [`Error::Unsupported`] for f16 outputs,

@@ -77,7 +77,15 @@ pub(crate) struct Engine<'a> {
     pub(crate) isa: Isa,
     pub(crate) threads: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// The workspace of an earlier call, kept for the next call of the same shape when it
+    /// is small ([`SPARE_BYTES`]); emptied by every setting that changes the kernel's needs.
+    spare: Mutex<Option<Workspace>>,
 }
+
+/// The largest workspace a weight keeps between calls (bytes, estimated from its sizes):
+/// single-row products of up to 16k outputs keep theirs, so a decoding step allocates
+/// nothing; larger temporaries are allocated per call and freed.
+const SPARE_BYTES: usize = 256 << 10;
 
 impl<'a> Engine<'a> {
     /// The engine of `view` under `plan` (best instruction set, the global rayon pool).
@@ -88,12 +96,14 @@ impl<'a> Engine<'a> {
             isa: Isa::detect(),
             threads: 0,
             pool: None,
+            spare: Mutex::new(None),
         }
     }
 
     /// Switches to `plan`'s kernel (same weight, another activation profile).
     pub(crate) fn set_plan(&mut self, plan: &Plan) {
         self.kernel = Kernel::of(plan);
+        *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// See [`crate::linear::PreparedWeight::set_isa`].
@@ -105,6 +115,7 @@ impl<'a> Engine<'a> {
             )));
         }
         self.isa = isa;
+        *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
         Ok(())
     }
 
@@ -127,6 +138,7 @@ impl<'a> Engine<'a> {
             None
         };
         self.threads = threads;
+        *self.spare.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
         Ok(())
     }
 
@@ -153,6 +165,28 @@ impl<'a> Engine<'a> {
         rows.div_ceil(self.parallelism() * 8)
             .clamp(1, 64)
             .next_multiple_of(FLOAT_GROUP)
+    }
+
+    /// [`Engine::workspace`], or the one an earlier call of the same shape left
+    /// ([`Engine::keep_workspace`]): a workspace's contents never carry over, every tile
+    /// writes what it reads (as tiles after the first of one call already do).
+    pub(crate) fn take_workspace(&self, m: usize, rows: Range<usize>) -> Result<Workspace> {
+        let key = (m.clamp(1, TILE_M), rows.len(), self.parallelism());
+        let spare = self.spare.try_lock().ok().and_then(|mut s| s.take());
+        match spare {
+            Some(ws) if ws.key == key => Ok(ws),
+            _ => self.workspace(m, rows),
+        }
+    }
+
+    /// Keeps `ws` for the next call if it is small ([`SPARE_BYTES`]) and no other call
+    /// holds the place; else frees it.
+    pub(crate) fn keep_workspace(&self, ws: Workspace) {
+        if ws.bytes <= SPARE_BYTES
+            && let Ok(mut s) = self.spare.try_lock()
+        {
+            *s = Some(ws);
+        }
     }
 
     /// The temporaries of a product of `m` activation rows with the weight rows `rows`
@@ -213,6 +247,9 @@ impl<'a> Engine<'a> {
             _ => (0, 0, 0, 0),
         };
         let threads = self.parallelism();
+        // Every plane counted at 4 bytes per value (the q8_1 planes hold about 3 per value).
+        let bytes =
+            4 * (3 * mk + xhat.capacity() + yt.len()) + threads * 4 * (f + values + other + words);
         let mut slots = try_vec(threads, "per-thread scratch")?;
         for _ in 0..threads {
             slots.push(Mutex::new(Scratch {
@@ -223,6 +260,8 @@ impl<'a> Engine<'a> {
             }));
         }
         Ok(Workspace {
+            key: (mt, n, threads),
+            bytes,
             q,
             qk,
             xhat,
@@ -252,6 +291,7 @@ impl<'a> Engine<'a> {
             xhat,
             yt,
             slots,
+            ..
         } = ws;
         if let Some(qk) = qk.as_mut() {
             qk.quantize_into(x, mt, self.isa);
@@ -656,6 +696,10 @@ pub(crate) const TILE_M: usize = 64;
 
 /// The temporaries of a CPU product ([`Engine::workspace`]), reused tile after tile.
 pub(crate) struct Workspace {
+    /// What it was sized for: tile rows, weight rows, threads.
+    key: (usize, usize, usize),
+    /// Its size estimate (bytes).
+    bytes: usize,
     /// The tile's q8_1 activations (q8_1 kernels only).
     q: Option<q8_1::Rows>,
     /// The tile's q8_K activations (q8_K kernels only).
