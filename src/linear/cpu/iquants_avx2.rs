@@ -1128,6 +1128,42 @@ struct X {
     sum8: *const i16,
 }
 
+impl X {
+    /// The planes of q8_1 row `x` of `nb` blocks, checked to hold whole super-blocks: every
+    /// pointer read of the kernels stays in bounds.
+    fn of(x: &Row<'_>, nb: usize) -> X {
+        assert!(
+            nb.is_multiple_of(8)
+                && x.qs.len() >= 32 * nb
+                && x.d.len() >= nb
+                && x.sum.len() >= nb
+                && x.sum8.len() >= 4 * nb
+        );
+        X {
+            qs: x.qs.as_ptr(),
+            d: x.d.as_ptr(),
+            sum: x.sum.as_ptr(),
+            sum8: x.sum8.as_ptr(),
+        }
+    }
+
+    /// The planes of q8_K row `x` of `nsb` super-blocks, checked as [`X::of`].
+    fn of_q8k(x: &q8_k::Row<'_>, nsb: usize) -> X {
+        assert!(
+            x.qs.len() >= 256 * nsb
+                && x.d.len() >= nsb
+                && x.sum32.len() >= 8 * nsb
+                && x.sum8.len() >= 32 * nsb
+        );
+        X {
+            qs: x.qs.as_ptr(),
+            d: x.d.as_ptr(),
+            sum: x.sum32.as_ptr(),
+            sum8: x.sum8.as_ptr(),
+        }
+    }
+}
+
 /// The exact sum of the eight i32 lanes of `v` (|Σ| < 2³¹ where used).
 ///
 /// # Safety
@@ -1262,37 +1298,29 @@ macro_rules! kernels {
             }
             let nb = xs[0].d.len();
             let nsb = nb / 8;
+            assert!(ws.iter().all(|w| w.len() >= nsb * U::BB));
+            if m == 1 {
+                // One row (the decoding step): no pointer records to allocate.
+                let x = X::of(&xs[0], nb);
+                for (w, o) in ws.iter().zip(out.iter_mut()) {
+                    // SAFETY: nsb super-blocks in w and in the activation row (asserted).
+                    *o = unsafe {
+                        if WIDE && U::WIDE && wide {
+                            row_wide::<U>(w.as_ptr(), nsb, x)
+                        } else {
+                            row_fused::<U>(w.as_ptr(), nsb, x)
+                        }
+                    };
+                }
+                return;
+            }
             // Bounded, not sized by input: xs is a slice of the engine's fixed array of TILE_M
             // (64) activation rows (one tile), so this is at most 64 pointer records.
-            let mut px = Vec::with_capacity(m);
-            for x in xs {
-                // Every row holds nsb whole super-blocks: the pointer reads below stay in bounds.
-                assert!(
-                    nb.is_multiple_of(8)
-                        && x.qs.len() >= 32 * nb
-                        && x.d.len() >= nb
-                        && x.sum.len() >= nb
-                );
-                assert!(x.sum8.len() >= 4 * nb);
-                px.push(X {
-                    qs: x.qs.as_ptr(),
-                    d: x.d.as_ptr(),
-                    sum: x.sum.as_ptr(),
-                    sum8: x.sum8.as_ptr(),
-                });
-            }
+            let px: Vec<X> = xs.iter().map(|x| X::of(x, nb)).collect();
+            let mut acc = vec![_mm256_setzero_ps(); m];
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
-                assert!(w.len() >= nsb * U::BB);
-                // SAFETY: nsb super-blocks in w and in every activation row.
-                unsafe {
-                    if m == 1 && WIDE && U::WIDE && wide {
-                        o[0] = row_wide::<U>(w.as_ptr(), nsb, px[0]);
-                    } else if m == 1 {
-                        o[0] = row_fused::<U>(w.as_ptr(), nsb, px[0]);
-                    } else {
-                        row_buffered::<U>(w.as_ptr(), nsb, &px, o);
-                    }
-                }
+                // SAFETY: nsb super-blocks in w and in every activation row (asserted).
+                unsafe { row_buffered::<U>(w.as_ptr(), nsb, &px, &mut acc, o) };
             }
         }
 
@@ -1334,33 +1362,20 @@ macro_rules! kernels {
                 return;
             }
             let nsb = xs[0].d.len();
-            // Bounded, not sized by input: at most one tile's (64) pointer records.
-            let mut px = Vec::with_capacity(m);
-            for x in xs {
-                // Every row holds nsb whole super-blocks: the pointer reads below stay in bounds.
-                assert!(
-                    x.qs.len() >= 256 * nsb
-                        && x.d.len() >= nsb
-                        && x.sum32.len() >= 8 * nsb
-                        && x.sum8.len() >= 32 * nsb
-                );
-                px.push(X {
-                    qs: x.qs.as_ptr(),
-                    d: x.d.as_ptr(),
-                    sum: x.sum32.as_ptr(),
-                    sum8: x.sum8.as_ptr(),
-                });
-            }
-            for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
-                assert!(w.len() >= nsb * U::BB);
-                // SAFETY: nsb super-blocks in w and in every activation row.
-                unsafe {
-                    if m == 1 {
-                        o[0] = row_fused_q8k::<U>(w.as_ptr(), nsb, px[0]);
-                    } else {
-                        row_buffered_q8k::<U>(w.as_ptr(), nsb, &px, o);
-                    }
+            assert!(ws.iter().all(|w| w.len() >= nsb * U::BB));
+            if m == 1 {
+                let x = X::of_q8k(&xs[0], nsb);
+                for (w, o) in ws.iter().zip(out.iter_mut()) {
+                    // SAFETY: nsb super-blocks in w and in the activation row (asserted).
+                    *o = unsafe { row_fused_q8k::<U>(w.as_ptr(), nsb, x) };
                 }
+                return;
+            }
+            // Bounded, not sized by input: at most one tile's (64) pointer records.
+            let px: Vec<X> = xs.iter().map(|x| X::of_q8k(x, nsb)).collect();
+            for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
+                // SAFETY: nsb super-blocks in w and in every activation row (asserted).
+                unsafe { row_buffered_q8k::<U>(w.as_ptr(), nsb, &px, o) };
             }
         }
 
@@ -1610,16 +1625,23 @@ macro_rules! kernels {
             }
         }
 
-        /// One weight row against every activation row: each super-block unpacked once.
+        /// One weight row against every activation row: each super-block unpacked once;
+        /// `acc` holds one accumulator per activation row (the caller's, reused row after
+        /// row).
         ///
         /// # Safety
         /// The tier's features; nsb super-blocks at `w` and in every row of `xs`;
-        /// `out.len() == xs.len()`.
+        /// `out.len() == acc.len() == xs.len()`.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn row_buffered<U: Iq>(w: *const u8, nsb: usize, xs: &[X], out: &mut [f32]) {
-            // Bounded: at most TILE_M (64) accumulators of 32 bytes (xs is one tile's rows).
-            let mut acc = vec![_mm256_setzero_ps(); xs.len()];
+        unsafe fn row_buffered<U: Iq>(
+            w: *const u8,
+            nsb: usize,
+            xs: &[X],
+            acc: &mut [__m256],
+            out: &mut [f32],
+        ) {
+            acc.fill(_mm256_setzero_ps());
             let zero = _mm256_setzero_si256();
             let mut buf = [Group::new(zero, zero, zero); 8];
             let mut ibuf = IdxBuf([0; IDX_MAX]);
@@ -1642,8 +1664,8 @@ macro_rules! kernels {
                     }
                 }
             }
-            for (o, a) in out.iter_mut().zip(acc) {
-                *o = finish8(a);
+            for (o, a) in out.iter_mut().zip(acc.iter()) {
+                *o = finish8(*a);
             }
         }
         /// [`row_buffered`] against q8_K activation rows (as [`row_fused_q8k`]).
