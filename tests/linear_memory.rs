@@ -93,6 +93,11 @@ fn planes(format: Format, n: usize, k: usize) -> Vec<Vec<u8>> {
                 b[0..2].copy_from_slice(&bytes_f16(0.01));
             }
         }
+        Format::GgufIq2Xxs => {
+            for b in p[0].chunks_exact_mut(66) {
+                b[0..2].copy_from_slice(&bytes_f16(0.01));
+            }
+        }
         Format::GgufQ4_K => {
             for b in p[0].chunks_exact_mut(144) {
                 b[0..2].copy_from_slice(&bytes_f16(0.01));
@@ -144,10 +149,12 @@ fn product_temporaries_do_not_grow_with_m() {
         .collect();
     let mut y = vec![0f32; large * n];
     let mut report = Vec::new();
-    let cases: [(Format, Activation); 7] = [
+    let cases: [(Format, Activation); 9] = [
         (Format::Bf16, Activation::Exact),
         (Format::GgufQ4_0, Activation::Q8_1),
         (Format::GgufQ4_K, Activation::Q8_1),
+        (Format::GgufQ4_K, Activation::Q8K),
+        (Format::GgufIq2Xxs, Activation::Q8_1),
         (Format::Q4_G64Fp16, Activation::Exact),
         (Format::Q4_G64Fp16, Activation::Q8_1),
         (Format::Q2_G64Fp16, Activation::Exact),
@@ -204,5 +211,5 @@ fn product_temporaries_do_not_grow_with_m() {
             report.push(line);
         }
     }
-    assert_eq!(report.len(), 14);
+    assert_eq!(report.len(), 18);
 }
