@@ -79,7 +79,7 @@ pub(crate) struct Engine<'a> {
     pool: Option<Arc<rayon::ThreadPool>>,
     /// The workspace of an earlier call, kept for the next call of the same shape when it
     /// is small ([`SPARE_BYTES`]); emptied by every setting that changes the kernel's needs.
-    spare: Mutex<Option<Workspace>>,
+    spare: Mutex<Option<Box<Workspace>>>,
 }
 
 /// The largest workspace a weight keeps between calls (bytes, estimated from its sizes):
@@ -170,7 +170,7 @@ impl<'a> Engine<'a> {
     /// [`Engine::workspace`], or the one an earlier call of the same shape left
     /// ([`Engine::keep_workspace`]): a workspace's contents never carry over, every tile
     /// writes what it reads (as tiles after the first of one call already do).
-    pub(crate) fn take_workspace(&self, m: usize, rows: Range<usize>) -> Result<Workspace> {
+    pub(crate) fn take_workspace(&self, m: usize, rows: Range<usize>) -> Result<Box<Workspace>> {
         let key = (m.clamp(1, TILE_M), rows.len(), self.parallelism());
         let spare = self.spare.try_lock().ok().and_then(|mut s| s.take());
         match spare {
@@ -181,7 +181,7 @@ impl<'a> Engine<'a> {
 
     /// Keeps `ws` for the next call if it is small ([`SPARE_BYTES`]) and no other call
     /// holds the place; else frees it.
-    pub(crate) fn keep_workspace(&self, ws: Workspace) {
+    pub(crate) fn keep_workspace(&self, ws: Box<Workspace>) {
         if ws.bytes <= SPARE_BYTES
             && let Ok(mut s) = self.spare.try_lock()
         {
@@ -194,7 +194,7 @@ impl<'a> Engine<'a> {
     /// computed: they are sized by one tile of at most [`TILE_M`] rows, K, the length of
     /// `rows` and the thread count, never by M (nor by N beyond the range). Errors:
     /// [`Error::OutOfMemory`], [`Error::Overflow`].
-    pub(crate) fn workspace(&self, m: usize, rows: Range<usize>) -> Result<Workspace> {
+    pub(crate) fn workspace(&self, m: usize, rows: Range<usize>) -> Result<Box<Workspace>> {
         debug_assert!(rows.start <= rows.end && rows.end <= self.rows());
         let (n, k) = (rows.len(), self.cols());
         let mt = m.clamp(1, TILE_M);
@@ -259,7 +259,7 @@ impl<'a> Engine<'a> {
                 words: try_vec(words, "a scratch of nvfp4 scale words")?,
             }));
         }
-        Ok(Workspace {
+        Ok(Box::new(Workspace {
             key: (mt, n, threads),
             bytes,
             q,
@@ -267,7 +267,7 @@ impl<'a> Engine<'a> {
             xhat,
             yt,
             slots,
-        })
+        }))
     }
 
     /// The products of `mt` ≤ [`TILE_M`] activation rows `x` (`mt × K` f32) with the
