@@ -204,11 +204,17 @@ pub(crate) fn tile_min_m(isa: Isa, kq: Kq) -> Option<usize> {
 }
 
 /// Activation rows as the kernel on `isa` reads them: from [`tile_min_m`] rows on, also
-/// interleaved in groups of four for the tile kernel.
+/// interleaved in groups of four for the tile kernel; below, on the AVX-512 tier, Q4_K and
+/// Q5_K's codes also in the chunk-major order of that tier's pass kernel.
 pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
     let mut rows = rows;
     if tile_min_m(isa, kq).is_some_and(|min| rows.rows() >= min) {
         rows.arrange_quads(false);
+    } else {
+        #[cfg(target_arch = "x86_64")]
+        if isa == Isa::Avx512 && super::kquants_avx512::chunked(kq) {
+            rows.arrange_pairs(&super::kquants_avx512::CHUNKS, false);
+        }
     }
     rows
 }
@@ -374,7 +380,7 @@ mod tests {
         let mut rng = Lcg(7);
         let mut counts = [0usize; 5];
         for (ti, kq) in ALL.into_iter().enumerate() {
-            for k in [256, 768, 2048] {
+            for k in [256, 768, 1792, 2048] {
                 for pattern in 0..4 {
                     let n = 5;
                     let w = payload(kq, n, k, pattern, &mut rng);
@@ -497,7 +503,7 @@ mod tests {
             }
             let rb = k / 256 * kq.block_bytes();
             let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
-            for m in [1, 3, 6, 9, 17, 27] {
+            for m in [1, 3, 6, 9, 17, 27, 49] {
                 let x = activations(m, k, &mut rng);
                 let q = Rows::quantize(&x, m, k);
                 let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();

@@ -29,12 +29,15 @@ use std::arch::x86_64::*;
 /// Activation rows from which a row group of `kq` takes this kernel: below it the pair
 /// kernels of `kquants_avx512`, which unpack each super-block once per pass of up to four
 /// activation rows and need no lane spreading, measured faster (Xeon with AVX-512, one
-/// thread, 4096²: Q3_K and Q6_K even at M = 8, Q4_K and Q5_K at 12, Q2_K at 16).
+/// thread, 4096²: Q3_K and Q6_K even at M = 8, Q2_K at 16; Q4_K and Q5_K in their
+/// chunk-major form 5–30% faster up to M = 16, and Q4_K also at 32, equal at 64; Q5_K
+/// equal at 32, 12% slower at 64).
 pub(super) const fn min_m(kq: Kq) -> usize {
     match kq {
         Kq::Q3K | Kq::Q6K => 8,
-        Kq::Q4K | Kq::Q5K => 12,
         Kq::Q2K => 16,
+        Kq::Q5K => 32,
+        Kq::Q4K => 48,
     }
 }
 
