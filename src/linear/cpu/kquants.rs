@@ -196,7 +196,7 @@ pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
 pub(crate) fn tile_min_m(isa: Isa, kq: Kq) -> Option<usize> {
     match isa {
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => Some(super::kquants_tile_avx512::min_m(kq)),
+        Isa::Avx512 => super::kquants_tile_avx512::min_m(kq),
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 | Isa::AvxVnni => super::kquants_tile_avx2::min_m(kq),
         _ => None,
@@ -204,16 +204,18 @@ pub(crate) fn tile_min_m(isa: Isa, kq: Kq) -> Option<usize> {
 }
 
 /// Activation rows as the kernel on `isa` reads them: from [`tile_min_m`] rows on, also
-/// interleaved in groups of four for the tile kernel; below, on the AVX-512 tier, Q4_K and
-/// Q5_K's codes also in the chunk-major order of that tier's pass kernel.
+/// interleaved in groups of four for the tile kernel; below, on the AVX-512 tier, Q2_K–Q5_K's
+/// codes also in the order of that tier's pass kernel (chunk- or group-major).
 pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
     let mut rows = rows;
     if tile_min_m(isa, kq).is_some_and(|min| rows.rows() >= min) {
         rows.arrange_quads(false);
     } else {
         #[cfg(target_arch = "x86_64")]
-        if isa == Isa::Avx512 && super::kquants_avx512::chunked(kq) {
-            rows.arrange_pairs(&super::kquants_avx512::CHUNKS, false);
+        if isa == Isa::Avx512
+            && let Some(order) = super::kquants_avx512::arrangement(kq)
+        {
+            rows.arrange_pairs(order, false);
         }
     }
     rows

@@ -67,6 +67,8 @@ pub(super) struct Hdr {
     sc: __m512i,
     /// Q2_K: the 16 per-16 mins (i16); Q3_K, Q6_K: k·sc, the coefficients of Σx16.
     c16: __m256i,
+    /// Q2_K, Q3_K: the per-16 scales as i32 in their natural order (the group-major form).
+    scn: __m512i,
 }
 
 /// One k-quant type.
@@ -80,21 +82,23 @@ pub(super) trait K {
     /// # Safety
     /// As [`K::header`].
     unsafe fn codes(b: *const u8) -> [__m512i; 4];
-    /// Whether [`K::chunks`] exists: the chunk-major form (module docs) for one activation
-    /// row arranged by [`CHUNKS`].
-    const CHUNKED: bool = false;
-    /// The unsigned codes `D_c` (c = 0..4): 64-bit slot j = values 8c..8c+8 of block j.
+    /// The order in which [`K::arranged`] expects a super-block's activation codes
+    /// (module docs: chunk-major [`CHUNKS`] or group-major [`GROUPS`]), if the type has
+    /// that form.
+    const ARRANGED: Option<&'static [u8; 256]> = None;
+    /// The unsigned codes `D_c` (c = 0..4) in the order of [`K::ARRANGED`].
     ///
     /// # Safety
-    /// As [`K::header`]; only called where [`K::CHUNKED`] holds.
-    unsafe fn chunks(_b: *const u8) -> [__m512i; 4] {
-        unreachable!("only the chunk-major types are asked for chunks")
+    /// As [`K::header`]; only called where [`K::ARRANGED`] is some.
+    unsafe fn arranged(_b: *const u8) -> [__m512i; 4] {
+        unreachable!("only the types with an arranged form are asked for it")
     }
 }
 
-/// The chunk-major order of a super-block's activation codes ([`Rows::arrange_pairs`]
-/// with runs of 256): arranged byte 64c + 8j + e is code 32j + 8c + e, so that 64-byte
-/// vector c meets `D_c` of [`K::chunks`].
+/// Chunk-major order of a super-block's activation codes (Q4_K, Q5_K;
+/// [`Rows::arrange_pairs`] with runs of 256): arranged byte 64c + 8j + e is code
+/// 32j + 8c + e, so that 64-byte vector c meets `D_c` (64-bit slot j: values 8c..8c+8 of
+/// block j).
 ///
 /// [`Rows::arrange_pairs`]: crate::linear::q8_1::Rows::arrange_pairs
 pub(super) const CHUNKS: [u8; 256] = {
@@ -108,9 +112,46 @@ pub(super) const CHUNKS: [u8; 256] = {
     p
 };
 
-/// Whether `kq` has the chunk-major form ([`K::CHUNKED`]).
-pub(super) const fn chunked(kq: Kq) -> bool {
-    matches!(kq, Kq::Q4K | Kq::Q5K)
+/// Group-major order (Q2_K, Q3_K): arranged byte 64c + 4g + e is code 16g + 4c + e, so
+/// that 64-byte vector c meets `D_c` (32-bit lane g: values 4c..4c+4 of 16-value group g).
+pub(super) const GROUPS: [u8; 256] = {
+    let mut p = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let (c, g, e) = (i / 64, (i / 4) % 16, i % 4);
+        p[i] = (16 * g + 4 * c + e) as u8;
+        i += 1;
+    }
+    p
+};
+
+/// The order of `kq`'s arranged form ([`K::ARRANGED`]), if it has one.
+pub(super) const fn arrangement(kq: Kq) -> Option<&'static [u8; 256]> {
+    match kq {
+        Kq::Q2K => Q2K::ARRANGED,
+        Kq::Q3K => Q3K::ARRANGED,
+        Kq::Q4K => Q4K::ARRANGED,
+        Kq::Q5K => Q5K::ARRANGED,
+        Kq::Q6K => Q6K::ARRANGED,
+    }
+}
+
+/// Q2_K/Q3_K's two-bit fields group-major: lane g of vector c = field 2(j % 4) (j = g/2)
+/// of qs[32(j/4) + 16(g % 2) + 4c ..][..4], moved to bits 0, 1 (the bits above not
+/// cleared). `q`: qs[0..64].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn field_groups(q: __m512i) -> [__m512i; 4] {
+    let sh: [i32; 16] = std::array::from_fn(|g| 2 * ((g as i32 / 2) % 4));
+    // SAFETY: 16 readable i32.
+    let sh = unsafe { _mm512_loadu_si512(sh.as_ptr().cast()) };
+    std::array::from_fn(|c| {
+        let idx: [i32; 16] = std::array::from_fn(|g| 8 * (g as i32 / 8) + 4 * (g as i32 % 2));
+        // SAFETY: 16 readable i32.
+        let idx = unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) };
+        let idx = _mm512_add_epi32(idx, _mm512_set1_epi32(c as i32));
+        _mm512_srlv_epi32(_mm512_permutexvar_epi32(idx, q), sh)
+    })
 }
 
 /// Q4_K/Q5_K's nibbles chunk-major: slot j of vector c = the nibble (low for even j, high
@@ -211,6 +252,7 @@ impl K for Q2K {
                 dd: d_dmin(b.add(q2_k::D.at)),
                 sc: w_order(_mm_and_si128(s, m)),
                 c16: _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m)),
+                scn: _mm512_cvtepu8_epi32(_mm_and_si128(s, m)),
             }
         }
     }
@@ -223,6 +265,14 @@ impl K for Q2K {
             *c = _mm512_and_si512(*c, _mm512_set1_epi8(3));
         }
         c
+    }
+    const ARRANGED: Option<&'static [u8; 256]> = Some(&GROUPS);
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[64] lies in the block.
+        let q = unsafe { _mm512_loadu_si512(b.add(q2_k::QS.at).cast()) };
+        field_groups(q).map(|c| _mm512_and_si512(c, _mm512_set1_epi8(3)))
     }
 }
 
@@ -242,6 +292,7 @@ impl K for Q3K {
                 dd: _mm512_setzero_ps(),
                 sc: w_order(s),
                 c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(s), 2),
+                scn: _mm512_cvtepi8_epi32(s),
             }
         }
     }
@@ -254,6 +305,38 @@ impl K for Q3K {
             high_bit(&mut c, bcast(b.add(q3_k::HMASK.at)), 3, 2);
             c
         }
+    }
+    const ARRANGED: Option<&'static [u8; 256]> = Some(&GROUPS);
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[64] and hmask[32] lie in the block.
+        let (q, hm) = unsafe {
+            (
+                _mm512_loadu_si512(b.add(q3_k::QS.at).cast()),
+                _mm512_castsi256_si512(_mm256_loadu_si256(b.add(q3_k::HMASK.at).cast())),
+            )
+        };
+        // Lane g (block j = g/2) of vector c: hmask[16(g % 2) + 4c ..][..4], bit j rotated
+        // to bit 2 (a 32-bit rotation by 2 − j mod 32 keeps it in its byte).
+        let rot: [i32; 16] = std::array::from_fn(|g| (2 - g as i32 / 2).rem_euclid(32));
+        let idx: [i32; 16] = std::array::from_fn(|g| 4 * (g as i32 % 2));
+        // SAFETY: 16 readable i32 each.
+        let (rot, idx) = unsafe {
+            (
+                _mm512_loadu_si512(rot.as_ptr().cast()),
+                _mm512_loadu_si512(idx.as_ptr().cast()),
+            )
+        };
+        let mut c = field_groups(q);
+        for (i, c) in c.iter_mut().enumerate() {
+            let h =
+                _mm512_permutexvar_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(i as i32)), hm);
+            let hb = _mm512_and_si512(_mm512_rolv_epi32(h, rot), _mm512_set1_epi8(4));
+            // (a & c) | b: truth table 0xEC over (a, b, c).
+            *c = _mm512_ternarylogic_epi32::<0xEC>(*c, hb, _mm512_set1_epi8(3));
+        }
+        c
     }
 }
 
@@ -283,6 +366,7 @@ unsafe fn header_k45(b: *const u8) -> Hdr {
         dd: unsafe { d_dmin(b) },
         sc: _mm512_cvtepu8_epi32(scmn_k4(v)),
         c16: _mm256_setzero_si256(),
+        scn: _mm512_setzero_si512(),
     }
 }
 
@@ -306,10 +390,10 @@ impl K for Q4K {
         }
         c
     }
-    const CHUNKED: bool = true;
+    const ARRANGED: Option<&'static [u8; 256]> = Some(&CHUNKS);
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn chunks(b: *const u8) -> [__m512i; 4] {
+    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[128] lies in the block.
         let (z0, z1) = unsafe {
             let qs = b.add(q4_k::QS.at);
@@ -342,10 +426,10 @@ impl K for Q5K {
             c
         }
     }
-    const CHUNKED: bool = true;
+    const ARRANGED: Option<&'static [u8; 256]> = Some(&CHUNKS);
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn chunks(b: *const u8) -> [__m512i; 4] {
+    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[128] and qh[32] lie in the block.
         let (z0, z1, qh) = unsafe {
             let qs = b.add(q5_k::QS.at);
@@ -386,6 +470,7 @@ impl K for Q6K {
                 dd: _mm512_setzero_ps(),
                 sc: w_order(sc),
                 c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 5),
+                scn: _mm512_setzero_si512(),
             }
         }
     }
@@ -524,7 +609,8 @@ unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
 }
 
 /// RW weight rows against every activation row, in passes of at most four; chunk-major
-/// ([`K::CHUNKED`]) where the type has it and the rows are arranged by [`CHUNKS`].
+/// or group-major ([`K::ARRANGED`]) where the type has that form and the rows are arranged
+/// for it.
 ///
 /// # Safety
 /// As [`dot_row_group`], with `ws.len() == RW`.
@@ -533,7 +619,7 @@ unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
 unsafe fn rows<U: K, const RW: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     // SAFETY: the caller's contract.
     unsafe {
-        if U::CHUNKED && xs.iter().all(|x| !x.pairs.is_empty()) {
+        if U::ARRANGED.is_some() && xs.iter().all(|x| !x.pairs.is_empty()) {
             passes::<U, RW, true>(ws, xs, out)
         } else {
             passes::<U, RW, false>(ws, xs, out)
@@ -544,7 +630,7 @@ unsafe fn rows<U: K, const RW: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f
 /// [`rows`] in one form.
 ///
 /// # Safety
-/// As [`rows`]; with `CH`, every row of `xs` arranged by [`CHUNKS`].
+/// As [`rows`]; with `CH`, every row of `xs` arranged by [`K::ARRANGED`].
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn passes<U: K, const RW: usize, const CH: bool>(
@@ -570,10 +656,11 @@ unsafe fn passes<U: K, const RW: usize, const CH: bool>(
 }
 
 /// RW weight rows `ws` against RX activation rows: `out[i·stride + r]`; with `CH` in the
-/// chunk-major form (the codes `D_c`, the activation codes from [`Row::pairs`]).
+/// arranged form (the codes `D_c`, the activation codes from [`Row::pairs`]).
 ///
 /// # Safety
-/// As [`dot_row_group`], with `ws.len() == RW`, `xs.len() == RX`; with `CH`, `U::CHUNKED`.
+/// As [`dot_row_group`], with `ws.len() == RW`, `xs.len() == RX`; with `CH`,
+/// `U::ARRANGED` is some.
 #[inline(never)]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
@@ -621,7 +708,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
             for i in 0..RW {
                 let b = wp[i].add(bb * sb);
                 h[i] = U::header(b);
-                c[i] = if CH { U::chunks(b) } else { U::codes(b) };
+                c[i] = if CH { U::arranged(b) } else { U::codes(b) };
             }
             for r in 0..RX {
                 let x = xq[r].add(256 * sb);
@@ -634,19 +721,39 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                 for i in 0..RW {
                     let (h, c) = (&h[i], &c[i]);
                     if CH {
-                        // Chunk-major: one sum over the four vectors, block j in lanes
-                        // 2j, 2j + 1; lanes 8..16 the blocks' Σx (M_j / m_j).
+                        // One sum over the four vectors: chunk-major, block j in lanes
+                        // 2j, 2j + 1; group-major, 16-value group g in lane g.
                         let mut v = _mm512_setzero_si512();
                         for p in 0..4 {
                             v = _mm512_dpbusd_epi32(v, c[p], xv[p]);
                         }
-                        let sums = _mm256_loadu_si256(xsum[r].add(8 * sb).cast());
-                        let z = _mm512_mullo_epi32(fold(v, sums), h.sc);
                         let dx2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(
                             _mm256_loadu_ps(dx),
                         )));
-                        let ds = _mm512_mul_ps(h.dd, dx2);
-                        accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
+                        match U::KQ {
+                            Kq::Q4K | Kq::Q5K => {
+                                // Lanes 8..16: the blocks' Σx, times the mins.
+                                let sums = _mm256_loadu_si256(xsum[r].add(8 * sb).cast());
+                                let z = _mm512_mullo_epi32(fold(v, sums), h.sc);
+                                let ds = _mm512_mul_ps(h.dd, dx2);
+                                accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
+                            }
+                            Kq::Q2K => {
+                                let m = _mm256_madd_epi16(h.c16, s16);
+                                let z = fold(_mm512_mullo_epi32(v, h.scn), m);
+                                let ds = _mm512_mul_ps(h.dd, dx2);
+                                accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
+                            }
+                            _ => {
+                                let z = fold(_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256());
+                                let s = _mm256_sub_epi32(
+                                    _mm512_castsi512_si256(z),
+                                    _mm256_madd_epi16(h.c16, s16),
+                                );
+                                let ds = _mm256_mul_ps(h.d, _mm512_castps512_ps256(dx2));
+                                acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
+                            }
+                        }
                         continue;
                     }
                     let mut v = [_mm512_setzero_si512(); 4];

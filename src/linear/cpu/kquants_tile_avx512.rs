@@ -1,4 +1,4 @@
-//! The AVX-512 tile kernel of the k-quants (Q2_K–Q6_K) for several activation rows: four
+//! The AVX-512 tile kernel of the k-quants (Q3_K–Q6_K) for several activation rows: four
 //! weight rows against every group of four activation rows, one 512-bit lane per (weight
 //! row, activation row) pair, as the legacy family's tile kernel
 //! ([`super::legacy_tile_avx512`]). Same bits as [`super::kquants`]'s order: only the way
@@ -12,39 +12,40 @@
 //! `vpdpbusd` give each lane's exact `Σ u·x` over a 16-value half (`t_lo`, `t_hi`); then,
 //! all exact in f32 (every product and partial sum an integer below 2²⁴):
 //!
-//! - Q2_K, Q3_K, Q6_K (per-16 scales): `S_j = sc_lo·(t_lo − OFF·Σx16_lo) + sc_hi·(t_hi −
-//!   OFF·Σx16_hi)` (OFF: Q3_K 4, Q6_K 32, Q2_K 0), and Q2_K's `M_j = m_lo·Σx16_lo +
-//!   m_hi·Σx16_hi`;
+//! - Q3_K, Q6_K (per-16 scales): `S_j = sc_lo·(t_lo − OFF·Σx16_lo) + sc_hi·(t_hi −
+//!   OFF·Σx16_hi)` (OFF: Q3_K 4, Q6_K 32);
 //! - Q4_K, Q5_K (per-32): `S_j = sc_j·(t_lo + t_hi)`, `M_j = m_j·Σx`;
 //! - `acc[j] ← fma(d·dx, S_j, acc[j])`, `accm[j] ← fma(dmin·dx, M_j, accm[j])` per lane,
 //!   and the shared tree of `acc[j] − accm[j]` (or of `acc`).
 
 use super::kquants::Kq;
-use super::kquants_avx512::{K, Q2K, Q3K, Q4K, Q5K, Q6K};
+use super::kquants_avx512::{K, Q3K, Q4K, Q5K, Q6K};
 use super::tile_avx512::{self, MAX_GROUPS, pair_rows, spread, spread_chunks, store, tree};
-use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k, scale_min_k4};
+use crate::formats::gguf::blocks::{q3_k, q4_k, q5_k, q6_k, scale_min_k4};
 use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 
-/// Activation rows from which a row group of `kq` takes this kernel: below it the pair
+/// Activation rows from which a row group of `kq` takes this kernel: below it the pass
 /// kernels of `kquants_avx512`, which unpack each super-block once per pass of up to four
 /// activation rows and need no lane spreading, measured faster (Xeon with AVX-512, one
-/// thread, 4096²: Q3_K and Q6_K even at M = 8, Q2_K at 16; Q4_K and Q5_K in their
-/// chunk-major form 5–30% faster up to M = 16, and Q4_K also at 32, equal at 64; Q5_K
-/// equal at 32, 12% slower at 64).
-pub(super) const fn min_m(kq: Kq) -> usize {
+/// thread, 4096²): Q6_K even at M = 8; Q3_K, group-major, 20% faster at 8, equal at 16,
+/// 7–28% slower from 32 on; Q4_K and Q5_K, chunk-major, 5–30% faster up to M = 16, Q4_K
+/// also at 32 and equal at 64, Q5_K equal at 32 and 12% slower at 64. Q2_K has none: its
+/// group-major pass kernel measured 7–35% faster at every M up to 64.
+pub(super) const fn min_m(kq: Kq) -> Option<usize> {
     match kq {
-        Kq::Q3K | Kq::Q6K => 8,
-        Kq::Q2K => 16,
-        Kq::Q5K => 32,
-        Kq::Q4K => 48,
+        Kq::Q6K => Some(8),
+        Kq::Q3K => Some(16),
+        Kq::Q5K => Some(32),
+        Kq::Q4K => Some(48),
+        Kq::Q2K => None,
     }
 }
 
 /// Whether this kernel serves `kq` against `xs`: at least [`min_m`] rows, at most 64,
 /// whole super-blocks, interleaved in groups of four ([`tile_avx512::applies`]).
 pub(super) fn applies(kq: Kq, xs: &[Row<'_>]) -> bool {
-    tile_avx512::applies(min_m(kq), xs) && xs[0].d.len().is_multiple_of(8)
+    min_m(kq).is_some_and(|min| tile_avx512::applies(min, xs)) && xs[0].d.len().is_multiple_of(8)
 }
 
 /// A super-block's integer scales and mins per 16-value half (Q4_K/Q5_K: each sub-block's
@@ -54,12 +55,7 @@ fn scales(kq: Kq, b: &[u8]) -> ([f32; 16], [f32; 16], u16, u16) {
     let word = |at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
     let (mut sc, mut m) = ([0f32; 16], [0f32; 16]);
     match kq {
-        Kq::Q2K => {
-            for (h, &s) in q2_k::SCALES.of(b).iter().enumerate() {
-                (sc[h], m[h]) = ((s & 15) as f32, (s >> 4) as f32);
-            }
-            (sc, m, word(q2_k::D.at), word(q2_k::DMIN.at))
-        }
+        Kq::Q2K => unreachable!("Q2_K has no tile kernel (min_m)"),
         Kq::Q3K => {
             for (o, s) in sc.iter_mut().zip(q3_k::scales(q3_k::SCALES.of(b))) {
                 *o = s as f32;
@@ -103,7 +99,7 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
     // super-blocks and `out` its outputs (checked above).
     unsafe {
         match kq {
-            Kq::Q2K => tile::<Q2K>(ws, xs, out),
+            Kq::Q2K => unreachable!("Q2_K has no tile kernel (min_m)"),
             Kq::Q3K => tile::<Q3K>(ws, xs, out),
             Kq::Q4K => tile::<Q4K>(ws, xs, out),
             Kq::Q5K => tile::<Q5K>(ws, xs, out),
@@ -167,7 +163,7 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                 let w = spread_chunks(lo, hi);
                 let load4 = |v: &[f32; 4]| spread(_mm_loadu_ps(v.as_ptr()));
                 let (sc_lo, sc_hi) = (load4(&sc_t[2 * j]), load4(&sc_t[2 * j + 1]));
-                let (m_lo, m_hi) = (load4(&m_t[2 * j]), load4(&m_t[2 * j + 1]));
+                let m_lo = load4(&m_t[2 * j]);
                 for g in 0..groups {
                     let (xc, xd, xsum, xsum16) = quads[g];
                     let mut tl = [_mm512_setzero_si512(); 2];
@@ -193,12 +189,8 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                     };
                     acc[g][j] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), s, acc[g][j]);
                     if kq.has_min() {
-                        let mj = if per16 {
-                            let p = _mm512_mul_ps(m_lo, _mm512_cvtepi32_ps(s_lo));
-                            _mm512_fmadd_ps(m_hi, _mm512_cvtepi32_ps(s_hi), p)
-                        } else {
-                            _mm512_mul_ps(m_lo, _mm512_cvtepi32_ps(bcast(xsum.add(4 * t))))
-                        };
+                        // Q4_K, Q5_K: the sub-block's min times Σx.
+                        let mj = _mm512_mul_ps(m_lo, _mm512_cvtepi32_ps(bcast(xsum.add(4 * t))));
                         accm[g][j] = _mm512_fmadd_ps(_mm512_mul_ps(dmw, dx), mj, accm[g][j]);
                     }
                 }
