@@ -18,7 +18,8 @@
 //!   `kquants_tile_avx512`, `grouped_tile_avx512` and `nvfp4_tile_avx512`, four weight rows
 //!   against groups of four activation rows interleaved once per forward
 //!   (`Rows::arrange_quads`), one 512-bit lane per (weight row, activation row) pair; each
-//!   family's dispatcher takes them from a per-type row count on (same bits). On the
+//!   family's dispatcher takes them from a per-type row count on (same bits; Q2_K has
+//!   none: `kquants_avx512`'s group-major pass kernel is faster at every M). On the
 //!   256-bit tiers `kquants_tile_avx2` does the same for Q3_K–Q6_K, two weight rows per
 //!   256-bit vector.
 
