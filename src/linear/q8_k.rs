@@ -120,6 +120,9 @@ pub(crate) struct Rows {
     pub sum32: Plane<i32>,
     /// M × K/8 sums of 8 codes (IQ1_M's per-run deltas).
     pub sum8: Plane<i16>,
+    /// Empty, or [`Rows::qs`] with each super-block's codes in the order of a kernel's
+    /// weight vectors ([`Rows::arrange`]).
+    pub arranged: Plane<i8>,
 }
 
 /// One row of [`Rows`].
@@ -133,6 +136,9 @@ pub(crate) struct Row<'a> {
     pub sum32: &'a [i32],
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub sum8: &'a [i16],
+    /// This row's part of [`Rows::arranged`] (empty when not arranged).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub arranged: &'a [i8],
 }
 
 impl Row<'_> {
@@ -143,6 +149,7 @@ impl Row<'_> {
         bsums: &[],
         sum32: &[],
         sum8: &[],
+        arranged: &[],
     };
 }
 
@@ -150,18 +157,22 @@ impl Rows {
     /// Quantizes `m` rows of `k` values (`x.len() == m·k`, k a multiple of 256).
     #[cfg(test)]
     pub fn quantize(x: &[f32], m: usize, k: usize) -> Rows {
-        let mut rows = Rows::with_capacity(m, k).expect("q8_K rows");
+        let mut rows = Rows::with_capacity(m, k, false).expect("q8_K rows");
         rows.quantize_into(x, m, Isa::Scalar);
         rows
     }
 
-    /// Empty rows of `k` values with room for `m` rows, allocated fallibly (a product's
-    /// activation tile, reused tile after tile). Errors:
-    /// [`Error::OutOfMemory`](crate::error::Error::OutOfMemory),
+    /// Empty rows of `k` values with room for `m` rows (and with `arranged` for
+    /// [`Rows::arrange`]), allocated fallibly (a product's activation tile, reused tile
+    /// after tile). Errors: [`Error::OutOfMemory`](crate::error::Error::OutOfMemory),
     /// [`Error::Overflow`](crate::error::Error::Overflow).
-    pub fn with_capacity(m: usize, k: usize) -> Result<Rows> {
+    pub fn with_capacity(m: usize, k: usize, arranged: bool) -> Result<Rows> {
         let mk = mul(m, k, "q8_K codes")?;
         Ok(Rows {
+            arranged: Plane::with_capacity(
+                if arranged { mk } else { 0 },
+                "q8_K arranged activation codes",
+            )?,
             k,
             qs: Plane::with_capacity(mk, "q8_K activation codes")?,
             d: Plane::with_capacity(mk / QK_K, "q8_K activation scales")?,
@@ -179,6 +190,7 @@ impl Rows {
         debug_assert_eq!(x.len(), m * k);
         debug_assert_eq!(k % QK_K, 0);
         let nb = m * k / QK_K;
+        self.arranged.clear();
         self.qs.clear();
         self.qs.resize(m * k, 0);
         self.d.clear();
@@ -216,10 +228,32 @@ impl Rows {
         }
     }
 
+    /// Fills [`Rows::arranged`]: `arranged[256s + i] = qs[256s + order[i]]` for every
+    /// super-block s. Computed once per forward for kernels that read a super-block's
+    /// codes in the order of their weight vectors.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub fn arrange(&mut self, order: &[u8; QK_K]) {
+        self.arranged.clear();
+        self.arranged.resize(self.qs.len(), 0);
+        for (o, q) in self
+            .arranged
+            .chunks_exact_mut(QK_K)
+            .zip(self.qs.chunks_exact(QK_K))
+        {
+            for (a, &j) in o.iter_mut().zip(order) {
+                *a = q[j as usize];
+            }
+        }
+    }
+
     /// Row `i`.
     pub fn row(&self, i: usize) -> Row<'_> {
         let nb = self.k / QK_K;
         Row {
+            arranged: self
+                .arranged
+                .get(i * self.k..(i + 1) * self.k)
+                .unwrap_or(&[]),
             qs: &self.qs[i * self.k..(i + 1) * self.k],
             d: &self.d[i * nb..(i + 1) * nb],
             bsums: &self.bsums[16 * i * nb..16 * (i + 1) * nb],
@@ -400,7 +434,7 @@ mod tests {
         let sum8: Vec<i32> = want.sum8.iter().map(|&v| v as i32).collect();
         assert_eq!(sum8, sums(8));
         for isa in Isa::tested() {
-            let mut got = Rows::with_capacity(m, k).unwrap();
+            let mut got = Rows::with_capacity(m, k, false).unwrap();
             got.quantize_into(&x, m, isa);
             let name = isa.name();
             assert_eq!(got.qs[..], want.qs[..], "{name}: codes");

@@ -215,7 +215,7 @@ impl<'a> Engine<'a> {
             _ => None,
         };
         let qk = match self.kernel {
-            Kernel::GgufQ8K(_) => Some(q8_k::Rows::with_capacity(mt, k)?),
+            Kernel::GgufQ8K(_) => Some(q8_k::Rows::with_capacity(mt, k, arranged)?),
             _ => None,
         };
         let xhat = match self.kernel {
@@ -295,6 +295,9 @@ impl<'a> Engine<'a> {
         } = ws;
         if let Some(qk) = qk.as_mut() {
             qk.quantize_into(x, mt, self.isa);
+            if let Kernel::GgufQ8K(kind) = self.kernel {
+                gguf_q8k::prepare(self.isa, kind, qk);
+            }
         }
         if let Some(q) = q.as_mut() {
             let mut rows = std::mem::take(q);

@@ -37,7 +37,7 @@ use super::kquants::{self, Kq, Super};
 use crate::formats::gguf::blocks::iq4_xs;
 use crate::formats::gguf::f16_at;
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
-use crate::linear::q8_k::{QK_K, Row};
+use crate::linear::q8_k::{QK_K, Row, Rows};
 use crate::registry::Format;
 
 /// A block type with a q8_K kernel.
@@ -140,10 +140,36 @@ pub(crate) fn unpack(kind: KindK, blk: &[u8], o: &mut Ints) {
     }
 }
 
+/// Activation rows as the kernel on `isa` reads them: on the AVX-512 tier, Q2_K–Q5_K's
+/// codes also in the order of that tier's kernel (`kquants_avx512`, chunk- or
+/// group-major).
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+pub(crate) fn prepare(isa: Isa, kind: KindK, rows: &mut Rows) {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512
+        && let KindK::K(kq) = kind
+        && let Some(order) = super::kquants_avx512::arrangement(kq)
+    {
+        rows.arrange(order);
+    }
+}
+
 /// Up to four consecutive weight rows `ws` (whole super-blocks of `kind`) against every
 /// q8_K row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512
+        && let KindK::K(kq) = kind
+        && !xs.is_empty()
+        && xs.iter().all(|x| !x.arranged.is_empty())
+    {
+        // SAFETY: the AVX-512 tier is selected only after run-time detection of its
+        // features; rows arranged by `prepare` exist only for the types with an arranged
+        // form, in its order.
+        unsafe { super::kquants_avx512::dot_row_group_q8k(kq, ws, xs, out) };
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if let KindK::Iq(iq) = kind
         && crate::isa::Cpu::get().bmi1
@@ -219,9 +245,15 @@ mod tests {
     use super::*;
     use crate::decode::decode_row;
     use crate::dtype::Dtype;
-    use crate::linear::q8_k::Rows;
     use crate::linear::tolerance;
     use crate::view::WeightView;
+
+    /// `m` rows of `k` values quantized and arranged as the kernel of `isa` reads them.
+    fn prepared(isa: Isa, kind: KindK, x: &[f32], m: usize, k: usize) -> Rows {
+        let mut q = Rows::quantize(x, m, k);
+        prepare(isa, kind, &mut q);
+        q
+    }
 
     /// Every format with a q8_K kernel.
     pub(crate) const FORMATS: [Format; 13] = [
@@ -366,8 +398,10 @@ mod tests {
                             let mut ys = vec![0f32; g * m];
                             dot_row_group(Isa::Scalar, kind, ws, &xs, &mut ys);
                             for isa in Isa::tested() {
+                                let qp = prepared(isa, kind, &x, m, k);
+                                let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
                                 let mut ya = vec![0f32; g * m];
-                                dot_row_group(isa, kind, ws, &xs, &mut ya);
+                                dot_row_group(isa, kind, ws, &xp, &mut ya);
                                 assert_eq!(bits(&ys), bits(&ya), "{f} {isa:?} k{k} m{m} g{g}");
                             }
                             for i in 0..g {
@@ -416,8 +450,9 @@ mod tests {
         assert_eq!((q.d[0], q.qs[0]), (dx, -127));
         let want = dx * (6.0 * -127.0 * 256.0) - (0.5 * dx) * (-127.0 * 256.0);
         for isa in Isa::tested() {
+            let qp = prepared(isa, KindK::K(Kq::Q4K), &[1.0f32; 256], 1, 256);
             let mut y = [0f32];
-            dot_row_group(isa, KindK::K(Kq::Q4K), &[&b], &[q.row(0)], &mut y);
+            dot_row_group(isa, KindK::K(Kq::Q4K), &[&b], &[qp.row(0)], &mut y);
             assert_eq!(y[0].to_bits(), want.to_bits(), "{isa:?}");
         }
     }
@@ -433,9 +468,9 @@ mod tests {
             let rows: Vec<&[u8]> = w.chunks_exact(k / 256 * kind.block_bytes()).collect();
             let mut x = activations(m, k, 9);
             x[k + 3] = f32::INFINITY;
-            let q = Rows::quantize(&x, m, k);
-            let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
             for isa in Isa::tested() {
+                let qp = prepared(isa, kind, &x, m, k);
+                let xs: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
                 let mut y = vec![0f32; n * m];
                 dot_row_group(isa, kind, &rows, &xs, &mut y);
                 for (i, v) in y.iter().enumerate() {
@@ -481,8 +516,10 @@ mod tests {
                     dot_row_group(Isa::Scalar, kind, &rows, &xs, &mut want);
                     assert!(want.iter().all(|v| v.is_finite()), "{f} p{pattern}");
                     for isa in Isa::tested() {
+                        let qp = prepared(isa, kind, &x, m, k);
+                        let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
                         let mut got = vec![0f32; n * m];
-                        dot_row_group(isa, kind, &rows, &xs, &mut got);
+                        dot_row_group(isa, kind, &rows, &xp, &mut got);
                         assert_eq!(bits(&got), bits(&want), "{f} {isa:?} p{pattern} m{m}");
                     }
                 }

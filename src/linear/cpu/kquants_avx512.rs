@@ -803,3 +803,148 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
         }
     }
 }
+
+/// The q8_K profile (`gguf_q8k` module docs' order) for the types with an arranged form:
+/// up to four weight rows `ws` against every q8_K row `xs`, `out[i·M + r]`. Per
+/// super-block the arranged form's `V` (module docs), times the scales lane by lane
+/// (Q4_K/Q5_K: sub-block j's scale in lanes 2j, 2j + 1; Q2_K/Q3_K: group g's in lane g),
+/// is summed across lanes to the exact `S_sb` (Q3_K less 4·Σ sc·Σx16 through the 16-value
+/// sums), beside `M_sb = Σ m·Σx16` (Q2_K, Q4_K, Q5_K); lane 0 of the accumulator takes
+/// `fma(d·dx, f32(S_sb), acc)` and lane 8 `fma(dmin·dx, f32(M_sb), accm)`.
+///
+/// # Safety
+/// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available; [`arrangement`]`(kq)` is some, and
+/// every row of `xs` is arranged by it; every row of `ws` holds the super-blocks of every
+/// row of `xs`; `out.len() == ws.len() · xs.len()`.
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) unsafe fn dot_row_group_q8k(
+    kq: Kq,
+    ws: &[&[u8]],
+    xs: &[crate::linear::q8_k::Row<'_>],
+    out: &mut [f32],
+) {
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        match kq {
+            Kq::Q2K => group_q8k::<Q2K>(ws, xs, out),
+            Kq::Q3K => group_q8k::<Q3K>(ws, xs, out),
+            Kq::Q4K => group_q8k::<Q4K>(ws, xs, out),
+            Kq::Q5K => group_q8k::<Q5K>(ws, xs, out),
+            Kq::Q6K => unreachable!("Q6_K has no arranged form"),
+        }
+    }
+}
+
+/// [`dot_row_group_q8k`] for the type `U`: one weight row at a time against the
+/// activation rows in passes of at most four.
+///
+/// # Safety
+/// As [`dot_row_group_q8k`].
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn group_q8k<U: K>(ws: &[&[u8]], xs: &[crate::linear::q8_k::Row<'_>], out: &mut [f32]) {
+    let m = xs.len();
+    for (i, w) in ws.iter().enumerate() {
+        let out = &mut out[i * m..(i + 1) * m];
+        let mut r = 0;
+        // SAFETY (all calls): the caller's contract.
+        unsafe {
+            while r + 4 <= m {
+                pass_q8k::<U, 4>(w, &xs[r..r + 4], &mut out[r..]);
+                r += 4;
+            }
+            match m - r {
+                3 => pass_q8k::<U, 3>(w, &xs[r..], &mut out[r..]),
+                2 => pass_q8k::<U, 2>(w, &xs[r..], &mut out[r..]),
+                1 => pass_q8k::<U, 1>(w, &xs[r..], &mut out[r..]),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Weight row `w` against RX arranged q8_K rows: `out[r]`.
+///
+/// # Safety
+/// As [`dot_row_group_q8k`], with `xs.len() == RX`.
+#[inline(never)]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn pass_q8k<U: K, const RX: usize>(
+    w: &[u8],
+    xs: &[crate::linear::q8_k::Row<'_>],
+    out: &mut [f32],
+) {
+    let bb = U::KQ.block_bytes();
+    let nsb = xs[0].d.len();
+    let pf = PF_ROWS * nsb * bb;
+    // One up-front check per row: the pointer reads below stay in bounds.
+    assert!(w.len() >= nsb * bb);
+    for x in xs {
+        assert!(x.arranged.len() >= 256 * nsb && x.d.len() >= nsb && x.bsums.len() >= 16 * nsb);
+    }
+    let wp = w.as_ptr();
+    // Lane 0: acc; lane 8: accm (the other lanes are never read).
+    let mut acc = [_mm512_setzero_ps(); RX];
+    // Sub-block j's scale to lanes 2j, 2j + 1; its min (lane 8 + j of `Hdr::sc`) to the
+    // i16 pair 2j, 2j + 1.
+    let dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    let mdup = _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+    for sb in 0..nsb {
+        // SAFETY (all): super-block sb lies in the weight row and every activation row.
+        unsafe {
+            let b = wp.add(bb * sb);
+            // The same super-block of a row further on (rows are consecutive in the plane).
+            let ahead = b.wrapping_add(pf);
+            let mut o = 0;
+            while o < bb {
+                _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast());
+                o += 64;
+            }
+            let h = U::header(b);
+            let c = U::arranged(b);
+            for r in 0..RX {
+                let x = xs[r].arranged.as_ptr().add(256 * sb);
+                let mut v = _mm512_setzero_si512();
+                for p in 0..4 {
+                    v = _mm512_dpbusd_epi32(v, c[p], _mm512_loadu_si512(x.add(64 * p).cast()));
+                }
+                let b16 = _mm256_loadu_si256(xs[r].bsums.as_ptr().add(16 * sb).cast());
+                let (wv, m8) = match U::KQ {
+                    Kq::Q4K | Kq::Q5K => {
+                        let mins = _mm256_permutexvar_epi16(mdup, _mm512_cvtepi32_epi16(h.sc));
+                        (
+                            _mm512_mullo_epi32(v, _mm512_permutexvar_epi32(dup, h.sc)),
+                            _mm256_madd_epi16(mins, b16),
+                        )
+                    }
+                    Kq::Q2K => (_mm512_mullo_epi32(v, h.scn), _mm256_madd_epi16(h.c16, b16)),
+                    _ => (_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256()),
+                };
+                let mut s8 = _mm256_add_epi32(
+                    _mm512_castsi512_si256(wv),
+                    _mm512_extracti64x4_epi64::<1>(wv),
+                );
+                if U::KQ == Kq::Q3K {
+                    s8 = _mm256_sub_epi32(s8, _mm256_madd_epi16(h.c16, b16));
+                }
+                // Lanes 0..8: the S terms, 8..16: the M terms; summed within each half.
+                let mut t = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(s8), m8);
+                t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
+                t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
+                t = _mm512_add_epi32(t, _mm512_shuffle_i64x2(t, t, 0b10_11_00_01));
+                let dd = match U::KQ {
+                    Kq::Q3K => _mm512_zextps256_ps512(h.d),
+                    _ => h.dd,
+                };
+                let ds = _mm512_mul_ps(dd, _mm512_set1_ps(*xs[r].d.as_ptr().add(sb)));
+                acc[r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(t), acc[r]);
+            }
+        }
+    }
+    for r in 0..RX {
+        let mut a = [0f32; 16];
+        // SAFETY: 16 writable floats.
+        unsafe { _mm512_storeu_ps(a.as_mut_ptr(), acc[r]) };
+        out[r] = super::gguf_q8k::finish(U::KQ.has_min(), a[0], a[8]);
+    }
+}
