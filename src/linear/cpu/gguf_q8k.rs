@@ -162,11 +162,12 @@ pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>],
     if isa == Isa::Avx512
         && let KindK::K(kq) = kind
         && !xs.is_empty()
-        && xs.iter().all(|x| !x.arranged.is_empty())
+        && (super::kquants_avx512::arrangement(kq).is_none()
+            || xs.iter().all(|x| !x.arranged.is_empty()))
     {
         // SAFETY: the AVX-512 tier is selected only after run-time detection of its
         // features; rows arranged by `prepare` exist only for the types with an arranged
-        // form, in its order.
+        // form, in its order, and the others read the natural codes.
         unsafe { super::kquants_avx512::dot_row_group_q8k(kq, ws, xs, out) };
         return;
     }

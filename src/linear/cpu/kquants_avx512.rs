@@ -804,16 +804,17 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
     }
 }
 
-/// The q8_K profile (`gguf_q8k` module docs' order) for the types with an arranged form:
-/// up to four weight rows `ws` against every q8_K row `xs`, `out[i·M + r]`. Per
-/// super-block the arranged form's `V` (module docs), times the scales lane by lane
-/// (Q4_K/Q5_K: sub-block j's scale in lanes 2j, 2j + 1; Q2_K/Q3_K: group g's in lane g),
-/// is summed across lanes to the exact `S_sb` (Q3_K less 4·Σ sc·Σx16 through the 16-value
-/// sums), beside `M_sb = Σ m·Σx16` (Q2_K, Q4_K, Q5_K); lane 0 of the accumulator takes
-/// `fma(d·dx, f32(S_sb), acc)` and lane 8 `fma(dmin·dx, f32(M_sb), accm)`.
+/// The q8_K profile (`gguf_q8k` module docs' order): up to four weight rows `ws` against
+/// every q8_K row `xs`, `out[i·M + r]`. Per super-block the arranged form's `V` (module
+/// docs), times the scales lane by lane (Q4_K/Q5_K: sub-block j's scale in lanes 2j,
+/// 2j + 1; Q2_K/Q3_K: group g's in lane g), or Q6_K's `W` (natural order), is summed
+/// across lanes to the exact `S_sb` (Q3_K, Q6_K less the offset times Σ sc·Σx16 through
+/// the 16-value sums), beside `M_sb = Σ m·Σx16` (Q2_K, Q4_K, Q5_K); lane 0 of the
+/// accumulator takes `fma(d·dx, f32(S_sb), acc)` and lane 8 `fma(dmin·dx, f32(M_sb),
+/// accm)`.
 ///
 /// # Safety
-/// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available; [`arrangement`]`(kq)` is some, and
+/// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available; where [`arrangement`]`(kq)` is some,
 /// every row of `xs` is arranged by it; every row of `ws` holds the super-blocks of every
 /// row of `xs`; `out.len() == ws.len() · xs.len()`.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -830,7 +831,7 @@ pub(super) unsafe fn dot_row_group_q8k(
             Kq::Q3K => group_q8k::<Q3K>(ws, xs, out),
             Kq::Q4K => group_q8k::<Q4K>(ws, xs, out),
             Kq::Q5K => group_q8k::<Q5K>(ws, xs, out),
-            Kq::Q6K => unreachable!("Q6_K has no arranged form"),
+            Kq::Q6K => group_q8k::<Q6K>(ws, xs, out),
         }
     }
 }
@@ -879,8 +880,10 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
     let pf = PF_ROWS * nsb * bb;
     // One up-front check per row: the pointer reads below stay in bounds.
     assert!(w.len() >= nsb * bb);
+    let arranged = U::ARRANGED.is_some();
     for x in xs {
-        assert!(x.arranged.len() >= 256 * nsb && x.d.len() >= nsb && x.bsums.len() >= 16 * nsb);
+        let codes = if arranged { x.arranged } else { x.qs };
+        assert!(codes.len() >= 256 * nsb && x.d.len() >= nsb && x.bsums.len() >= 16 * nsb);
     }
     let wp = w.as_ptr();
     // Lane 0: acc; lane 8: accm (the other lanes are never read).
@@ -901,30 +904,47 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
                 o += 64;
             }
             let h = U::header(b);
-            let c = U::arranged(b);
+            let c = if arranged {
+                U::arranged(b)
+            } else {
+                U::codes(b)
+            };
             for r in 0..RX {
-                let x = xs[r].arranged.as_ptr().add(256 * sb);
-                let mut v = _mm512_setzero_si512();
-                for p in 0..4 {
-                    v = _mm512_dpbusd_epi32(v, c[p], _mm512_loadu_si512(x.add(64 * p).cast()));
-                }
+                let codes = if arranged { xs[r].arranged } else { xs[r].qs };
+                let x = codes.as_ptr().add(256 * sb);
+                let xv: [__m512i; 4] =
+                    std::array::from_fn(|p| _mm512_loadu_si512(x.add(64 * p).cast()));
                 let b16 = _mm256_loadu_si256(xs[r].bsums.as_ptr().add(16 * sb).cast());
-                let (wv, m8) = match U::KQ {
-                    Kq::Q4K | Kq::Q5K => {
-                        let mins = _mm256_permutexvar_epi16(mdup, _mm512_cvtepi32_epi16(h.sc));
-                        (
-                            _mm512_mullo_epi32(v, _mm512_permutexvar_epi32(dup, h.sc)),
-                            _mm256_madd_epi16(mins, b16),
-                        )
+                let (wv, m8) = if arranged {
+                    let mut v = _mm512_setzero_si512();
+                    for p in 0..4 {
+                        v = _mm512_dpbusd_epi32(v, c[p], xv[p]);
                     }
-                    Kq::Q2K => (_mm512_mullo_epi32(v, h.scn), _mm256_madd_epi16(h.c16, b16)),
-                    _ => (_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256()),
+                    match U::KQ {
+                        Kq::Q4K | Kq::Q5K => {
+                            let sc16 = _mm512_cvtepi32_epi16(h.sc);
+                            let mins = _mm256_permutexvar_epi16(mdup, sc16);
+                            (
+                                _mm512_mullo_epi32(v, _mm512_permutexvar_epi32(dup, h.sc)),
+                                _mm256_madd_epi16(mins, b16),
+                            )
+                        }
+                        Kq::Q2K => (_mm512_mullo_epi32(v, h.scn), _mm256_madd_epi16(h.c16, b16)),
+                        _ => (_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256()),
+                    }
+                } else {
+                    // Q6_K: the natural order's W, scaled (its lane order does not matter
+                    // for the total).
+                    let v = std::array::from_fn(|p| {
+                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p])
+                    });
+                    (reduce::<U>(v, h.sc), _mm256_setzero_si256())
                 };
                 let mut s8 = _mm256_add_epi32(
                     _mm512_castsi512_si256(wv),
                     _mm512_extracti64x4_epi64::<1>(wv),
                 );
-                if U::KQ == Kq::Q3K {
+                if matches!(U::KQ, Kq::Q3K | Kq::Q6K) {
                     s8 = _mm256_sub_epi32(s8, _mm256_madd_epi16(h.c16, b16));
                 }
                 // Lanes 0..8: the S terms, 8..16: the M terms; summed within each half.
@@ -933,7 +953,7 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
                 t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
                 t = _mm512_add_epi32(t, _mm512_shuffle_i64x2(t, t, 0b10_11_00_01));
                 let dd = match U::KQ {
-                    Kq::Q3K => _mm512_zextps256_ps512(h.d),
+                    Kq::Q3K | Kq::Q6K => _mm512_zextps256_ps512(h.d),
                     _ => h.dd,
                 };
                 let ds = _mm512_mul_ps(dd, _mm512_set1_ps(*xs[r].d.as_ptr().add(sb)));
