@@ -1,7 +1,8 @@
 //! GGUF products against q8_K activations (the opt-in `Activation::Q8K` profile,
 //! docs/linear.md): the k-quants Q2_K..Q6_K and the i-quants coded in 256-value
 //! super-blocks (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S). The scalar
-//! reference order is here; AVX2 for the k-quants, IQ4_XS and IQ2_XXS in `gguf_q8k_avx2`
+//! reference order is here; AVX2 for the k-quants and IQ4_XS in `gguf_q8k_avx2`, the
+//! AVX-512 k-quant kernels in `kquants_avx512` and the grid i-quants in `iquants_avx2`
 //! (identical bits).
 //!
 //! A weight super-block sb meets the activation's q8_K block sb (the same 256 values), with
