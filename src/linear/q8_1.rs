@@ -219,6 +219,28 @@ pub(crate) struct Row<'a> {
     pub quad: Quad<'a>,
 }
 
+/// `dst` = `src` (rows of `k` codes) with `dst[Np + j] = src[Np + perm[j]]` for every
+/// whole run p of N codes of each row (a last partial run copied as is), reusing `dst`'s
+/// capacity: the arranged planes of [`Rows::arrange_pairs`] and q8_K's `Rows::arrange`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn permute_runs<const N: usize>(
+    dst: &mut Plane<i8>,
+    src: &[i8],
+    k: usize,
+    perm: &[u8; N],
+) {
+    dst.clear();
+    dst.extend_from_slice(src);
+    for row in dst.chunks_exact_mut(k) {
+        for run in row.chunks_exact_mut(N) {
+            let src: [i8; N] = run.try_into().expect("N codes");
+            for (o, &j) in run.iter_mut().zip(perm) {
+                *o = src[j as usize];
+            }
+        }
+    }
+}
+
 /// One group of four rows of [`Rows`], interleaved ([`Rows::arrange_quads`]).
 #[derive(Clone, Copy)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -431,16 +453,7 @@ impl Rows {
     /// weight bytes.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub fn arrange_pairs<const N: usize>(&mut self, perm: &[u8; N], abs: bool) {
-        self.pairs.clear();
-        self.pairs.extend_from_slice(&self.qs);
-        for row in self.pairs.chunks_exact_mut(self.k) {
-            for pair in row.chunks_exact_mut(N) {
-                let src: [i8; N] = pair.try_into().expect("N codes");
-                for (o, &j) in pair.iter_mut().zip(perm) {
-                    *o = src[j as usize];
-                }
-            }
-        }
+        permute_runs(&mut self.pairs, &self.qs, self.k, perm);
         if abs {
             // Codes are in [−127, 127]: |q| fits i8.
             self.pairs_abs.clear();

@@ -233,17 +233,7 @@ impl Rows {
     /// codes in the order of their weight vectors.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub fn arrange(&mut self, order: &[u8; QK_K]) {
-        self.arranged.clear();
-        self.arranged.resize(self.qs.len(), 0);
-        for (o, q) in self
-            .arranged
-            .chunks_exact_mut(QK_K)
-            .zip(self.qs.chunks_exact(QK_K))
-        {
-            for (a, &j) in o.iter_mut().zip(order) {
-                *a = q[j as usize];
-            }
-        }
+        crate::linear::q8_1::permute_runs(&mut self.arranged, &self.qs, self.k, order);
     }
 
     /// Row `i`.
