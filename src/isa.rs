@@ -35,6 +35,11 @@ pub struct Cpu {
     /// kernels with both forms ask this fact. A speed choice only: both forms return the
     /// same bits.
     pub wide_pipes: bool,
+    /// AMX-TILE and AMX-INT8 (CPUID leaf 7), with the operating system's permission for this
+    /// process to use the tile data registers (Linux: `arch_prctl(ARCH_REQ_XCOMP_PERM)`,
+    /// requested once, by the detection itself). The AVX-512 tier then forms the exact
+    /// integer block sums of its widest products with `tdpbusd` (same bits as without).
+    pub amx_int8: bool,
 }
 
 impl Cpu {
@@ -59,6 +64,7 @@ impl Cpu {
             avx512vnni: has!("avx512vnni"),
             avx512bf16: has!("avx512bf16"),
             wide_pipes: amd_family() >= Some(0x1A),
+            amx_int8: amx_int8(),
         }
     }
 
@@ -71,6 +77,50 @@ impl Cpu {
     pub fn avx2_fma_f16c(&self) -> bool {
         self.avx2 && self.fma && self.f16c
     }
+}
+
+/// Whether the CPU has AMX-TILE and AMX-INT8 and the kernel lets this process use the tile
+/// registers (the permission is requested here; Linux 5.16 and later grant it where the CPU
+/// has AMX). Elsewhere (other systems, Miri) false.
+#[cfg(target_arch = "x86_64")]
+fn amx_int8() -> bool {
+    if cfg!(miri) || !cfg!(target_os = "linux") {
+        return false;
+    }
+    use std::arch::x86_64::{__cpuid, __cpuid_count};
+    // SAFETY: CPUID exists on every x86-64 processor; leaf 7 is read only where leaf 0
+    // reports it. (Safe from Rust 1.94 on, unsafe before.)
+    #[allow(unused_unsafe)]
+    let edx = unsafe {
+        if __cpuid(0).eax < 7 {
+            return false;
+        }
+        __cpuid_count(7, 0).edx
+    };
+    const AMX_TILE: u32 = 1 << 24;
+    const AMX_INT8: u32 = 1 << 25;
+    if edx & (AMX_TILE | AMX_INT8) != AMX_TILE | AMX_INT8 {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): 0 once granted (for the whole
+        // process, every thread); an error where the kernel or hypervisor does not allow it.
+        const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+        const XFEATURE_XTILEDATA: libc::c_long = 18;
+        // SAFETY: a system call with two integer arguments; it changes only which state
+        // components this process may use.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_arch_prctl,
+                ARCH_REQ_XCOMP_PERM,
+                XFEATURE_XTILEDATA,
+            )
+        };
+        rc == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
 }
 
 /// The CPU family (base + extended, CPUID leaf 1) of an AMD processor; `None` on other vendors.
@@ -259,6 +309,14 @@ mod tests {
                 detected, listed,
                 "{name}: detected {detected}, /proc/cpuinfo {listed}"
             );
+        }
+        // AMX: usable only where listed (the kernel lists it only where it can grant it).
+        assert!(
+            !c.amx_int8 || (f("amx_tile") && f("amx_int8")),
+            "amx_int8 detected, not in /proc/cpuinfo"
+        );
+        if f("amx_int8") && !c.amx_int8 {
+            eprintln!("note: amx_int8 listed but its tile data not granted to this process");
         }
         // The vendor and family lines name the CPU class of `wide_pipes`.
         let field = |key: &str| {

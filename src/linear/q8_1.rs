@@ -160,25 +160,28 @@ pub(crate) struct Rows {
     pub pairs: Plane<i8>,
     /// Empty, or |`pairs`|.
     pub pairs_abs: Plane<i8>,
-    /// Empty, or the codes of each group of four rows (4g .. 4g + 4; a last partial group
-    /// padded with zero rows) interleaved 4 bytes at a time: for group g and 4-value chunk
-    /// c, the 16 bytes at `(4·K + 64)·g + 16·c` are chunk c of rows 4g, 4g + 1, 4g + 2,
-    /// 4g + 3 ([`Rows::arrange_quads`]; each group is followed by 64 bytes of padding,
-    /// [`QuadStrides`]).
+    /// Rows per interleaved group ([`Rows::arrange_groups`]: 4, or 16 for the AMX tiles);
+    /// 0 while the planes below are empty.
+    pub width: usize,
+    /// Empty, or the codes of each group of W = [`Rows::width`] rows (Wg .. Wg + W; a last
+    /// partial group padded with zero rows) interleaved 4 bytes at a time: for group g and
+    /// 4-value chunk c, the 4·W bytes at `(W·K + 64)·g + 4W·c` are chunk c of rows Wg,
+    /// Wg + 1, .., Wg + W − 1 ([`Rows::arrange_groups`]; each group is followed by 64 bytes
+    /// of padding, [`QuadStrides`]).
     pub quads: Plane<i8>,
     /// Empty, or [`Rows::d`] interleaved the same way: group g, block b at
-    /// `(4·K/32 + 16)·g + 4·b`.
+    /// `(W·K/32 + 16)·g + W·b`.
     pub quad_d: Plane<f32>,
     /// Empty, or [`Rows::sum`] interleaved as [`Rows::quad_d`].
     pub quad_sum: Plane<i32>,
     /// Empty, or [`Rows::sum16`] (as i32) interleaved the same way: group g, 16-value half
-    /// h at `(8·K/32 + 16)·g + 4·h`.
+    /// h at `(2W·K/32 + 16)·g + W·h`.
     pub quad_sum16: Plane<i32>,
 }
 
 /// The distance, in elements, from one group's part of each interleaved plane
-/// ([`Rows::arrange_quads`]) to the next: the group's data (4·K codes; 4 values per block;
-/// 8 half sums per block) and one cache line more, so that the groups of a tile, which a
+/// ([`Rows::arrange_groups`]) to the next: the group's data (W·K codes; W values per block;
+/// 2W half sums per block) and one cache line more, so that the groups of a tile, which a
 /// kernel reads side by side, do not start at the same offset modulo 4 KiB (with K a
 /// multiple of 1024 they would all fall into the same L1 sets).
 #[derive(Clone, Copy)]
@@ -189,12 +192,12 @@ struct QuadStrides {
 }
 
 impl QuadStrides {
-    fn new(k: usize) -> QuadStrides {
+    fn new(k: usize, width: usize) -> QuadStrides {
         let nb = k / QK8_1;
         QuadStrides {
-            codes: 4 * k + 64,
-            blocks: 4 * nb + 16,
-            halves: 8 * nb + 16,
+            codes: width * k + 64,
+            blocks: width * nb + 16,
+            halves: 2 * width * nb + 16,
         }
     }
 }
@@ -213,9 +216,8 @@ pub(crate) struct Row<'a> {
     pub pairs: &'a [i8],
     /// This row's part of [`Rows::pairs_abs`] (empty when not arranged).
     pub pairs_abs: &'a [i8],
-    /// The four-row group of this row in [`Rows::quads`], [`Rows::quad_d`],
-    /// [`Rows::quad_sum`] and [`Rows::quad_sum16`] (empty when not arranged), and the row's
-    /// place in it (0..4).
+    /// The group of this row in [`Rows::quads`], [`Rows::quad_d`], [`Rows::quad_sum`] and
+    /// [`Rows::quad_sum16`] (empty when not arranged), and the row's place in it.
     pub quad: Quad<'a>,
 }
 
@@ -241,7 +243,7 @@ pub(crate) fn permute_runs<const N: usize>(
     }
 }
 
-/// One group of four rows of [`Rows`], interleaved ([`Rows::arrange_quads`]).
+/// One group of rows of [`Rows`], interleaved ([`Rows::arrange_groups`]).
 #[derive(Clone, Copy)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Quad<'a> {
@@ -251,25 +253,28 @@ pub(crate) struct Quad<'a> {
     pub sum16: &'a [i32],
     /// The row's place in its group.
     pub lane: usize,
+    /// Rows per group (0: none).
+    pub width: usize,
 }
 
-/// Whether `xs` is whole groups of [`Rows::arrange_quads`] in place: every row of the same
-/// length, in its group's lane, beside the rest of its group (a tile kernel then reads each
-/// group's interleaved planes through its first row).
+/// Whether `xs` is whole groups of `width` rows of [`Rows::arrange_groups`] in place: every
+/// row of the same length, in its group's lane, beside the rest of its group (a tile kernel
+/// then reads each group's interleaved planes through its first row).
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) fn quads_ready(xs: &[Row<'_>]) -> bool {
+pub(crate) fn groups_ready(xs: &[Row<'_>], width: usize) -> bool {
     let Some(first) = xs.first() else {
         return false;
     };
-    let nb = first.d.len();
+    let (nb, w) = (first.d.len(), width);
     xs.iter().enumerate().all(|(i, x)| {
-        let (q, g) = (&x.quad, &xs[i / 4 * 4].quad);
+        let (q, g) = (&x.quad, &xs[i / w * w].quad);
         x.d.len() == nb
-            && q.lane == i % 4
-            && q.codes.len() == 128 * nb
-            && q.d.len() == 4 * nb
-            && q.sum.len() == 4 * nb
-            && q.sum16.len() == 8 * nb
+            && q.width == w
+            && q.lane == i % w
+            && q.codes.len() == 32 * w * nb
+            && q.d.len() == w * nb
+            && q.sum.len() == w * nb
+            && q.sum16.len() == 2 * w * nb
             && std::ptr::eq(q.codes, g.codes)
             && std::ptr::eq(q.d, g.d)
             && std::ptr::eq(q.sum, g.sum)
@@ -285,6 +290,7 @@ impl Quad<'_> {
         sum: &[],
         sum16: &[],
         lane: 0,
+        width: 0,
     };
 }
 
@@ -306,24 +312,24 @@ impl Rows {
     /// Quantizes `m` rows of `k` values (`x.len() == m·k`, k a multiple of 32).
     #[cfg(test)]
     pub fn quantize(x: &[f32], m: usize, k: usize) -> Rows {
-        let mut rows = Rows::with_capacity(m, k, false, false).expect("q8_1 rows");
+        let mut rows = Rows::with_capacity(m, k, false, 0).expect("q8_1 rows");
         rows.quantize_into(x, m, Isa::Scalar);
         rows
     }
 
     /// Empty rows of `k` values with room for `m` rows (with `arranged`, their
-    /// [`Rows::arrange_pairs`] planes; with `interleaved`, their [`Rows::arrange_quads`]
-    /// planes), allocated fallibly: the temporaries of a product's
-    /// activation tile, reused tile after tile without allocating again.
+    /// [`Rows::arrange_pairs`] planes; with `width` > 0, their [`Rows::arrange_groups`]
+    /// planes in groups of that many rows), allocated fallibly: the temporaries of a
+    /// product's activation tile, reused tile after tile without allocating again.
     ///
     /// Errors: [`Error::OutOfMemory`], [`Error::Overflow`].
-    pub fn with_capacity(m: usize, k: usize, arranged: bool, interleaved: bool) -> Result<Rows> {
+    pub fn with_capacity(m: usize, k: usize, arranged: bool, width: usize) -> Result<Rows> {
         let mk = mul(m, k, "q8_1 codes")?;
         let nb = mk / QK8_1;
         let planes = if arranged { mk } else { 0 };
-        // The interleaved planes: whole groups of four rows, the last one padded.
-        let (quad_codes, quad_blocks, quad_halves) = if interleaved {
-            let (groups, s) = (m.div_ceil(4), QuadStrides::new(k));
+        // The interleaved planes: whole groups of `width` rows, the last one padded.
+        let (quad_codes, quad_blocks, quad_halves) = if width > 0 {
+            let (groups, s) = (m.div_ceil(width), QuadStrides::new(k, width));
             (
                 mul(groups, s.codes, "q8_1 interleaved codes")?,
                 mul(groups, s.blocks, "q8_1 interleaved scales")?,
@@ -334,6 +340,7 @@ impl Rows {
         };
         Ok(Rows {
             k,
+            width: 0,
             qs: Plane::with_capacity(mk, "q8_1 activation codes")?,
             d: Plane::with_capacity(nb, "q8_1 activation scales")?,
             sum: Plane::with_capacity(nb, "q8_1 block sums")?,
@@ -372,6 +379,7 @@ impl Rows {
         self.sum8.resize(4 * nb, 0);
         self.pairs.clear();
         self.pairs_abs.clear();
+        self.width = 0;
         self.quads.clear();
         self.quad_d.clear();
         self.quad_sum.clear();
@@ -426,21 +434,26 @@ impl Rows {
         }
     }
 
-    /// Row `i`'s group of [`Rows::arrange_quads`] (empty when not arranged).
+    /// Row `i`'s group of [`Rows::arrange_groups`] (empty when not arranged).
     fn quad(&self, i: usize) -> Quad<'_> {
-        let (k, nb, g, s) = (self.k, self.k / QK8_1, i / 4, QuadStrides::new(self.k));
+        let w = self.width;
+        if w == 0 {
+            return Quad::EMPTY;
+        }
+        let (k, nb, g, s) = (self.k, self.k / QK8_1, i / w, QuadStrides::new(self.k, w));
         match (
-            self.quads.get(s.codes * g..s.codes * g + 4 * k),
-            self.quad_d.get(s.blocks * g..s.blocks * g + 4 * nb),
-            self.quad_sum.get(s.blocks * g..s.blocks * g + 4 * nb),
-            self.quad_sum16.get(s.halves * g..s.halves * g + 8 * nb),
+            self.quads.get(s.codes * g..s.codes * g + w * k),
+            self.quad_d.get(s.blocks * g..s.blocks * g + w * nb),
+            self.quad_sum.get(s.blocks * g..s.blocks * g + w * nb),
+            self.quad_sum16.get(s.halves * g..s.halves * g + 2 * w * nb),
         ) {
             (Some(codes), Some(d), Some(sum), Some(sum16)) => Quad {
                 codes,
                 d,
                 sum,
                 sum16,
-                lane: i % 4,
+                lane: i % w,
+                width: w,
             },
             _ => Quad::EMPTY,
         }
@@ -464,18 +477,26 @@ impl Rows {
         }
     }
 
-    /// Fills [`Rows::quads`], [`Rows::quad_d`], [`Rows::quad_sum`] and [`Rows::quad_sum16`]:
-    /// the rows in groups of four, interleaved 4 codes (one block scale, one block sum, one
-    /// half-block sum) at a time, a last partial
-    /// group padded with zero rows (codes, scales and sums 0). Computed once per forward for
-    /// the kernels whose vectors hold one lane per (weight row, activation row) pair.
+    /// [`Rows::arrange_groups`] in groups of four rows: the AVX tile kernels' layout.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    /// With `arranged` the codes come from [`Rows::pairs`] (the order of a kernel's weight
-    /// bytes, [`Rows::arrange_pairs`] already run), else from [`Rows::qs`].
     pub fn arrange_quads(&mut self, arranged: bool) {
-        let (k, nb) = (self.k, self.k / QK8_1);
+        self.arrange_groups(4, arranged);
+    }
+
+    /// Fills [`Rows::quads`], [`Rows::quad_d`], [`Rows::quad_sum`] and [`Rows::quad_sum16`]:
+    /// the rows in groups of `width`, interleaved 4 codes (one block scale, one block sum,
+    /// one half-block sum) at a time, a last partial group padded with zero rows (codes,
+    /// scales and sums 0). Computed once per forward for the kernels whose vectors hold one
+    /// lane per (weight row, activation row) pair (4 rows per group) or that read the codes
+    /// as AMX tiles (16). With `arranged` the codes come from [`Rows::pairs`] (the order of
+    /// a kernel's weight bytes, [`Rows::arrange_pairs`] already run), else from
+    /// [`Rows::qs`].
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub fn arrange_groups(&mut self, width: usize, arranged: bool) {
+        let (k, nb, w) = (self.k, self.k / QK8_1, width);
         let m = self.rows();
-        let (groups, s) = (m.div_ceil(4), QuadStrides::new(k));
+        let (groups, s) = (m.div_ceil(w), QuadStrides::new(k, w));
+        self.width = w;
         self.quads.clear();
         self.quads.resize(s.codes * groups, 0);
         self.quad_d.clear();
@@ -485,19 +506,19 @@ impl Rows {
         self.quad_sum16.clear();
         self.quad_sum16.resize(s.halves * groups, 0);
         for i in 0..m {
-            let (g, j) = (i / 4, i % 4);
+            let (g, j) = (i / w, i % w);
             let src = if arranged { &self.pairs } else { &self.qs };
             let row = &src[i * k..(i + 1) * k];
-            let codes = &mut self.quads[s.codes * g..s.codes * g + 4 * k];
+            let codes = &mut self.quads[s.codes * g..s.codes * g + w * k];
             for (c, chunk) in row.chunks_exact(4).enumerate() {
-                codes[16 * c + 4 * j..16 * c + 4 * j + 4].copy_from_slice(chunk);
+                codes[4 * w * c + 4 * j..4 * w * c + 4 * j + 4].copy_from_slice(chunk);
             }
             for b in 0..nb {
-                self.quad_d[s.blocks * g + 4 * b + j] = self.d[nb * i + b];
-                self.quad_sum[s.blocks * g + 4 * b + j] = self.sum[nb * i + b];
+                self.quad_d[s.blocks * g + w * b + j] = self.d[nb * i + b];
+                self.quad_sum[s.blocks * g + w * b + j] = self.sum[nb * i + b];
             }
             for h in 0..2 * nb {
-                self.quad_sum16[s.halves * g + 4 * h + j] = self.sum16[2 * nb * i + h] as i32;
+                self.quad_sum16[s.halves * g + w * h + j] = self.sum16[2 * nb * i + h] as i32;
             }
         }
     }
@@ -698,7 +719,7 @@ mod tests {
         let (m, k) = (4, QK8_1 * blocks / 4);
         let want = Rows::quantize(&x, m, k);
         for isa in Isa::tested() {
-            let mut got = Rows::with_capacity(m, k, false, false).unwrap();
+            let mut got = Rows::with_capacity(m, k, false, 0).unwrap();
             got.quantize_into(&x, m, isa);
             let name = isa.name();
             assert_eq!(got.qs[..], want.qs[..], "{name}: codes");

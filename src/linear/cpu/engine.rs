@@ -164,7 +164,20 @@ impl<'a> Engine<'a> {
     fn rows_per_chunk(&self, rows: usize) -> usize {
         rows.div_ceil(self.parallelism() * 8)
             .clamp(1, 64)
-            .next_multiple_of(FLOAT_GROUP)
+            .next_multiple_of(FLOAT_GROUP.max(self.widest_group()))
+    }
+
+    /// The most weight rows one kernel call of this weight may take: [`AMX_GROUP`] for the
+    /// k-quants with an AMX kernel on a CPU that has AMX, else [`ROW_GROUP`].
+    fn widest_group(&self) -> usize {
+        match self.kernel {
+            Kernel::Gguf(super::gguf::Kind::KQuant(kq))
+                if super::kquants::amx_rows(self.isa, kq, TILE_M) =>
+            {
+                AMX_GROUP
+            }
+            _ => ROW_GROUP,
+        }
     }
 
     /// [`Engine::workspace`], or the one an earlier call of the same shape left
@@ -202,15 +215,25 @@ impl<'a> Engine<'a> {
         let arranged = self.isa.avx2();
         let q = match self.kernel {
             Kernel::Gguf(_) | Kernel::GgufDecoded | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
-                // The tile kernels' interleaved planes (`Rows::arrange_quads`): the AVX-512
-                // tier's, and the k-quants' on every tier that has a tile kernel for them.
-                let interleaved = match self.kernel {
+                // The tile kernels' interleaved planes (`Rows::arrange_groups`): the AVX-512
+                // tier's, and the k-quants' on every tier that has a tile kernel for them
+                // (four rows per group), or the AMX kernel's (16).
+                let width = match self.kernel {
                     Kernel::Gguf(super::gguf::Kind::KQuant(kq)) => {
-                        super::kquants::tile_min_m(self.isa, kq).is_some_and(|min| mt >= min)
+                        if super::kquants::amx_rows(self.isa, kq, mt) {
+                            AMX_GROUP
+                        } else if super::kquants::tile_min_m(self.isa, kq)
+                            .is_some_and(|min| mt >= min)
+                        {
+                            4
+                        } else {
+                            0
+                        }
                     }
-                    _ => self.isa == Isa::Avx512,
+                    _ if self.isa == Isa::Avx512 => 4,
+                    _ => 0,
                 };
-                Some(q8_1::Rows::with_capacity(mt, k, arranged, interleaved)?)
+                Some(q8_1::Rows::with_capacity(mt, k, arranged, width)?)
             }
             _ => None,
         };
@@ -351,8 +374,13 @@ impl<'a> Engine<'a> {
         // partition (and the thread count) never changes a bit.
         let rows_per_chunk = self.rows_per_chunk(n);
         // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
-        // M = 1 (eight independent accumulator chains), the GGUF ones 4.
+        // M = 1 (eight independent accumulator chains), the GGUF ones 4 (the AMX kernel 16).
         let group = match self.kernel {
+            Kernel::Gguf(super::gguf::Kind::KQuant(kq))
+                if super::kquants::amx_rows(self.isa, kq, mt) =>
+            {
+                AMX_GROUP
+            }
             Kernel::Gguf(_) | Kernel::GgufQ8K(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
                 ROW_GROUP
             }
@@ -559,7 +587,7 @@ impl<'a> Engine<'a> {
                 nvfp4_q8::dot_row_group(self.isa, &ws[..count], q, out);
             }
             Kernel::Gguf(kind) => {
-                let mut ws: [&[u8]; ROW_GROUP] = [&[]; ROW_GROUP];
+                let mut ws: [&[u8]; AMX_GROUP] = [&[]; AMX_GROUP];
                 for (i, w) in ws.iter_mut().enumerate().take(count) {
                     *w = bytes(i);
                 }
@@ -781,6 +809,9 @@ fn fill<'v, T: Copy>(v: &'v mut Vec<T>, len: usize, zero: T, what: &str) -> Resu
 
 /// Weight rows computed together (the float kernels' tile height).
 pub(crate) const ROW_GROUP: usize = 4;
+
+/// Weight rows per call of the AMX kernels (`kquants::amx_rows`): one tile's 16 rows.
+pub(crate) const AMX_GROUP: usize = 16;
 
 /// Weight rows per call of the f32-activation kernels (a multiple of [`ROW_GROUP`]).
 pub(crate) const FLOAT_GROUP: usize = 8;

@@ -203,12 +203,28 @@ pub(crate) fn tile_min_m(isa: Isa, kq: Kq) -> Option<usize> {
     }
 }
 
-/// Activation rows as the kernel on `isa` reads them: from [`tile_min_m`] rows on, also
-/// interleaved in groups of four for the tile kernel; below, on the AVX-512 tier, Q2_K–Q5_K's
-/// codes also in the order of that tier's pass kernel (chunk- or group-major).
+/// Whether `m` activation rows of `kq` on `isa` take the AMX kernel (the AVX-512 tier on a
+/// CPU with AMX-INT8, from `kquants_amx::min_m` rows): the rows are then interleaved in
+/// groups of 16 ([`prepare`]) and the engine hands the kernel up to 16 weight rows a call.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+pub(crate) fn amx_rows(isa: Isa, kq: Kq, m: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && crate::isa::Cpu::get().amx_int8 {
+        return super::kquants_amx::min_m(kq).is_some_and(|min| m >= min);
+    }
+    false
+}
+
+/// Activation rows as the kernel on `isa` reads them: where [`amx_rows`] holds, interleaved
+/// in groups of 16 for the AMX kernel; else from [`tile_min_m`] rows on, interleaved in
+/// groups of four for the tile kernel; below, on the AVX-512 tier, Q2_K–Q5_K's codes in the
+/// order of that tier's pass kernel (chunk- or group-major).
 pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
     let mut rows = rows;
-    if tile_min_m(isa, kq).is_some_and(|min| rows.rows() >= min) {
+    if amx_rows(isa, kq, rows.rows()) {
+        #[cfg(target_arch = "x86_64")]
+        rows.arrange_groups(super::kquants_amx::WIDTH, false);
+    } else if tile_min_m(isa, kq).is_some_and(|min| rows.rows() >= min) {
         rows.arrange_quads(false);
     } else {
         #[cfg(target_arch = "x86_64")]
@@ -221,8 +237,9 @@ pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
     rows
 }
 
-/// Up to four consecutive weight rows `ws` (whole super-blocks of `kq`) against every q8_1
-/// row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
+/// Up to four consecutive weight rows `ws` (whole super-blocks of `kq`; up to 16 where the
+/// rows are interleaved for the AMX kernel, [`amx_rows`]) against every q8_1 row `xs`:
+/// `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     match isa {
@@ -230,9 +247,11 @@ pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out:
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernels are compiled for.
         Isa::Avx512 => unsafe {
-            // Several activation rows: the tile kernel when the rows are interleaved for it,
-            // else the pair kernels; the same bits.
-            if super::kquants_tile_avx512::applies(kq, xs) {
+            // Several activation rows: the AMX or the tile kernel when the rows are
+            // interleaved for it, else the pair kernels; the same bits.
+            if super::kquants_amx::applies(kq, xs) {
+                super::kquants_amx::dot_row_group(kq, ws, xs, out)
+            } else if super::kquants_tile_avx512::applies(kq, xs) {
                 super::kquants_tile_avx512::dot_row_group(kq, ws, xs, out)
             } else {
                 super::kquants_avx512::dot_row_group(kq, ws, xs, out)
@@ -523,5 +542,59 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The AMX kernel (where the CPU has it) against the scalar reference for 1..=16 weight
+    /// rows per call, activation groups of 16 with remainders; and, since the AVX-512 tier
+    /// then prefers it, the 512-bit tile kernel on rows interleaved in fours by hand, so
+    /// both stay tested on such a CPU.
+    #[test]
+    fn amx_and_tile_kernels_equal_scalar_for_every_row_count() {
+        if !Isa::Avx512.available() {
+            eprintln!("note: no avx512 on this machine, its AMX and tile kernels are not tested");
+            return;
+        }
+        if !crate::isa::Cpu::get().amx_int8 {
+            eprintln!("note: no usable AMX-INT8 on this machine, its kernel is not tested");
+        }
+        let mut rng = Lcg(23);
+        let mut cases = [0usize; 2];
+        for kq in [Kq::Q4K, Kq::Q5K] {
+            let (n, k) = (19, 1792);
+            let w = payload(kq, n, k, 3, &mut rng);
+            let rb = k / 256 * kq.block_bytes();
+            let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
+            for m in [16, 17, 31, 48, 64] {
+                let x = activations(m, k, &mut rng);
+                let q = Rows::quantize(&x, m, k);
+                let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                let mut want = vec![0f32; n * m];
+                dot_row_group(Isa::Scalar, kq, &rows, &xs, &mut want);
+                let amx = prepare(Isa::Avx512, kq, Rows::quantize(&x, m, k));
+                let mut quads = Rows::quantize(&x, m, k);
+                quads.arrange_quads(false);
+                for (form, qp, widths) in [(0, &amx, &[1, 3, 15, 16][..]), (1, &quads, &[1, 4])] {
+                    if form == 0 && !amx_rows(Isa::Avx512, kq, m) {
+                        continue;
+                    }
+                    if form == 1 && tile_min_m(Isa::Avx512, kq).is_none_or(|min| m < min) {
+                        continue;
+                    }
+                    let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
+                    for &g in widths {
+                        for r0 in [0, n - g] {
+                            let mut got = vec![0f32; g * m];
+                            dot_row_group(Isa::Avx512, kq, &rows[r0..r0 + g], &xp, &mut got);
+                            let want = &want[r0 * m..(r0 + g) * m];
+                            let b = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                            assert_eq!(b(&got), b(want), "{kq:?} form {form} m{m} g{g} r0{r0}");
+                            cases[form] += 1;
+                        }
+                    }
+                }
+            }
+        }
+        println!("AMX cases {}, 512-bit tile cases {}", cases[0], cases[1]);
+        assert!(cases[1] > 0 && (cases[0] > 0 || !crate::isa::Cpu::get().amx_int8));
     }
 }

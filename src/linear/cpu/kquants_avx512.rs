@@ -61,10 +61,10 @@ pub(super) struct Hdr {
     /// Q3_K, Q6_K: d broadcast.
     d: __m256,
     /// Q2_K, Q4_K, Q5_K: d in lanes 0..8, dmin in lanes 8..16.
-    dd: __m512,
+    pub(super) dd: __m512,
     /// Q2_K, Q3_K, Q6_K: the per-16 scales, i32 lane 4c + p = sc[4p + c] (the order of
     /// `W`); Q4_K, Q5_K: the per-32 scales in lanes 0..8 and the mins in lanes 8..16.
-    sc: __m512i,
+    pub(super) sc: __m512i,
     /// Q2_K: the 16 per-16 mins (i16); Q3_K, Q6_K: k·sc, the coefficients of Σx16.
     c16: __m256i,
     /// Q2_K, Q3_K: the per-16 scales as i32 in their natural order (the group-major form).

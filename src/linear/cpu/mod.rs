@@ -89,6 +89,8 @@ macro_rules! passes {
     }};
 }
 
+#[cfg(target_arch = "x86_64")]
+mod amx;
 pub(crate) mod engine;
 pub(crate) mod float;
 #[cfg(target_arch = "x86_64")]
@@ -110,6 +112,8 @@ pub(crate) mod iquants;
 #[cfg(target_arch = "x86_64")]
 mod iquants_avx2;
 pub(crate) mod kquants;
+#[cfg(target_arch = "x86_64")]
+mod kquants_amx;
 #[cfg(target_arch = "x86_64")]
 mod kquants_avx2;
 #[cfg(target_arch = "x86_64")]

@@ -9,17 +9,17 @@
 //! chunk c of weight row a. Each `vpdpbusd` then adds four products into each of the 16
 //! (weight row, activation row) lanes, and no lane ever needs a horizontal sum.
 
-use crate::linear::q8_1::{Row, quads_ready};
+use crate::linear::q8_1::{Row, groups_ready};
 use std::arch::x86_64::*;
 
 /// Most activation groups of one call (the engine's tile of at most 64 rows).
 pub(super) const MAX_GROUPS: usize = 16;
 
 /// Whether a tile kernel taking row groups from `min_m` rows on serves `xs`: at least that
-/// many rows, at most 64, interleaved in groups of four ([`quads_ready`]).
+/// many rows, at most 64, interleaved in groups of four ([`groups_ready`]).
 pub(super) fn applies(min_m: usize, xs: &[Row<'_>]) -> bool {
     // The row count first: one comparison decides the one-row case.
-    (min_m..=4 * MAX_GROUPS).contains(&xs.len()) && quads_ready(xs)
+    (min_m..=4 * MAX_GROUPS).contains(&xs.len()) && groups_ready(xs, 4)
 }
 
 /// Each group's interleaved planes: codes, block scales, block sums and half-block sums

@@ -1,0 +1,121 @@
+//! Intel AMX tiles for the exact integer block sums of the widest products (the AVX-512
+//! tier on CPUs with AMX-INT8, [`Cpu::amx_int8`](crate::isa::Cpu::amx_int8)).
+//!
+//! One configuration serves every kernel: `tmm0`/`tmm1` hold a 16 × 16 i32 result C,
+//! `tmm2`/`tmm3` 16 rows of 32 unsigned weight codes A (one 32-value block of 16 weight
+//! rows), `tmm4`/`tmm5` the 32 signed activation codes of 16 activation rows B, in the
+//! layout `tdpbusd` reads: row k4 (0..8) holds, for each activation row m, its codes
+//! 4·k4 .. 4·k4 + 4 (64 bytes, [`Rows::arrange_groups`] with 16 rows per group). Then
+//! C[n][m] = Σ_k A[n][k]·x[m][k], the block's exact integer sum for every (weight row,
+//! activation row) pair: at most 32·255·127 in magnitude, far inside i32, so the tiles
+//! return the integers every other tier forms.
+//!
+//! Rust has no stable AMX intrinsics; the instructions are inline assembly, which names the
+//! tile registers itself (the compiler never allocates them, so their contents persist
+//! between the assembly blocks of one thread). A [`Tiles`] value configures them for the
+//! calling thread and releases them when dropped.
+//!
+//! [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
+
+use std::arch::asm;
+
+/// The tile configuration (palette 1), as `ldtilecfg` reads it: 64 bytes, the palette in
+/// byte 0, each tile's bytes per row at 16 + 2·t (u16) and its rows at 48 + t.
+#[repr(C, align(64))]
+struct Config([u8; 64]);
+
+const CONFIG: Config = {
+    let mut c = [0u8; 64];
+    c[0] = 1;
+    // (tile, rows, bytes per row)
+    let shapes = [
+        (0, 16, 64),
+        (1, 16, 64),
+        (2, 16, 32),
+        (3, 16, 32),
+        (4, 8, 64),
+        (5, 8, 64),
+    ];
+    let mut i = 0;
+    while i < shapes.len() {
+        let (t, rows, bytes) = shapes[i];
+        c[16 + 2 * t] = bytes as u8;
+        c[48 + t] = rows;
+        i += 1;
+    }
+    Config(c)
+};
+
+/// The tile registers configured for this thread ([`CONFIG`]) until dropped
+/// (`tilerelease`, which returns them to their initial state).
+pub(super) struct Tiles(std::marker::PhantomData<*const ()>);
+
+impl Tiles {
+    /// Configures the tiles of the calling thread.
+    ///
+    /// # Safety
+    /// [`Cpu::amx_int8`](crate::isa::Cpu::amx_int8) holds (the CPU has AMX-INT8 and the
+    /// operating system granted this process the tile data).
+    #[inline]
+    pub(super) unsafe fn configure() -> Tiles {
+        let cfg = &CONFIG;
+        // SAFETY: AMX is there and permitted (the caller); `ldtilecfg` reads the 64
+        // bytes of a valid palette-1 configuration (every row count ≤ 16, bytes ≤ 64).
+        unsafe {
+            asm!("ldtilecfg [{}]", in(reg) cfg, options(nostack, readonly, preserves_flags));
+        }
+        Tiles(std::marker::PhantomData)
+    }
+
+    /// C = A·B for two blocks at once: for i = 0, 1, the 16 rows of 32 u8 codes at
+    /// `a[i]` (rows `a_stride` bytes apart) against the 512 bytes of B at `b[i]` (tile layout
+    /// of the module docs), the 16 × 16 exact i32 sums stored at `c[i]` (row n = weight row,
+    /// 64 bytes apart).
+    ///
+    /// # Safety
+    /// 16 rows of 32 readable bytes at each `a[i]`, 512 readable bytes at each `b[i]`, 1 KiB
+    /// writable at each `c[i]`.
+    #[inline]
+    pub(super) unsafe fn block_sums2(
+        &self,
+        a: [*const u8; 2],
+        a_stride: usize,
+        b: [*const i8; 2],
+        c: [*mut i32; 2],
+    ) {
+        // SAFETY: the tiles are configured (`self`); the loads and stores stay in the
+        // caller's ranges (tmm2/3: 16 rows × 32 bytes at stride `a_stride`, tmm4/5: 8 rows ×
+        // 64 bytes, tmm0/1: 16 rows × 64 bytes).
+        unsafe {
+            asm!(
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tileloadd tmm2, [{a0} + {sa}*1]",
+                "tileloadd tmm4, [{b0} + {s64}*1]",
+                "tileloadd tmm3, [{a1} + {sa}*1]",
+                "tileloadd tmm5, [{b1} + {s64}*1]",
+                "tdpbusd tmm0, tmm2, tmm4",
+                "tdpbusd tmm1, tmm3, tmm5",
+                "tilestored [{c0} + {s64}*1], tmm0",
+                "tilestored [{c1} + {s64}*1], tmm1",
+                a0 = in(reg) a[0],
+                a1 = in(reg) a[1],
+                sa = in(reg) a_stride,
+                b0 = in(reg) b[0],
+                b1 = in(reg) b[1],
+                c0 = in(reg) c[0],
+                c1 = in(reg) c[1],
+                s64 = in(reg) 64usize,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+impl Drop for Tiles {
+    fn drop(&mut self) {
+        // SAFETY: the tiles were configured by `configure` on this thread (a `Tiles` is
+        // neither Send nor Sync: its marker); `tilerelease` only resets them.
+        unsafe { asm!("tilerelease", options(nostack, nomem, preserves_flags)) };
+    }
+}

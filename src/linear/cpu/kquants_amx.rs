@@ -1,0 +1,163 @@
+//! The AMX kernel of Q4_K and Q5_K for many activation rows (the AVX-512 tier where
+//! [`Cpu::amx_int8`](crate::isa::Cpu::amx_int8) holds): up to 16 weight rows against the
+//! activation rows in groups of 16, the exact block sums from `tdpbusd` ([`super::amx`]).
+//! Same bits as [`super::kquants`]'s order: only the way the integer sums `S_j` are formed
+//! differs.
+//!
+//! Per super-block the 16 weight rows' unsigned codes are unpacked once per activation
+//! group ([`K::codes`], natural value order) into a 4 KiB buffer, 256 bytes per row: tile A
+//! of sub-block j is its bytes 32j .. 32j + 32 of each row. Tile B is the group's
+//! interleaved activation codes of the block ([`Rows::arrange_groups`], 16 rows per group:
+//! its 512 bytes). C[n][m] = Σ u·x over the sub-block, exact; then, in f32 with lanes m
+//! (every product exact: each integer below 2²⁴), per weight row n and sub-block j:
+//!
+//! - `acc[j] ← fma(d·dx, S·sc_j, acc[j])`, `accm[j] ← fma(dmin·dx, Σx·m_j, accm[j])`,
+//! - and at the end the shared tree of `acc[j] − accm[j]`:
+//!
+//! the reference's steps, lane by lane.
+//!
+//! [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
+
+use super::amx::Tiles;
+use super::kquants::Kq;
+use super::kquants_avx512::{K, Q4K, Q5K};
+use super::tile_avx512::tree;
+use crate::linear::q8_1::{Row, groups_ready};
+use std::arch::x86_64::*;
+
+/// Activation rows per group: the tiles' 16 rows.
+pub(super) const WIDTH: usize = 16;
+
+/// Most weight rows per call: the tiles' 16 rows.
+pub(super) const MAX_ROWS: usize = 16;
+
+/// Most activation rows of one call (the engine's tile of at most 64 rows).
+const MAX_M: usize = 64;
+
+/// Activation rows from which a row group of `kq` takes this kernel, where the CPU has AMX.
+pub(super) const fn min_m(kq: Kq) -> Option<usize> {
+    match kq {
+        Kq::Q4K | Kq::Q5K => Some(16),
+        _ => None,
+    }
+}
+
+/// Whether this kernel serves `kq` against `xs`: AMX there, at least [`min_m`] rows, at
+/// most 64, whole super-blocks, interleaved in groups of 16 ([`groups_ready`]).
+pub(super) fn applies(kq: Kq, xs: &[Row<'_>]) -> bool {
+    crate::isa::Cpu::get().amx_int8
+        && min_m(kq).is_some_and(|min| (min..=MAX_M).contains(&xs.len()))
+        && xs[0].d.len().is_multiple_of(8)
+        && groups_ready(xs, WIDTH)
+}
+
+/// Up to 16 weight rows `ws` (whole super-blocks) against the rows `xs` ([`applies`]
+/// holds): `out[i·M + r]`, the reference's bits.
+///
+/// # Safety
+/// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C); [`applies`] holds (AMX
+/// usable; the interleaved planes read through each group's first row are there).
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    debug_assert!(applies(kq, xs));
+    let (m, nb) = (xs.len(), xs[0].d.len());
+    let bytes = nb / 8 * kq.block_bytes();
+    assert!((1..=MAX_ROWS).contains(&ws.len()) && ws.iter().all(|w| w.len() >= bytes));
+    assert!(out.len() >= ws.len() * m && m <= MAX_M);
+    // SAFETY (each): the features and `applies` (the caller's contract); the rows hold the
+    // super-blocks and `out` its outputs (checked above).
+    unsafe {
+        match kq {
+            Kq::Q4K => tile::<Q4K>(ws, xs, out),
+            Kq::Q5K => tile::<Q5K>(ws, xs, out),
+            _ => unreachable!("only Q4_K and Q5_K have an AMX kernel (min_m)"),
+        }
+    }
+}
+
+/// 64-byte aligned storage (tile rows and vectors).
+#[repr(C, align(64))]
+struct Aligned<T>(T);
+
+/// [`dot_row_group`] for the type `U`.
+///
+/// # Safety
+/// As [`dot_row_group`], whose checks hold.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let bb = U::KQ.block_bytes();
+    let (m, nb) = (xs.len(), xs[0].d.len());
+    let rows = ws.len();
+    // Weight codes, 256 per row (rows past `ws.len()` stay zero: their outputs are never
+    // stored); the block sums C of the super-block's eight sub-blocks.
+    let mut codes = Aligned([0u8; MAX_ROWS * 256]);
+    let mut c = Aligned([[0i32; WIDTH * MAX_ROWS]; 8]);
+    // Per weight row: the eight scales (lanes 0..8) and mins (8..16) as f32, and d, dmin.
+    let mut sc = Aligned([[0f32; 16]; MAX_ROWS]);
+    let mut dd = [[0f32; 2]; MAX_ROWS];
+    // SAFETY: AMX usable (the caller's contract).
+    let tiles = unsafe { Tiles::configure() };
+    for g in 0..m.div_ceil(WIDTH) {
+        let q = &xs[WIDTH * g].quad;
+        let (xc, xd, xsum) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr());
+        let mut acc = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
+        let mut accm = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
+        for sb in 0..nb / 8 {
+            // SAFETY (all): super-block sb of every weight row, block 8·sb + j < nb of the
+            // group's 512·nb codes and 16·nb scales and sums (the caller's checks); the
+            // buffers are the sizes the tiles read and write.
+            unsafe {
+                for (n, w) in ws.iter().enumerate() {
+                    let b = w.as_ptr().add(bb * sb);
+                    let h = U::header(b);
+                    let v = U::codes(b);
+                    for (p, v) in v.iter().enumerate() {
+                        _mm512_store_si512(codes.0.as_mut_ptr().add(256 * n + 64 * p).cast(), *v);
+                    }
+                    _mm512_store_ps(sc.0[n].as_mut_ptr(), _mm512_cvtepi32_ps(h.sc));
+                    let mut d = [0f32; 16];
+                    _mm512_storeu_ps(d.as_mut_ptr(), h.dd);
+                    dd[n] = [d[0], d[8]];
+                }
+                for j in (0..8).step_by(2) {
+                    let t = 8 * sb + j;
+                    let a = codes.0.as_ptr();
+                    tiles.block_sums2(
+                        [a.add(32 * j), a.add(32 * (j + 1))],
+                        256,
+                        [xc.add(512 * t), xc.add(512 * (t + 1))],
+                        [c.0[j].as_mut_ptr(), c.0[j + 1].as_mut_ptr()],
+                    );
+                }
+                let mut dx = [_mm512_setzero_ps(); 8];
+                let mut sx = [_mm512_setzero_ps(); 8];
+                for j in 0..8 {
+                    let t = 8 * sb + j;
+                    dx[j] = _mm512_loadu_ps(xd.add(WIDTH * t));
+                    sx[j] = _mm512_cvtepi32_ps(_mm512_loadu_si512(xsum.add(WIDTH * t).cast()));
+                }
+                for n in 0..rows {
+                    let (d, dmin) = (_mm512_set1_ps(dd[n][0]), _mm512_set1_ps(dd[n][1]));
+                    for j in 0..8 {
+                        let s = _mm512_cvtepi32_ps(_mm512_load_si512(
+                            c.0[j].as_ptr().add(WIDTH * n).cast(),
+                        ));
+                        let s = _mm512_mul_ps(s, _mm512_set1_ps(sc.0[n][j]));
+                        acc[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx[j]), s, acc[n][j]);
+                        let mj = _mm512_mul_ps(sx[j], _mm512_set1_ps(sc.0[n][8 + j]));
+                        accm[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx[j]), mj, accm[n][j]);
+                    }
+                }
+            }
+        }
+        for n in 0..rows {
+            let a: [__m512; 8] = std::array::from_fn(|j| _mm512_sub_ps(acc[n][j], accm[n][j]));
+            let lanes = tree(&a, None);
+            for (l, &v) in lanes.iter().enumerate().take(m - WIDTH * g) {
+                out[n * m + WIDTH * g + l] = v;
+            }
+        }
+    }
+    drop(tiles);
+}
