@@ -13,7 +13,7 @@
 //! Rust has no stable AMX intrinsics; the instructions are inline assembly, which names the
 //! tile registers itself (the compiler never allocates them, so their contents persist
 //! between the assembly blocks of one thread). A [`Tiles`] value configures them for the
-//! calling thread and releases them when dropped.
+//! calling thread and puts back the configuration the thread had when dropped.
 //!
 //! [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
 
@@ -46,25 +46,45 @@ const CONFIG: Config = {
     Config(c)
 };
 
-/// The tile registers configured for this thread ([`CONFIG`]) until dropped
-/// (`tilerelease`, which returns them to their initial state).
-pub(super) struct Tiles(std::marker::PhantomData<*const ()>);
+/// The tile registers configured for this thread ([`CONFIG`]) until dropped, when the
+/// configuration the thread had before is put back: another library on the same thread
+/// (oneDNN, ggml, candle) may have configured the tiles once and rely on that configuration
+/// staying (`ldtilecfg` of the saved bytes), or none was (`tilerelease`). Tile data does not
+/// survive a call (loading a configuration zeroes the tiles); a caller's kernels load their
+/// tiles anew each time, as every AMX kernel does.
+pub(super) struct Tiles {
+    /// The thread's configuration before [`Tiles::configure`] (all zero: none).
+    saved: Config,
+    /// Not Send: the configuration belongs to the thread that loaded it.
+    _thread: std::marker::PhantomData<*const ()>,
+}
 
 impl Tiles {
-    /// Configures the tiles of the calling thread.
+    /// Configures the tiles of the calling thread, saving the configuration it had.
     ///
     /// # Safety
     /// [`Cpu::amx_int8`](crate::isa::Cpu::amx_int8) holds (the CPU has AMX-INT8 and the
     /// operating system granted this process the tile data).
     #[inline]
     pub(super) unsafe fn configure() -> Tiles {
+        let mut saved = Config([0; 64]);
         let cfg = &CONFIG;
-        // SAFETY: AMX is there and permitted (the caller); `ldtilecfg` reads the 64
-        // bytes of a valid palette-1 configuration (every row count ≤ 16, bytes ≤ 64).
+        // SAFETY: AMX is there and permitted (the caller); `sttilecfg` writes 64 bytes
+        // (zeros where the tiles are not configured), `ldtilecfg` reads the 64 bytes of a
+        // valid palette-1 configuration (every row count ≤ 16, bytes ≤ 64).
         unsafe {
-            asm!("ldtilecfg [{}]", in(reg) cfg, options(nostack, readonly, preserves_flags));
+            asm!(
+                "sttilecfg [{saved}]",
+                "ldtilecfg [{cfg}]",
+                saved = in(reg) saved.0.as_mut_ptr(),
+                cfg = in(reg) cfg,
+                options(nostack, preserves_flags),
+            );
         }
-        Tiles(std::marker::PhantomData)
+        Tiles {
+            saved,
+            _thread: std::marker::PhantomData,
+        }
     }
 
     /// C = A·B for two blocks at once: for i = 0, 1, the 16 rows of 32 u8 codes at
@@ -114,8 +134,97 @@ impl Tiles {
 
 impl Drop for Tiles {
     fn drop(&mut self) {
-        // SAFETY: the tiles were configured by `configure` on this thread (a `Tiles` is
-        // neither Send nor Sync: its marker); `tilerelease` only resets them.
-        unsafe { asm!("tilerelease", options(nostack, nomem, preserves_flags)) };
+        // SAFETY: the tiles were configured by `configure` on this thread (a `Tiles` is not
+        // Send); the saved bytes are what `sttilecfg` stored there, a configuration this
+        // thread had loaded, or zeros (palette 0), which `tilerelease` stands for.
+        unsafe {
+            if self.saved.0[0] == 0 {
+                asm!("tilerelease", options(nostack, nomem, preserves_flags));
+            } else {
+                asm!(
+                    "ldtilecfg [{}]",
+                    in(reg) self.saved.0.as_ptr(),
+                    options(nostack, readonly, preserves_flags)
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The thread's tile configuration now (64 zero bytes: none).
+    fn current() -> [u8; 64] {
+        let mut c = Config([0xAA; 64]);
+        // SAFETY: only called where AMX is usable; `sttilecfg` writes 64 bytes.
+        unsafe { asm!("sttilecfg [{}]", in(reg) c.0.as_mut_ptr(), options(nostack)) };
+        c.0
+    }
+
+    /// A call leaves the thread's tiles as it found them: unconfigured, or configured by
+    /// someone else (another library's shapes, which it may rely on keeping); and the block
+    /// sums are the hand-computed ones.
+    #[test]
+    fn a_call_puts_back_the_threads_configuration() {
+        if !crate::isa::Cpu::get().amx_int8 {
+            eprintln!("note: no usable AMX-INT8 on this machine, its tiles are not tested");
+            return;
+        }
+        assert_eq!(current(), [0; 64]);
+        let mut a = [0u8; 16 * 32];
+        let mut b = [0i8; 512];
+        for (i, v) in a.iter_mut().enumerate() {
+            *v = (i * 7 % 251) as u8;
+        }
+        for (i, v) in b.iter_mut().enumerate() {
+            *v = (i as i32 * 13 % 255 - 127) as i8;
+        }
+        let mut c = [[0i32; 256]; 2];
+        let run = |c: &mut [[i32; 256]; 2]| {
+            let (c0, c1) = c.split_at_mut(1);
+            // SAFETY: AMX usable (checked above); the buffers have the sizes the tiles read
+            // and write.
+            unsafe {
+                let t = Tiles::configure();
+                t.block_sums2(
+                    [a.as_ptr(), a.as_ptr()],
+                    32,
+                    [b.as_ptr(), b.as_ptr()],
+                    [c0[0].as_mut_ptr(), c1[0].as_mut_ptr()],
+                );
+            }
+        };
+        run(&mut c);
+        assert_eq!(
+            current(),
+            [0; 64],
+            "unconfigured before, unconfigured after"
+        );
+        for n in 0..16 {
+            for m in 0..16 {
+                let want: i32 = (0..32)
+                    .map(|k| a[32 * n + k] as i32 * b[64 * (k / 4) + 4 * m + k % 4] as i32)
+                    .sum();
+                assert_eq!(
+                    (c[0][16 * n + m], c[1][16 * n + m]),
+                    (want, want),
+                    "n{n} m{m}"
+                );
+            }
+        }
+        // Another library's configuration: one tile of 3 rows × 12 bytes.
+        let mut other = Config([0; 64]);
+        other.0[0] = 1;
+        other.0[16] = 12;
+        other.0[48] = 3;
+        // SAFETY: a valid palette-1 configuration; released at the end of the test.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) other.0.as_ptr(), options(nostack)) };
+        run(&mut c);
+        let after = current();
+        // SAFETY: as above.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
+        assert_eq!(after, other.0, "the other configuration is back");
     }
 }

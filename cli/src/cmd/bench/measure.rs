@@ -146,7 +146,7 @@ pub fn l3_bytes() -> Option<usize> {
 }
 
 /// The SIMD features the library's kernels use (or report), by their /proc/cpuinfo names.
-const SIMD_FLAGS: [&str; 10] = [
+const SIMD_FLAGS: [&str; 11] = [
     "avx2",
     "fma",
     "f16c",
@@ -157,6 +157,7 @@ const SIMD_FLAGS: [&str; 10] = [
     "avx512_bf16",
     "avx512vbmi",
     "avx_vnni",
+    "amx_int8",
 ];
 
 /// The value of the first `name : value` line of /proc/cpuinfo (`None` elsewhere).
