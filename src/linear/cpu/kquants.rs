@@ -190,8 +190,8 @@ pub(super) fn unpack(kq: Kq, b: &[u8], o: &mut Super) {
 
 /// The activation rows from which `kq` takes the tile kernel of `isa`, if it has one for
 /// it (`kquants_tile_avx512::min_m`, `kquants_tile_avx2::min_m`): from there the rows are
-/// interleaved in groups of four ([`prepare`]), and a product's workspace reserves room
-/// for that.
+/// interleaved in groups of four ([`prepare`]; in groups of 16 instead where [`amx_rows`]
+/// holds), and a product's workspace reserves room for that.
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 pub(crate) fn tile_min_m(isa: Isa, kq: Kq) -> Option<usize> {
     match isa {
@@ -544,8 +544,8 @@ mod tests {
         }
     }
 
-    /// The AMX kernel (where the CPU has it) against the scalar reference for 1..=16 weight
-    /// rows per call, activation groups of 16 with remainders; and, since the AVX-512 tier
+    /// The AMX kernel (where the CPU has it) against the scalar reference for 1, 3, 15 and
+    /// 16 weight rows per call (at both ends of 19), activation groups of 16 with remainders; and, since the AVX-512 tier
     /// then prefers it, the 512-bit tile kernel on rows interleaved in fours by hand, so
     /// both stay tested on such a CPU.
     #[test]
