@@ -1,14 +1,15 @@
 //! Intel AMX tiles for the exact integer block sums of the widest products (the AVX-512
 //! tier on CPUs with AMX-INT8, [`Cpu::amx_int8`](crate::isa::Cpu::amx_int8)).
 //!
-//! One configuration serves every kernel: `tmm0`/`tmm1` hold a 16 × 16 i32 result C,
-//! `tmm2`/`tmm3` 16 rows of 32 unsigned weight codes A (one 32-value block of 16 weight
-//! rows), `tmm4`/`tmm5` the 32 signed activation codes of 16 activation rows B, in the
-//! layout `tdpbusd` reads: row k4 (0..8) holds, for each activation row m, its codes
-//! 4·k4 .. 4·k4 + 4 (64 bytes, [`Rows::arrange_groups`] with 16 rows per group). Then
-//! C[n][m] = Σ_k A[n][k]·x[m][k], the block's exact integer sum for every (weight row,
-//! activation row) pair: at most 32·255·127 in magnitude, far inside i32, so the tiles
-//! return the integers every other tier forms.
+//! Two configurations, by the length L of the sums (32: a block; 16: a half block, for the
+//! types with per-16 scales): `tmm0`/`tmm1` hold a 16 × 16 i32 result C, `tmm2`/`tmm3` 16
+//! rows of L unsigned weight codes A (16 weight rows), `tmm4`/`tmm5` the L signed activation
+//! codes of 16 activation rows B, in the layout `tdpbusd` reads: row k4 (0..L/4) holds, for
+//! each activation row m, its codes 4·k4 .. 4·k4 + 4 (64 bytes, [`Rows::arrange_groups`]
+//! with 16 rows per group: a block's 512 bytes, its halves 256 each). Then C[n][m] =
+//! Σ_k A[n][k]·x[m][k], the exact integer sum for every (weight row, activation row) pair:
+//! at most 32·255·127 in magnitude, far inside i32, so the tiles return the integers every
+//! other tier forms.
 //!
 //! Rust has no stable AMX intrinsics; the instructions are inline assembly, which names the
 //! tile registers itself (the compiler never allocates them, so their contents persist
@@ -24,29 +25,33 @@ use std::arch::asm;
 #[repr(C, align(64))]
 struct Config([u8; 64]);
 
-const CONFIG: Config = {
+/// The configuration for sums of `len` (16 or 32) values.
+const fn config(len: u8) -> Config {
     let mut c = [0u8; 64];
     c[0] = 1;
     // (tile, rows, bytes per row)
     let shapes = [
         (0, 16, 64),
         (1, 16, 64),
-        (2, 16, 32),
-        (3, 16, 32),
-        (4, 8, 64),
-        (5, 8, 64),
+        (2, 16, len),
+        (3, 16, len),
+        (4, len / 4, 64),
+        (5, len / 4, 64),
     ];
     let mut i = 0;
     while i < shapes.len() {
         let (t, rows, bytes) = shapes[i];
-        c[16 + 2 * t] = bytes as u8;
+        c[16 + 2 * t] = bytes;
         c[48 + t] = rows;
         i += 1;
     }
     Config(c)
-};
+}
 
-/// The tile registers configured for this thread ([`CONFIG`]) until dropped, when the
+/// [`config`] for whole 32-value blocks and for 16-value halves.
+const CONFIGS: [Config; 2] = [config(32), config(16)];
+
+/// The tile registers configured for this thread ([`config`]) until dropped, when the
 /// configuration the thread had before is put back: another library on the same thread
 /// (oneDNN, ggml, candle) may have configured the tiles once and rely on that configuration
 /// staying (`ldtilecfg` of the saved bytes), or none was (`tilerelease`). Tile data does not
@@ -60,15 +65,20 @@ pub(super) struct Tiles {
 }
 
 impl Tiles {
-    /// Configures the tiles of the calling thread, saving the configuration it had.
+    /// Configures the tiles of the calling thread for sums of `len` values (32 or 16),
+    /// saving the configuration it had.
     ///
     /// # Safety
     /// [`Cpu::amx_int8`](crate::isa::Cpu::amx_int8) holds (the CPU has AMX-INT8 and the
     /// operating system granted this process the tile data).
     #[inline]
-    pub(super) unsafe fn configure() -> Tiles {
+    pub(super) unsafe fn configure(len: usize) -> Tiles {
         let mut saved = Config([0; 64]);
-        let cfg = &CONFIG;
+        let cfg = match len {
+            32 => &CONFIGS[0],
+            16 => &CONFIGS[1],
+            _ => unreachable!("sums of 32 or 16 values"),
+        };
         // SAFETY: AMX is there and permitted (the caller); `sttilecfg` writes 64 bytes
         // (zeros where the tiles are not configured), `ldtilecfg` reads the 64 bytes of a
         // valid palette-1 configuration (every row count ≤ 16, bytes ≤ 64).
@@ -87,13 +97,13 @@ impl Tiles {
         }
     }
 
-    /// C = A·B for two blocks at once: for i = 0, 1, the 16 rows of 32 u8 codes at
-    /// `a[i]` (rows `a_stride` bytes apart) against the 512 bytes of B at `b[i]` (tile layout
-    /// of the module docs), the 16 × 16 exact i32 sums stored at `c[i]` (row n = weight row,
-    /// 64 bytes apart).
+    /// C = A·B for two runs of L values (the configured length) at once: for i = 0, 1, the
+    /// 16 rows of L u8 codes at `a[i]` (rows `a_stride` bytes apart) against the 16·L bytes
+    /// of B at `b[i]` (tile layout of the module docs), the 16 × 16 exact i32 sums stored at
+    /// `c[i]` (row n = weight row, 64 bytes apart).
     ///
     /// # Safety
-    /// 16 rows of 32 readable bytes at each `a[i]`, 512 readable bytes at each `b[i]`, 1 KiB
+    /// 16 rows of L readable bytes at each `a[i]`, 16·L readable bytes at each `b[i]`, 1 KiB
     /// writable at each `c[i]`.
     #[inline]
     pub(super) unsafe fn block_sums2(
@@ -104,8 +114,8 @@ impl Tiles {
         c: [*mut i32; 2],
     ) {
         // SAFETY: the tiles are configured (`self`); the loads and stores stay in the
-        // caller's ranges (tmm2/3: 16 rows × 32 bytes at stride `a_stride`, tmm4/5: 8 rows ×
-        // 64 bytes, tmm0/1: 16 rows × 64 bytes).
+        // caller's ranges (tmm2/3: 16 rows × L bytes at stride `a_stride`, tmm4/5: L/4 rows
+        // × 64 bytes, tmm0/1: 16 rows × 64 bytes).
         unsafe {
             asm!(
                 "tilezero tmm0",
@@ -187,7 +197,7 @@ mod tests {
             // SAFETY: AMX usable (checked above); the buffers have the sizes the tiles read
             // and write.
             unsafe {
-                let t = Tiles::configure();
+                let t = Tiles::configure(32);
                 t.block_sums2(
                     [a.as_ptr(), a.as_ptr()],
                     32,

@@ -1,26 +1,28 @@
-//! The AMX kernel of Q4_K and Q5_K for many activation rows (the AVX-512 tier where
-//! [`Cpu::amx_int8`](crate::isa::Cpu::amx_int8) holds): up to 16 weight rows against the
-//! activation rows in groups of 16, the exact block sums from `tdpbusd` ([`super::amx`]).
-//! Same bits as [`super::kquants`]'s order: only the way the integer sums `S_j` are formed
-//! differs.
+//! The AMX kernels of the k-quants but Q2_K for many activation rows (the AVX-512 tier
+//! where [`Cpu::amx_int8`](crate::isa::Cpu::amx_int8) holds): up to 16 weight rows against
+//! the activation rows in groups of 16, the exact block or half-block sums from `tdpbusd`
+//! ([`super::amx`]). Same bits as [`super::kquants`]'s order: only the way the integer
+//! sums are formed differs.
 //!
 //! Per super-block the 16 weight rows' unsigned codes are unpacked once per activation
 //! group ([`K::codes`], natural value order) into a 4 KiB buffer, 256 bytes per row: tile A
-//! of sub-block j is its bytes 32j .. 32j + 32 of each row. Tile B is the group's
-//! interleaved activation codes of the block ([`Rows::arrange_groups`], 16 rows per group:
-//! its 512 bytes). C[n][m] = Σ u·x over the sub-block, exact; then, in f32 with lanes m
-//! (every product exact: each integer below 2²⁴), per weight row n and sub-block j:
+//! of sub-block j is its bytes 32j .. 32j + 32 of each row (Q3_K, Q6_K: two tiles of 16,
+//! one per half). Tile B is the group's interleaved activation codes of the block
+//! ([`Rows::arrange_groups`], 16 rows per group: its 512 bytes, or each half's 256).
+//! C[n][m] = Σ u·x over the sub-block or half, exact; then, in f32 with lanes m (every
+//! product exact: each integer below 2²⁴), per weight row n and sub-block j, the
+//! reference's steps lane by lane:
 //!
-//! - `acc[j] ← fma(d·dx, S·sc_j, acc[j])`, `accm[j] ← fma(dmin·dx, Σx·m_j, accm[j])`,
-//! - and at the end the shared tree of `acc[j] − accm[j]`:
-//!
-//! the reference's steps, lane by lane.
+//! - Q4_K, Q5_K ([`tile`]): `acc[j] ← fma(d·dx, S·sc_j, acc[j])`, `accm[j] ← fma(dmin·dx,
+//!   Σx·m_j, accm[j])`, and at the end the shared tree of `acc[j] − accm[j]`;
+//! - Q3_K, Q6_K ([`halves`]): the per-16 scales and the codes' offset applied to the two
+//!   half sums, then `acc[j] ← fma(d·dx, S_j, acc[j])` and the tree of `acc`.
 //!
 //! [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
 
 use super::amx::Tiles;
 use super::kquants::Kq;
-use super::kquants_avx512::{K, Q4K, Q5K};
+use super::kquants_avx512::{K, Q3K, Q4K, Q5K, Q6K};
 use super::tile_avx512::tree;
 use crate::linear::q8_1::{Row, groups_ready};
 use std::arch::x86_64::*;
@@ -37,8 +39,8 @@ const MAX_M: usize = 64;
 /// Activation rows from which a row group of `kq` takes this kernel, where the CPU has AMX.
 pub(super) const fn min_m(kq: Kq) -> Option<usize> {
     match kq {
-        Kq::Q4K | Kq::Q5K => Some(16),
-        _ => None,
+        Kq::Q3K | Kq::Q4K | Kq::Q5K | Kq::Q6K => Some(16),
+        Kq::Q2K => None,
     }
 }
 
@@ -70,7 +72,9 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
         match kq {
             Kq::Q4K => tile::<Q4K>(ws, xs, out),
             Kq::Q5K => tile::<Q5K>(ws, xs, out),
-            _ => unreachable!("only Q4_K and Q5_K have an AMX kernel (min_m)"),
+            Kq::Q3K => halves::<Q3K>(ws, xs, out),
+            Kq::Q6K => halves::<Q6K>(ws, xs, out),
+            Kq::Q2K => unreachable!("Q2_K has no AMX kernel (min_m)"),
         }
     }
 }
@@ -79,7 +83,7 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
 #[repr(C, align(64))]
 struct Aligned<T>(T);
 
-/// [`dot_row_group`] for the type `U`.
+/// [`dot_row_group`] for Q4_K and Q5_K (per-32 scales and mins).
 ///
 /// # Safety
 /// As [`dot_row_group`], whose checks hold.
@@ -97,7 +101,7 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     let mut sc = Aligned([[0f32; 16]; MAX_ROWS]);
     let mut dd = [[0f32; 2]; MAX_ROWS];
     // SAFETY: AMX usable (the caller's contract).
-    let tiles = unsafe { Tiles::configure() };
+    let tiles = unsafe { Tiles::configure(32) };
     for g in 0..m.div_ceil(WIDTH) {
         let q = &xs[WIDTH * g].quad;
         let (xc, xd, xsum) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr());
@@ -154,6 +158,98 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
         for n in 0..rows {
             let a: [__m512; 8] = std::array::from_fn(|j| _mm512_sub_ps(acc[n][j], accm[n][j]));
             let lanes = tree(&a, None);
+            for (l, &v) in lanes.iter().enumerate().take(m - WIDTH * g) {
+                out[n * m + WIDTH * g + l] = v;
+            }
+        }
+    }
+    drop(tiles);
+}
+
+/// [`dot_row_group`] for Q3_K and Q6_K (per-16 scales, no mins): the tiles sum each 16-value
+/// half, `t_lo` and `t_hi`; then per weight row and block, lane by lane, exactly in f32
+/// (every product and partial sum an integer below 2²⁴), `S_j = sc_lo·(t_lo − OFF·Σx16_lo) +
+/// sc_hi·(t_hi − OFF·Σx16_hi)` (OFF: Q3_K 4, Q6_K 32, the codes' offset), `acc[j] ←
+/// fma(d·dx, S_j, acc[j])`, and the shared tree of `acc` at the end.
+///
+/// # Safety
+/// As [`dot_row_group`], whose checks hold.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn halves<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    let bb = U::KQ.block_bytes();
+    let (m, nb) = (xs.len(), xs[0].d.len());
+    let rows = ws.len();
+    let shift = _mm_cvtsi32_si128(match U::KQ {
+        Kq::Q3K => 2,
+        _ => 5,
+    });
+    // Weight codes, 256 per row (rows past `ws.len()` stay zero: their outputs are never
+    // stored); the half sums of the super-block's 16 halves (h = 2j + lo/hi).
+    let mut codes = Aligned([0u8; MAX_ROWS * 256]);
+    let mut c = Aligned([[0i32; WIDTH * MAX_ROWS]; 16]);
+    // Per weight row: the 16 per-16 scales as f32 (natural order), and d.
+    let mut sc = Aligned([[0f32; 16]; MAX_ROWS]);
+    let mut dd = [0f32; MAX_ROWS];
+    // SAFETY: AMX usable (the caller's contract).
+    let tiles = unsafe { Tiles::configure(16) };
+    for g in 0..m.div_ceil(WIDTH) {
+        let q = &xs[WIDTH * g].quad;
+        let (xc, xd, xs16) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum16.as_ptr());
+        let mut acc = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
+        for sb in 0..nb / 8 {
+            // SAFETY (all): super-block sb of every weight row, block 8·sb + j < nb of the
+            // group's 512·nb codes, 16·nb scales and 32·nb half sums (the caller's checks);
+            // the buffers are the sizes the tiles read and write.
+            unsafe {
+                for (n, w) in ws.iter().enumerate() {
+                    let b = w.as_ptr().add(bb * sb);
+                    let h = U::header(b);
+                    let v = U::codes(b);
+                    for (p, v) in v.iter().enumerate() {
+                        _mm512_store_si512(codes.0.as_mut_ptr().add(256 * n + 64 * p).cast(), *v);
+                    }
+                    _mm512_store_ps(sc.0[n].as_mut_ptr(), _mm512_cvtepi32_ps(h.scn));
+                    dd[n] = _mm256_cvtss_f32(h.d);
+                }
+                for j in 0..8 {
+                    let t = 8 * sb + j;
+                    let a = codes.0.as_ptr().add(32 * j);
+                    let (lo, hi) = c.0.split_at_mut(2 * j + 1);
+                    tiles.block_sums2(
+                        [a, a.add(16)],
+                        256,
+                        [xc.add(512 * t), xc.add(512 * t + 256)],
+                        [lo[2 * j].as_mut_ptr(), hi[0].as_mut_ptr()],
+                    );
+                }
+                // The offsets OFF·Σx16 of the 16 halves, and the blocks' dx.
+                let mut off = [_mm512_setzero_si512(); 16];
+                for (h, o) in off.iter_mut().enumerate() {
+                    let s16 = _mm512_loadu_si512(xs16.add(WIDTH * (16 * sb + h)).cast());
+                    *o = _mm512_sll_epi32(s16, shift);
+                }
+                let mut dx = [_mm512_setzero_ps(); 8];
+                for (j, dx) in dx.iter_mut().enumerate() {
+                    *dx = _mm512_loadu_ps(xd.add(WIDTH * (8 * sb + j)));
+                }
+                for n in 0..rows {
+                    let d = _mm512_set1_ps(dd[n]);
+                    for j in 0..8 {
+                        let t = |h: usize| {
+                            let v = _mm512_load_si512(c.0[h].as_ptr().add(WIDTH * n).cast());
+                            _mm512_cvtepi32_ps(_mm512_sub_epi32(v, off[h]))
+                        };
+                        let p = _mm512_mul_ps(t(2 * j), _mm512_set1_ps(sc.0[n][2 * j]));
+                        let s =
+                            _mm512_fmadd_ps(t(2 * j + 1), _mm512_set1_ps(sc.0[n][2 * j + 1]), p);
+                        acc[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx[j]), s, acc[n][j]);
+                    }
+                }
+            }
+        }
+        for (n, acc) in acc.iter().enumerate().take(rows) {
+            let lanes = tree(acc, None);
             for (l, &v) in lanes.iter().enumerate().take(m - WIDTH * g) {
                 out[n * m + WIDTH * g + l] = v;
             }

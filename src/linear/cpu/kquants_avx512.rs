@@ -59,7 +59,7 @@ const PF_ROWS: usize = 4;
 #[derive(Clone, Copy)]
 pub(super) struct Hdr {
     /// Q3_K, Q6_K: d broadcast.
-    d: __m256,
+    pub(super) d: __m256,
     /// Q2_K, Q4_K, Q5_K: d in lanes 0..8, dmin in lanes 8..16.
     pub(super) dd: __m512,
     /// Q2_K, Q3_K, Q6_K: the per-16 scales, i32 lane 4c + p = sc[4p + c] (the order of
@@ -67,8 +67,9 @@ pub(super) struct Hdr {
     pub(super) sc: __m512i,
     /// Q2_K: the 16 per-16 mins (i16); Q3_K, Q6_K: k·sc, the coefficients of Σx16.
     c16: __m256i,
-    /// Q2_K, Q3_K: the per-16 scales as i32 in their natural order (the group-major form).
-    scn: __m512i,
+    /// Q2_K, Q3_K, Q6_K: the per-16 scales as i32 in their natural order (the group-major
+    /// form, the AMX kernel).
+    pub(super) scn: __m512i,
 }
 
 /// One k-quant type.
@@ -470,7 +471,7 @@ impl K for Q6K {
                 dd: _mm512_setzero_ps(),
                 sc: w_order(sc),
                 c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 5),
-                scn: _mm512_setzero_si512(),
+                scn: _mm512_cvtepi8_epi32(sc),
             }
         }
     }
