@@ -559,7 +559,7 @@ mod tests {
         }
         let mut rng = Lcg(23);
         let mut cases = [0usize; 2];
-        for kq in [Kq::Q3K, Kq::Q4K, Kq::Q5K, Kq::Q6K] {
+        for kq in ALL {
             let (n, k) = (19, 1792);
             let w = payload(kq, n, k, 3, &mut rng);
             let rb = k / 256 * kq.block_bytes();

@@ -22,7 +22,7 @@
 
 use super::amx::Tiles;
 use super::kquants::Kq;
-use super::kquants_avx512::{K, Q3K, Q4K, Q5K, Q6K};
+use super::kquants_avx512::{K, Q2K, Q3K, Q4K, Q5K, Q6K};
 use super::tile_avx512::tree;
 use crate::linear::q8_1::{Row, groups_ready};
 use std::arch::x86_64::*;
@@ -39,8 +39,7 @@ const MAX_M: usize = 64;
 /// Activation rows from which a row group of `kq` takes this kernel, where the CPU has AMX.
 pub(super) const fn min_m(kq: Kq) -> Option<usize> {
     match kq {
-        Kq::Q3K | Kq::Q4K | Kq::Q5K | Kq::Q6K => Some(16),
-        Kq::Q2K => None,
+        Kq::Q2K | Kq::Q3K | Kq::Q4K | Kq::Q5K | Kq::Q6K => Some(16),
     }
 }
 
@@ -74,7 +73,7 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
             Kq::Q5K => tile::<Q5K>(ws, xs, out),
             Kq::Q3K => halves::<Q3K>(ws, xs, out),
             Kq::Q6K => halves::<Q6K>(ws, xs, out),
-            Kq::Q2K => unreachable!("Q2_K has no AMX kernel (min_m)"),
+            Kq::Q2K => halves::<Q2K>(ws, xs, out),
         }
     }
 }
@@ -166,11 +165,13 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     drop(tiles);
 }
 
-/// [`dot_row_group`] for Q3_K and Q6_K (per-16 scales, no mins): the tiles sum each 16-value
+/// [`dot_row_group`] for Q2_K, Q3_K and Q6_K (per-16 scales): the tiles sum each 16-value
 /// half, `t_lo` and `t_hi`; then per weight row and block, lane by lane, exactly in f32
 /// (every product and partial sum an integer below 2²⁴), `S_j = sc_lo·(t_lo − OFF·Σx16_lo) +
-/// sc_hi·(t_hi − OFF·Σx16_hi)` (OFF: Q3_K 4, Q6_K 32, the codes' offset), `acc[j] ←
-/// fma(d·dx, S_j, acc[j])`, and the shared tree of `acc` at the end.
+/// sc_hi·(t_hi − OFF·Σx16_hi)` (OFF: Q3_K 4, Q6_K 32, the codes' offset; Q2_K 0), `acc[j] ←
+/// fma(d·dx, S_j, acc[j])`; Q2_K also `M_j = m_lo·Σx16_lo + m_hi·Σx16_hi` (its per-16 mins)
+/// and `accm[j] ← fma(dmin·dx, M_j, accm[j])`; at the end the shared tree of `acc` (Q2_K:
+/// of `acc[j] − accm[j]`).
 ///
 /// # Safety
 /// As [`dot_row_group`], whose checks hold.
@@ -180,23 +181,28 @@ unsafe fn halves<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     let bb = U::KQ.block_bytes();
     let (m, nb) = (xs.len(), xs[0].d.len());
     let rows = ws.len();
+    let has_min = U::KQ.has_min();
     let shift = _mm_cvtsi32_si128(match U::KQ {
         Kq::Q3K => 2,
-        _ => 5,
+        Kq::Q6K => 5,
+        _ => 0,
     });
     // Weight codes, 256 per row (rows past `ws.len()` stay zero: their outputs are never
     // stored); the half sums of the super-block's 16 halves (h = 2j + lo/hi).
     let mut codes = Aligned([0u8; MAX_ROWS * 256]);
     let mut c = Aligned([[0i32; WIDTH * MAX_ROWS]; 16]);
-    // Per weight row: the 16 per-16 scales as f32 (natural order), and d.
+    // Per weight row: the 16 per-16 scales and (Q2_K) mins as f32 (natural order), and d,
+    // dmin.
     let mut sc = Aligned([[0f32; 16]; MAX_ROWS]);
-    let mut dd = [0f32; MAX_ROWS];
+    let mut mn = Aligned([[0f32; 16]; MAX_ROWS]);
+    let mut dd = [[0f32; 2]; MAX_ROWS];
     // SAFETY: AMX usable (the caller's contract).
     let tiles = unsafe { Tiles::configure(16) };
     for g in 0..m.div_ceil(WIDTH) {
         let q = &xs[WIDTH * g].quad;
         let (xc, xd, xs16) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum16.as_ptr());
         let mut acc = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
+        let mut accm = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
         for sb in 0..nb / 8 {
             // SAFETY (all): super-block sb of every weight row, block 8·sb + j < nb of the
             // group's 512·nb codes, 16·nb scales and 32·nb half sums (the caller's checks);
@@ -210,7 +216,15 @@ unsafe fn halves<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                         _mm512_store_si512(codes.0.as_mut_ptr().add(256 * n + 64 * p).cast(), *v);
                     }
                     _mm512_store_ps(sc.0[n].as_mut_ptr(), _mm512_cvtepi32_ps(h.scn));
-                    dd[n] = _mm256_cvtss_f32(h.d);
+                    if has_min {
+                        let m = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(h.c16));
+                        _mm512_store_ps(mn.0[n].as_mut_ptr(), m);
+                        let mut d = [0f32; 16];
+                        _mm512_storeu_ps(d.as_mut_ptr(), h.dd);
+                        dd[n] = [d[0], d[8]];
+                    } else {
+                        dd[n] = [_mm256_cvtss_f32(h.d), 0.0];
+                    }
                 }
                 for j in 0..8 {
                     let t = 8 * sb + j;
@@ -223,33 +237,55 @@ unsafe fn halves<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                         [lo[2 * j].as_mut_ptr(), hi[0].as_mut_ptr()],
                     );
                 }
-                // The offsets OFF·Σx16 of the 16 halves, and the blocks' dx.
+                // The offsets OFF·Σx16 of the 16 halves (Q2_K: Σx16 as f32), and the blocks'
+                // dx.
                 let mut off = [_mm512_setzero_si512(); 16];
-                for (h, o) in off.iter_mut().enumerate() {
+                let mut s16f = [_mm512_setzero_ps(); 16];
+                for h in 0..16 {
                     let s16 = _mm512_loadu_si512(xs16.add(WIDTH * (16 * sb + h)).cast());
-                    *o = _mm512_sll_epi32(s16, shift);
+                    if has_min {
+                        s16f[h] = _mm512_cvtepi32_ps(s16);
+                    } else {
+                        off[h] = _mm512_sll_epi32(s16, shift);
+                    }
                 }
                 let mut dx = [_mm512_setzero_ps(); 8];
                 for (j, dx) in dx.iter_mut().enumerate() {
                     *dx = _mm512_loadu_ps(xd.add(WIDTH * (8 * sb + j)));
                 }
                 for n in 0..rows {
-                    let d = _mm512_set1_ps(dd[n]);
+                    let (d, dmin) = (_mm512_set1_ps(dd[n][0]), _mm512_set1_ps(dd[n][1]));
                     for j in 0..8 {
                         let t = |h: usize| {
                             let v = _mm512_load_si512(c.0[h].as_ptr().add(WIDTH * n).cast());
-                            _mm512_cvtepi32_ps(_mm512_sub_epi32(v, off[h]))
+                            if has_min {
+                                _mm512_cvtepi32_ps(v)
+                            } else {
+                                _mm512_cvtepi32_ps(_mm512_sub_epi32(v, off[h]))
+                            }
                         };
                         let p = _mm512_mul_ps(t(2 * j), _mm512_set1_ps(sc.0[n][2 * j]));
                         let s =
                             _mm512_fmadd_ps(t(2 * j + 1), _mm512_set1_ps(sc.0[n][2 * j + 1]), p);
                         acc[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx[j]), s, acc[n][j]);
+                        if has_min {
+                            let (lo, hi) = (2 * j, 2 * j + 1);
+                            let p = _mm512_mul_ps(s16f[lo], _mm512_set1_ps(mn.0[n][lo]));
+                            let mj = _mm512_fmadd_ps(s16f[hi], _mm512_set1_ps(mn.0[n][hi]), p);
+                            accm[n][j] =
+                                _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx[j]), mj, accm[n][j]);
+                        }
                     }
                 }
             }
         }
-        for (n, acc) in acc.iter().enumerate().take(rows) {
-            let lanes = tree(acc, None);
+        for n in 0..rows {
+            let a: [__m512; 8] = if has_min {
+                std::array::from_fn(|j| _mm512_sub_ps(acc[n][j], accm[n][j]))
+            } else {
+                acc[n]
+            };
+            let lanes = tree(&a, None);
             for (l, &v) in lanes.iter().enumerate().take(m - WIDTH * g) {
                 out[n * m + WIDTH * g + l] = v;
             }

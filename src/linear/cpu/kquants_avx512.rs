@@ -66,7 +66,7 @@ pub(super) struct Hdr {
     /// `W`); Q4_K, Q5_K: the per-32 scales in lanes 0..8 and the mins in lanes 8..16.
     pub(super) sc: __m512i,
     /// Q2_K: the 16 per-16 mins (i16); Q3_K, Q6_K: k·sc, the coefficients of Σx16.
-    c16: __m256i,
+    pub(super) c16: __m256i,
     /// Q2_K, Q3_K, Q6_K: the per-16 scales as i32 in their natural order (the group-major
     /// form, the AMX kernel).
     pub(super) scn: __m512i,
