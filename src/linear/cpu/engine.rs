@@ -159,24 +159,28 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Weight rows per parallel work item (a function of the number of output rows computed
-    /// and the thread count only).
-    fn rows_per_chunk(&self, rows: usize) -> usize {
+    /// Weight rows per parallel work item (a function of the number of output rows computed,
+    /// the thread count and the kernel's row group for a tile of `mt` activation rows only).
+    fn rows_per_chunk(&self, rows: usize, mt: usize) -> usize {
         rows.div_ceil(self.parallelism() * 8)
             .clamp(1, 64)
-            .next_multiple_of(FLOAT_GROUP.max(self.widest_group()))
+            .next_multiple_of(FLOAT_GROUP.max(self.group(mt)))
     }
 
-    /// The most weight rows one kernel call of this weight may take: [`AMX_GROUP`] for the
-    /// k-quants with an AMX kernel on a CPU that has AMX, else [`ROW_GROUP`].
-    fn widest_group(&self) -> usize {
+    /// Weight rows per kernel call for a tile of `mt` activation rows: the float kernels run
+    /// up to 8 rows side by side at M = 1 (eight independent accumulator chains), the
+    /// q8_1 and q8_K block kernels 4, the k-quants' AMX kernel 16.
+    fn group(&self, mt: usize) -> usize {
         match self.kernel {
             Kernel::Gguf(super::gguf::Kind::KQuant(kq))
-                if super::kquants::amx_rows(self.isa, kq, TILE_M) =>
+                if super::kquants::amx_rows(self.isa, kq, mt) =>
             {
                 AMX_GROUP
             }
-            _ => ROW_GROUP,
+            Kernel::Gguf(_) | Kernel::GgufQ8K(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
+                ROW_GROUP
+            }
+            _ => FLOAT_GROUP,
         }
     }
 
@@ -263,7 +267,7 @@ impl<'a> Engine<'a> {
                     FLOAT_GROUP * nkb,
                     if materialize { group } else { 0 },
                     FLOAT_GROUP * mt,
-                    self.rows_per_chunk(n) * nkb,
+                    self.rows_per_chunk(n, mt) * nkb,
                 )
             }
             Kernel::Decoded | Kernel::GgufDecoded => (group, 0, 0, 0),
@@ -372,20 +376,8 @@ impl<'a> Engine<'a> {
 
         // Chunks of whole W rows; each output is computed entirely inside one chunk, so the
         // partition (and the thread count) never changes a bit.
-        let rows_per_chunk = self.rows_per_chunk(n);
-        // Weight rows per kernel call: the float kernels run up to 8 rows side by side at
-        // M = 1 (eight independent accumulator chains), the GGUF ones 4 (the AMX kernel 16).
-        let group = match self.kernel {
-            Kernel::Gguf(super::gguf::Kind::KQuant(kq))
-                if super::kquants::amx_rows(self.isa, kq, mt) =>
-            {
-                AMX_GROUP
-            }
-            Kernel::Gguf(_) | Kernel::GgufQ8K(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
-                ROW_GROUP
-            }
-            _ => FLOAT_GROUP,
-        };
+        let rows_per_chunk = self.rows_per_chunk(n, mt);
+        let group = self.group(mt);
         let m = mt;
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
             with_scratch(slots, |s| {
