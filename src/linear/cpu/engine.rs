@@ -169,11 +169,16 @@ impl<'a> Engine<'a> {
 
     /// Weight rows per kernel call for a tile of `mt` activation rows: the float kernels run
     /// up to 8 rows side by side at M = 1 (eight independent accumulator chains), the
-    /// q8_1 and q8_K block kernels 4, the k-quants' AMX kernel 16.
+    /// q8_1 and q8_K block kernels 4, the AMX kernels (k-quants, legacy types) 16.
     fn group(&self, mt: usize) -> usize {
         match self.kernel {
             Kernel::Gguf(super::gguf::Kind::KQuant(kq))
                 if super::kquants::amx_rows(self.isa, kq, mt) =>
+            {
+                AMX_GROUP
+            }
+            Kernel::Gguf(super::gguf::Kind::Legacy(l))
+                if super::legacy::amx_rows(self.isa, l, mt) =>
             {
                 AMX_GROUP
             }
@@ -233,6 +238,11 @@ impl<'a> Engine<'a> {
                         } else {
                             0
                         }
+                    }
+                    Kernel::Gguf(super::gguf::Kind::Legacy(l))
+                        if super::legacy::amx_rows(self.isa, l, mt) =>
+                    {
+                        AMX_GROUP
                     }
                     _ if self.isa == Isa::Avx512 => 4,
                     _ => 0,

@@ -34,7 +34,7 @@ pub(super) const WIDTH: usize = 16;
 pub(super) const MAX_ROWS: usize = 16;
 
 /// Most activation rows of one call (the engine's tile of at most 64 rows).
-const MAX_M: usize = 64;
+pub(super) const MAX_M: usize = 64;
 
 /// Activation rows from which a row group of `kq` takes this kernel, where the CPU has AMX.
 pub(super) const fn min_m(kq: Kq) -> Option<usize> {

@@ -91,10 +91,30 @@ impl Legacy {
     }
 }
 
+/// Whether `m` activation rows of `kind` on `isa` take the AMX kernel (the AVX-512 tier on
+/// a CPU with AMX-INT8, from `legacy_amx::MIN_M` rows; every type but Q2_0): the rows are
+/// then interleaved in groups of 16 ([`prepare`]) and the engine hands the kernel up to 16
+/// weight rows a call.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+pub(crate) fn amx_rows(isa: Isa, kind: Legacy, m: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && crate::isa::Cpu::get().amx_int8 {
+        return kind != Legacy::Q2_0 && m >= super::legacy_amx::MIN_M;
+    }
+    false
+}
+
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
-/// pair's codes rearranged in the order of their weight bytes).
+/// pair's codes rearranged in the order of their weight bytes; the AMX kernel, where
+/// [`amx_rows`] holds, the rows interleaved in groups of 16).
 pub(crate) fn prepare(isa: Isa, kind: Legacy, rows: Rows) -> Rows {
     match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if amx_rows(isa, kind, rows.rows()) => {
+            let mut rows = rows;
+            rows.arrange_groups(super::kquants_amx::WIDTH, false);
+            rows
+        }
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
             let mut rows = super::legacy_avx2::arrange(kind, rows);
@@ -194,7 +214,8 @@ pub(super) fn blocks_scalar(
     }
 }
 
-/// Up to four consecutive weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]` =
+/// Up to four consecutive weight rows `ws` (16 where the rows are interleaved for the AMX kernel,
+/// [`amx_rows`]) against every q8_1 row `xs`: `out[i·M + r]` =
 /// the product of `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
 ///
 /// Each `ws[i]` holds at least the whole blocks of one row (K = 32·`xs[r].d.len()`).
@@ -207,7 +228,9 @@ pub(crate) fn dot_row_group(isa: Isa, kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>]
         Isa::Avx512 => unsafe {
             // Several activation rows: the tile kernel when the rows are interleaved for it,
             // else the pair kernels; the same bits.
-            if super::legacy_tile_avx512::applies(kind, xs) {
+            if super::legacy_amx::applies(kind, xs) {
+                super::legacy_amx::dot_row_group(kind, ws, xs, out)
+            } else if super::legacy_tile_avx512::applies(kind, xs) {
                 super::legacy_tile_avx512::dot_row_group(kind, ws, xs, out)
             } else {
                 super::legacy_avx2::avx512::dot_row_group(kind, ws, xs, out)
@@ -339,6 +362,64 @@ mod tests {
                 );
             }
         }
+        assert!(cases > 0);
+    }
+
+    /// The AMX kernel (where the CPU has it) against the scalar reference with up to 16
+    /// weight rows per call (1, 5, 15 and 16 of 19, at both ends), activation groups of 16
+    /// with remainders, and runs of blocks with a partial last one.
+    #[test]
+    fn amx_kernel_equals_scalar_for_every_row_count() {
+        if !crate::isa::Cpu::get().amx_int8 || !Isa::Avx512.available() {
+            eprintln!("note: no usable AMX-INT8 on this machine, its legacy kernel is not tested");
+            return;
+        }
+        let mut next = xorshift(0x51_7CC1_B727_220A);
+        let n = 19;
+        let mut cases = 0;
+        for kind in [
+            Legacy::Q8_0,
+            Legacy::Q4_0,
+            Legacy::Q5_0,
+            Legacy::Iq4Nl,
+            Legacy::Iq4Xs,
+        ] {
+            for nb in [8, 29, 40]
+                .into_iter()
+                .filter(|nb| nb % kind.sub_blocks() == 0)
+            {
+                let (bb, rb, k) = (kind.block_bytes(), kind.row_bytes(nb), 32 * nb);
+                let mut w: Vec<u8> = (0..n * rb).map(|_| next() as u8).collect();
+                for blk in w.chunks_exact_mut(bb) {
+                    let d = 0x2000 + (next() >> 16) as u16 % 0x1C00;
+                    blk[..2].copy_from_slice(&d.to_le_bytes());
+                }
+                let ws: Vec<&[u8]> = w.chunks_exact(rb).collect();
+                for m in [16, 17, 33, 64] {
+                    let x: Vec<f32> = (0..m * k)
+                        .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+                        .collect();
+                    let q = Rows::quantize(&x, m, k);
+                    let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                    let mut want = vec![0f32; n * m];
+                    dot_row_group(Isa::Scalar, kind, &ws, &xs, &mut want);
+                    assert!(amx_rows(Isa::Avx512, kind, m));
+                    let qp = prepare(Isa::Avx512, kind, Rows::quantize(&x, m, k));
+                    let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
+                    for g in [1, 5, 15, 16] {
+                        for r0 in [0, n - g] {
+                            let mut got = vec![0f32; g * m];
+                            dot_row_group(Isa::Avx512, kind, &ws[r0..r0 + g], &xp, &mut got);
+                            let want = &want[r0 * m..(r0 + g) * m];
+                            let b = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                            assert_eq!(b(&got), b(want), "{kind:?} nb{nb} m{m} g{g} r0{r0}");
+                            cases += 1;
+                        }
+                    }
+                }
+            }
+        }
+        println!("legacy AMX cases: {cases}");
         assert!(cases > 0);
     }
 }

@@ -43,7 +43,7 @@ pub(super) fn applies(kind: Legacy, xs: &[Row<'_>]) -> bool {
 /// # Safety
 /// The tier's features; block b (for IQ4_XS its super-block) lies in the row.
 #[inline(always)]
-unsafe fn codes(kind: Legacy, w: *const u8, b: usize) -> (__m256i, u16, i32) {
+pub(super) unsafe fn codes(kind: Legacy, w: *const u8, b: usize) -> (__m256i, u16, i32) {
     // SAFETY: every read is inside block b (the caller's contract), at the descriptors'
     // offsets.
     unsafe {
@@ -108,7 +108,7 @@ static KV_U8: [u8; 16] = {
 };
 
 /// The code offset of `kind` as a shift: `OFFSET = 1 << shift` (8, 16 or 128).
-const fn offset_shift(kind: Legacy) -> u32 {
+pub(super) const fn offset_shift(kind: Legacy) -> u32 {
     match kind {
         Legacy::Q4_0 => 3,
         Legacy::Q5_0 => 4,
@@ -118,7 +118,7 @@ const fn offset_shift(kind: Legacy) -> u32 {
 
 /// The kinds of this kernel as const parameters (one loop per type, its unpacking inlined
 /// with no branch on the type).
-const KINDS: [Legacy; 5] = [
+pub(super) const KINDS: [Legacy; 5] = [
     Legacy::Q8_0,
     Legacy::Q4_0,
     Legacy::Q5_0,

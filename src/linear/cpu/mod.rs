@@ -128,6 +128,8 @@ mod kquants_tile_avx2;
 mod kquants_tile_avx512;
 pub(crate) mod legacy;
 #[cfg(target_arch = "x86_64")]
+mod legacy_amx;
+#[cfg(target_arch = "x86_64")]
 mod legacy_avx2;
 #[cfg(target_arch = "x86_64")]
 mod legacy_tile_avx512;
