@@ -20,6 +20,18 @@
 
 use std::arch::asm;
 
+/// 64-byte aligned storage (tile rows and vectors of the AMX kernels).
+#[repr(C, align(64))]
+pub(super) struct Aligned<T>(pub(super) T);
+
+/// The activation rows' lanes `lanes` of group g (16 rows) for weight row n: `out[n·m +
+/// 16g + l]` for the rows below `m`.
+pub(super) fn store_lanes(out: &mut [f32], lanes: &[f32; 16], n: usize, m: usize, g: usize) {
+    for (l, &v) in lanes.iter().enumerate().take(m - 16 * g) {
+        out[n * m + 16 * g + l] = v;
+    }
+}
+
 /// The tile configuration (palette 1), as `ldtilecfg` reads it: 64 bytes, the palette in
 /// byte 0, each tile's bytes per row at 16 + 2·t (u16) and its rows at 48 + t.
 #[repr(C, align(64))]

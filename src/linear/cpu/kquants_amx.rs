@@ -20,9 +20,9 @@
 //!
 //! [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
 
-use super::amx::Tiles;
+use super::amx::{Aligned, Tiles, store_lanes};
 use super::kquants::Kq;
-use super::kquants_avx512::{K, Q2K, Q3K, Q4K, Q5K, Q6K};
+use super::kquants_avx512::{Hdr, K, Q2K, Q3K, Q4K, Q5K, Q6K};
 use super::tile_avx512::tree;
 use crate::linear::q8_1::{Row, groups_ready};
 use std::arch::x86_64::*;
@@ -78,9 +78,43 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
     }
 }
 
-/// 64-byte aligned storage (tile rows and vectors).
-#[repr(C, align(64))]
-struct Aligned<T>(T);
+/// Super-block `sb` of every row of `ws`: its unsigned codes into `codes`, 256 bytes per
+/// row in value order, and `scales(n, header)` for row n.
+///
+/// # Safety
+/// As [`dot_row_group`]; `sb` one of the rows' super-blocks.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn unpack<U: K>(
+    ws: &[&[u8]],
+    sb: usize,
+    codes: &mut Aligned<[u8; MAX_ROWS * 256]>,
+    mut scales: impl FnMut(usize, &Hdr),
+) {
+    let bb = U::KQ.block_bytes();
+    for (n, w) in ws.iter().enumerate() {
+        // SAFETY: super-block sb lies in the row (the caller's contract); row n's 256 bytes
+        // lie in `codes` (n < MAX_ROWS, checked by `dot_row_group`), 64-byte aligned.
+        unsafe {
+            let b = w.as_ptr().add(bb * sb);
+            let h = U::header(b);
+            for (p, v) in U::codes(b).iter().enumerate() {
+                _mm512_store_si512(codes.0.as_mut_ptr().add(256 * n + 64 * p).cast(), *v);
+            }
+            scales(n, &h);
+        }
+    }
+}
+
+/// d and dmin of a Q2_K, Q4_K or Q5_K header (lanes 0 and 8 of `dd`).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn d_dmin(h: &Hdr) -> [f32; 2] {
+    let mut d = [0f32; 16];
+    // SAFETY: 16 writable floats.
+    unsafe { _mm512_storeu_ps(d.as_mut_ptr(), h.dd) };
+    [d[0], d[8]]
+}
 
 /// [`dot_row_group`] for Q4_K and Q5_K (per-32 scales and mins).
 ///
@@ -89,7 +123,6 @@ struct Aligned<T>(T);
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-    let bb = U::KQ.block_bytes();
     let (m, nb) = (xs.len(), xs[0].d.len());
     let rows = ws.len();
     // Weight codes, 256 per row (rows past `ws.len()` stay zero: their outputs are never
@@ -111,18 +144,10 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
             // group's 512·nb codes and 16·nb scales and sums (the caller's checks); the
             // buffers are the sizes the tiles read and write.
             unsafe {
-                for (n, w) in ws.iter().enumerate() {
-                    let b = w.as_ptr().add(bb * sb);
-                    let h = U::header(b);
-                    let v = U::codes(b);
-                    for (p, v) in v.iter().enumerate() {
-                        _mm512_store_si512(codes.0.as_mut_ptr().add(256 * n + 64 * p).cast(), *v);
-                    }
+                unpack::<U>(ws, sb, &mut codes, |n, h| {
                     _mm512_store_ps(sc.0[n].as_mut_ptr(), _mm512_cvtepi32_ps(h.sc));
-                    let mut d = [0f32; 16];
-                    _mm512_storeu_ps(d.as_mut_ptr(), h.dd);
-                    dd[n] = [d[0], d[8]];
-                }
+                    dd[n] = d_dmin(h);
+                });
                 for j in (0..8).step_by(2) {
                     let t = 8 * sb + j;
                     let a = codes.0.as_ptr();
@@ -156,10 +181,7 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
         }
         for n in 0..rows {
             let a: [__m512; 8] = std::array::from_fn(|j| _mm512_sub_ps(acc[n][j], accm[n][j]));
-            let lanes = tree(&a, None);
-            for (l, &v) in lanes.iter().enumerate().take(m - WIDTH * g) {
-                out[n * m + WIDTH * g + l] = v;
-            }
+            store_lanes(out, &tree(&a, None), n, m, g);
         }
     }
     drop(tiles);
@@ -178,7 +200,6 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn halves<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-    let bb = U::KQ.block_bytes();
     let (m, nb) = (xs.len(), xs[0].d.len());
     let rows = ws.len();
     let has_min = U::KQ.has_min();
@@ -208,24 +229,16 @@ unsafe fn halves<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
             // group's 512·nb codes, 16·nb scales and 32·nb half sums (the caller's checks);
             // the buffers are the sizes the tiles read and write.
             unsafe {
-                for (n, w) in ws.iter().enumerate() {
-                    let b = w.as_ptr().add(bb * sb);
-                    let h = U::header(b);
-                    let v = U::codes(b);
-                    for (p, v) in v.iter().enumerate() {
-                        _mm512_store_si512(codes.0.as_mut_ptr().add(256 * n + 64 * p).cast(), *v);
-                    }
+                unpack::<U>(ws, sb, &mut codes, |n, h| {
                     _mm512_store_ps(sc.0[n].as_mut_ptr(), _mm512_cvtepi32_ps(h.scn));
                     if has_min {
                         let m = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(h.c16));
                         _mm512_store_ps(mn.0[n].as_mut_ptr(), m);
-                        let mut d = [0f32; 16];
-                        _mm512_storeu_ps(d.as_mut_ptr(), h.dd);
-                        dd[n] = [d[0], d[8]];
+                        dd[n] = d_dmin(h);
                     } else {
                         dd[n] = [_mm256_cvtss_f32(h.d), 0.0];
                     }
-                }
+                });
                 for j in 0..8 {
                     let t = 8 * sb + j;
                     let a = codes.0.as_ptr().add(32 * j);
@@ -285,10 +298,7 @@ unsafe fn halves<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
             } else {
                 acc[n]
             };
-            let lanes = tree(&a, None);
-            for (l, &v) in lanes.iter().enumerate().take(m - WIDTH * g) {
-                out[n * m + WIDTH * g + l] = v;
-            }
+            store_lanes(out, &tree(&a, None), n, m, g);
         }
     }
     drop(tiles);

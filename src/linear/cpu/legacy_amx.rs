@@ -17,7 +17,7 @@
 //!
 //! [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
 
-use super::amx::Tiles;
+use super::amx::{Aligned, Tiles, store_lanes};
 use super::kquants_amx::{MAX_M, MAX_ROWS, WIDTH};
 use super::legacy::Legacy;
 use super::legacy_tile_avx512::{KINDS, codes, offset_shift};
@@ -64,10 +64,6 @@ pub(super) unsafe fn dot_row_group(kind: Legacy, ws: &[&[u8]], xs: &[Row<'_>], o
         }
     }
 }
-
-/// 64-byte aligned storage (tile rows and vectors).
-#[repr(C, align(64))]
-struct Aligned<T>(T);
 
 /// [`dot_row_group`] for `KINDS[K]`.
 ///
@@ -143,10 +139,7 @@ unsafe fn run<const K: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
             }
         }
         for (n, a) in acc.iter().enumerate().take(rows) {
-            let lanes = tree(a, None);
-            for (l, &v) in lanes.iter().enumerate().take(m - WIDTH * g) {
-                out[n * m + WIDTH * g + l] = v;
-            }
+            store_lanes(out, &tree(a, None), n, m, g);
         }
     }
     drop(tiles);
