@@ -18,17 +18,37 @@
 //!
 //! [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
 
+use crate::linear::q8_1::{Row, groups_ready};
 use std::arch::asm;
+
+/// Activation rows per group: the tiles' 16 rows (B's 64 bytes are 16 rows × 4 codes).
+pub(super) const WIDTH: usize = 16;
+
+/// Most weight rows per call: the tiles' 16 rows (the engine's row group for these kernels).
+pub(super) const MAX_ROWS: usize = 16;
+const _: () = assert!(MAX_ROWS == super::engine::AMX_GROUP);
+
+/// Most activation rows of one call (the engine's tile of at most 64 rows).
+pub(super) const MAX_M: usize = 64;
+
+/// Whether an AMX kernel taking row groups from `min_m` rows on serves `xs`: AMX usable
+/// ([`Cpu::amx_int8`](crate::isa::Cpu::amx_int8)), at least that many rows, at most
+/// [`MAX_M`], interleaved in groups of [`WIDTH`] ([`groups_ready`]).
+pub(super) fn rows_ready(min_m: usize, xs: &[Row<'_>]) -> bool {
+    crate::isa::Cpu::get().amx_int8
+        && (min_m..=MAX_M).contains(&xs.len())
+        && groups_ready(xs, WIDTH)
+}
 
 /// 64-byte aligned storage (tile rows and vectors of the AMX kernels).
 #[repr(C, align(64))]
 pub(super) struct Aligned<T>(pub(super) T);
 
-/// The activation rows' lanes `lanes` of group g (16 rows) for weight row n: `out[n·m +
-/// 16g + l]` for the rows below `m`.
-pub(super) fn store_lanes(out: &mut [f32], lanes: &[f32; 16], n: usize, m: usize, g: usize) {
-    for (l, &v) in lanes.iter().enumerate().take(m - 16 * g) {
-        out[n * m + 16 * g + l] = v;
+/// The activation rows' lanes `lanes` of group g ([`WIDTH`] rows) for weight row n:
+/// `out[n·m + 16g + l]` for the rows below `m`.
+pub(super) fn store_lanes(out: &mut [f32], lanes: &[f32; WIDTH], n: usize, m: usize, g: usize) {
+    for (l, &v) in lanes.iter().enumerate().take(m - WIDTH * g) {
+        out[n * m + WIDTH * g + l] = v;
     }
 }
 

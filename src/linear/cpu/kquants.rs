@@ -223,7 +223,7 @@ pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
     let mut rows = rows;
     if amx_rows(isa, kq, rows.rows()) {
         #[cfg(target_arch = "x86_64")]
-        rows.arrange_groups(super::kquants_amx::WIDTH, false);
+        rows.arrange_groups(super::amx::WIDTH, false);
     } else if tile_min_m(isa, kq).is_some_and(|min| rows.rows() >= min) {
         rows.arrange_quads(false);
     } else {

@@ -20,21 +20,12 @@
 //!
 //! [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
 
-use super::amx::{Aligned, Tiles, store_lanes};
+use super::amx::{self, Aligned, MAX_M, MAX_ROWS, Tiles, WIDTH, store_lanes};
 use super::kquants::Kq;
 use super::kquants_avx512::{Hdr, K, Q2K, Q3K, Q4K, Q5K, Q6K};
 use super::tile_avx512::tree;
-use crate::linear::q8_1::{Row, groups_ready};
+use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
-
-/// Activation rows per group: the tiles' 16 rows.
-pub(super) const WIDTH: usize = 16;
-
-/// Most weight rows per call: the tiles' 16 rows.
-pub(super) const MAX_ROWS: usize = 16;
-
-/// Most activation rows of one call (the engine's tile of at most 64 rows).
-pub(super) const MAX_M: usize = 64;
 
 /// Activation rows from which a row group of `kq` takes this kernel, where the CPU has AMX.
 pub(super) const fn min_m(kq: Kq) -> Option<usize> {
@@ -44,12 +35,9 @@ pub(super) const fn min_m(kq: Kq) -> Option<usize> {
 }
 
 /// Whether this kernel serves `kq` against `xs`: AMX there, at least [`min_m`] rows, at
-/// most 64, whole super-blocks, interleaved in groups of 16 ([`groups_ready`]).
+/// most 64, whole super-blocks, interleaved in groups of 16 ([`amx::rows_ready`]).
 pub(super) fn applies(kq: Kq, xs: &[Row<'_>]) -> bool {
-    crate::isa::Cpu::get().amx_int8
-        && min_m(kq).is_some_and(|min| (min..=MAX_M).contains(&xs.len()))
-        && xs[0].d.len().is_multiple_of(8)
-        && groups_ready(xs, WIDTH)
+    min_m(kq).is_some_and(|min| amx::rows_ready(min, xs)) && xs[0].d.len().is_multiple_of(8)
 }
 
 /// Up to 16 weight rows `ws` (whole super-blocks) against the rows `xs` ([`applies`]

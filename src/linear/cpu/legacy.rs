@@ -112,7 +112,7 @@ pub(crate) fn prepare(isa: Isa, kind: Legacy, rows: Rows) -> Rows {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 if amx_rows(isa, kind, rows.rows()) => {
             let mut rows = rows;
-            rows.arrange_groups(super::kquants_amx::WIDTH, false);
+            rows.arrange_groups(super::amx::WIDTH, false);
             rows
         }
         #[cfg(target_arch = "x86_64")]

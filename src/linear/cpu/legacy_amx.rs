@@ -17,25 +17,22 @@
 //!
 //! [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
 
-use super::amx::{Aligned, Tiles, store_lanes};
-use super::kquants_amx::{MAX_M, MAX_ROWS, WIDTH};
+use super::amx::{self, Aligned, MAX_M, MAX_ROWS, Tiles, WIDTH, store_lanes};
 use super::legacy::Legacy;
 use super::legacy_tile_avx512::{KINDS, codes, offset_shift};
 use super::tile_avx512::tree;
-use crate::linear::q8_1::{Row, groups_ready};
+use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
 
 /// Activation rows from which a row group takes this kernel, where the CPU has AMX.
 pub(super) const MIN_M: usize = 16;
 
 /// Whether this kernel serves `kind` against `xs`: AMX there, a type it knows, at least
-/// [`MIN_M`] rows, at most 64, interleaved in groups of 16 ([`groups_ready`]).
+/// [`MIN_M`] rows, at most 64, interleaved in groups of 16 ([`amx::rows_ready`]).
 pub(super) fn applies(kind: Legacy, xs: &[Row<'_>]) -> bool {
-    crate::isa::Cpu::get().amx_int8
-        && kind != Legacy::Q2_0
-        && (MIN_M..=MAX_M).contains(&xs.len())
+    kind != Legacy::Q2_0
+        && amx::rows_ready(MIN_M, xs)
         && xs[0].d.len().is_multiple_of(kind.sub_blocks())
-        && groups_ready(xs, WIDTH)
 }
 
 /// Up to 16 weight rows `ws` against the rows `xs` ([`applies`] holds): `out[i·M + r]`,
