@@ -7,7 +7,7 @@
 //! | [`Isa::Scalar`] | nothing | the portable reference order |
 //! | [`Isa::Avx2`] | AVX2, FMA, F16C | the AVX2 kernels of every family |
 //! | [`Isa::AvxVnni`] | the AVX2 tier + AVX-VNNI | AVX2, with 256-bit `vpdpbusd` (VEX) in the legacy GGUF, Q3_K–Q6_K, i-quant grid, grouped-q8_1 and nvfp4-q8_1 kernels |
-//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K (Q2_K–Q5_K against activation codes arranged per super-block so that their sums need no transpose), for the grouped formats and nvfp4 against q8_1, and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX; on Zen 5, [`Cpu::wide_pipes`], the i-quants but IQ3_S at M = 1 two groups per 512-bit `vpdpbusd`), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; with several activation rows, tile kernels for the legacy types, the k-quants but Q2_K (the k-quants and the legacy types but Q2_0 on AMX tiles from M = 16 where [`Cpu::amx_int8`] holds) and the grouped formats and nvfp4 against q8_1 (one 512-bit lane per weight row × activation row pair); 512-bit GGUF row decoding and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
+//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K (Q2_K–Q5_K against activation codes arranged per super-block so that their sums need no transpose), for the grouped formats and nvfp4 against q8_1, and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX; on Zen 5, [`Cpu::wide_pipes`], the i-quants but IQ3_S at M = 1 two groups per 512-bit `vpdpbusd`; on Intel cores with [`Cpu::fast_gathers`], the grid entries of IQ3_XXS, IQ3_S, IQ2_S, IQ1_S and IQ1_M by one gather per group), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; with several activation rows, tile kernels for the legacy types, the k-quants but Q2_K (the k-quants and the legacy types but Q2_0 on AMX tiles from M = 16 where [`Cpu::amx_int8`] holds) and the grouped formats and nvfp4 against q8_1 (one 512-bit lane per weight row × activation row pair); 512-bit GGUF row decoding and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
 //!
 //! Every tier returns the bits of the scalar reference (docs/linear.md, "Evaluation
 //! orders"). AVX-512 BF16 is reported as a separate capability ([`Cpu::avx512bf16`]); no
@@ -35,6 +35,13 @@ pub struct Cpu {
     /// kernels with both forms ask this fact. A speed choice only: both forms return the
     /// same bits.
     pub wide_pipes: bool,
+    /// An Intel core with AVX512-FP16 (CPUID leaf 7; Sapphire Rapids and later server cores,
+    /// which the Gather Data Sampling microcode mitigation does not slow): there one
+    /// `vpgatherdd` / `vpgatherdq` of a group's grid entries measured faster than broadcast
+    /// loads and blends in the i-quant kernels of the AVX-512 tier (Xeon with AMX, M = 1:
+    /// IQ3_XXS 1.3×, IQ3_S 1.2×, IQ1_M and IQ2_S 1.1×), and slower on AMD's cores (Zen 5),
+    /// so those kernels ask this fact. A speed choice only: both forms return the same bits.
+    pub fast_gathers: bool,
     /// AMX-TILE and AMX-INT8 (CPUID leaf 7), with the operating system's permission for this
     /// process to use the tile data registers (Linux: `arch_prctl(ARCH_REQ_XCOMP_PERM)`,
     /// requested once, by the detection itself). The AVX-512 tier then forms the exact
@@ -64,6 +71,7 @@ impl Cpu {
             avx512vnni: has!("avx512vnni"),
             avx512bf16: has!("avx512bf16"),
             wide_pipes: amd_family() >= Some(0x1A),
+            fast_gathers: intel_avx512fp16(),
             amx_int8: amx_int8(),
         }
     }
@@ -123,21 +131,54 @@ fn amx_int8() -> bool {
     false
 }
 
+/// The CPUID vendor string (leaf 0); `None` under Miri, which cannot run CPUID.
+#[cfg(target_arch = "x86_64")]
+fn vendor() -> Option<[u8; 12]> {
+    if cfg!(miri) {
+        return None;
+    }
+    // SAFETY: CPUID exists on every x86-64 processor; leaf 0 always exists. (The intrinsic
+    // is safe from Rust 1.94 on, unsafe before: the block serves older toolchains.)
+    #[allow(unused_unsafe)]
+    let v = unsafe { std::arch::x86_64::__cpuid(0) };
+    let mut s = [0u8; 12];
+    for (i, r) in [v.ebx, v.edx, v.ecx].into_iter().enumerate() {
+        s[4 * i..4 * i + 4].copy_from_slice(&r.to_le_bytes());
+    }
+    Some(s)
+}
+
+/// Whether this is an Intel processor with AVX512-FP16 (CPUID leaf 7, EDX bit 23).
+#[cfg(target_arch = "x86_64")]
+fn intel_avx512fp16() -> bool {
+    if vendor() != Some(*b"GenuineIntel") {
+        return false;
+    }
+    use std::arch::x86_64::{__cpuid, __cpuid_count};
+    // SAFETY: CPUID exists on every x86-64 processor; leaf 7 is read only where leaf 0
+    // reports it. (Safe from Rust 1.94 on, unsafe before.)
+    #[allow(unused_unsafe)]
+    let edx = unsafe {
+        if __cpuid(0).eax < 7 {
+            return false;
+        }
+        __cpuid_count(7, 0).edx
+    };
+    const AVX512_FP16: u32 = 1 << 23;
+    edx & AVX512_FP16 != 0
+}
+
 /// The CPU family (base + extended, CPUID leaf 1) of an AMD processor; `None` on other vendors.
 #[cfg(target_arch = "x86_64")]
 fn amd_family() -> Option<u32> {
-    use std::arch::x86_64::__cpuid;
-    if cfg!(miri) {
-        return None; // Miri cannot run CPUID (its feature detection reports none either)
-    }
-    // SAFETY: CPUID exists on every x86-64 processor; leaves 0 and 1 always exist. (The
-    // intrinsic is safe from Rust 1.94 on, unsafe before: the block serves older toolchains.)
-    #[allow(unused_unsafe)]
-    let (v, l1) = unsafe { (__cpuid(0), __cpuid(1)) };
-    let vendor = [v.ebx, v.edx, v.ecx].map(u32::to_le_bytes).concat();
-    if vendor != *b"AuthenticAMD" {
+    // Miri cannot run CPUID (its feature detection reports none either): no vendor.
+    if vendor()? != *b"AuthenticAMD" {
         return None;
     }
+    // SAFETY: CPUID exists on every x86-64 processor; leaf 1 always exists. (The intrinsic
+    // is safe from Rust 1.94 on, unsafe before: the block serves older toolchains.)
+    #[allow(unused_unsafe)]
+    let l1 = unsafe { std::arch::x86_64::__cpuid(1) };
     let base = (l1.eax >> 8) & 0xF;
     Some(if base == 0xF {
         base + ((l1.eax >> 20) & 0xFF)
@@ -332,6 +373,8 @@ mod tests {
                 c.wide_pipes, want,
                 "wide_pipes for {vendor} family {family}"
             );
+            let want = vendor == "GenuineIntel" && f("avx512_fp16");
+            assert_eq!(c.fast_gathers, want, "fast_gathers for {vendor}");
         }
         eprintln!(
             "detected {c:?}; tiers {:?}",

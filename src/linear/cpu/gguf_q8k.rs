@@ -33,7 +33,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::Isa;
-use super::iquants::{self, IqKind};
+use super::iquants::{self, Form, IqKind};
 use super::kquants::{self, Kq, Super};
 use crate::formats::gguf::blocks::iq4_xs;
 use crate::formats::gguf::f16_at;
@@ -158,6 +158,20 @@ pub(crate) fn prepare(isa: Isa, kind: KindK, rows: &mut Rows) {
 /// Up to four consecutive weight rows `ws` (whole super-blocks of `kind`) against every
 /// q8_K row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    dot_row_group_in(isa, Form::of(crate::isa::Cpu::get()), kind, ws, xs, out)
+}
+
+/// [`dot_row_group`] with the AVX-512 tier's i-quant kernels in form `form` (same bits in
+/// each).
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+fn dot_row_group_in(
+    isa: Isa,
+    form: Form,
+    kind: KindK,
+    ws: &[&[u8]],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx512
@@ -180,9 +194,9 @@ pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>],
         // SAFETY (each tier): as below; BMI1 is checked here (else the reference runs: same
         // bits).
         match isa {
-            Isa::Avx512 => unsafe { avx512::dot_row_group_q8k(iq, ws, xs, out) },
-            Isa::AvxVnni => unsafe { avxvnni::dot_row_group_q8k(iq, ws, xs, out) },
-            Isa::Avx2 => unsafe { avx2::dot_row_group_q8k(iq, ws, xs, out) },
+            Isa::Avx512 => unsafe { avx512::dot_row_group_q8k(iq, ws, xs, out, form) },
+            Isa::AvxVnni => unsafe { avxvnni::dot_row_group_q8k(iq, ws, xs, out, Form::Blend) },
+            Isa::Avx2 => unsafe { avx2::dot_row_group_q8k(iq, ws, xs, out, Form::Blend) },
             _ => dot_scalar_rows(kind, ws, xs, out),
         }
         return;
@@ -399,12 +413,20 @@ mod tests {
                             let ws = &rows[r0..r0 + g];
                             let mut ys = vec![0f32; g * m];
                             dot_row_group(Isa::Scalar, kind, ws, &xs, &mut ys);
-                            for isa in Isa::tested() {
+                            // Every form of the AVX-512 tier, whichever this CPU prefers.
+                            for (isa, form) in Isa::tested()
+                                .into_iter()
+                                .flat_map(|i| Form::ALL.map(|f| (i, f)))
+                            {
                                 let qp = prepared(isa, kind, &x, m, k);
                                 let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
                                 let mut ya = vec![0f32; g * m];
-                                dot_row_group(isa, kind, ws, &xp, &mut ya);
-                                assert_eq!(bits(&ys), bits(&ya), "{f} {isa:?} k{k} m{m} g{g}");
+                                dot_row_group_in(isa, form, kind, ws, &xp, &mut ya);
+                                assert_eq!(
+                                    bits(&ys),
+                                    bits(&ya),
+                                    "{f} {isa:?} {form:?} k{k} m{m} g{g}"
+                                );
                             }
                             for i in 0..g {
                                 let at = (r0 + i) * k;

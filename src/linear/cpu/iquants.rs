@@ -201,16 +201,45 @@ pub(super) fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
 /// `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major). Each output
 /// has the bits of the module docs' order whatever the instruction set and grouping.
 pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-    let wide = crate::isa::Cpu::get().wide_pipes;
-    dot_row_group_in(isa, wide, kind, ws, xs, out)
+    dot_row_group_in(isa, Form::of(crate::isa::Cpu::get()), kind, ws, xs, out)
 }
 
-/// [`dot_row_group`] with the AVX-512 tier's form chosen by `wide` (the two-group 512-bit
-/// form at M = 1, which pays where [`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes) holds;
-/// same bits either way).
+/// How the AVX-512 tier's i-quant kernels form their groups: a speed choice per CPU, the
+/// same bits in every form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Form {
+    /// Each group's grid entries by broadcast loads and blends, 256-bit `vpdpbusd`.
+    Blend,
+    /// At M = 1, two groups per 512-bit `vpdpbusd`: pays where
+    /// [`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes) holds.
+    Wide,
+    /// Each group's grid entries by one gather, for the types where that measured faster
+    /// (IQ3_XXS, IQ3_S, IQ2_S, IQ1_S, IQ1_M): pays where
+    /// [`Cpu::fast_gathers`](crate::isa::Cpu::fast_gathers) holds.
+    Gather,
+}
+
+impl Form {
+    /// The form this CPU runs fastest.
+    pub(super) fn of(cpu: &crate::isa::Cpu) -> Form {
+        if cpu.wide_pipes {
+            Form::Wide
+        } else if cpu.fast_gathers {
+            Form::Gather
+        } else {
+            Form::Blend
+        }
+    }
+
+    /// Every form (the tests run each).
+    #[cfg(test)]
+    pub(super) const ALL: [Form; 3] = [Form::Blend, Form::Wide, Form::Gather];
+}
+
+/// [`dot_row_group`] with the AVX-512 tier's form chosen by `form` (same bits in each).
 fn dot_row_group_in(
     isa: Isa,
-    wide: bool,
+    form: Form,
     kind: IqKind,
     ws: &[&[u8]],
     xs: &[Row<'_>],
@@ -218,7 +247,7 @@ fn dot_row_group_in(
 ) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = wide; // only the AVX-512 tier has a two-group form
+    let _ = form; // only the AVX-512 tier has several forms
     #[cfg(target_arch = "x86_64")]
     let bmi1 = crate::isa::Cpu::get().bmi1;
     match isa {
@@ -227,17 +256,17 @@ fn dot_row_group_in(
         // of all its features (`Isa::available`); BMI1 is checked here (else the reference
         // runs: same bits).
         Isa::Avx512 if bmi1 => unsafe {
-            super::iquants_avx2::avx512::dot_row_group(kind, ws, xs, out, wide)
+            super::iquants_avx2::avx512::dot_row_group(kind, ws, xs, out, form)
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni if bmi1 => unsafe {
-            super::iquants_avx2::avxvnni::dot_row_group(kind, ws, xs, out, false)
+            super::iquants_avx2::avxvnni::dot_row_group(kind, ws, xs, out, Form::Blend)
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::Avx2 if bmi1 => unsafe {
-            super::iquants_avx2::avx2::dot_row_group(kind, ws, xs, out, false)
+            super::iquants_avx2::avx2::dot_row_group(kind, ws, xs, out, Form::Blend)
         },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {
@@ -332,20 +361,20 @@ mod tests {
                     dot_row_group(Isa::Scalar, kind, &rows, &xs, &mut want);
                     assert!(want.iter().all(|v| v.is_finite()));
                     let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                    // Both forms of the AVX-512 tier, whichever this CPU prefers.
-                    for (isa, wide) in Isa::tested()
+                    // Every form of the AVX-512 tier, whichever this CPU prefers.
+                    for (isa, form) in Isa::tested()
                         .into_iter()
-                        .flat_map(|i| [(i, false), (i, true)])
+                        .flat_map(|i| Form::ALL.map(|f| (i, f)))
                     {
                         for g in 1..=4 {
                             for r0 in [0, n - g] {
                                 let mut got = vec![0f32; g * m];
                                 let ws = &rows[r0..r0 + g];
-                                dot_row_group_in(isa, wide, kind, ws, &xs, &mut got);
+                                dot_row_group_in(isa, form, kind, ws, &xs, &mut got);
                                 assert_eq!(
                                     bits(&got),
                                     bits(&want[r0 * m..(r0 + g) * m]),
-                                    "{kind:?} {isa:?} wide {wide} k{k} m{m} g{g} r{r0}"
+                                    "{kind:?} {isa:?} {form:?} k{k} m{m} g{g} r{r0}"
                                 );
                             }
                         }

@@ -53,7 +53,14 @@
 //! sums of `Rows::sum8` weighted per run (IQ1_M): the same integers `T_g`.
 //!
 //! A `vpgatherdd` of the 8 grid words of an IQ3_XXS or IQ3_S group measured slower or no
-//! faster than the broadcast loads and blends of [`set8`] on Zen 5.
+//! faster than the broadcast loads and blends of [`set8`] on Zen 5; on an Intel Xeon with
+//! AMX it measured faster, as did a `vpgatherdq` of the four grid entries of an IQ2_S,
+//! IQ1_S or IQ1_M group from the index buffer (M = 1, one thread, 4096²: IQ3_XXS 12.9 →
+//! 16.5 GMAC/s, IQ3_S 12.0 → 15.8, IQ2_S 17.3 → 19.1, IQ1_M 16.2 → 17.4, IQ1_S 18.7 →
+//! 19.3; M = 8 up to 1.2×, M = 32 within ±4 %). For IQ2_XXS and IQ2_XS, whose indices
+//! come straight from the block's bytes, it measured 7–28 % slower there. So the AVX-512
+//! tier has a gathered form ([`Iq::GATHER`], `Form::Gather`) that runs where
+//! [`Cpu::fast_gathers`](crate::isa::Cpu::fast_gathers) holds; the tests run every form.
 //!
 //! Software prefetch of the next rows does not pay here (measured): each weight row is
 //! read whole and in order, a stream the hardware prefetcher follows.
@@ -67,7 +74,7 @@
 //! [`super::gguf_q8k`], one conversion and one fma per super-block (IQ1_S and IQ1_M take
 //! the q8_K rows' exact 32- and 8-code sums for their grid offset).
 
-use super::iquants::IqKind;
+use super::iquants::{Form, IqKind};
 use crate::formats::gguf::blocks::{iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs};
 use crate::formats::gguf::grids::{
     IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS,
@@ -217,6 +224,31 @@ fn set8(v: [&u32; 8]) -> __m256i {
     }
 }
 
+/// The four u64 entries of `table` at the u16 indices `idx[4g .. 4g + 4]` (lane l: the
+/// entry of index 4g + l), by one `vpgatherdq`.
+///
+/// # Safety
+/// AVX2; `idx[4g .. 4g + 4]` readable, each index < `table.len()`.
+#[inline(always)]
+unsafe fn gather4(table: &[u64], idx: *const u16, g: usize) -> __m256i {
+    // SAFETY: the caller's contract: 8 bytes at idx + 4g; every lane's entry in the table.
+    unsafe {
+        let ix = _mm_cvtepu16_epi32(_mm_loadl_epi64(idx.add(4 * g).cast()));
+        _mm256_i32gather_epi64::<8>(table.as_ptr().cast(), ix)
+    }
+}
+
+/// The eight u32 entries of `table` at the indices `ix` (lane i: the entry of index i), by
+/// one `vpgatherdd`.
+///
+/// # Safety
+/// AVX2; each lane of `ix` in `0 .. table.len()`.
+#[inline(always)]
+unsafe fn gather8(table: &[u32], ix: __m256i) -> __m256i {
+    // SAFETY: the caller's contract: every lane's entry in the table.
+    unsafe { _mm256_i32gather_epi32::<4>(table.as_ptr().cast(), ix) }
+}
+
 /// Bits `start .. start + len` of `v` (one BMI1 `bextr`: field extraction is the scalar
 /// bottleneck of these kernels).
 #[inline(always)]
@@ -287,11 +319,22 @@ trait Iq {
     /// # Safety
     /// AVX2 available; `blk` points at a whole super-block.
     unsafe fn context(blk: *const u8) -> (f32, Self::Ctx);
+    /// Whether [`Iq::group`] has a form that reads the grid entries of a group with one
+    /// gather (`G`), for CPUs where gathers are fast
+    /// ([`Cpu::fast_gathers`](crate::isa::Cpu::fast_gathers)): measured per type.
+    const GATHER: bool = false;
     /// Group g of the super-block at `blk`; `idx` holds what [`Iq::indices`] wrote for it.
+    /// With `G` (only where [`Iq::GATHER`]), the grid entries come from one gather, else
+    /// from broadcast loads and blends ([`set4`], [`set8`]): the same vector.
     ///
     /// # Safety
     /// As [`Iq::context`]; g < 8; `idx` as [`Iq::indices`] left it.
-    unsafe fn group(blk: *const u8, g: usize, ctx: &Self::Ctx, idx: *const u16) -> Group;
+    unsafe fn group<const G: bool>(
+        blk: *const u8,
+        g: usize,
+        ctx: &Self::Ctx,
+        idx: *const u16,
+    ) -> Group;
     /// [`Iq::IDX`] types: the super-block's grid indices, one u16 per grid lookup (at most
     /// [`IDX_MAX`]), written to `idx` by vector code (one scalar load per lookup after).
     ///
@@ -521,7 +564,12 @@ impl Iq for Iq2Xxs {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, _idx: *const u16) -> Group {
+    unsafe fn group<const G: bool>(
+        blk: *const u8,
+        g: usize,
+        _: &__m256i,
+        _idx: *const u16,
+    ) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(iq2_xxs::QS.at + 8 * g)) };
         let grid = |i: u32| &IQ2XXS_GRID[((v >> (8 * i)) & 255) as usize];
@@ -543,6 +591,7 @@ impl Iq for Iq2Xxs {
 /// at 2 + 8g and a u32 at 66 + 4g with four 7-bit sign indices and the scale on top.
 struct Iq3Xxs;
 impl Iq for Iq3Xxs {
+    const GATHER: bool = true;
     const WIDE: bool = true;
     const BB: usize = iq3_xxs::BYTES;
     const SIGN_WORD: bool = true;
@@ -572,7 +621,12 @@ impl Iq for Iq3Xxs {
         }
     }
     #[inline(always)]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, _idx: *const u16) -> Group {
+    unsafe fn group<const G: bool>(
+        blk: *const u8,
+        g: usize,
+        _: &__m256i,
+        _idx: *const u16,
+    ) -> Group {
         // SAFETY: 8 bytes at 2 + 8g and 4 at 66 + 4g, inside the 98.
         let (v, aux) = unsafe {
             (
@@ -584,13 +638,19 @@ impl Iq for Iq3Xxs {
         };
         let grid = |i: u32| &IQ3XXS_GRID[((v >> (8 * i)) & 255) as usize];
         let sign = |l: u32| &SIGNS64[bx(aux as u64, 7 * l, 7) & 127];
-        // SAFETY: AVX2 (the caller's contract).
-        let zero = unsafe { _mm256_setzero_si256() };
-        Group::new(
-            set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
-            set4(sign(0), sign(1), sign(2), sign(3)),
-            zero,
-        )
+        // SAFETY: AVX2 (the caller's contract); byte indices < 256 entries.
+        let (zero, a) = unsafe {
+            let a = if G {
+                gather8(
+                    &IQ3XXS_GRID,
+                    _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(v as i64)),
+                )
+            } else {
+                set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid))
+            };
+            (_mm256_setzero_si256(), a)
+        };
+        Group::new(a, set4(sign(0), sign(1), sign(2), sign(3)), zero)
     }
     #[inline(always)]
     unsafe fn finish(t: __m256i, sc: &__m256i, _: X, _: usize) -> __m256i {
@@ -679,7 +739,12 @@ impl Iq for Iq2Xs {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(blk: *const u8, g: usize, f: &__m256i, _idx: *const u16) -> Group {
+    unsafe fn group<const G: bool>(
+        blk: *const u8,
+        g: usize,
+        f: &__m256i,
+        _idx: *const u16,
+    ) -> Group {
         // SAFETY: 8 bytes at 2 + 8g < 66.
         let v = unsafe { u64_at(blk.add(iq2_xs::QS.at + 8 * g)) };
         let grid = |l: u32| &IQ2XS_GRID[((v >> (16 * l)) & 511) as usize];
@@ -724,6 +789,7 @@ unsafe fn sign_bits(bits: u32) -> __m256i {
 /// index qs[r] | 2 bits of qh[g] << 8 and explicit sign byte qs[32 + r].
 struct Iq2S;
 impl Iq for Iq2S {
+    const GATHER: bool = true;
     const WIDE: bool = true;
     const BB: usize = iq2_s::BYTES;
     const PER16: bool = true;
@@ -777,7 +843,7 @@ impl Iq for Iq2S {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,bmi1")]
-    unsafe fn group(
+    unsafe fn group<const G: bool>(
         blk: *const u8,
         g: usize,
         f: &(__m256i, __m256i, __m256i),
@@ -792,11 +858,12 @@ impl Iq for Iq2S {
                 .read_unaligned();
             let q = idx4(idx, g);
             let grid = |l: u32| &*IQ2S_GRID.as_ptr().add(bx(q, 16 * l, 16));
-            Group::new(
-                set4(grid(0), grid(1), grid(2), grid(3)),
-                sign_bits(signs),
-                half_factors(f.0, g),
-            )
+            let a = if G {
+                gather4(&IQ2S_GRID, idx, g)
+            } else {
+                set4(grid(0), grid(1), grid(2), grid(3))
+            };
+            Group::new(a, sign_bits(signs), half_factors(f.0, g))
         }
     }
     #[inline]
@@ -816,6 +883,7 @@ impl Iq for Iq2S {
 /// sign bytes; a 4-bit scale per group.
 struct Iq3S;
 impl Iq for Iq3S {
+    const GATHER: bool = true;
     const BB: usize = iq3_s::BYTES;
     /// The eight groups' 2s + 1.
     type Ctx = __m256i;
@@ -864,7 +932,12 @@ impl Iq for Iq3S {
         }
     }
     #[inline(always)]
-    unsafe fn group(blk: *const u8, g: usize, _: &__m256i, idx: *const u16) -> Group {
+    unsafe fn group<const G: bool>(
+        blk: *const u8,
+        g: usize,
+        _: &__m256i,
+        idx: *const u16,
+    ) -> Group {
         // SAFETY: signs at 74 + 4g inside the 110 bytes; lookups 8g .. 8g + 8 of `idx`,
         // 9-bit indices (`indices`) < 512 entries.
         unsafe {
@@ -873,11 +946,15 @@ impl Iq for Iq3S {
                 .add(iq3_s::SIGNS.at + 4 * g)
                 .cast::<u32>()
                 .read_unaligned();
-            Group::new(
-                set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid)),
-                sign_bits(signs),
-                _mm256_setzero_si256(),
-            )
+            let a = if G {
+                gather8(
+                    &IQ3S_GRID,
+                    _mm256_cvtepu16_epi32(_mm_loadu_si128(idx.add(8 * g).cast())),
+                )
+            } else {
+                set8([0, 1, 2, 3, 4, 5, 6, 7].map(grid))
+            };
+            Group::new(a, sign_bits(signs), _mm256_setzero_si256())
         }
     }
     #[inline(always)]
@@ -894,6 +971,7 @@ impl Iq for Iq3S {
 /// [`Iq::finish`] adds (±1 − 8)·Σx through the exact block sum Σx and applies 2s + 1.
 struct Iq1S;
 impl Iq for Iq1S {
+    const GATHER: bool = true;
     const WIDE: bool = true;
     const BB: usize = iq1_s::BYTES;
     const SIGNED: bool = false;
@@ -933,16 +1011,22 @@ impl Iq for Iq1S {
         }
     }
     #[inline(always)]
-    unsafe fn group(_: *const u8, g: usize, _: &(__m256i, __m256i), idx: *const u16) -> Group {
+    unsafe fn group<const G: bool>(
+        _: *const u8,
+        g: usize,
+        _: &(__m256i, __m256i),
+        idx: *const u16,
+    ) -> Group {
         // SAFETY: runs 4g .. 4g + 4 of `idx`, 11-bit indices (`indices`) < 2048 entries.
         unsafe {
             let q = idx4(idx, g);
             let grid = |l: u32| &*IQ1S_GRID1.as_ptr().add(bx(q, 16 * l, 16));
-            Group::new(
-                set4(grid(0), grid(1), grid(2), grid(3)),
-                _mm256_setzero_si256(),
-                _mm256_setzero_si256(),
-            )
+            let a = if G {
+                gather4(&IQ1S_GRID1, idx, g)
+            } else {
+                set4(grid(0), grid(1), grid(2), grid(3))
+            };
+            Group::new(a, _mm256_setzero_si256(), _mm256_setzero_si256())
         }
     }
     #[inline(always)]
@@ -971,6 +1055,7 @@ impl Iq for Iq1S {
 /// (the same integers as `Σ f_h·(8·grid + δ)·x`).
 struct Iq1M;
 impl Iq for Iq1M {
+    const GATHER: bool = true;
     const WIDE: bool = true;
     const BB: usize = iq1_m::BYTES;
     const SIGNED: bool = false;
@@ -1082,7 +1167,7 @@ impl Iq for Iq1M {
         }
     }
     #[inline(always)]
-    unsafe fn group(
+    unsafe fn group<const G: bool>(
         _: *const u8,
         g: usize,
         c: &(__m256i, __m256i, __m256i),
@@ -1093,11 +1178,12 @@ impl Iq for Iq1M {
             // SAFETY: an 11-bit index (`indices`) < 2048 entries.
             let q = idx4(idx, g);
             let grid = |l: u32| &*IQ1S_GRID1.as_ptr().add(bx(q, 16 * l, 16));
-            Group::new(
-                set4(grid(0), grid(1), grid(2), grid(3)),
-                _mm256_setzero_si256(),
-                half_factors(c.0, g),
-            )
+            let a = if G {
+                gather4(&IQ1S_GRID1, idx, g)
+            } else {
+                set4(grid(0), grid(1), grid(2), grid(3))
+            };
+            Group::new(a, _mm256_setzero_si256(), half_factors(c.0, g))
         }
     }
     #[inline(always)]
@@ -1259,8 +1345,9 @@ fn finish8(acc: __m256) -> f32 {
 /// `neg_bits(x, bits)` (byte e negated where bit e is set).
 macro_rules! kernels {
     ($feat:tt) => {
-        /// `wide`: run the two-group 512-bit form at M = 1 where the tier and type have one
-        /// ([`Iq::WIDE`]; same bits either way).
+        /// `form`: the two-group 512-bit form at M = 1 where the tier and type have one
+        /// ([`Iq::WIDE`]), the gathered grid entries where the type has them
+        /// ([`Iq::GATHER`]); same bits in every form.
         ///
         /// # Safety
         /// The features `$feat` and BMI1 available; every row of `ws` holds whole
@@ -1271,18 +1358,18 @@ macro_rules! kernels {
             ws: &[&[u8]],
             xs: &[Row<'_>],
             out: &mut [f32],
-            wide: bool,
+            form: Form,
         ) {
             // SAFETY (all calls): the caller's contract.
             unsafe {
                 match kind {
-                    IqKind::Iq2Xxs => rows::<Iq2Xxs>(ws, xs, out, wide),
-                    IqKind::Iq3Xxs => rows::<Iq3Xxs>(ws, xs, out, wide),
-                    IqKind::Iq2Xs => rows::<Iq2Xs>(ws, xs, out, wide),
-                    IqKind::Iq3S => rows::<Iq3S>(ws, xs, out, wide),
-                    IqKind::Iq2S => rows::<Iq2S>(ws, xs, out, wide),
-                    IqKind::Iq1S => rows::<Iq1S>(ws, xs, out, wide),
-                    IqKind::Iq1M => rows::<Iq1M>(ws, xs, out, wide),
+                    IqKind::Iq2Xxs => rows::<Iq2Xxs>(ws, xs, out, form),
+                    IqKind::Iq3Xxs => rows::<Iq3Xxs>(ws, xs, out, form),
+                    IqKind::Iq2Xs => rows::<Iq2Xs>(ws, xs, out, form),
+                    IqKind::Iq3S => rows::<Iq3S>(ws, xs, out, form),
+                    IqKind::Iq2S => rows::<Iq2S>(ws, xs, out, form),
+                    IqKind::Iq1S => rows::<Iq1S>(ws, xs, out, form),
+                    IqKind::Iq1M => rows::<Iq1M>(ws, xs, out, form),
                 }
             }
         }
@@ -1291,7 +1378,7 @@ macro_rules! kernels {
         /// As [`dot_row_group`].
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32], wide: bool) {
+        unsafe fn rows<U: Iq>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32], form: Form) {
             let m = xs.len();
             if m == 0 {
                 return;
@@ -1299,16 +1386,19 @@ macro_rules! kernels {
             let nb = xs[0].d.len();
             let nsb = nb / 8;
             assert!(ws.iter().all(|w| w.len() >= nsb * U::BB));
+            let gather = U::GATHER && form == Form::Gather;
             if m == 1 {
                 // One row (the decoding step): no pointer records to allocate.
                 let x = X::of(&xs[0], nb);
                 for (w, o) in ws.iter().zip(out.iter_mut()) {
                     // SAFETY: nsb super-blocks in w and in the activation row (asserted).
                     *o = unsafe {
-                        if WIDE && U::WIDE && wide {
+                        if WIDE && U::WIDE && form == Form::Wide {
                             row_wide::<U>(w.as_ptr(), nsb, x)
+                        } else if gather {
+                            row_fused::<U, true>(w.as_ptr(), nsb, x)
                         } else {
-                            row_fused::<U>(w.as_ptr(), nsb, x)
+                            row_fused::<U, false>(w.as_ptr(), nsb, x)
                         }
                     };
                 }
@@ -1320,7 +1410,13 @@ macro_rules! kernels {
             let mut acc = vec![_mm256_setzero_ps(); m];
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
                 // SAFETY: nsb super-blocks in w and in every activation row (asserted).
-                unsafe { row_buffered::<U>(w.as_ptr(), nsb, &px, &mut acc, o) };
+                unsafe {
+                    if gather {
+                        row_buffered::<U, true>(w.as_ptr(), nsb, &px, &mut acc, o)
+                    } else {
+                        row_buffered::<U, false>(w.as_ptr(), nsb, &px, &mut acc, o)
+                    }
+                };
             }
         }
 
@@ -1337,17 +1433,18 @@ macro_rules! kernels {
             ws: &[&[u8]],
             xs: &[q8_k::Row<'_>],
             out: &mut [f32],
+            form: Form,
         ) {
             // SAFETY (all calls): the caller's contract.
             unsafe {
                 match kind {
-                    IqKind::Iq2Xxs => rows_q8k::<Iq2Xxs>(ws, xs, out),
-                    IqKind::Iq3Xxs => rows_q8k::<Iq3Xxs>(ws, xs, out),
-                    IqKind::Iq2Xs => rows_q8k::<Iq2Xs>(ws, xs, out),
-                    IqKind::Iq3S => rows_q8k::<Iq3S>(ws, xs, out),
-                    IqKind::Iq2S => rows_q8k::<Iq2S>(ws, xs, out),
-                    IqKind::Iq1S => rows_q8k::<Iq1S>(ws, xs, out),
-                    IqKind::Iq1M => rows_q8k::<Iq1M>(ws, xs, out),
+                    IqKind::Iq2Xxs => rows_q8k::<Iq2Xxs>(ws, xs, out, form),
+                    IqKind::Iq3Xxs => rows_q8k::<Iq3Xxs>(ws, xs, out, form),
+                    IqKind::Iq2Xs => rows_q8k::<Iq2Xs>(ws, xs, out, form),
+                    IqKind::Iq3S => rows_q8k::<Iq3S>(ws, xs, out, form),
+                    IqKind::Iq2S => rows_q8k::<Iq2S>(ws, xs, out, form),
+                    IqKind::Iq1S => rows_q8k::<Iq1S>(ws, xs, out, form),
+                    IqKind::Iq1M => rows_q8k::<Iq1M>(ws, xs, out, form),
                 }
             }
         }
@@ -1356,18 +1453,25 @@ macro_rules! kernels {
         /// As [`dot_row_group_q8k`].
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn rows_q8k<U: Iq>(ws: &[&[u8]], xs: &[q8_k::Row<'_>], out: &mut [f32]) {
+        unsafe fn rows_q8k<U: Iq>(ws: &[&[u8]], xs: &[q8_k::Row<'_>], out: &mut [f32], form: Form) {
             let m = xs.len();
             if m == 0 {
                 return;
             }
             let nsb = xs[0].d.len();
             assert!(ws.iter().all(|w| w.len() >= nsb * U::BB));
+            let gather = U::GATHER && form == Form::Gather;
             if m == 1 {
                 let x = X::of_q8k(&xs[0], nsb);
                 for (w, o) in ws.iter().zip(out.iter_mut()) {
                     // SAFETY: nsb super-blocks in w and in the activation row (asserted).
-                    *o = unsafe { row_fused_q8k::<U>(w.as_ptr(), nsb, x) };
+                    *o = unsafe {
+                        if gather {
+                            row_fused_q8k::<U, true>(w.as_ptr(), nsb, x)
+                        } else {
+                            row_fused_q8k::<U, false>(w.as_ptr(), nsb, x)
+                        }
+                    };
                 }
                 return;
             }
@@ -1375,7 +1479,13 @@ macro_rules! kernels {
             let px: Vec<X> = xs.iter().map(|x| X::of_q8k(x, nsb)).collect();
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
                 // SAFETY: nsb super-blocks in w and in every activation row (asserted).
-                unsafe { row_buffered_q8k::<U>(w.as_ptr(), nsb, &px, o) };
+                unsafe {
+                    if gather {
+                        row_buffered_q8k::<U, true>(w.as_ptr(), nsb, &px, o)
+                    } else {
+                        row_buffered_q8k::<U, false>(w.as_ptr(), nsb, &px, o)
+                    }
+                };
             }
         }
 
@@ -1385,7 +1495,7 @@ macro_rules! kernels {
         /// # Safety
         /// As [`Iq::group`].
         #[inline(always)]
-        unsafe fn unpack<U: Iq>(
+        unsafe fn unpack<U: Iq, const G: bool>(
             blk: *const u8,
             g: usize,
             ctx: &U::Ctx,
@@ -1394,7 +1504,7 @@ macro_rules! kernels {
         ) -> Group {
             // SAFETY: the caller's contract.
             unsafe {
-                let mut grp = U::group(blk, g, ctx, idx);
+                let mut grp = U::group::<G>(blk, g, ctx, idx);
                 if U::SIGN_WORD && MASK {
                     grp.bits = U::sign_word(blk, g, idx);
                 } else if U::SIGN_BUF && vec {
@@ -1511,7 +1621,7 @@ macro_rules! kernels {
         /// The tier's features; nsb super-blocks at `w` and in `x`.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn row_fused<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
+        unsafe fn row_fused<U: Iq, const G: bool>(w: *const u8, nsb: usize, x: X) -> f32 {
             const { assert!(U::PER16 || U::M == 1 || U::M == 8) };
             let mut acc = _mm256_setzero_ps();
             // The sign vectors from the stored sign words (a constant per type and tier).
@@ -1539,14 +1649,14 @@ macro_rules! kernels {
                     let b = 8 * sb;
                     // Written out so that the eight groups stay in registers.
                     let v = [
-                        group_dot::<U>(x, b, unpack::<U>(blk, 0, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 1, unpack::<U>(blk, 1, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 2, unpack::<U>(blk, 2, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 3, unpack::<U>(blk, 3, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 4, unpack::<U>(blk, 4, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 5, unpack::<U>(blk, 5, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 6, unpack::<U>(blk, 6, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 7, unpack::<U>(blk, 7, &ctx, ip, vec)),
+                        group_dot::<U>(x, b, unpack::<U, G>(blk, 0, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 1, unpack::<U, G>(blk, 1, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 2, unpack::<U, G>(blk, 2, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 3, unpack::<U, G>(blk, 3, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 4, unpack::<U, G>(blk, 4, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 5, unpack::<U, G>(blk, 5, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 6, unpack::<U, G>(blk, 6, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 7, unpack::<U, G>(blk, 7, &ctx, ip, vec)),
                     ];
                     let t = reduce::<U>(v, &ctx, x, b);
                     acc = accumulate(acc, dc, x, sb, t);
@@ -1562,11 +1672,11 @@ macro_rules! kernels {
         /// As [`row_fused`].
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn row_fused_q8k<U: Iq>(w: *const u8, nsb: usize, x: X) -> f32 {
+        unsafe fn row_fused_q8k<U: Iq, const G: bool>(w: *const u8, nsb: usize, x: X) -> f32 {
             let mut acc = 0f32;
             // SAFETY: the caller's contract; nsb scales at `x.d`.
             unsafe {
-                fused::<U>(w, nsb, x, |sb, dc, t| {
+                fused::<U, G>(w, nsb, x, |sb, dc, t| {
                     acc = (dc * *x.d.add(sb)).mul_add(hsum_i32(t) as f32, acc)
                 })
             };
@@ -1579,7 +1689,7 @@ macro_rules! kernels {
         /// # Safety
         /// As [`row_fused`].
         #[inline(always)]
-        unsafe fn fused<U: Iq>(
+        unsafe fn fused<U: Iq, const G: bool>(
             w: *const u8,
             nsb: usize,
             x: X,
@@ -1611,14 +1721,14 @@ macro_rules! kernels {
                     let b = 8 * sb;
                     // Written out so that the eight groups stay in registers.
                     let v = [
-                        group_dot::<U>(x, b, unpack::<U>(blk, 0, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 1, unpack::<U>(blk, 1, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 2, unpack::<U>(blk, 2, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 3, unpack::<U>(blk, 3, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 4, unpack::<U>(blk, 4, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 5, unpack::<U>(blk, 5, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 6, unpack::<U>(blk, 6, &ctx, ip, vec)),
-                        group_dot::<U>(x, b + 7, unpack::<U>(blk, 7, &ctx, ip, vec)),
+                        group_dot::<U>(x, b, unpack::<U, G>(blk, 0, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 1, unpack::<U, G>(blk, 1, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 2, unpack::<U, G>(blk, 2, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 3, unpack::<U, G>(blk, 3, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 4, unpack::<U, G>(blk, 4, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 5, unpack::<U, G>(blk, 5, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 6, unpack::<U, G>(blk, 6, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 7, unpack::<U, G>(blk, 7, &ctx, ip, vec)),
                     ];
                     f(sb, dc, reduce::<U>(v, &ctx, x, b));
                 }
@@ -1634,7 +1744,7 @@ macro_rules! kernels {
         /// `out.len() == acc.len() == xs.len()`.
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn row_buffered<U: Iq>(
+        unsafe fn row_buffered<U: Iq, const G: bool>(
             w: *const u8,
             nsb: usize,
             xs: &[X],
@@ -1652,7 +1762,7 @@ macro_rules! kernels {
                     let (dc, ctx) = U::context(blk);
                     let ip = indices::<U>(blk, &mut ibuf, false);
                     for (g, b) in buf.iter_mut().enumerate() {
-                        *b = unpack::<U>(blk, g, &ctx, ip, false);
+                        *b = unpack::<U, G>(blk, g, &ctx, ip, false);
                     }
                     for (a, &x) in acc.iter_mut().zip(xs) {
                         let mut v = [zero; 8];
@@ -1674,11 +1784,16 @@ macro_rules! kernels {
         /// As [`row_buffered`].
         #[inline]
         #[target_feature(enable = $feat)]
-        unsafe fn row_buffered_q8k<U: Iq>(w: *const u8, nsb: usize, xs: &[X], out: &mut [f32]) {
+        unsafe fn row_buffered_q8k<U: Iq, const G: bool>(
+            w: *const u8,
+            nsb: usize,
+            xs: &[X],
+            out: &mut [f32],
+        ) {
             out.fill(0.0);
             // SAFETY: the caller's contract; nsb scales at each `x.d`.
             unsafe {
-                buffered::<U>(w, nsb, xs, |r, sb, dc, t| {
+                buffered::<U, G>(w, nsb, xs, |r, sb, dc, t| {
                     out[r] = (dc * *xs[r].d.add(sb)).mul_add(hsum_i32(t) as f32, out[r])
                 })
             };
@@ -1690,7 +1805,7 @@ macro_rules! kernels {
         /// # Safety
         /// As [`row_buffered`].
         #[inline(always)]
-        unsafe fn buffered<U: Iq>(
+        unsafe fn buffered<U: Iq, const G: bool>(
             w: *const u8,
             nsb: usize,
             xs: &[X],
@@ -1707,7 +1822,7 @@ macro_rules! kernels {
                     let (dc, ctx) = U::context(blk);
                     let ip = indices::<U>(blk, &mut ibuf, false);
                     for (g, b) in buf.iter_mut().enumerate() {
-                        *b = unpack::<U>(blk, g, &ctx, ip, false);
+                        *b = unpack::<U, G>(blk, g, &ctx, ip, false);
                     }
                     for (r, &x) in xs.iter().enumerate() {
                         let mut v = [zero; 8];
@@ -1835,26 +1950,26 @@ pub(super) mod avx512 {
                     pair_dot::<U>(
                         x,
                         b,
-                        unpack::<U>(blk, 0, &ctx, ip, false),
-                        unpack::<U>(blk, 1, &ctx, ip, false),
+                        unpack::<U, false>(blk, 0, &ctx, ip, false),
+                        unpack::<U, false>(blk, 1, &ctx, ip, false),
                     ),
                     pair_dot::<U>(
                         x,
                         b + 2,
-                        unpack::<U>(blk, 2, &ctx, ip, false),
-                        unpack::<U>(blk, 3, &ctx, ip, false),
+                        unpack::<U, false>(blk, 2, &ctx, ip, false),
+                        unpack::<U, false>(blk, 3, &ctx, ip, false),
                     ),
                     pair_dot::<U>(
                         x,
                         b + 4,
-                        unpack::<U>(blk, 4, &ctx, ip, false),
-                        unpack::<U>(blk, 5, &ctx, ip, false),
+                        unpack::<U, false>(blk, 4, &ctx, ip, false),
+                        unpack::<U, false>(blk, 5, &ctx, ip, false),
                     ),
                     pair_dot::<U>(
                         x,
                         b + 6,
-                        unpack::<U>(blk, 6, &ctx, ip, false),
-                        unpack::<U>(blk, 7, &ctx, ip, false),
+                        unpack::<U, false>(blk, 6, &ctx, ip, false),
+                        unpack::<U, false>(blk, 7, &ctx, ip, false),
                     ),
                 ];
                 let (lo, hi) = halves512(v);
