@@ -214,8 +214,8 @@ pub(super) enum Form {
     /// [`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes) holds.
     Wide,
     /// Each group's grid entries by one gather, for the types where that measured faster
-    /// (IQ3_XXS, IQ3_S, IQ2_S, IQ1_S, IQ1_M): pays where
-    /// [`Cpu::fast_gathers`](crate::isa::Cpu::fast_gathers) holds.
+    /// (IQ3_XXS, IQ3_S, IQ2_S, IQ1_S, IQ1_M), and IQ2_XS's by blends kept as blends: pays
+    /// where [`Cpu::fast_gathers`](crate::isa::Cpu::fast_gathers) holds.
     Gather,
 }
 

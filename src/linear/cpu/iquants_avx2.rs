@@ -58,9 +58,11 @@
 //! IQ1_S or IQ1_M group from the index buffer (M = 1, one thread, 4096²: IQ3_XXS 12.9 →
 //! 16.5 GMAC/s, IQ3_S 12.0 → 15.8, IQ2_S 17.3 → 19.1, IQ1_M 16.2 → 17.4, IQ1_S 18.7 →
 //! 19.3; M = 8 up to 1.2×, M = 32 within ±4 %). For IQ2_XXS and IQ2_XS, whose indices
-//! come straight from the block's bytes, it measured 7–28 % slower there. So the AVX-512
-//! tier has a gathered form ([`Iq::GATHER`], `Form::Gather`) that runs where
-//! [`Cpu::fast_gathers`](crate::isa::Cpu::fast_gathers) holds; the tests run every form.
+//! come straight from the block's bytes, it measured 7–28 % slower there; IQ2_XS instead
+//! gains from [`set4_blend`] (blends the compiler cannot turn into shuffles: 15.1 → 15.6–16.3
+//! GMAC/s, M = 4..32 even). So the AVX-512 tier has a gather form ([`Iq::GATHER`],
+//! `Form::Gather`) that runs where [`Cpu::fast_gathers`](crate::isa::Cpu::fast_gathers)
+//! holds; the tests run every form.
 //!
 //! Software prefetch of the next rows does not pay here (measured): each weight row is
 //! read whole and in order, a stream the hardware prefetcher follows.
@@ -204,6 +206,40 @@ fn set4(v0: &u64, v1: &u64, v2: &u64, v3: &u64) -> __m256i {
     }
 }
 
+/// [`set4`] with its blends as written: `vpblendd` in inline assembly, which the compiler
+/// cannot turn into `vmovhps` + `vinserti128` (three shuffle micro-ops, and Intel's cores
+/// run shuffles on one port, blends on three). Measured on an Intel Xeon with AMX at M = 1:
+/// IQ2_XS 1.08× faster than [`set4`]; IQ2_XXS 5% slower, IQ2_S, IQ1_S and IQ1_M slower than
+/// their gathers. (On Zen 5 a form like it measured slower than [`set4`].)
+#[inline]
+#[target_feature(enable = "avx2")]
+fn set4_blend(v0: &u64, v1: &u64, v2: &u64, v3: &u64) -> __m256i {
+    // SAFETY: each reference is 8 readable bytes.
+    let b = |v: &u64| unsafe {
+        _mm256_castpd_si256(_mm256_broadcast_sd(&*(v as *const u64).cast::<f64>()))
+    };
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn blend<const IMM: u8>(a: __m256i, b: __m256i) -> __m256i {
+        let r;
+        // SAFETY: AVX2 (this function's target feature); registers only.
+        unsafe {
+            std::arch::asm!(
+                "vpblendd {r}, {a}, {b}, {imm}",
+                r = lateout(ymm_reg) r,
+                a = in(ymm_reg) a,
+                b = in(ymm_reg) b,
+                imm = const IMM,
+                options(pure, nomem, nostack, preserves_flags),
+            )
+        };
+        r
+    }
+    let x = blend::<0x0C>(b(v0), b(v1));
+    let y = blend::<0xC0>(b(v2), b(v3));
+    blend::<0xF0>(x, y)
+}
+
 /// The eight u32 at `v[i]` as one vector, by broadcast loads and blends.
 #[inline(always)]
 fn set8(v: [&u32; 8]) -> __m256i {
@@ -319,13 +355,14 @@ trait Iq {
     /// # Safety
     /// AVX2 available; `blk` points at a whole super-block.
     unsafe fn context(blk: *const u8) -> (f32, Self::Ctx);
-    /// Whether [`Iq::group`] has a form that reads the grid entries of a group with one
-    /// gather (`G`), for CPUs where gathers are fast
-    /// ([`Cpu::fast_gathers`](crate::isa::Cpu::fast_gathers)): measured per type.
+    /// Whether [`Iq::group`] has a form for the CPUs with
+    /// [`Cpu::fast_gathers`](crate::isa::Cpu::fast_gathers) (`G`): the grid entries of a
+    /// group by one gather, or for IQ2_XS by [`set4_blend`]; measured per type.
     const GATHER: bool = false;
     /// Group g of the super-block at `blk`; `idx` holds what [`Iq::indices`] wrote for it.
-    /// With `G` (only where [`Iq::GATHER`]), the grid entries come from one gather, else
-    /// from broadcast loads and blends ([`set4`], [`set8`]): the same vector.
+    /// With `G` (only where [`Iq::GATHER`]), the grid entries come from one gather (or
+    /// [`set4_blend`]), else from broadcast loads and blends ([`set4`], [`set8`]): the same
+    /// vector.
     ///
     /// # Safety
     /// As [`Iq::context`]; g < 8; `idx` as [`Iq::indices`] left it.
@@ -699,6 +736,7 @@ unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
 /// index and a 7-bit sign index; a 4-bit scale per 16 values.
 struct Iq2Xs;
 impl Iq for Iq2Xs {
+    const GATHER: bool = true;
     const WIDE: bool = true;
     const BB: usize = iq2_xs::BYTES;
     const SIGN_WORD: bool = true;
@@ -749,8 +787,13 @@ impl Iq for Iq2Xs {
         let v = unsafe { u64_at(blk.add(iq2_xs::QS.at + 8 * g)) };
         let grid = |l: u32| &IQ2XS_GRID[((v >> (16 * l)) & 511) as usize];
         let sign = |l: u32| &SIGNS64[((v >> (16 * l + 9)) & 127) as usize];
+        let a = if G {
+            set4_blend(grid(0), grid(1), grid(2), grid(3))
+        } else {
+            set4(grid(0), grid(1), grid(2), grid(3))
+        };
         Group::new(
-            set4(grid(0), grid(1), grid(2), grid(3)),
+            a,
             set4(sign(0), sign(1), sign(2), sign(3)),
             // SAFETY: AVX2.
             unsafe { half_factors(*f, g) },
