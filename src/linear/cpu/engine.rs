@@ -169,7 +169,7 @@ impl<'a> Engine<'a> {
 
     /// Weight rows per kernel call for a tile of `mt` activation rows: the float kernels run
     /// up to 8 rows side by side at M = 1 (eight independent accumulator chains), the
-    /// q8_1 and q8_K block kernels 4, the AMX kernels (k-quants, legacy types) 16.
+    /// q8_1 and q8_K block kernels 4, the AMX kernels (k-quants, legacy types, grouped formats) 16.
     fn group(&self, mt: usize) -> usize {
         match self.kernel {
             Kernel::Gguf(super::gguf::Kind::KQuant(kq))
@@ -182,6 +182,7 @@ impl<'a> Engine<'a> {
             {
                 AMX_GROUP
             }
+            Kernel::GroupedQ8(_) if super::grouped_q8::amx_rows(self.isa, mt) => AMX_GROUP,
             Kernel::Gguf(_) | Kernel::GgufQ8K(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
                 ROW_GROUP
             }
@@ -244,6 +245,7 @@ impl<'a> Engine<'a> {
                     {
                         AMX_GROUP
                     }
+                    Kernel::GroupedQ8(_) if super::grouped_q8::amx_rows(self.isa, mt) => AMX_GROUP,
                     _ if self.isa == Isa::Avx512 => 4,
                     _ => 0,
                 };
@@ -608,7 +610,7 @@ impl<'a> Engine<'a> {
                     hi: &[],
                     scales: &[],
                 };
-                let mut ws = [empty; ROW_GROUP];
+                let mut ws = [empty; AMX_GROUP];
                 for (i, w) in ws.iter_mut().enumerate().take(count) {
                     *w = grouped_q8::GRow {
                         codes: bytes(i),

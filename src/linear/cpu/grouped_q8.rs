@@ -36,10 +36,25 @@ pub(crate) struct GRow<'a> {
     pub scales: &'a [u8],
 }
 
+/// Whether `m` activation rows of `kind` on `isa` take the AMX kernel (the AVX-512 tier on
+/// a CPU with AMX-INT8, from `grouped_amx::MIN_M` rows): the rows are then interleaved in
+/// groups of 16 ([`prepare`]) and the engine passes 16 weight rows per call.
+pub(crate) fn amx_rows(isa: Isa, m: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && crate::isa::Cpu::get().amx_int8 {
+        return m >= super::grouped_amx::MIN_M;
+    }
+    let _ = (isa, m);
+    false
+}
+
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
-/// pair's codes rearranged in the order of their weight bytes).
+/// pair's codes rearranged in the order of their weight bytes; the AMX kernel, where
+/// [`amx_rows`] holds, the rows interleaved in groups of 16).
 pub(crate) fn prepare(isa: Isa, kind: Grouped, rows: Rows) -> Rows {
     match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if amx_rows(isa, rows.rows()) => super::grouped_amx::prepare(kind, rows),
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
             let mut rows = super::grouped_q8_avx512::arrange(kind, rows);
@@ -151,8 +166,9 @@ pub(super) fn prefetch_next<const R: usize>(
     }
 }
 
-/// Up to four consecutive weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]` =
-/// the product of `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
+/// Up to four consecutive weight rows `ws` (16 where the rows are interleaved for the AMX
+/// kernel, [`amx_rows`]) against every q8_1 row `xs`: `out[i·M + r]` = the product of
+/// `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
 ///
 /// Each `ws[i]` holds the planes of one row of K = 32·`xs[r].d.len()` values.
 pub(crate) fn dot_row_group(
@@ -168,12 +184,18 @@ pub(crate) fn dot_row_group(
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernels are compiled for.
         Isa::Avx512 => unsafe {
-            // Several activation rows: the tile kernel when the rows are interleaved for it,
-            // else the pair kernels; the same bits.
-            if super::grouped_tile_avx512::applies(kind, xs) {
+            // Several activation rows: the AMX or the tile kernel when the rows are
+            // interleaved for it, else the pair kernels (four weight rows at a time); the
+            // same bits.
+            if super::grouped_amx::applies(xs) {
+                super::grouped_amx::dot_row_group(kind, ws, xs, out)
+            } else if super::grouped_tile_avx512::applies(kind, xs) {
                 super::grouped_tile_avx512::dot_row_group(kind, ws, xs, out)
             } else {
-                super::grouped_q8_avx512::dot_row_group(kind, ws, xs, out)
+                let m = xs.len().max(1);
+                for (w, o) in ws.chunks(4).zip(out.chunks_mut(4 * m)) {
+                    super::grouped_q8_avx512::dot_row_group(kind, w, xs, o)
+                }
             }
         },
         #[cfg(target_arch = "x86_64")]
@@ -292,6 +314,73 @@ mod tests {
                 );
             }
         }
+        assert!(cases > 0);
+    }
+
+    /// The AMX kernel (where the CPU has it) against the scalar reference with up to 16
+    /// weight rows per call (1, 5, 15 and 16 of 19, at both ends), activation groups of 16
+    /// with remainders, runs of four blocks with a last half chunk, and K with a partial
+    /// run (the pair kernels then serve the 16 rows, four at a time).
+    #[test]
+    fn amx_kernel_equals_scalar_for_every_row_count() {
+        if !crate::isa::Cpu::get().amx_int8 || !Isa::Avx512.available() {
+            eprintln!("note: no usable AMX-INT8 on this machine, its grouped kernel is not tested");
+            return;
+        }
+        let mut next = xorshift(0x2F0A_77C3_19D4_E6B5);
+        let n = 19;
+        let mut cases = 0;
+        for (kind, cb, hb) in [
+            (Grouped::Q2, 8, 0),
+            (Grouped::T2, 8, 0),
+            (Grouped::Q4, 16, 0),
+            (Grouped::Q5, 16, 4),
+            (Grouped::Q6, 16, 8),
+            (Grouped::Q8, 32, 0),
+        ] {
+            for nb in [8usize, 12, 30, 40] {
+                let (k, groups) = (32 * nb, (32 * nb).div_ceil(kind.group()));
+                let mut bytes = |len: usize| (0..len).map(|_| next() as u8).collect::<Vec<_>>();
+                let codes = bytes(n * cb * nb);
+                let hi = bytes(n * hb * nb);
+                let mut scales = vec![0u8; n * 2 * groups];
+                for w in scales.chunks_exact_mut(2) {
+                    let d = 0x2000 + (next() >> 16) as u16 % 0x1C00;
+                    w.copy_from_slice(&d.to_le_bytes());
+                }
+                let ws: Vec<GRow<'_>> = (0..n)
+                    .map(|i| GRow {
+                        codes: &codes[i * cb * nb..(i + 1) * cb * nb],
+                        hi: &hi[i * hb * nb..(i + 1) * hb * nb],
+                        scales: &scales[i * 2 * groups..(i + 1) * 2 * groups],
+                    })
+                    .collect();
+                for m in [16, 17, 33, 64] {
+                    let x: Vec<f32> = (0..m * k)
+                        .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+                        .collect();
+                    let q = Rows::quantize(&x, m, k);
+                    let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                    let mut want = vec![0f32; n * m];
+                    dot_row_group(Isa::Scalar, kind, &ws, &xs, &mut want);
+                    assert!(amx_rows(Isa::Avx512, m));
+                    let qp = prepare(Isa::Avx512, kind, Rows::quantize(&x, m, k));
+                    let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
+                    assert_eq!(super::super::grouped_amx::applies(&xp), nb % 4 == 0);
+                    for g in [1, 5, 15, 16] {
+                        for r0 in [0, n - g] {
+                            let mut got = vec![0f32; g * m];
+                            dot_row_group(Isa::Avx512, kind, &ws[r0..r0 + g], &xp, &mut got);
+                            let want = &want[r0 * m..(r0 + g) * m];
+                            let b = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                            assert_eq!(b(&got), b(want), "{kind:?} nb{nb} m{m} g{g} r0{r0}");
+                            cases += 1;
+                        }
+                    }
+                }
+            }
+        }
+        println!("grouped AMX cases: {cases}");
         assert!(cases > 0);
     }
 }

@@ -39,7 +39,7 @@ use std::arch::x86_64::*;
 
 /// q2/t2's arrangement of a run of four blocks: `pairs[64z + 32h + 8q + i]` = element
 /// 4i + 2z + h of block q.
-const FIELDS: [u8; 128] = {
+pub(super) const FIELDS: [u8; 128] = {
     let mut p = [0u8; 128];
     let mut j = 0;
     while j < 128 {
@@ -52,7 +52,7 @@ const FIELDS: [u8; 128] = {
 
 /// q4's arrangement of a run of four blocks: `pairs[64h + 16q + i]` = element 2i + h of
 /// block q.
-const NIBBLES4: [u8; 128] = {
+pub(super) const NIBBLES4: [u8; 128] = {
     let mut p = [0u8; 128];
     let mut j = 0;
     while j < 128 {

@@ -46,7 +46,7 @@ pub(super) fn applies(kind: Grouped, xs: &[Row<'_>]) -> bool {
 /// (`grouped_q8_avx512`'s arrangements): q8 natural, block q = chunks 8q .. 8q + 8; q4, q5,
 /// q6 (code byte 64h + 16q + i of block q) chunks 16h + 4q + (0..4); q2, t2 (byte 64z +
 /// 32h + 8q + i) chunks 16z + 8h + 2q + (0, 1).
-const fn chunks(kind: Grouped) -> [[usize; 8]; 4] {
+pub(super) const fn chunks(kind: Grouped) -> [[usize; 8]; 4] {
     let mut out = [[0usize; 8]; 4];
     let mut q = 0;
     while q < 4 {

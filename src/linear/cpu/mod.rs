@@ -105,6 +105,8 @@ pub(crate) mod gguf;
 pub(crate) mod gguf_q8k;
 #[cfg(target_arch = "x86_64")]
 mod gguf_q8k_avx2;
+#[cfg(target_arch = "x86_64")]
+mod grouped_amx;
 pub(crate) mod grouped_q8;
 #[cfg(target_arch = "x86_64")]
 mod grouped_q8_avx2;
