@@ -184,17 +184,19 @@ pub(crate) fn dot_row_group(
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernels are compiled for.
         Isa::Avx512 => unsafe {
-            // Several activation rows: the AMX or the tile kernel when the rows are
-            // interleaved for it, else the pair kernels (four weight rows at a time); the
-            // same bits.
+            // Several activation rows: the AMX kernel when the rows are interleaved for it,
+            // else four weight rows at a time the tile kernel when they are interleaved for
+            // that one, or the pair kernels; the same bits.
             if super::grouped_amx::applies(xs) {
                 super::grouped_amx::dot_row_group(kind, ws, xs, out)
-            } else if super::grouped_tile_avx512::applies(kind, xs) {
-                super::grouped_tile_avx512::dot_row_group(kind, ws, xs, out)
             } else {
-                let m = xs.len().max(1);
-                for (w, o) in ws.chunks(4).zip(out.chunks_mut(4 * m)) {
-                    super::grouped_q8_avx512::dot_row_group(kind, w, xs, o)
+                let tile = super::grouped_tile_avx512::applies(kind, xs);
+                for (w, o) in ws.chunks(4).zip(out.chunks_mut(4 * xs.len().max(1))) {
+                    if tile {
+                        super::grouped_tile_avx512::dot_row_group(kind, w, xs, o)
+                    } else {
+                        super::grouped_q8_avx512::dot_row_group(kind, w, xs, o)
+                    }
                 }
             }
         },
