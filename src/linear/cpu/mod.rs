@@ -22,10 +22,12 @@
 //!   none: `kquants_avx512`'s group-major pass kernel is faster at every M). On the
 //!   256-bit tiers `kquants_tile_avx2` does the same for Q3_K–Q6_K, two weight rows per
 //!   256-bit vector.
-//! - On the AVX-512 tier of a CPU with AMX-INT8 (`Cpu::amx_int8`): `kquants_amx` and
-//!   `legacy_amx`, the k-quants and the legacy types but Q2_0 from 16 activation rows, 16 weight rows against groups of 16 activation rows
-//!   interleaved once per forward (`Rows::arrange_groups`), the block sums from `tdpbusd`
-//!   (`amx`: the tile configuration and the instructions as inline assembly).
+//! - On the AVX-512 tier of a CPU with AMX-INT8 (`Cpu::amx_int8`): `kquants_amx`,
+//!   `legacy_amx` and `grouped_amx`, the k-quants, the legacy types but Q2_0 and the
+//!   grouped formats against q8_1 from 16 activation rows, 16 weight rows against groups of
+//!   16 activation rows interleaved once per forward (`Rows::arrange_groups`), the block
+//!   sums from `tdpbusd` (`amx`: the tile configuration and the instructions as inline
+//!   assembly).
 
 /// The pass shapes of the x86 block kernels (legacy, grouped, nvfp4 against q8_1), shared
 /// by each family's row-group entry: with one activation row `x0` (GEMV), `R` = 1..=4
