@@ -158,11 +158,17 @@ pub(crate) fn prepare(isa: Isa, kind: KindK, rows: &mut Rows) {
 /// Up to four consecutive weight rows `ws` (whole super-blocks of `kind`) against every
 /// q8_K row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-    dot_row_group_in(isa, Form::of(crate::isa::Cpu::get()), kind, ws, xs, out)
+    dot_row_group_in(
+        isa,
+        Form::of(isa, crate::isa::Cpu::get()),
+        kind,
+        ws,
+        xs,
+        out,
+    )
 }
 
-/// [`dot_row_group`] with the AVX-512 tier's i-quant kernels in form `form` (same bits in
-/// each).
+/// [`dot_row_group`] with the i-quant kernels in form `form` (same bits in each).
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn dot_row_group_in(
     isa: Isa,
@@ -195,8 +201,8 @@ fn dot_row_group_in(
         // bits).
         match isa {
             Isa::Avx512 => unsafe { avx512::dot_row_group_q8k(iq, ws, xs, out, form) },
-            Isa::AvxVnni => unsafe { avxvnni::dot_row_group_q8k(iq, ws, xs, out, Form::Blend) },
-            Isa::Avx2 => unsafe { avx2::dot_row_group_q8k(iq, ws, xs, out, Form::Blend) },
+            Isa::AvxVnni => unsafe { avxvnni::dot_row_group_q8k(iq, ws, xs, out, form) },
+            Isa::Avx2 => unsafe { avx2::dot_row_group_q8k(iq, ws, xs, out, form) },
             _ => dot_scalar_rows(kind, ws, xs, out),
         }
         return;

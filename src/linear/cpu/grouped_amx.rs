@@ -122,8 +122,9 @@ pub(super) fn prepare(kind: Grouped, mut rows: Rows) -> Rows {
     super::grouped_q8_avx512::arrange(kind, rows)
 }
 
-/// Whether this kernel serves `kind` against `xs`: AMX there, at least [`MIN_M`] rows, at
-/// most 64, whole runs of four blocks, interleaved in groups of 16 ([`amx::rows_ready`]).
+/// Whether this kernel serves `xs`: AMX there, at least [`MIN_M`] rows, at most 64, whole
+/// runs of four blocks, interleaved in groups of 16 ([`amx::rows_ready`]; that they were
+/// arranged for the weight's format, by [`prepare`], is the caller's to keep).
 pub(super) fn applies(xs: &[Row<'_>]) -> bool {
     amx::rows_ready(MIN_M, xs) && xs[0].d.len().is_multiple_of(4)
 }

@@ -322,16 +322,19 @@ mod tests {
     /// The AMX kernel (where the CPU has it) against the scalar reference with up to 16
     /// weight rows per call (1, 5, 15 and 16 of 19, at both ends), activation groups of 16
     /// with remainders, runs of four blocks with a last half chunk, and K with a partial
-    /// run (the pair kernels then serve the 16 rows, four at a time).
+    /// run (the pair kernels then serve the 16 rows, four at a time). The 512-bit tile
+    /// kernel, which an AMX machine no longer reaches through `prepare`, runs on rows
+    /// interleaved in fours by hand.
+    #[cfg(target_arch = "x86_64")]
     #[test]
-    fn amx_kernel_equals_scalar_for_every_row_count() {
+    fn amx_and_tile_kernels_equal_scalar_for_every_row_count() {
         if !crate::isa::Cpu::get().amx_int8 || !Isa::Avx512.available() {
             eprintln!("note: no usable AMX-INT8 on this machine, its grouped kernel is not tested");
             return;
         }
         let mut next = xorshift(0x2F0A_77C3_19D4_E6B5);
         let n = 19;
-        let mut cases = 0;
+        let mut cases = [0usize; 2];
         for (kind, cb, hb) in [
             (Grouped::Q2, 8, 0),
             (Grouped::T2, 8, 0),
@@ -366,23 +369,39 @@ mod tests {
                     let mut want = vec![0f32; n * m];
                     dot_row_group(Isa::Scalar, kind, &ws, &xs, &mut want);
                     assert!(amx_rows(Isa::Avx512, m));
-                    let qp = prepare(Isa::Avx512, kind, Rows::quantize(&x, m, k));
-                    let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
-                    assert_eq!(super::super::grouped_amx::applies(&xp), nb % 4 == 0);
-                    for g in [1, 5, 15, 16] {
-                        for r0 in [0, n - g] {
-                            let mut got = vec![0f32; g * m];
-                            dot_row_group(Isa::Avx512, kind, &ws[r0..r0 + g], &xp, &mut got);
-                            let want = &want[r0 * m..(r0 + g) * m];
-                            let b = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                            assert_eq!(b(&got), b(want), "{kind:?} nb{nb} m{m} g{g} r0{r0}");
-                            cases += 1;
+                    let amx = prepare(Isa::Avx512, kind, Rows::quantize(&x, m, k));
+                    let mut quads =
+                        super::super::grouped_q8_avx512::arrange(kind, Rows::quantize(&x, m, k));
+                    quads.arrange_quads(kind != Grouped::Q8);
+                    let xa: Vec<Row<'_>> = (0..m).map(|i| amx.row(i)).collect();
+                    let xq: Vec<Row<'_>> = (0..m).map(|i| quads.row(i)).collect();
+                    assert_eq!(super::super::grouped_amx::applies(&xa), nb % 4 == 0);
+                    assert_eq!(
+                        super::super::grouped_tile_avx512::applies(kind, &xq),
+                        nb % 4 == 0
+                    );
+                    for (form, xp, widths) in [(0, &xa, &[1, 5, 15, 16][..]), (1, &xq, &[1, 4])] {
+                        for &g in widths {
+                            for r0 in [0, n - g] {
+                                let mut got = vec![0f32; g * m];
+                                let ws = &ws[r0..r0 + g];
+                                dot_row_group(Isa::Avx512, kind, ws, xp, &mut got);
+                                let want = &want[r0 * m..(r0 + g) * m];
+                                let b =
+                                    |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                                assert_eq!(
+                                    b(&got),
+                                    b(want),
+                                    "{kind:?} form {form} nb{nb} m{m} g{g} r0{r0}"
+                                );
+                                cases[form] += 1;
+                            }
                         }
                     }
                 }
             }
         }
-        println!("grouped AMX cases: {cases}");
-        assert!(cases > 0);
+        println!("AMX cases {}, 512-bit tile cases {}", cases[0], cases[1]);
+        assert!(cases[0] > 0 && cases[1] > 0);
     }
 }

@@ -201,7 +201,14 @@ pub(super) fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
 /// `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major). Each output
 /// has the bits of the module docs' order whatever the instruction set and grouping.
 pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
-    dot_row_group_in(isa, Form::of(crate::isa::Cpu::get()), kind, ws, xs, out)
+    dot_row_group_in(
+        isa,
+        Form::of(isa, crate::isa::Cpu::get()),
+        kind,
+        ws,
+        xs,
+        out,
+    )
 }
 
 /// How the AVX-512 tier's i-quant kernels form their groups: a speed choice per CPU, the
@@ -220,9 +227,12 @@ pub(super) enum Form {
 }
 
 impl Form {
-    /// The form this CPU runs fastest.
-    pub(super) fn of(cpu: &crate::isa::Cpu) -> Form {
-        if cpu.wide_pipes {
+    /// The form the tier `isa` runs fastest on this CPU (measured on the AVX-512 tier; the
+    /// other tiers run [`Form::Blend`], though they can run the gather form too).
+    pub(super) fn of(isa: Isa, cpu: &crate::isa::Cpu) -> Form {
+        if isa != Isa::Avx512 {
+            Form::Blend
+        } else if cpu.wide_pipes {
             Form::Wide
         } else if cpu.fast_gathers {
             Form::Gather
@@ -236,7 +246,8 @@ impl Form {
     pub(super) const ALL: [Form; 3] = [Form::Blend, Form::Wide, Form::Gather];
 }
 
-/// [`dot_row_group`] with the AVX-512 tier's form chosen by `form` (same bits in each).
+/// [`dot_row_group`] in the form `form` (same bits in each; only the AVX-512 tier has the
+/// two-group form, every x86 tier the gather form).
 fn dot_row_group_in(
     isa: Isa,
     form: Form,
@@ -261,12 +272,12 @@ fn dot_row_group_in(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::AvxVnni if bmi1 => unsafe {
-            super::iquants_avx2::avxvnni::dot_row_group(kind, ws, xs, out, Form::Blend)
+            super::iquants_avx2::avxvnni::dot_row_group(kind, ws, xs, out, form)
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Isa::Avx2 if bmi1 => unsafe {
-            super::iquants_avx2::avx2::dot_row_group(kind, ws, xs, out, Form::Blend)
+            super::iquants_avx2::avx2::dot_row_group(kind, ws, xs, out, form)
         },
         _ => {
             for (w, o) in ws.iter().zip(out.chunks_exact_mut(xs.len().max(1))) {

@@ -209,8 +209,8 @@ fn set4(v0: &u64, v1: &u64, v2: &u64, v3: &u64) -> __m256i {
 /// [`set4`] with its blends as written: `vpblendd` in inline assembly, which the compiler
 /// cannot turn into `vmovhps` + `vinserti128` (three shuffle micro-ops, and Intel's cores
 /// run shuffles on one port, blends on three). Measured on an Intel Xeon with AMX at M = 1:
-/// IQ2_XS 1.08× faster than [`set4`]; IQ2_XXS 5% slower, IQ2_S, IQ1_S and IQ1_M slower than
-/// their gathers. (On Zen 5 a form like it measured slower than [`set4`].)
+/// IQ2_XS 1.03–1.16× faster than [`set4`]; IQ2_XXS 5% slower, IQ2_S, IQ1_S and IQ1_M slower
+/// than their gathers. (On Zen 5 a form like it measured slower than [`set4`].)
 #[inline]
 #[target_feature(enable = "avx2")]
 fn set4_blend(v0: &u64, v1: &u64, v2: &u64, v3: &u64) -> __m256i {
