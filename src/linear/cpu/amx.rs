@@ -83,6 +83,37 @@ const fn config(len: u8) -> Config {
 /// [`config`] for whole 32-value blocks and for 16-value halves.
 const CONFIGS: [Config; 2] = [config(32), config(16)];
 
+/// The two products of [`Tiles::block_sums2`] with the dot-product instruction `$op`
+/// (`tdpbusd`: u8 weights, `tdpbssd`: i8), each C tile zeroed, the A and B tiles loaded,
+/// the product added and C stored. The tiles must be configured; the loads and stores stay
+/// in the caller's ranges (tmm2/3: 16 rows × L bytes at stride `$sa`, tmm4/5: L/4 rows ×
+/// 64 bytes, tmm0/1: 16 rows × 64 bytes).
+macro_rules! sums2 {
+    ($op:literal, $a:expr, $sa:expr, $b:expr, $c:expr) => {
+        asm!(
+            "tilezero tmm0",
+            "tilezero tmm1",
+            "tileloadd tmm2, [{a0} + {sa}*1]",
+            "tileloadd tmm4, [{b0} + {s64}*1]",
+            "tileloadd tmm3, [{a1} + {sa}*1]",
+            "tileloadd tmm5, [{b1} + {s64}*1]",
+            concat!($op, " tmm0, tmm2, tmm4"),
+            concat!($op, " tmm1, tmm3, tmm5"),
+            "tilestored [{c0} + {s64}*1], tmm0",
+            "tilestored [{c1} + {s64}*1], tmm1",
+            a0 = in(reg) $a[0],
+            a1 = in(reg) $a[1],
+            sa = in(reg) $sa,
+            b0 = in(reg) $b[0],
+            b1 = in(reg) $b[1],
+            c0 = in(reg) $c[0],
+            c1 = in(reg) $c[1],
+            s64 = in(reg) 64usize,
+            options(nostack, preserves_flags),
+        )
+    };
+}
+
 /// The tile registers configured for this thread ([`config`]) until dropped, when the
 /// configuration the thread had before is put back: another library on the same thread
 /// (oneDNN, ggml, candle) may have configured the tiles once and rely on that configuration
@@ -145,32 +176,24 @@ impl Tiles {
         b: [*const i8; 2],
         c: [*mut i32; 2],
     ) {
-        // SAFETY: the tiles are configured (`self`); the loads and stores stay in the
-        // caller's ranges (tmm2/3: 16 rows × L bytes at stride `a_stride`, tmm4/5: L/4 rows
-        // × 64 bytes, tmm0/1: 16 rows × 64 bytes).
-        unsafe {
-            asm!(
-                "tilezero tmm0",
-                "tilezero tmm1",
-                "tileloadd tmm2, [{a0} + {sa}*1]",
-                "tileloadd tmm4, [{b0} + {s64}*1]",
-                "tileloadd tmm3, [{a1} + {sa}*1]",
-                "tileloadd tmm5, [{b1} + {s64}*1]",
-                "tdpbusd tmm0, tmm2, tmm4",
-                "tdpbusd tmm1, tmm3, tmm5",
-                "tilestored [{c0} + {s64}*1], tmm0",
-                "tilestored [{c1} + {s64}*1], tmm1",
-                a0 = in(reg) a[0],
-                a1 = in(reg) a[1],
-                sa = in(reg) a_stride,
-                b0 = in(reg) b[0],
-                b1 = in(reg) b[1],
-                c0 = in(reg) c[0],
-                c1 = in(reg) c[1],
-                s64 = in(reg) 64usize,
-                options(nostack, preserves_flags),
-            );
-        }
+        // SAFETY: the caller's contract.
+        unsafe { sums2!("tdpbusd", a, a_stride, b, c) }
+    }
+
+    /// [`Tiles::block_sums2`] with signed weight codes (i8 at `a[i]`, `tdpbssd`).
+    ///
+    /// # Safety
+    /// As [`Tiles::block_sums2`].
+    #[inline]
+    pub(super) unsafe fn signed_block_sums2(
+        &self,
+        a: [*const i8; 2],
+        a_stride: usize,
+        b: [*const i8; 2],
+        c: [*mut i32; 2],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { sums2!("tdpbssd", a, a_stride, b, c) }
     }
 }
 

@@ -44,12 +44,12 @@ pub(crate) fn prepare(isa: Isa, kind: Kind, rows: Rows) -> Rows {
     match kind {
         Kind::Legacy(l) => super::legacy::prepare(isa, l, rows),
         Kind::KQuant(k) => super::kquants::prepare(isa, k, rows),
-        _ => rows,
+        Kind::Iq(k) => super::iquants::prepare(isa, k, rows),
     }
 }
 
-/// Up to [`ROW_GROUP`](crate::linear) consecutive weight rows `ws` (16 for the k-quants'
-/// AMX kernel, `kquants::amx_rows`) against every q8_1 row
+/// Up to [`ROW_GROUP`](crate::linear) consecutive weight rows `ws` (16 for the AMX kernels,
+/// `kquants::amx_rows`, `legacy::amx_rows`, `iquants::amx_rows`) against every q8_1 row
 /// `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major). A family
 /// may compute several weight rows in one pass, but each output's bits never depend on how
 /// many rows share the pass.

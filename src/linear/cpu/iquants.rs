@@ -84,6 +84,32 @@ impl IqKind {
     pub(crate) const fn block_bytes(self) -> usize {
         self.block().bytes
     }
+
+    /// Whether the AVX-512 tier has an AMX kernel for the type: the signed grids (not IQ1_S
+    /// and IQ1_M).
+    pub(crate) const fn amx(self) -> bool {
+        !matches!(self, IqKind::Iq1S | IqKind::Iq1M)
+    }
+}
+
+/// Activation rows from which a row group takes the AMX kernel, where the CPU has AMX.
+pub(super) const AMX_MIN_M: usize = 16;
+
+/// Whether `m` activation rows of `kind` on `isa` take the AMX kernel (the AVX-512 tier on
+/// a CPU with AMX-INT8, [`IqKind::amx`] types, from [`AMX_MIN_M`] rows): the rows are then
+/// interleaved in groups of 16 ([`prepare`]) and the engine passes 16 weight rows per call.
+pub(crate) fn amx_rows(isa: Isa, kind: IqKind, m: usize) -> bool {
+    isa == Isa::Avx512 && crate::isa::Cpu::get().amx_int8 && kind.amx() && m >= AMX_MIN_M
+}
+
+/// Activation rows as the kernel on `isa` reads them: interleaved in groups of 16 where
+/// [`amx_rows`] holds, else as quantized.
+pub(crate) fn prepare(isa: Isa, kind: IqKind, mut rows: crate::linear::q8_1::Rows) -> crate::linear::q8_1::Rows {
+    #[cfg(target_arch = "x86_64")]
+    if amx_rows(isa, kind, rows.rows()) {
+        rows.arrange_groups(super::amx::WIDTH, false);
+    }
+    rows
 }
 
 /// `d·c` of the super-block `blk` (module docs' table).
@@ -267,7 +293,12 @@ fn dot_row_group_in(
         // of all its features (`Isa::available`); BMI1 is checked here (else the reference
         // runs: same bits).
         Isa::Avx512 if bmi1 => unsafe {
-            super::iquants_avx2::avx512::dot_row_group(kind, ws, xs, out, form)
+            use super::iquants_avx2::avx512;
+            if avx512::amx_applies(kind, xs) {
+                avx512::dot_row_group_amx(kind, ws, xs, out, form)
+            } else {
+                avx512::dot_row_group(kind, ws, xs, out, form)
+            }
         },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
@@ -441,5 +472,71 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The AMX kernel (where the CPU has it) against the scalar reference with up to 16
+    /// weight rows per call (1, 5, 15 and 16 of 19, at both ends), activation groups of 16
+    /// with remainders, in every form; the types without one keep their kernels at 16 rows.
+    #[test]
+    fn amx_kernel_equals_scalar_for_every_row_count() {
+        if !crate::isa::Cpu::get().amx_int8 || !Isa::Avx512.available() {
+            eprintln!("note: no usable AMX-INT8 on this machine, its i-quant kernel is not tested");
+            return;
+        }
+        let mut s = 0x3C6E_F372_FE94_F82Bu64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let n = 19;
+        let mut cases = 0;
+        for kind in ALL {
+            let bb = kind.block_bytes();
+            for k in [256, 2048] {
+                let rb = k / 256 * bb;
+                let mut w: Vec<u8> = (0..n * rb).map(|_| next() as u8).collect();
+                for (i, blk) in w.chunks_exact_mut(bb).enumerate() {
+                    let d = half::f16::from_f32([1.0f32, -0.5, 3e-3, 0.02][i % 4]).to_bits();
+                    if kind == IqKind::Iq1M {
+                        for j in 0..4 {
+                            let at = 49 + 2 * j;
+                            blk[at] = (blk[at] & 0x0F) | ((((d >> (4 * j)) & 15) as u8) << 4);
+                        }
+                    } else {
+                        blk[0..2].copy_from_slice(&d.to_le_bytes());
+                    }
+                }
+                let ws: Vec<&[u8]> = w.chunks_exact(rb).collect();
+                for m in [16, 17, 33, 64] {
+                    let x: Vec<f32> = (0..m * k)
+                        .map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+                        .collect();
+                    let q = Rows::quantize(&x, m, k);
+                    let xs: Vec<Row<'_>> = (0..m).map(|i| q.row(i)).collect();
+                    let mut want = vec![0f32; n * m];
+                    dot_row_group(Isa::Scalar, kind, &ws, &xs, &mut want);
+                    assert_eq!(amx_rows(Isa::Avx512, kind, m), kind.amx());
+                    let qp = prepare(Isa::Avx512, kind, Rows::quantize(&x, m, k));
+                    let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
+                    for form in Form::ALL {
+                        for g in [1, 5, 15, 16] {
+                            for r0 in [0, n - g] {
+                                let mut got = vec![0f32; g * m];
+                                let ws = &ws[r0..r0 + g];
+                                dot_row_group_in(Isa::Avx512, form, kind, ws, &xp, &mut got);
+                                let want = &want[r0 * m..(r0 + g) * m];
+                                let b = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                                assert_eq!(b(&got), b(want), "{kind:?} {form:?} k{k} m{m} g{g} r0{r0}");
+                                cases += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        println!("i-quant AMX cases: {cases}");
+        assert!(cases > 0);
     }
 }

@@ -76,6 +76,7 @@
 //! [`super::gguf_q8k`], one conversion and one fma per super-block (IQ1_S and IQ1_M take
 //! the q8_K rows' exact 32- and 8-code sums for their grid offset).
 
+use super::amx;
 use super::iquants::{Form, IqKind};
 use crate::formats::gguf::blocks::{iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs};
 use crate::formats::gguf::grids::{
@@ -408,6 +409,20 @@ trait Iq {
     /// IQ2_XXS, whose sign indices sit in the word already loaded for its grid indices,
     /// 15% slower).
     const SIGN_VEC: bool = false;
+    /// Whether the AMX kernel serves the type (`avx512::dot_row_group_amx`): the signed
+    /// types, whose `T_g` is the exact signed sum times the group's factor ([`Iq::factors`])
+    /// or the two half sums times theirs ([`Iq::factors_lohi`]); not IQ1_S and IQ1_M, whose
+    /// offsets need the activation sums.
+    const AMX: bool = false;
+    /// [`Iq::AMX`] types without per-16 factors: lane g = group g's factor (`T_g` = the
+    /// group's exact signed sum times it, as [`Iq::finish`] computes).
+    ///
+    /// # Safety
+    /// AVX2 available.
+    #[inline(always)]
+    unsafe fn factors(_ctx: &Self::Ctx) -> __m256i {
+        unreachable!("factors of a type without one factor per group")
+    }
     /// [`Iq::SIGN_BUF`] types: the eight groups' sign words, as u32 at `idx`.
     ///
     /// # Safety
@@ -575,6 +590,11 @@ unsafe fn iq2_xxs_aux(blk: *const u8) -> __m256i {
 /// and a u32 with four 7-bit sign indices and the scale in its top 4 bits.
 struct Iq2Xxs;
 impl Iq for Iq2Xxs {
+    const AMX: bool = true;
+    #[inline(always)]
+    unsafe fn factors(sc: &__m256i) -> __m256i {
+        *sc
+    }
     const WIDE: bool = true;
     const BB: usize = iq2_xxs::BYTES;
     const SIGN_WORD: bool = true;
@@ -628,6 +648,11 @@ impl Iq for Iq2Xxs {
 /// at 2 + 8g and a u32 at 66 + 4g with four 7-bit sign indices and the scale on top.
 struct Iq3Xxs;
 impl Iq for Iq3Xxs {
+    const AMX: bool = true;
+    #[inline(always)]
+    unsafe fn factors(sc: &__m256i) -> __m256i {
+        *sc
+    }
     const GATHER: bool = true;
     const WIDE: bool = true;
     const BB: usize = iq3_xxs::BYTES;
@@ -736,6 +761,7 @@ unsafe fn half_factors(f: __m256i, g: usize) -> __m256i {
 /// index and a 7-bit sign index; a 4-bit scale per 16 values.
 struct Iq2Xs;
 impl Iq for Iq2Xs {
+    const AMX: bool = true;
     const GATHER: bool = true;
     const WIDE: bool = true;
     const BB: usize = iq2_xs::BYTES;
@@ -832,6 +858,7 @@ unsafe fn sign_bits(bits: u32) -> __m256i {
 /// index qs[r] | 2 bits of qh[g] << 8 and explicit sign byte qs[32 + r].
 struct Iq2S;
 impl Iq for Iq2S {
+    const AMX: bool = true;
     const GATHER: bool = true;
     const WIDE: bool = true;
     const BB: usize = iq2_s::BYTES;
@@ -926,6 +953,11 @@ impl Iq for Iq2S {
 /// sign bytes; a 4-bit scale per group.
 struct Iq3S;
 impl Iq for Iq3S {
+    const AMX: bool = true;
+    #[inline(always)]
+    unsafe fn factors(sc: &__m256i) -> __m256i {
+        *sc
+    }
     const GATHER: bool = true;
     const BB: usize = iq3_s::BYTES;
     /// The eight groups' 2s + 1.
@@ -2036,6 +2068,155 @@ pub(super) mod avx512 {
     }
 
     kernels!("avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni");
+
+    /// Whether the AMX kernel serves `kind` against `xs` ([`dot_row_group_amx`]): a type
+    /// with one ([`Iq::AMX`]), AMX there, at least `iquants::AMX_MIN_M` rows, at most 64,
+    /// interleaved in groups of 16 ([`amx::rows_ready`]).
+    pub(in crate::linear::cpu) fn amx_applies(kind: IqKind, xs: &[Row<'_>]) -> bool {
+        kind.amx() && amx::rows_ready(super::super::iquants::AMX_MIN_M, xs)
+    }
+
+    /// Up to 16 weight rows `ws` of `kind` against the rows `xs` ([`amx_applies`] holds):
+    /// `out[i·M + r]`, the bits of `dot_row_group`. Per super-block the 16 rows' groups are
+    /// unpacked as for the other forms (`form`) and their signs applied to the magnitudes
+    /// (signed codes, |w| ≤ 62), 256 bytes per row: tile A of group g is 16 rows × 32
+    /// signed codes (the per-16 types: two tiles of 16), tile B the group's block of the
+    /// interleaved activation rows (16 per group, [`Rows::arrange_groups`]); `tdpbssd`
+    /// gives every (weight row, activation row) pair's exact signed sum, times the group's
+    /// factor ([`Iq::factors`]; the per-16 types: the two half sums times theirs,
+    /// [`Iq::factors_lohi`]) it is `T_g`; then with the 16 activation rows in the lanes of
+    /// one 512-bit vector the reference's steps, `acc[g] ← fma((d·c)·dx_b, T_g, acc[g])`,
+    /// and the shared tree.
+    ///
+    /// [`Rows::arrange_groups`]: crate::linear::q8_1::Rows::arrange_groups
+    ///
+    /// # Safety
+    /// The tier's features and BMI1 available; [`amx_applies`] holds (AMX usable; the
+    /// interleaved planes read through each group's first row are there); every row of `ws`
+    /// holds whole super-blocks for the activation rows' length.
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub(in crate::linear::cpu) unsafe fn dot_row_group_amx(
+        kind: IqKind,
+        ws: &[&[u8]],
+        xs: &[Row<'_>],
+        out: &mut [f32],
+        form: Form,
+    ) {
+        debug_assert!(amx_applies(kind, xs));
+        let g = form == Form::Gather;
+        // SAFETY (all calls): the caller's contract.
+        unsafe {
+            match (kind, g) {
+                (IqKind::Iq2Xxs, _) => amx_rows::<Iq2Xxs, false>(ws, xs, out),
+                (IqKind::Iq2Xs, true) => amx_rows::<Iq2Xs, true>(ws, xs, out),
+                (IqKind::Iq2Xs, false) => amx_rows::<Iq2Xs, false>(ws, xs, out),
+                (IqKind::Iq3Xxs, true) => amx_rows::<Iq3Xxs, true>(ws, xs, out),
+                (IqKind::Iq3Xxs, false) => amx_rows::<Iq3Xxs, false>(ws, xs, out),
+                (IqKind::Iq3S, true) => amx_rows::<Iq3S, true>(ws, xs, out),
+                (IqKind::Iq3S, false) => amx_rows::<Iq3S, false>(ws, xs, out),
+                (IqKind::Iq2S, true) => amx_rows::<Iq2S, true>(ws, xs, out),
+                (IqKind::Iq2S, false) => amx_rows::<Iq2S, false>(ws, xs, out),
+                (IqKind::Iq1S | IqKind::Iq1M, _) => unreachable!("no AMX kernel (amx_applies)"),
+            }
+        }
+    }
+
+    /// [`dot_row_group_amx`] for the type `U` in form `G`.
+    ///
+    /// # Safety
+    /// As [`dot_row_group_amx`].
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,bmi1,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn amx_rows<U: Iq, const G: bool>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+        const { assert!(U::AMX && U::SIGN_WORD) };
+        let (m, nb) = (xs.len(), xs[0].d.len());
+        let (nsb, rows) = (nb / 8, ws.len());
+        assert!((1..=amx::MAX_ROWS).contains(&rows) && m <= amx::MAX_M);
+        assert!(nb.is_multiple_of(8) && out.len() >= rows * m);
+        assert!(ws.iter().all(|w| w.len() >= nsb * U::BB));
+        // A super-block's signed codes, 256 bytes per row (rows past `ws.len()` stay zero:
+        // their outputs are never stored); the sums C of its groups (the per-16 types: of
+        // its 16 halves).
+        let mut buf = amx::Aligned([0i8; amx::MAX_ROWS * 256]);
+        let mut c = amx::Aligned([[0i32; amx::WIDTH * amx::MAX_ROWS]; 16]);
+        // Per weight row: d·c, and the factors of its groups (low halves first for the
+        // per-16 types, then the high halves).
+        let mut dc = [0f32; amx::MAX_ROWS];
+        let mut fac = [[0i32; 16]; amx::MAX_ROWS];
+        let mut ibuf = IdxBuf([0; IDX_MAX]);
+        // SAFETY: AMX usable (the caller's contract).
+        let tiles = unsafe { amx::Tiles::configure(if U::PER16 { 16 } else { 32 }) };
+        let zero = _mm256_setzero_si256();
+        for grp in 0..m.div_ceil(amx::WIDTH) {
+            let q = &xs[amx::WIDTH * grp].quad;
+            let (xc, xd) = (q.codes.as_ptr(), q.d.as_ptr());
+            let mut acc = [[_mm512_setzero_ps(); 8]; amx::MAX_ROWS];
+            for sb in 0..nsb {
+                // SAFETY (all): super-block sb of every weight row (asserted) and blocks
+                // 8sb .. 8sb + 8 of the group's 512·nb codes and 16·nb scales
+                // (`amx_applies`); the buffers are the sizes the tiles read and write.
+                unsafe {
+                    for (n, w) in ws.iter().enumerate() {
+                        let blk = w.as_ptr().add(sb * U::BB);
+                        let (d, ctx) = U::context(blk);
+                        let ip = indices::<U>(blk, &mut ibuf, false);
+                        for gi in 0..8 {
+                            let u = unpack::<U, G>(blk, gi, &ctx, ip, false);
+                            let v = _mm256_mask_sub_epi8(u.a, u.bits, zero, u.a);
+                            let at = buf.0.as_mut_ptr().add(256 * n + 32 * gi);
+                            _mm256_store_si256(at.cast(), v);
+                        }
+                        dc[n] = d;
+                        let f = fac[n].as_mut_ptr().cast::<__m256i>();
+                        if U::PER16 {
+                            let (lo, hi) = U::factors_lohi(&ctx);
+                            _mm256_storeu_si256(f, lo);
+                            _mm256_storeu_si256(f.add(1), hi);
+                        } else {
+                            _mm256_storeu_si256(f, U::factors(&ctx));
+                        }
+                    }
+                    let a = buf.0.as_ptr();
+                    let b = xc.add(512 * 8 * sb);
+                    for i in 0..8 {
+                        let (c0, c1) = c.0.split_at_mut(2 * i + 1);
+                        let cc = [c0[2 * i].as_mut_ptr(), c1[0].as_mut_ptr()];
+                        if U::PER16 {
+                            // Group i's halves: tiles 2i (low) and 2i + 1 (high).
+                            let (ai, bi) = (a.add(32 * i), b.add(512 * i));
+                            tiles.signed_block_sums2([ai, ai.add(16)], 256, [bi, bi.add(256)], cc);
+                        } else if i < 4 {
+                            // Groups 2i, 2i + 1: tiles 2i, 2i + 1.
+                            let (ai, bi) = (a.add(64 * i), b.add(1024 * i));
+                            tiles.signed_block_sums2([ai, ai.add(32)], 256, [bi, bi.add(512)], cc);
+                        }
+                    }
+                    for (n, acc) in acc.iter_mut().enumerate().take(rows) {
+                        let ds = _mm512_set1_ps(dc[n]);
+                        for gi in 0..8 {
+                            let row = |t: usize| {
+                                _mm512_load_si512(c.0[t].as_ptr().add(amx::WIDTH * n).cast())
+                            };
+                            let t = if U::PER16 {
+                                let lo = _mm512_mullo_epi32(row(2 * gi), _mm512_set1_epi32(fac[n][gi]));
+                                let hi = _mm512_mullo_epi32(row(2 * gi + 1), _mm512_set1_epi32(fac[n][8 + gi]));
+                                _mm512_add_epi32(lo, hi)
+                            } else {
+                                _mm512_mullo_epi32(row(gi), _mm512_set1_epi32(fac[n][gi]))
+                            };
+                            let dx = _mm512_loadu_ps(xd.add(amx::WIDTH * (8 * sb + gi)));
+                            let d = _mm512_mul_ps(ds, dx);
+                            acc[gi] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(t), acc[gi]);
+                        }
+                    }
+                }
+            }
+            for (n, a) in acc.iter().enumerate().take(rows) {
+                amx::store_lanes(out, &super::super::tile_avx512::tree(a, None), n, m, grp);
+            }
+        }
+        drop(tiles);
+    }
 }
 
 /// The AVX-VNNI tier: 256-bit VEX `vpdpbusd`, `vpsignb` for the signs.
