@@ -184,7 +184,9 @@ impl<'a> Engine<'a> {
                 AMX_GROUP
             }
             Kernel::GroupedQ8(_) if super::grouped_q8::amx_rows(self.isa, mt) => AMX_GROUP,
-            Kernel::Gguf(super::gguf::Kind::Iq(k)) if super::iquants::amx_rows(self.isa, k, mt) => AMX_GROUP,
+            Kernel::Gguf(super::gguf::Kind::Iq(k)) if super::iquants::amx_rows(self.isa, k, mt) => {
+                AMX_GROUP
+            }
             Kernel::Gguf(_) | Kernel::GgufQ8K(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
                 ROW_GROUP
             }
@@ -248,7 +250,11 @@ impl<'a> Engine<'a> {
                         AMX_GROUP
                     }
                     Kernel::GroupedQ8(_) if super::grouped_q8::amx_rows(self.isa, mt) => AMX_GROUP,
-                    Kernel::Gguf(super::gguf::Kind::Iq(k)) if super::iquants::amx_rows(self.isa, k, mt) => AMX_GROUP,
+                    Kernel::Gguf(super::gguf::Kind::Iq(k))
+                        if super::iquants::amx_rows(self.isa, k, mt) =>
+                    {
+                        AMX_GROUP
+                    }
                     _ if self.isa == Isa::Avx512 => 4,
                     _ => 0,
                 };

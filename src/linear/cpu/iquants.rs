@@ -104,7 +104,11 @@ pub(crate) fn amx_rows(isa: Isa, kind: IqKind, m: usize) -> bool {
 
 /// Activation rows as the kernel on `isa` reads them: interleaved in groups of 16 where
 /// [`amx_rows`] holds, else as quantized.
-pub(crate) fn prepare(isa: Isa, kind: IqKind, mut rows: crate::linear::q8_1::Rows) -> crate::linear::q8_1::Rows {
+pub(crate) fn prepare(
+    isa: Isa,
+    kind: IqKind,
+    mut rows: crate::linear::q8_1::Rows,
+) -> crate::linear::q8_1::Rows {
     #[cfg(target_arch = "x86_64")]
     if amx_rows(isa, kind, rows.rows()) {
         rows.arrange_groups(super::amx::WIDTH, false);
@@ -527,8 +531,13 @@ mod tests {
                                 let ws = &ws[r0..r0 + g];
                                 dot_row_group_in(Isa::Avx512, form, kind, ws, &xp, &mut got);
                                 let want = &want[r0 * m..(r0 + g) * m];
-                                let b = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-                                assert_eq!(b(&got), b(want), "{kind:?} {form:?} k{k} m{m} g{g} r0{r0}");
+                                let b =
+                                    |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                                assert_eq!(
+                                    b(&got),
+                                    b(want),
+                                    "{kind:?} {form:?} k{k} m{m} g{g} r0{r0}"
+                                );
                                 cases += 1;
                             }
                         }

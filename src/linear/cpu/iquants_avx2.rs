@@ -69,7 +69,12 @@
 //!
 //! M = 1 unpacks each group and uses it at once; with more activation rows each super-block
 //! is unpacked once into a small buffer and then read by every row (same integers, same
-//! bits).
+//! bits). On a CPU with AMX-INT8, from 16 activation rows, the AVX-512 tier's
+//! `dot_row_group_amx` instead writes 16 weight rows' groups as signed codes (the signs
+//! applied to the magnitudes) into AMX tiles and forms every (weight row, activation row)
+//! pair's exact group sums with `tdpbssd`, for the signed grids (IQ2_XXS, IQ2_XS, IQ2_S,
+//! IQ3_XXS, IQ3_S; IQ1_S and IQ1_M keep the buffered kernel): the same `T_g`, the same
+//! f32 steps.
 //!
 //! The opt-in q8_K profile (`dot_row_group_q8k`) runs the same unpacking and `T_g` against
 //! q8_K codes and adds the eight `T_g` of a super-block exactly: the order of
@@ -2198,8 +2203,12 @@ pub(super) mod avx512 {
                                 _mm512_load_si512(c.0[t].as_ptr().add(amx::WIDTH * n).cast())
                             };
                             let t = if U::PER16 {
-                                let lo = _mm512_mullo_epi32(row(2 * gi), _mm512_set1_epi32(fac[n][gi]));
-                                let hi = _mm512_mullo_epi32(row(2 * gi + 1), _mm512_set1_epi32(fac[n][8 + gi]));
+                                let lo =
+                                    _mm512_mullo_epi32(row(2 * gi), _mm512_set1_epi32(fac[n][gi]));
+                                let hi = _mm512_mullo_epi32(
+                                    row(2 * gi + 1),
+                                    _mm512_set1_epi32(fac[n][8 + gi]),
+                                );
                                 _mm512_add_epi32(lo, hi)
                             } else {
                                 _mm512_mullo_epi32(row(gi), _mm512_set1_epi32(fac[n][gi]))

@@ -23,8 +23,9 @@
 //!   256-bit tiers `kquants_tile_avx2` does the same for Q3_K–Q6_K, two weight rows per
 //!   256-bit vector.
 //! - On the AVX-512 tier of a CPU with AMX-INT8 (`Cpu::amx_int8`): `kquants_amx`,
-//!   `legacy_amx` and `grouped_amx`, the k-quants, the legacy types but Q2_0 and the
-//!   grouped formats against q8_1 from 16 activation rows, 16 weight rows against groups of
+//!   `legacy_amx`, `grouped_amx` and `iquants_avx2::avx512::dot_row_group_amx`, the
+//!   k-quants, the legacy types but Q2_0, the grouped formats against q8_1 and the signed
+//!   i-quant grids from 16 activation rows, 16 weight rows against groups of
 //!   16 activation rows interleaved once per forward (`Rows::arrange_groups`), the block
 //!   sums from `tdpbusd` (`amx`: the tile configuration and the instructions as inline
 //!   assembly).
