@@ -2152,35 +2152,42 @@ pub(super) mod avx512 {
         // SAFETY: AMX usable (the caller's contract).
         let tiles = unsafe { amx::Tiles::configure(if U::PER16 { 16 } else { 32 }) };
         let zero = _mm256_setzero_si256();
-        for grp in 0..m.div_ceil(amx::WIDTH) {
-            let q = &xs[amx::WIDTH * grp].quad;
-            let (xc, xd) = (q.codes.as_ptr(), q.d.as_ptr());
-            let mut acc = [[_mm512_setzero_ps(); 8]; amx::MAX_ROWS];
-            for sb in 0..nsb {
-                // SAFETY (all): super-block sb of every weight row (asserted) and blocks
-                // 8sb .. 8sb + 8 of the group's 512·nb codes and 16·nb scales
-                // (`amx_applies`); the buffers are the sizes the tiles read and write.
-                unsafe {
-                    for (n, w) in ws.iter().enumerate() {
-                        let blk = w.as_ptr().add(sb * U::BB);
-                        let (d, ctx) = U::context(blk);
-                        let ip = indices::<U>(blk, &mut ibuf, false);
-                        for gi in 0..8 {
-                            let u = unpack::<U, G>(blk, gi, &ctx, ip, false);
-                            let v = _mm256_mask_sub_epi8(u.a, u.bits, zero, u.a);
-                            let at = buf.0.as_mut_ptr().add(256 * n + 32 * gi);
-                            _mm256_store_si256(at.cast(), v);
-                        }
-                        dc[n] = d;
-                        let f = fac[n].as_mut_ptr().cast::<__m256i>();
-                        if U::PER16 {
-                            let (lo, hi) = U::factors_lohi(&ctx);
-                            _mm256_storeu_si256(f, lo);
-                            _mm256_storeu_si256(f.add(1), hi);
-                        } else {
-                            _mm256_storeu_si256(f, U::factors(&ctx));
-                        }
+        // Each super-block is unpacked once for every group of 16 activation rows; the
+        // accumulators of all groups (at most four) stay in this frame.
+        let groups = m.div_ceil(amx::WIDTH);
+        let planes: [(*const i8, *const f32); amx::MAX_M / amx::WIDTH] = std::array::from_fn(|g| {
+            xs.get(amx::WIDTH * g)
+                .map_or((std::ptr::null(), std::ptr::null()), |x| {
+                    (x.quad.codes.as_ptr(), x.quad.d.as_ptr())
+                })
+        });
+        let mut accs = [[[_mm512_setzero_ps(); 8]; amx::MAX_ROWS]; amx::MAX_M / amx::WIDTH];
+        for sb in 0..nsb {
+            // SAFETY (all): super-block sb of every weight row (asserted) and blocks
+            // 8sb .. 8sb + 8 of each group's 512·nb codes and 16·nb scales (`amx_applies`);
+            // the buffers are the sizes the tiles read and write.
+            unsafe {
+                for (n, w) in ws.iter().enumerate() {
+                    let blk = w.as_ptr().add(sb * U::BB);
+                    let (d, ctx) = U::context(blk);
+                    let ip = indices::<U>(blk, &mut ibuf, false);
+                    for gi in 0..8 {
+                        let u = unpack::<U, G>(blk, gi, &ctx, ip, false);
+                        let v = _mm256_mask_sub_epi8(u.a, u.bits, zero, u.a);
+                        let at = buf.0.as_mut_ptr().add(256 * n + 32 * gi);
+                        _mm256_store_si256(at.cast(), v);
                     }
+                    dc[n] = d;
+                    let f = fac[n].as_mut_ptr().cast::<__m256i>();
+                    if U::PER16 {
+                        let (lo, hi) = U::factors_lohi(&ctx);
+                        _mm256_storeu_si256(f, lo);
+                        _mm256_storeu_si256(f.add(1), hi);
+                    } else {
+                        _mm256_storeu_si256(f, U::factors(&ctx));
+                    }
+                }
+                for (&(xc, xd), acc) in planes.iter().zip(accs.iter_mut()).take(groups) {
                     let a = buf.0.as_ptr();
                     let b = xc.add(512 * 8 * sb);
                     for i in 0..8 {
@@ -2220,6 +2227,8 @@ pub(super) mod avx512 {
                     }
                 }
             }
+        }
+        for (grp, acc) in accs.iter().enumerate().take(groups) {
             for (n, a) in acc.iter().enumerate().take(rows) {
                 amx::store_lanes(out, &super::super::tile_avx512::tree(a, None), n, m, grp);
             }
