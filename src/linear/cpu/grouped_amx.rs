@@ -187,36 +187,41 @@ unsafe fn run<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &m
     let mut sw = [[0f32; 8]; MAX_ROWS];
     // SAFETY: AMX usable (the caller's contract).
     let tiles = unsafe { Tiles::configure(32) };
-    for g in 0..m.div_ceil(WIDTH) {
-        let q = &xs[WIDTH * g].quad;
-        let (xc, xd, xsum) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr());
-        let mut acc = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
-        for b0 in (0..nb).step_by(8) {
-            // Whole runs of four blocks (`applies`): 4 or 8 blocks.
-            let cnt = 8.min(nb - b0);
-            // SAFETY (all): blocks b0 .. b0 + cnt ≤ nb of every weight row (its codes,
-            // plane-1 bytes and scales: `check_rows`) and of the group's 512·nb codes and
-            // 16·nb scales and sums (the caller's checks); the buffers are the sizes the
-            // tiles read and write.
-            unsafe {
-                for (n, w) in ws.iter().enumerate() {
-                    for r in 0..cnt / 4 {
-                        let [u0, u1] = K::unpack_run(w.codes.as_ptr(), w.hi.as_ptr(), b0 + 4 * r);
-                        let at = buf.0.as_mut_ptr().add(256 * n + 128 * r);
-                        _mm512_store_si512(at.cast(), _mm512_permutex2var_epi64(u0, w01, u1));
-                        _mm512_store_si512(
-                            at.add(64).cast(),
-                            _mm512_permutex2var_epi64(u0, w23, u1),
-                        );
-                    }
-                    let mut words = [0u16; 8];
-                    for (i, word) in words.iter_mut().enumerate().take(cnt) {
-                        let s = 32 * (b0 + i) / kind.group();
-                        *word = u16::from_le_bytes([w.scales[2 * s], w.scales[2 * s + 1]]);
-                    }
-                    let s = _mm256_cvtph_ps(_mm_loadu_si128(words.as_ptr().cast()));
-                    _mm256_storeu_ps(sw[n].as_mut_ptr(), s);
+    // Each run is unpacked once for every group of 16 activation rows; the accumulators
+    // of all groups (at most four) stay in this frame.
+    let groups = m.div_ceil(WIDTH);
+    let null = (std::ptr::null(), std::ptr::null(), std::ptr::null());
+    let planes: [(*const i8, *const f32, *const i32); MAX_M / WIDTH] = std::array::from_fn(|g| {
+        xs.get(WIDTH * g).map_or(null, |x| {
+            let q = &x.quad;
+            (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr())
+        })
+    });
+    let mut accs = [[[_mm512_setzero_ps(); 8]; MAX_ROWS]; MAX_M / WIDTH];
+    for b0 in (0..nb).step_by(8) {
+        // Whole runs of four blocks (`applies`): 4 or 8 blocks.
+        let cnt = 8.min(nb - b0);
+        // SAFETY (all): blocks b0 .. b0 + cnt ≤ nb of every weight row (its codes, plane-1
+        // bytes and scales: `check_rows`) and of each group's 512·nb codes and 16·nb scales
+        // and sums (the caller's checks); the buffers are the sizes the tiles read and
+        // write.
+        unsafe {
+            for (n, w) in ws.iter().enumerate() {
+                for r in 0..cnt / 4 {
+                    let [u0, u1] = K::unpack_run(w.codes.as_ptr(), w.hi.as_ptr(), b0 + 4 * r);
+                    let at = buf.0.as_mut_ptr().add(256 * n + 128 * r);
+                    _mm512_store_si512(at.cast(), _mm512_permutex2var_epi64(u0, w01, u1));
+                    _mm512_store_si512(at.add(64).cast(), _mm512_permutex2var_epi64(u0, w23, u1));
                 }
+                let mut words = [0u16; 8];
+                for (i, word) in words.iter_mut().enumerate().take(cnt) {
+                    let s = 32 * (b0 + i) / kind.group();
+                    *word = u16::from_le_bytes([w.scales[2 * s], w.scales[2 * s + 1]]);
+                }
+                let s = _mm256_cvtph_ps(_mm_loadu_si128(words.as_ptr().cast()));
+                _mm256_storeu_ps(sw[n].as_mut_ptr(), s);
+            }
+            for (&(xc, xd, xsum), acc) in planes.iter().zip(accs.iter_mut()).take(groups) {
                 for i in (0..cnt).step_by(2) {
                     let a = buf.0.as_ptr();
                     let (c0, c1) = c.0.split_at_mut(i + 1);
@@ -244,6 +249,8 @@ unsafe fn run<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &m
                 }
             }
         }
+    }
+    for (g, acc) in accs.iter().enumerate().take(groups) {
         for (n, a) in acc.iter().enumerate().take(rows) {
             store_lanes(out, &tree(a, None), n, m, g);
         }
