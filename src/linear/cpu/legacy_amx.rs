@@ -82,27 +82,35 @@ unsafe fn run<const K: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     let mut fac = [[0f32; 8]; MAX_ROWS];
     // SAFETY: AMX usable (the caller's contract).
     let tiles = unsafe { Tiles::configure(32) };
-    for g in 0..m.div_ceil(WIDTH) {
-        let q = &xs[WIDTH * g].quad;
-        let (xc, xd, xsum) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr());
-        let mut acc = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
-        for b0 in (0..nb).step_by(8) {
-            let cnt = 8.min(nb - b0);
-            // SAFETY (all): blocks b0 .. b0 + cnt ≤ nb of every weight row and of the
-            // group's 512·nb codes and 16·nb scales and sums (the caller's checks); the
-            // buffers are the sizes the tiles read and write.
-            unsafe {
-                for (n, w) in ws.iter().enumerate() {
-                    let mut words = [0u16; 8];
-                    for i in 0..cnt {
-                        let (u, word, f) = codes(kind, w.as_ptr(), b0 + i);
-                        _mm256_store_si256(buf.0.as_mut_ptr().add(256 * n + 32 * i).cast(), u);
-                        words[i] = word;
-                        fac[n][i] = f as f32;
-                    }
-                    let d = _mm256_cvtph_ps(_mm_loadu_si128(words.as_ptr().cast()));
-                    _mm256_storeu_ps(dw[n].as_mut_ptr(), d);
+    // Each run is unpacked once for every group of 16 activation rows; the accumulators
+    // of all groups (at most four) stay in this frame.
+    let groups = m.div_ceil(WIDTH);
+    let null = (std::ptr::null(), std::ptr::null(), std::ptr::null());
+    let planes: [(*const i8, *const f32, *const i32); MAX_M / WIDTH] = std::array::from_fn(|g| {
+        xs.get(WIDTH * g).map_or(null, |x| {
+            let q = &x.quad;
+            (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr())
+        })
+    });
+    let mut accs = [[[_mm512_setzero_ps(); 8]; MAX_ROWS]; MAX_M / WIDTH];
+    for b0 in (0..nb).step_by(8) {
+        let cnt = 8.min(nb - b0);
+        // SAFETY (all): blocks b0 .. b0 + cnt ≤ nb of every weight row and of each group's
+        // 512·nb codes and 16·nb scales and sums (the caller's checks); the buffers are the
+        // sizes the tiles read and write.
+        unsafe {
+            for (n, w) in ws.iter().enumerate() {
+                let mut words = [0u16; 8];
+                for i in 0..cnt {
+                    let (u, word, f) = codes(kind, w.as_ptr(), b0 + i);
+                    _mm256_store_si256(buf.0.as_mut_ptr().add(256 * n + 32 * i).cast(), u);
+                    words[i] = word;
+                    fac[n][i] = f as f32;
                 }
+                let d = _mm256_cvtph_ps(_mm_loadu_si128(words.as_ptr().cast()));
+                _mm256_storeu_ps(dw[n].as_mut_ptr(), d);
+            }
+            for (&(xc, xd, xsum), acc) in planes.iter().zip(accs.iter_mut()).take(groups) {
                 for i in (0..cnt).step_by(2) {
                     // An odd last block is paired with itself (its second sums unused).
                     let i1 = if i + 1 < cnt { i + 1 } else { i };
@@ -135,6 +143,8 @@ unsafe fn run<const K: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                 }
             }
         }
+    }
+    for (g, acc) in accs.iter().enumerate().take(groups) {
         for (n, a) in acc.iter().enumerate().take(rows) {
             store_lanes(out, &tree(a, None), n, m, g);
         }
