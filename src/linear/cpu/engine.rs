@@ -170,7 +170,7 @@ impl<'a> Engine<'a> {
     /// Weight rows per kernel call for a tile of `mt` activation rows: the float kernels run
     /// up to 8 rows side by side at M = 1 (eight independent accumulator chains), the
     /// q8_1 and q8_K block kernels 4, the AMX kernels (k-quants, legacy types, grouped
-    /// formats) 16.
+    /// formats, i-quants but IQ1_S/IQ1_M) 16.
     fn group(&self, mt: usize) -> usize {
         match self.kernel {
             Kernel::Gguf(super::gguf::Kind::KQuant(kq))

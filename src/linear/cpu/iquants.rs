@@ -107,12 +107,15 @@ pub(crate) fn amx_rows(isa: Isa, kind: IqKind, m: usize) -> bool {
 pub(crate) fn prepare(
     isa: Isa,
     kind: IqKind,
-    mut rows: crate::linear::q8_1::Rows,
+    rows: crate::linear::q8_1::Rows,
 ) -> crate::linear::q8_1::Rows {
     #[cfg(target_arch = "x86_64")]
     if amx_rows(isa, kind, rows.rows()) {
+        let mut rows = rows;
         rows.arrange_groups(super::amx::WIDTH, false);
+        return rows;
     }
+    let _ = (isa, kind); // elsewhere the kernels read the codes as quantized
     rows
 }
 
@@ -295,7 +298,8 @@ fn dot_row_group_in(
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`); BMI1 is checked here (else the reference
-        // runs: same bits).
+        // runs: same bits); the AMX kernel runs only where `amx_applies` holds (AMX usable,
+        // the rows interleaved for it).
         Isa::Avx512 if bmi1 => unsafe {
             use super::iquants_avx2::avx512;
             if avx512::amx_applies(kind, xs) {
@@ -524,6 +528,9 @@ mod tests {
                     assert_eq!(amx_rows(Isa::Avx512, kind, m), kind.amx());
                     let qp = prepare(Isa::Avx512, kind, Rows::quantize(&x, m, k));
                     let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
+                    // The AMX kernel is the one under test where the type has one.
+                    let amx = super::super::iquants_avx2::avx512::amx_applies(kind, &xp);
+                    assert_eq!(amx, kind.amx());
                     for form in Form::ALL {
                         for g in [1, 5, 15, 16] {
                             for r0 in [0, n - g] {
