@@ -486,6 +486,7 @@ mod tests {
     /// weight rows per call (1, 5, 15 and 16 of 19, at both ends), activation groups of 16
     /// with remainders, in every form; the types without one keep their kernels at 16 rows.
     #[test]
+    #[cfg(target_arch = "x86_64")]
     fn amx_kernel_equals_scalar_for_every_row_count() {
         if !crate::isa::Cpu::get().amx_int8 || !Isa::Avx512.available() {
             eprintln!("note: no usable AMX-INT8 on this machine, its i-quant kernel is not tested");
