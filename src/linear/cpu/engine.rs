@@ -75,6 +75,8 @@ pub(crate) struct Engine<'a> {
     pub(crate) view: WeightView<'a>,
     pub(crate) kernel: Kernel,
     pub(crate) isa: Isa,
+    /// `float::dot_rows`'s `all_512` ([`float::all_512`] unless a test sets it).
+    pub(crate) all_512: bool,
     pub(crate) threads: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
     /// The workspace of an earlier call, kept for the next call of the same shape when it
@@ -94,6 +96,7 @@ impl<'a> Engine<'a> {
             view,
             kernel: Kernel::of(plan),
             isa: Isa::detect(),
+            all_512: float::all_512(),
             threads: 0,
             pool: None,
             spare: Mutex::new(None),
@@ -639,7 +642,7 @@ impl<'a> Engine<'a> {
                 for (wr, d) in ws.iter_mut().zip(scratch.chunks_exact(k)) {
                     *wr = WRow::F32(d);
                 }
-                float::dot_rows(self.isa, &ws[..count], x, m, out)
+                float::dot_rows(self.isa, self.all_512, &ws[..count], x, m, out)
             }
         }
         Ok(())
@@ -714,7 +717,7 @@ impl<'a> Engine<'a> {
             Some(WRow::Bf16Le(_) | WRow::F32Le(_) | WRow::F32(_))
         );
         if cheap || m < MATERIALIZE_M {
-            float::dot_rows(self.isa, ws, x, m, out);
+            float::dot_rows(self.isa, self.all_512, ws, x, m, out);
             return Ok(());
         }
         let k = self.cols();
@@ -726,7 +729,7 @@ impl<'a> Engine<'a> {
         for (f, vals) in fs.iter_mut().zip(values.chunks_exact(k)) {
             *f = WRow::F32(vals);
         }
-        float::dot_rows(self.isa, &fs[..ws.len()], x, m, out);
+        float::dot_rows(self.isa, self.all_512, &fs[..ws.len()], x, m, out);
         for (w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
             o.iter_mut().for_each(|y| *y = w.finish(*y));
         }

@@ -15,7 +15,8 @@
 //! summed by [`super::tree8`]. The AVX2 path ([`super::float_avx2`]) turns 32 codes at a
 //! time into values (one group scale or one nvfp4 block table per chunk) and runs up to 4
 //! weight rows side by side sharing each activation load; the AVX-512 path
-//! ([`super::float_avx512`], the grouped kinds and nvfp4; other kinds run the AVX2 one)
+//! ([`super::float_avx512`], the grouped kinds, nvfp4 and fp8 in the scaled order, q2 / t2
+//! / fp8 only where [`all_512`] holds; other kinds run the AVX2 one)
 //! holds two rows' accumulators in one 512-bit register, the activation's 8 values
 //! broadcast into both halves. Since every lane still sees its elements in increasing k, both return the
 //! scalar path's bits.
@@ -237,18 +238,29 @@ impl WRow<'_> {
 
 /// `out[i·m + r] = Σ_k w[i]_k · x[r·K + k]` for every weight row i (all of one kind and
 /// length K) and activation row r (`x.len() == m · K`), in the order of the module docs.
-pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+/// On the AVX-512 tier, `all_512` runs the 512-bit kernel for every row kind it has, else
+/// only for those measured faster there on cores with two 512-bit ports ([`all_512`]);
+/// the bits are the same.
+pub(crate) fn dot_rows(
+    isa: Isa,
+    all_512: bool,
+    w: &[WRow<'_>],
+    x: &[f32],
+    m: usize,
+    out: &mut [f32],
+) {
     debug_assert_eq!(out.len(), w.len() * m);
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects Isa::Avx512 (AVX-512 F/BW/VL on top of AVX2,
         // FMA and F16C) only after run-time detection.
-        Isa::Avx512 => unsafe { super::float_avx512::dot_rows(w, x, m, out) },
+        Isa::Avx512 => unsafe { super::float_avx512::dot_rows(w, x, m, out, all_512) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
         // FMA and F16C) only after run-time detection.
         isa if isa.avx2() => unsafe { super::float_avx2::dot_rows(w, x, m, out, false) },
         _ => {
+            let _ = all_512;
             let k = w.first().map_or(0, |r| r.len());
             for (i, wr) in w.iter().enumerate() {
                 for r in 0..m {
@@ -259,6 +271,18 @@ pub(crate) fn dot_rows(isa: Isa, w: &[WRow<'_>], x: &[f32], m: usize, out: &mut 
             }
         }
     }
+}
+
+/// Whether the AVX-512 tier runs its 512-bit kernel for every row kind it has (the
+/// default of [`dot_rows`]'s `all_512`): on cores with four 512-bit pipes
+/// ([`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes), AMD Zen 5), where each measured
+/// faster than the AVX2 code. On Intel's AVX-512 cores (two 512-bit ports, 512-bit
+/// shuffles on one) the q2 / t2 rows and the fp8 rows in the scaled order measured 5–18%
+/// slower in 512 bits than in the AVX2 code at M = 1 (Xeon with AMX, one thread, 4096²
+/// and 16384 × 4096), q8 even and q4 / q5 / q6 and nvfp4 1.2–1.9× faster, so there the
+/// q2 / t2 / fp8 rows run the AVX2 code.
+pub(crate) fn all_512() -> bool {
+    crate::isa::Cpu::get().wide_pipes
 }
 
 /// The values of weight row `w` as f32 (`out.len()` = K): exactly the values the dot

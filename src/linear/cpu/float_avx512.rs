@@ -658,24 +658,27 @@ impl Load2 for Fp8Scaled {
     }
 }
 
+/// The rows' products (`super::float::dot_rows`); with `all` false, the q2 / t2 rows and
+/// the fp8 rows in the scaled order run the AVX2 code ([`super::float::all_512`]).
+///
 /// # Safety
 /// AVX-512 F/BW/VL, AVX2, FMA and F16C available; every row of `w` has the same kind and
 /// length K and `x.len() == m · K`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32], all: bool) {
     use super::float::Grouped as G;
     // SAFETY (all calls): the caller's contract.
     unsafe {
         match w.first() {
-            Some(WRow::Grouped { kind: G::Q2, .. }) => tiles::<Q2>(w, x, m, out),
-            Some(WRow::Grouped { kind: G::T2, .. }) => tiles::<T2>(w, x, m, out),
+            Some(WRow::Grouped { kind: G::Q2, .. }) if all => tiles::<Q2>(w, x, m, out),
+            Some(WRow::Grouped { kind: G::T2, .. }) if all => tiles::<T2>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q4, .. }) => tiles::<Q4>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q5, .. }) => tiles::<Q5>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q6, .. }) => tiles::<Q6>(w, x, m, out),
             Some(WRow::Grouped { kind: G::Q8, .. }) => tiles::<Q8>(w, x, m, out),
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
             Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
-            Some(WRow::Fp8Scaled { .. }) => tiles::<Fp8Scaled>(w, x, m, out),
+            Some(WRow::Fp8Scaled { .. }) if all => tiles::<Fp8Scaled>(w, x, m, out),
             _ => super::float_avx2::dot_rows(w, x, m, out, true),
         }
     }
@@ -910,9 +913,11 @@ mod tests {
                     for w in &cases {
                         let mut want = vec![0f32; n * m];
                         let mut got = vec![0f32; n * m];
-                        dot(Isa::Scalar, w, &x, m, &mut want);
-                        dot(Isa::Avx512, w, &x, m, &mut got);
-                        assert_eq!(canon(&got), canon(&want), "K={k} N={n} M={m}");
+                        dot(Isa::Scalar, true, w, &x, m, &mut want);
+                        for all in [true, false] {
+                            dot(Isa::Avx512, all, w, &x, m, &mut got);
+                            assert_eq!(canon(&got), canon(&want), "K={k} N={n} M={m} {all}");
+                        }
                     }
                 }
             }

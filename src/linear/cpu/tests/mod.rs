@@ -39,12 +39,19 @@ pub(super) fn weight(format: Format, n: usize, k: usize) -> Vec<u8> {
     w
 }
 
-/// Outputs (bits) of `w` for x on both instruction sets, M = `m` and each row alone.
+/// Outputs (bits) of `w` for x on every tier the machine has, M = `m` and each row alone;
+/// the AVX-512 tier with its 512-bit float kernel for every row kind and for the kinds
+/// only that take it on every CPU (`float::all_512`).
 pub(super) fn grouped_runs(w: &mut PreparedWeight<'_>, x: &[f32], m: usize) -> Vec<Vec<u32>> {
     let (n, k) = (w.rows(), w.cols());
     let mut results = Vec::new();
-    for isa in Isa::tested() {
+    let mut runs: Vec<(Isa, bool)> = Isa::tested().into_iter().map(|i| (i, true)).collect();
+    if runs.iter().any(|r| r.0 == Isa::Avx512) {
+        runs.push((Isa::Avx512, false));
+    }
+    for (isa, all_512) in runs {
         w.set_isa(isa).unwrap();
+        *w.cpu_all_512() = all_512;
         let mut y = vec![0f32; m * n];
         w.forward_f32(x, m, None, &mut y).unwrap();
         results.push(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
@@ -58,6 +65,7 @@ pub(super) fn grouped_runs(w: &mut PreparedWeight<'_>, x: &[f32], m: usize) -> V
         }
         results.push(single);
     }
+    *w.cpu_all_512() = super::float::all_512();
     results
 }
 
