@@ -1,8 +1,8 @@
 //! GGUF products against q8_K activations (the opt-in `Activation::Q8K` profile,
 //! docs/linear.md): the k-quants Q2_K..Q6_K and the i-quants coded in 256-value
 //! super-blocks (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S). The scalar
-//! reference order is here; AVX2 for the k-quants and IQ4_XS in `gguf_q8k_avx2`, the
-//! AVX-512 k-quant kernels in `kquants_avx512` and the grid i-quants in `iquants_avx2`
+//! reference order is here; AVX2 for the k-quants in `gguf_q8k_avx2`, the AVX-512 k-quant
+//! kernels in `kquants_avx512` and the i-quants (the grids and IQ4_XS) in `iquants_avx2`
 //! (identical bits).
 //!
 //! A weight super-block sb meets the activation's q8_K block sb (the same 256 values), with
@@ -193,16 +193,21 @@ fn dot_row_group_in(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if let KindK::Iq(iq) = kind
-        && crate::isa::Cpu::get().bmi1
-    {
+    if matches!(kind, KindK::Iq(_) | KindK::Iq4Xs) && crate::isa::Cpu::get().bmi1 {
         use super::iquants_avx2::{avx2, avx512, avxvnni};
         // SAFETY (each tier): as below; BMI1 is checked here (else the reference runs: same
         // bits).
-        match isa {
-            Isa::Avx512 => unsafe { avx512::dot_row_group_q8k(iq, ws, xs, out, form) },
-            Isa::AvxVnni => unsafe { avxvnni::dot_row_group_q8k(iq, ws, xs, out, form) },
-            Isa::Avx2 => unsafe { avx2::dot_row_group_q8k(iq, ws, xs, out, form) },
+        match (isa, kind) {
+            (Isa::Avx512, KindK::Iq(iq)) => unsafe {
+                avx512::dot_row_group_q8k(iq, ws, xs, out, form)
+            },
+            (Isa::AvxVnni, KindK::Iq(iq)) => unsafe {
+                avxvnni::dot_row_group_q8k(iq, ws, xs, out, form)
+            },
+            (Isa::Avx2, KindK::Iq(iq)) => unsafe { avx2::dot_row_group_q8k(iq, ws, xs, out, form) },
+            (Isa::Avx512, _) => unsafe { avx512::dot_row_group_q8k_iq4_xs(ws, xs, out) },
+            (Isa::AvxVnni, _) => unsafe { avxvnni::dot_row_group_q8k_iq4_xs(ws, xs, out) },
+            (Isa::Avx2, _) => unsafe { avx2::dot_row_group_q8k_iq4_xs(ws, xs, out) },
             _ => dot_scalar_rows(kind, ws, xs, out),
         }
         return;

@@ -1,4 +1,4 @@
-//! AVX2 kernels of the k-quants and IQ4_XS against q8_K activations (the grid i-quants run
+//! AVX2 kernels of the k-quants against q8_K activations (the grid i-quants and IQ4_XS run
 //! `iquants_avx2`'s tiers), in exactly
 //! the order of [`super::gguf_q8k`]'s module docs (every tier past Scalar runs them: AVX2 +
 //! FMA is part of each).
@@ -21,9 +21,6 @@
 //!   16002 < 2¹⁵; `vpmaddwd` by the per-16 scales (the low 128-bit half of a vector holds
 //!   values 0..15, the high half 16..31); the offset 32·Σ_i sc_i·bsums_i
 //!   (`vpmaddwd` of the sign-extended scales with `bsums`) is subtracted.
-//! - IQ4_XS: per 32-value group, the codebook values (`vpshufb` of the nibbles) as
-//!   magnitudes against the activation codes carrying their signs (`vpsignb`),
-//!   `vpmaddubsw` pairs ≤ 2·127·127 < 2¹⁵, `vpmaddwd` by the group's scale ls − 32.
 //!
 //! Every activation code lies in −127..=127 (q8_K never writes −128), so `vpsignb` never
 //! overflows. The i32 lanes are summed exactly (|S_sb| < 2³¹), so the lane grouping does not
@@ -33,14 +30,13 @@
 use super::gguf_q8k::{KindK, finish};
 use super::iquants_avx2::hsum_i32;
 use super::kquants::Kq;
-use crate::formats::gguf::blocks::{iq4_xs, q2_k, q3_k, q4_k, q5_k, q6_k};
-use crate::formats::gguf::grids::KVALUES_IQ4NL;
+use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k};
 use crate::linear::q8_k::{QK_K, Row};
 use std::arch::x86_64::*;
 
 /// Whether the x86 kernels below compute `kind` (else the scalar order runs).
 pub(crate) fn covers(kind: KindK) -> bool {
-    matches!(kind, KindK::K(_) | KindK::Iq4Xs)
+    matches!(kind, KindK::K(_))
 }
 
 pub(crate) mod avx2 {
@@ -62,7 +58,6 @@ pub(crate) mod avx2 {
                     KindK::K(Kq::Q4K) => row_q45_k::<false>(w, x),
                     KindK::K(Kq::Q5K) => row_q45_k::<true>(w, x),
                     KindK::K(Kq::Q6K) => row_q6_k(w, x),
-                    KindK::Iq4Xs => row_iq4_xs(w, x),
                     _ => unreachable!("no AVX2 q8_K kernel for {kind:?}"),
                 };
             }
@@ -321,80 +316,6 @@ pub(crate) mod avx2 {
             accm = (dmin * dx).mul_add(mi as f32, accm);
         }
         finish(true, acc, accm)
-    }
-
-    /// IQ4_XS's eight scales ls − 32 as i16 in both 128-bit halves: nibble g % 2 of
-    /// `scales_l[g / 2]`, bits 2g..2g + 2 of `scales_h` on top (`iq4_xs::scale`).
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn iq4_xs_scales(blk: &[u8]) -> __m256i {
-        let h = u16::from_le_bytes([blk[iq4_xs::SCALES_H.at], blk[iq4_xs::SCALES_H.at + 1]]);
-        let l = iq4_xs::SCALES_L.of(blk);
-        let l = u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as i32;
-        // Lane g (i32): bits 4(g % 2) of byte g / 2, i.e. bits 4g.. of the word.
-        let lo = _mm256_and_si256(
-            _mm256_srlv_epi32(
-                _mm256_set1_epi32(l),
-                _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28),
-            ),
-            _mm256_set1_epi32(0x0F),
-        );
-        let hi = _mm256_and_si256(
-            _mm256_srlv_epi32(
-                _mm256_set1_epi32(h as i32),
-                _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14),
-            ),
-            _mm256_set1_epi32(3),
-        );
-        let ls = _mm256_sub_epi32(
-            _mm256_or_si256(lo, _mm256_slli_epi32::<4>(hi)),
-            _mm256_set1_epi32(32),
-        );
-        // i32 → i16 (|ls − 32| ≤ 32): the packs interleave the halves, so lanes 0..4 and 4..8.
-        let p = _mm_packs_epi32(
-            _mm256_castsi256_si128(ls),
-            _mm256_extracti128_si256::<1>(ls),
-        );
-        _mm256_broadcastsi128_si256(p)
-    }
-
-    /// One IQ4_XS row against one q8_K row: per 32-value group g, the codebook values
-    /// `kvalues_iq4nl` (`vpshufb`; low nibbles are values 0..15, high nibbles 16..31) as
-    /// magnitudes against the activation codes with their signs (`vpsignb`), `vpmaddubsw`
-    /// pairs ≤ 2·127·127 < 2¹⁵, `vpmaddwd` by the group's scale ls − 32.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn row_iq4_xs(w: &[u8], x: &Row<'_>) -> f32 {
-        let mut acc = 0f32;
-        let low = _mm256_set1_epi8(0x0F);
-        // SAFETY: the table is 16 readable bytes; unaligned load.
-        let table = unsafe { _mm_loadu_si128(KVALUES_IQ4NL.as_ptr().cast()) };
-        let table = _mm256_broadcastsi128_si256(table);
-        for (sb, blk) in w.chunks_exact(iq4_xs::BYTES).take(x.d.len()).enumerate() {
-            let xq = &x.qs[QK_K * sb..QK_K * sb + QK_K];
-            let sc16 = iq4_xs_scales(blk);
-            let mut s = _mm256_setzero_si256();
-            for g in (0..8).step_by(2) {
-                // Groups g and g + 1: their 16 code bytes each, low nibbles values 0..15.
-                let q = load(blk, iq4_xs::QS.at + 16 * g);
-                let lo = _mm256_and_si256(q, low);
-                let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), low);
-                for (j, idx) in [
-                    _mm256_permute2x128_si256::<0x20>(lo, hi),
-                    _mm256_permute2x128_si256::<0x31>(lo, hi),
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    let v = _mm256_shuffle_epi8(table, idx);
-                    let xs = _mm256_sign_epi8(load_x(xq, 32 * (g + j)), v);
-                    let p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), xs);
-                    let sc = _mm256_shuffle_epi8(sc16, word(g + j));
-                    s = _mm256_add_epi32(s, _mm256_madd_epi16(p, sc));
-                }
-            }
-            let (d, _) = f16x2(blk, iq4_xs::D.at);
-            acc = (d * x.d[sb]).mul_add(hsum(s) as f32, acc);
-        }
-        finish(false, acc, 0.0)
     }
 
     /// One Q6_K row against one q8_K row.

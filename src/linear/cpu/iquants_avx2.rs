@@ -79,13 +79,16 @@
 //! The opt-in q8_K profile (`dot_row_group_q8k`) runs the same unpacking and `T_g` against
 //! q8_K codes and adds the eight `T_g` of a super-block exactly: the order of
 //! [`super::gguf_q8k`], one conversion and one fma per super-block (IQ1_S and IQ1_M take
-//! the q8_K rows' exact 32- and 8-code sums for their grid offset).
+//! the q8_K rows' exact 32- and 8-code sums for their grid offset). IQ4_XS, a codebook
+//! type, runs this driver too against q8_K ([`Iq4Xs`]; against q8_1 it takes the legacy
+//! kernels).
 
 use super::amx;
 use super::iquants::{Form, IqKind};
-use crate::formats::gguf::blocks::{iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs};
+use crate::formats::gguf::blocks::{iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs, iq4_xs};
 use crate::formats::gguf::grids::{
     IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KSIGNS_IQ2XS,
+    KVALUES_IQ4NL,
 };
 use crate::linear::q8_1::Row;
 use crate::linear::q8_k;
@@ -1124,6 +1127,102 @@ impl Iq for Iq1S {
     }
 }
 
+/// `block_iq4_xs { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128]; }`, for its q8_K
+/// products only (against q8_1 it runs the legacy kernels, one factor per block): group g's
+/// 16 code bytes hold values 0..16 in their low nibbles and 16..32 in their high ones, each
+/// the index of a `kvalues_iq4nl` value v (non-zero, −127 ≤ v ≤ 113); the group's factor
+/// is its 6-bit scale ls − 32 ([`iq4_xs::scale`]). Two unpackings, one `vpshufb` of a
+/// 16-entry table each, the same `T_g` of the `gguf_q8k` order (|T_g| ≤ 32·32·127·127 <
+/// 2³¹ with |x| ≤ 127):
+/// - `Iq4Xs<false>` (the AVX2 tier): |v| against x carrying v's sign, `vpmaddubsw` pairs ≤
+///   2·127·127 < 2¹⁵; [`Iq::finish`] multiplies `Σ v·x` by the factor;
+/// - `Iq4Xs<true>` (the VNNI tiers): the unsigned v + 128 (1..241) against x as it is
+///   (`vpdpbusd`, no sign step, no pair saturation), and [`Iq::finish`] takes away
+///   128·Σx through the activation row's exact 32-code sums before the factor.
+struct Iq4Xs<const OFFSET: bool>;
+
+/// `kvalues_iq4nl` + 128 as u8, the table of `Iq4Xs<true>`.
+static KVALUES_IQ4NL_U8: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = (KVALUES_IQ4NL[i] as i16 + 128) as u8;
+        i += 1;
+    }
+    t
+};
+
+impl<const OFFSET: bool> Iq for Iq4Xs<OFFSET> {
+    const BB: usize = iq4_xs::BYTES;
+    const SIGNED: bool = !OFFSET;
+    /// The eight groups' ls − 32.
+    type Ctx = __m256i;
+    #[inline(always)]
+    unsafe fn context(blk: *const u8) -> (f32, __m256i) {
+        // SAFETY: scales_h at 2..4, scales_l at 4..8.
+        unsafe {
+            let h = i32::from(u16_at(blk.add(iq4_xs::SCALES_H.at)));
+            let l = blk.add(iq4_xs::SCALES_L.at).cast::<i32>().read_unaligned();
+            // Lane g: nibble g of the scales_l word, bits 2g..2g + 2 of scales_h above it.
+            let lo = _mm256_and_si256(
+                _mm256_srlv_epi32(
+                    _mm256_set1_epi32(l),
+                    _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28),
+                ),
+                _mm256_set1_epi32(0x0F),
+            );
+            let hi = _mm256_and_si256(
+                _mm256_srlv_epi32(
+                    _mm256_set1_epi32(h),
+                    _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14),
+                ),
+                _mm256_set1_epi32(3),
+            );
+            let ls = _mm256_or_si256(lo, _mm256_slli_epi32::<4>(hi));
+            (
+                f16_to_f32(u16_at(blk.add(iq4_xs::D.at))),
+                _mm256_sub_epi32(ls, _mm256_set1_epi32(32)),
+            )
+        }
+    }
+    #[inline(always)]
+    unsafe fn group<const G: bool>(blk: *const u8, g: usize, _: &__m256i, _: *const u16) -> Group {
+        // SAFETY: qs at 8 + 16g .. 24 + 16g, inside the 136 bytes; each table is 16 bytes.
+        unsafe {
+            let q = _mm_loadu_si128(blk.add(iq4_xs::QS.at + 16 * g).cast());
+            let m = _mm_set1_epi8(0x0F);
+            let idx = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+            let table = if OFFSET {
+                KVALUES_IQ4NL_U8.as_ptr()
+            } else {
+                KVALUES_IQ4NL.as_ptr().cast::<u8>()
+            };
+            let v = _mm256_shuffle_epi8(
+                _mm256_broadcastsi128_si256(_mm_loadu_si128(table.cast())),
+                idx,
+            );
+            if OFFSET {
+                Group::new(v, _mm256_setzero_si256(), _mm256_setzero_si256())
+            } else {
+                Group::new(_mm256_abs_epi8(v), v, _mm256_setzero_si256())
+            }
+        }
+    }
+    #[inline(always)]
+    unsafe fn finish(t: __m256i, sc: &__m256i, x: X, b: usize) -> __m256i {
+        // SAFETY: AVX2 (the caller's contract); with OFFSET, the 8 sums of blocks b .. b + 8.
+        unsafe {
+            let t = if OFFSET {
+                let sums = _mm256_loadu_si256(x.sum.add(b).cast());
+                _mm256_sub_epi32(t, _mm256_slli_epi32::<7>(sums))
+            } else {
+                t
+            };
+            _mm256_mullo_epi32(t, *sc)
+        }
+    }
+}
+
 /// `block_iq1_m { u8 qs[32]; u8 qh[16]; u8 scales[8]; }` (binary16 d in the top nibbles of
 /// the four scales words): run r = 4g + l (8 values) has grid index qs[r] | (nibble r%2 of
 /// qh[r/2] & 7) << 8 and delta δ_r = −1 if bit 3 of that nibble is set, else +1; 3-bit
@@ -1525,6 +1624,27 @@ macro_rules! kernels {
                     IqKind::Iq2S => rows_q8k::<Iq2S>(ws, xs, out, form),
                     IqKind::Iq1S => rows_q8k::<Iq1S>(ws, xs, out, form),
                     IqKind::Iq1M => rows_q8k::<Iq1M>(ws, xs, out, form),
+                }
+            }
+        }
+
+        /// IQ4_XS against q8_K rows, as [`dot_row_group_q8k`] ([`Iq4Xs`], its offset form
+        /// on the VNNI tiers).
+        ///
+        /// # Safety
+        /// As [`dot_row_group_q8k`].
+        #[target_feature(enable = $feat)]
+        pub(in crate::linear::cpu) unsafe fn dot_row_group_q8k_iq4_xs(
+            ws: &[&[u8]],
+            xs: &[q8_k::Row<'_>],
+            out: &mut [f32],
+        ) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                if VNNI {
+                    rows_q8k::<Iq4Xs<true>>(ws, xs, out, Form::Blend)
+                } else {
+                    rows_q8k::<Iq4Xs<false>>(ws, xs, out, Form::Blend)
                 }
             }
         }
