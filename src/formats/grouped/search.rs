@@ -10,7 +10,7 @@
 //! ```
 //!
 //! evaluated in binary64 as four lane sums L_j = Σ_{k ≡ j mod 4} t_k, each in increasing
-//! k, combined as `(L_0 + L_1) + (L_2 + L_3)` (t_k = `(imp[k] · d) · d`, d = x[k] − ŵ[k]);
+//! k, combined as `(L_0 + L_1) + (L_2 + L_3)` (t_k = `(imp[k] · d) · d`, `d = x[k] − ŵ[k]`);
 //! the fixed order makes the result reproducible and lets the sums use vector lanes.
 //!
 //! i.e. the error of the *represented* weights (§6.2). Candidates, evaluated in this order
