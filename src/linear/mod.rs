@@ -493,7 +493,6 @@ impl<'a> PreparedWeight<'a> {
         }
     }
 
-    /// The CPU kernel (tests swap it to compare kernels on one weight).
     /// Whether the AVX-512 tier runs its 512-bit float kernel for every row kind (tests).
     #[cfg(test)]
     pub(crate) fn cpu_all_512(&mut self) -> &mut bool {
@@ -504,6 +503,7 @@ impl<'a> PreparedWeight<'a> {
         }
     }
 
+    /// The CPU kernel (tests swap it to compare kernels on one weight).
     #[cfg(test)]
     pub(crate) fn cpu_kernel(&mut self) -> &mut cpu::engine::Kernel {
         match &mut self.backend {

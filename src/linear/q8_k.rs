@@ -116,7 +116,8 @@ pub(crate) struct Rows {
     pub d: Plane<f32>,
     /// M × K/16 sums of 16 codes.
     pub bsums: Plane<i16>,
-    /// M × K/32 sums of 32 codes (the IQ1 kernels' grid offset).
+    /// M × K/32 sums of 32 codes (the IQ1 kernels' grid offset, IQ4_XS's code offset on
+    /// the VNNI tiers).
     pub sum32: Plane<i32>,
     /// M × K/8 sums of 8 codes (IQ1_M's per-run deltas).
     pub sum8: Plane<i16>,

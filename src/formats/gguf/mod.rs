@@ -101,10 +101,12 @@ fn kernel_fn(format: Format, isa: Isa) -> Option<DequantizeFn> {
 }
 
 /// Whether the AVX-512 tier decodes `format` with the AVX2 code on `cpu`: IQ3_S and IQ1_S,
-/// whose 512-bit decoders measured slower than the AVX2 ones on Intel's AVX-512 cores
-/// (Xeon with AMX, one thread, 4096²: IQ3_S 3.7 against 4.9 Gvalues/s, IQ1_S 6.0 against
-/// 7.0), everywhere but on cores with four 512-bit pipes
-/// ([`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes)). The same values either way.
+/// whose 512-bit decoders measured slower than the AVX2 ones on an Intel Xeon with AMX
+/// (one thread, 4096², `cargo bench --bench decode`: IQ3_S 3.7 against 4.8–5.0 Gvalues/s,
+/// IQ1_S 6.0 against 7.0–7.3), on every AVX-512 CPU but those with four 512-bit pipes
+/// ([`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes), where the 512-bit decoders were
+/// written; Intel and AMD Zen 4 take the AVX2 code, Zen 4 unmeasured). The same values
+/// either way.
 #[cfg(target_arch = "x86_64")]
 fn avx2_on_avx512(format: Format, cpu: &crate::isa::Cpu) -> bool {
     matches!(format, Format::GgufIq3S | Format::GgufIq1S) && !cpu.wide_pipes

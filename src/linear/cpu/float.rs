@@ -276,11 +276,11 @@ pub(crate) fn dot_rows(
 /// Whether the AVX-512 tier runs its 512-bit kernel for every row kind it has (the
 /// default of [`dot_rows`]'s `all_512`): on cores with four 512-bit pipes
 /// ([`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes), AMD Zen 5), where each measured
-/// faster than the AVX2 code. On Intel's AVX-512 cores (two 512-bit ports, 512-bit
+/// faster than the AVX2 code. On an Intel Xeon with AMX (two 512-bit ports, 512-bit
 /// shuffles on one) the q2 / t2 rows and the fp8 rows in the scaled order measured 5–18%
-/// slower in 512 bits than in the AVX2 code at M = 1 (Xeon with AMX, one thread, 4096²
-/// and 16384 × 4096), q8 even and q4 / q5 / q6 and nvfp4 1.2–1.9× faster, so there the
-/// q2 / t2 / fp8 rows run the AVX2 code.
+/// slower in 512 bits than in the AVX2 code at M = 1 (one thread, 4096² and 16384 × 4096),
+/// q8 even and q4 / q5 / q6 and nvfp4 1.2–1.9× faster, so on every other AVX-512 CPU
+/// (Intel, and AMD Zen 4, unmeasured) the q2 / t2 / fp8 rows run the AVX2 code.
 pub(crate) fn all_512() -> bool {
     crate::isa::Cpu::get().wide_pipes
 }

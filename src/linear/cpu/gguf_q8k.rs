@@ -205,9 +205,11 @@ fn dot_row_group_in(
                 avxvnni::dot_row_group_q8k(iq, ws, xs, out, form)
             },
             (Isa::Avx2, KindK::Iq(iq)) => unsafe { avx2::dot_row_group_q8k(iq, ws, xs, out, form) },
-            (Isa::Avx512, _) => unsafe { avx512::dot_row_group_q8k_iq4_xs(ws, xs, out) },
-            (Isa::AvxVnni, _) => unsafe { avxvnni::dot_row_group_q8k_iq4_xs(ws, xs, out) },
-            (Isa::Avx2, _) => unsafe { avx2::dot_row_group_q8k_iq4_xs(ws, xs, out) },
+            (Isa::Avx512, KindK::Iq4Xs) => unsafe { avx512::dot_row_group_q8k_iq4_xs(ws, xs, out) },
+            (Isa::AvxVnni, KindK::Iq4Xs) => unsafe {
+                avxvnni::dot_row_group_q8k_iq4_xs(ws, xs, out)
+            },
+            (Isa::Avx2, KindK::Iq4Xs) => unsafe { avx2::dot_row_group_q8k_iq4_xs(ws, xs, out) },
             _ => dot_scalar_rows(kind, ws, xs, out),
         }
         return;
