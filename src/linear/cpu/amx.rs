@@ -40,6 +40,21 @@ pub(super) fn rows_ready(min_m: usize, xs: &[Row<'_>]) -> bool {
         && groups_ready(xs, WIDTH)
 }
 
+/// The interleaved planes of each group of [`WIDTH`] activation rows of `xs`
+/// (`Rows::arrange_groups`), read through the group's first row: codes, scales and block
+/// sums; null past the last group.
+pub(super) fn group_planes(xs: &[Row<'_>]) -> [(*const i8, *const f32, *const i32); MAX_M / WIDTH] {
+    std::array::from_fn(|g| {
+        xs.get(WIDTH * g).map_or(
+            (std::ptr::null(), std::ptr::null(), std::ptr::null()),
+            |x| {
+                let q = &x.quad;
+                (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr())
+            },
+        )
+    })
+}
+
 /// 64-byte aligned storage (tile rows and vectors of the AMX kernels).
 #[repr(C, align(64))]
 pub(super) struct Aligned<T>(pub(super) T);

@@ -190,13 +190,7 @@ unsafe fn run<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &m
     // Each run is unpacked once for every group of 16 activation rows; the accumulators
     // of all groups (at most four) stay in this frame.
     let groups = m.div_ceil(WIDTH);
-    let null = (std::ptr::null(), std::ptr::null(), std::ptr::null());
-    let planes: [(*const i8, *const f32, *const i32); MAX_M / WIDTH] = std::array::from_fn(|g| {
-        xs.get(WIDTH * g).map_or(null, |x| {
-            let q = &x.quad;
-            (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr())
-        })
-    });
+    let planes = amx::group_planes(xs);
     let mut accs = [[[_mm512_setzero_ps(); 8]; MAX_ROWS]; MAX_M / WIDTH];
     for b0 in (0..nb).step_by(8) {
         // Whole runs of four blocks (`applies`): 4 or 8 blocks.

@@ -2275,12 +2275,7 @@ pub(super) mod avx512 {
         // Each super-block is unpacked once for every group of 16 activation rows; the
         // accumulators of all groups (at most four) stay in this frame.
         let groups = m.div_ceil(amx::WIDTH);
-        let planes: [(*const i8, *const f32); amx::MAX_M / amx::WIDTH] = std::array::from_fn(|g| {
-            xs.get(amx::WIDTH * g)
-                .map_or((std::ptr::null(), std::ptr::null()), |x| {
-                    (x.quad.codes.as_ptr(), x.quad.d.as_ptr())
-                })
-        });
+        let planes = amx::group_planes(xs);
         let mut accs = [[[_mm512_setzero_ps(); 8]; amx::MAX_ROWS]; amx::MAX_M / amx::WIDTH];
         for sb in 0..nsb {
             // SAFETY (all): super-block sb of every weight row (asserted) and blocks
@@ -2307,7 +2302,7 @@ pub(super) mod avx512 {
                         _mm256_storeu_si256(f, U::factors(&ctx));
                     }
                 }
-                for (&(xc, xd), acc) in planes.iter().zip(accs.iter_mut()).take(groups) {
+                for (&(xc, xd, _), acc) in planes.iter().zip(accs.iter_mut()).take(groups) {
                     let a = buf.0.as_ptr();
                     let b = xc.add(512 * 8 * sb);
                     for i in 0..8 {
