@@ -383,19 +383,7 @@ mod tests {
                 let mut w: Vec<u8> = (0..n * k / 256 * bb).map(|_| next() as u8).collect();
                 let rb = k / 256 * bb;
                 w[rb..2 * rb].fill(0xFF);
-                for (i, blk) in w.chunks_exact_mut(bb).enumerate() {
-                    let v = [1.0f32, -0.5, 3e-3, 0.02][i % 4];
-                    let d = half::f16::from_f32(v).to_bits();
-                    if kind == IqKind::Iq1M {
-                        // The binary16 d in the top nibbles of the four scales words.
-                        for j in 0..4 {
-                            let at = 49 + 2 * j;
-                            blk[at] = (blk[at] & 0x0F) | ((((d >> (4 * j)) & 15) as u8) << 4);
-                        }
-                    } else {
-                        blk[0..2].copy_from_slice(&d.to_le_bytes());
-                    }
-                }
+                put_scales(kind, &mut w);
                 let rows: Vec<&[u8]> = w.chunks_exact(rb).collect();
                 for m in [1, 2, 3, 5] {
                     let x: Vec<f32> = (0..m * k)
@@ -485,6 +473,23 @@ mod tests {
     /// The AMX kernel (where the CPU has it) against the scalar reference with up to 16
     /// weight rows per call (1, 5, 15 and 16 of 19, at both ends), activation groups of 16
     /// with remainders, in every form; the types without one keep their kernels at 16 rows.
+    /// Writes the super-scales 1, −0.5, 3e-3, 0.02 (binary16, in turn) into every
+    /// super-block of `w`: IQ1_M's in the top nibbles of its four scales words, the other
+    /// types' in bytes 0..2.
+    fn put_scales(kind: IqKind, w: &mut [u8]) {
+        for (i, blk) in w.chunks_exact_mut(kind.block_bytes()).enumerate() {
+            let d = half::f16::from_f32([1.0f32, -0.5, 3e-3, 0.02][i % 4]).to_bits();
+            if kind == IqKind::Iq1M {
+                for j in 0..4 {
+                    let at = 49 + 2 * j;
+                    blk[at] = (blk[at] & 0x0F) | ((((d >> (4 * j)) & 15) as u8) << 4);
+                }
+            } else {
+                blk[0..2].copy_from_slice(&d.to_le_bytes());
+            }
+        }
+    }
+
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn amx_kernel_equals_scalar_for_every_row_count() {
@@ -506,17 +511,7 @@ mod tests {
             for k in [256, 2048] {
                 let rb = k / 256 * bb;
                 let mut w: Vec<u8> = (0..n * rb).map(|_| next() as u8).collect();
-                for (i, blk) in w.chunks_exact_mut(bb).enumerate() {
-                    let d = half::f16::from_f32([1.0f32, -0.5, 3e-3, 0.02][i % 4]).to_bits();
-                    if kind == IqKind::Iq1M {
-                        for j in 0..4 {
-                            let at = 49 + 2 * j;
-                            blk[at] = (blk[at] & 0x0F) | ((((d >> (4 * j)) & 15) as u8) << 4);
-                        }
-                    } else {
-                        blk[0..2].copy_from_slice(&d.to_le_bytes());
-                    }
-                }
+                put_scales(kind, &mut w);
                 let ws: Vec<&[u8]> = w.chunks_exact(rb).collect();
                 for m in [16, 17, 33, 64] {
                     let x: Vec<f32> = (0..m * k)
