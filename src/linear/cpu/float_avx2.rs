@@ -850,7 +850,12 @@ unsafe fn tile<L: Load, const RW: usize, const RX: usize, const PF: bool>(
         if PF && L::PREFETCH_BYTES > 0 && pf && kk % line == 0 {
             for i in 0..RW {
                 let at = L::base(wp[i]).wrapping_add(kk * L::PREFETCH_BYTES + ahead);
-                _mm_prefetch::<_MM_HINT_T1>(at.cast());
+                // SAFETY: a prefetch reads no memory (an unsafe function in older Rust
+                // releases).
+                #[allow(unused_unsafe)]
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T1>(at.cast())
+                };
             }
         }
         let mut xv = [[_mm256_setzero_ps(); 4]; RX];

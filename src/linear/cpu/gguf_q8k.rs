@@ -161,6 +161,7 @@ pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>],
     dot_row_group_in(
         isa,
         Form::of(isa, crate::isa::Cpu::get()),
+        true,
         kind,
         ws,
         xs,
@@ -168,11 +169,13 @@ pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>],
     )
 }
 
-/// [`dot_row_group`] with the i-quant kernels in form `form` (same bits in each).
+/// [`dot_row_group`] with the i-quant kernels in form `form`, and the AVX-512 tier's GFNI
+/// form of Q4_K and Q5_K where `gfni` and the CPU has GFNI (same bits in each).
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn dot_row_group_in(
     isa: Isa,
     form: Form,
+    gfni: bool,
     kind: KindK,
     ws: &[&[u8]],
     xs: &[Row<'_>],
@@ -186,10 +189,11 @@ fn dot_row_group_in(
         && (super::kquants_avx512::arrangement(kq).is_none()
             || xs.iter().all(|x| !x.arranged.is_empty()))
     {
+        let gfni = gfni && crate::isa::Cpu::get().gfni;
         // SAFETY: the AVX-512 tier is selected only after run-time detection of its
-        // features; rows arranged by `prepare` exist only for the types with an arranged
-        // form, in its order, and the others read the natural codes.
-        unsafe { super::kquants_avx512::dot_row_group_q8k(kq, ws, xs, out) };
+        // features, GFNI as well; rows arranged by `prepare` exist only for the types with
+        // an arranged form, in its order, and the others read the natural codes.
+        unsafe { super::kquants_avx512::dot_row_group_q8k(kq, gfni, ws, xs, out) };
         return;
     }
     #[cfg(target_arch = "x86_64")]
@@ -426,19 +430,21 @@ mod tests {
                             let ws = &rows[r0..r0 + g];
                             let mut ys = vec![0f32; g * m];
                             dot_row_group(Isa::Scalar, kind, ws, &xs, &mut ys);
-                            // Every form of the AVX-512 tier, whichever this CPU prefers.
-                            for (isa, form) in Isa::tested()
-                                .into_iter()
-                                .flat_map(|i| Form::ALL.map(|f| (i, f)))
-                            {
+                            // Every form of the AVX-512 tier, whichever this CPU prefers
+                            // (the i-quants' forms; Q4_K and Q5_K with and without GFNI).
+                            for (isa, form, gfni) in Isa::tested().into_iter().flat_map(|i| {
+                                Form::ALL
+                                    .into_iter()
+                                    .flat_map(move |f| [(i, f, false), (i, f, true)])
+                            }) {
                                 let qp = prepared(isa, kind, &x, m, k);
                                 let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
                                 let mut ya = vec![0f32; g * m];
-                                dot_row_group_in(isa, form, kind, ws, &xp, &mut ya);
+                                dot_row_group_in(isa, form, gfni, kind, ws, &xp, &mut ya);
                                 assert_eq!(
                                     bits(&ys),
                                     bits(&ya),
-                                    "{f} {isa:?} {form:?} k{k} m{m} g{g}"
+                                    "{f} {isa:?} {form:?} gfni {gfni} k{k} m{m} g{g}"
                                 );
                             }
                             for i in 0..g {

@@ -241,6 +241,13 @@ pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
 /// rows are interleaved for the AMX kernel, [`amx_rows`]) against every q8_1 row `xs`:
 /// `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+    dot_row_group_in(isa, true, kq, ws, xs, out)
+}
+
+/// [`dot_row_group`], with the AVX-512 tier's GFNI form of Q4_K and Q5_K where `gfni` and
+/// the CPU has GFNI ([`Cpu::gfni`](crate::isa::Cpu::gfni)); the same bits in either form.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+fn dot_row_group_in(isa: Isa, gfni: bool, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     match isa {
         #[cfg(target_arch = "x86_64")]
@@ -254,7 +261,9 @@ pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out:
             } else if super::kquants_tile_avx512::applies(kq, xs) {
                 super::kquants_tile_avx512::dot_row_group(kq, ws, xs, out)
             } else {
-                super::kquants_avx512::dot_row_group(kq, ws, xs, out)
+                // GFNI only where detected.
+                let gfni = gfni && crate::isa::Cpu::get().gfni;
+                super::kquants_avx512::dot_row_group(kq, gfni, ws, xs, out)
             }
         },
         #[cfg(target_arch = "x86_64")]
@@ -427,18 +436,21 @@ mod tests {
                                 let ws = &rows[r0..r0 + g];
                                 let mut ys = vec![0f32; g * m];
                                 dot_row_group(Isa::Scalar, kq, ws, &xs, &mut ys);
-                                for (isa, qp) in &prepared {
+                                // Q4_K and Q5_K with and without GFNI (AVX-512 tier).
+                                for ((isa, qp), gfni) in
+                                    prepared.iter().flat_map(|p| [(p, false), (p, true)])
+                                {
                                     let isa = *isa;
                                     let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
                                     let mut ya = vec![0f32; g * m];
-                                    dot_row_group(isa, kq, ws, &xp, &mut ya);
+                                    dot_row_group_in(isa, gfni, kq, ws, &xp, &mut ya);
                                     let b = |v: &[f32]| {
                                         v.iter().map(|f| f.to_bits()).collect::<Vec<_>>()
                                     };
                                     assert_eq!(
                                         b(&ys),
                                         b(&ya),
-                                        "{kq:?} {isa:?} k{k} p{pattern} m{m} g{g}"
+                                        "{kq:?} {isa:?} gfni {gfni} k{k} p{pattern} m{m} g{g}"
                                     );
                                 }
                                 for i in 0..g {
@@ -533,11 +545,15 @@ mod tests {
                 for isa in Isa::tested() {
                     let qp = prepare(isa, kq, Rows::quantize(&x, m, k));
                     let xp: Vec<Row<'_>> = (0..m).map(|i| qp.row(i)).collect();
-                    for g in 1..=4 {
+                    for (g, gfni) in (1..=4).flat_map(|g| [(g, false), (g, true)]) {
                         let mut got = vec![0f32; g * m];
-                        dot_row_group(isa, kq, &rows[n - g..], &xp, &mut got);
+                        dot_row_group_in(isa, gfni, kq, &rows[n - g..], &xp, &mut got);
                         let want = &want[(n - g) * m..];
-                        assert_eq!(bits(&got), bits(want), "{kq:?} {isa:?} m{m} g{g}");
+                        assert_eq!(
+                            bits(&got),
+                            bits(want),
+                            "{kq:?} {isa:?} gfni {gfni} m{m} g{g}"
+                        );
                     }
                 }
             }

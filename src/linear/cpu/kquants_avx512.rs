@@ -32,7 +32,10 @@
 //! 64-bit shift and add, and one `vpermt2d` that also brings in the blocks' exact Σx from
 //! [`Row::sum`] (the mins' factor). The same integers, so the same bits, with fewer
 //! vector instructions per super-block (measured +7–10% at M = 1 on an Intel Xeon, whose
-//! cores run 512-bit vectors on two ports).
+//! cores run 512-bit vectors on two ports). Where the CPU has GFNI, [`Q4KG`] and [`Q5KG`]
+//! take each slot's nibbles out of `vpermt2q`'s bytes by one `vgf2p8affineqb` (a bit matrix
+//! per 64-bit slot) where a shift and a mask were two (Q4_K M = 1 +8–10% there); the passes
+//! of those types are compiled with GFNI ([`pass_of`]).
 //!
 //! A pass is RW weight rows × RX ≤ 4 activation rows: the codes are unpacked once per
 //! super-block and meet every activation row, and each activation load serves the RW
@@ -88,6 +91,8 @@ pub(super) trait K {
     /// (module docs: chunk-major [`CHUNKS`] or group-major [`GROUPS`]), if the type has
     /// that form.
     const ARRANGED: Option<&'static [u8; 256]> = None;
+    /// Whether [`K::arranged`] needs GFNI (the passes then run compiled with it).
+    const GFNI: bool = false;
     /// The unsigned codes `D_c` (c = 0..4) in the order of [`K::ARRANGED`].
     ///
     /// # Safety
@@ -169,6 +174,25 @@ fn nibble_chunks(z0: __m512i, z1: __m512i) -> [__m512i; 4] {
         // rows 2, 3 in z1 (indexes 8 + c, 12 + c).
         let idx = _mm512_set_epi64(12 + c, 12 + c, 8 + c, 8 + c, 4 + c, 4 + c, c, c);
         _mm512_srlv_epi64(_mm512_permutex2var_epi64(z0, idx, z1), sh)
+    })
+}
+
+/// [`nibble_chunks`] with the bits above cleared, by one `vgf2p8affineqb` per vector
+/// where the shift and the mask were two: each 64-bit slot applies its own bit matrix to
+/// its bytes, `LO` (bits 0..4 kept in place) in the even slots, `HI` (bits 4..8 moved to
+/// 0..4) in the odd ones, bits 4..8 of the result zero. (Matrix byte 7 − i selects the
+/// source bits that form result bit i.)
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+fn nibble_chunks_gfni(z0: __m512i, z1: __m512i) -> [__m512i; 4] {
+    const LO: i64 = 0x0102_0408_0000_0000;
+    const HI: i64 = 0x1020_4080_0000_0000;
+    let a = _mm512_set_epi64(HI, LO, HI, LO, HI, LO, HI, LO);
+    std::array::from_fn(|c| {
+        let c = c as i64;
+        // As in `nibble_chunks`.
+        let idx = _mm512_set_epi64(12 + c, 12 + c, 8 + c, 8 + c, 4 + c, 4 + c, c, c);
+        _mm512_gf2p8affine_epi64_epi8::<0>(_mm512_permutex2var_epi64(z0, idx, z1), a)
     })
 }
 
@@ -441,16 +465,99 @@ impl K for Q5K {
                 b.add(q5_k::QH.at).cast::<i64>(),
             )
         };
-        // Slot j takes bit j of each qh byte (block j's fifth bits) to bit 4: a 64-bit
-        // rotation by 4 − j (mod 64) keeps it in its byte.
-        let r = _mm512_set_epi64(61, 62, 63, 0, 1, 2, 3, 4);
         let mut c = nibble_chunks(z0, z1);
         for (i, c) in c.iter_mut().enumerate() {
             // SAFETY: qh[8i..8i + 8] lies in the block.
-            let h = _mm512_set1_epi64(unsafe { qh.add(i).read_unaligned() });
-            let hb = _mm512_and_si512(_mm512_rolv_epi64(h, r), _mm512_set1_epi8(0x10));
+            let hb = _mm512_and_si512(
+                fifth_bits(unsafe { qh.add(i).read_unaligned() }),
+                _mm512_set1_epi8(0x10),
+            );
             // (a & c) | b: truth table 0xEC over (a, b, c).
             *c = _mm512_ternarylogic_epi32::<0xEC>(*c, hb, _mm512_set1_epi8(0x0F));
+        }
+        c
+    }
+}
+
+/// Q5_K's chunk-major fifth bits from qh word c (`h`): slot j takes bit j of each byte
+/// (block j's fifth bits) to bit 4 by a 64-bit rotation by 4 − j (mod 64), which keeps it
+/// in its byte (the other bits not cleared).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn fifth_bits(h: i64) -> __m512i {
+    let r = _mm512_set_epi64(61, 62, 63, 0, 1, 2, 3, 4);
+    _mm512_rolv_epi64(_mm512_set1_epi64(h), r)
+}
+
+/// [`Q4K`] with its arranged codes unpacked by GFNI ([`nibble_chunks_gfni`]).
+pub(super) struct Q4KG;
+impl K for Q4KG {
+    const KQ: Kq = Kq::Q4K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { header_k45(b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: the caller's contract.
+        unsafe { Q4K::codes(b) }
+    }
+    const ARRANGED: Option<&'static [u8; 256]> = Some(&CHUNKS);
+    const GFNI: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[128] lies in the block.
+        let (z0, z1) = unsafe {
+            let qs = b.add(q4_k::QS.at);
+            (
+                _mm512_loadu_si512(qs.cast()),
+                _mm512_loadu_si512(qs.add(64).cast()),
+            )
+        };
+        nibble_chunks_gfni(z0, z1)
+    }
+}
+
+/// [`Q5K`] with its arranged codes unpacked by GFNI ([`nibble_chunks_gfni`]).
+pub(super) struct Q5KG;
+impl K for Q5KG {
+    const KQ: Kq = Kq::Q5K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { header_k45(b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: the caller's contract.
+        unsafe { Q5K::codes(b) }
+    }
+    const ARRANGED: Option<&'static [u8; 256]> = Some(&CHUNKS);
+    const GFNI: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[128] and qh[32] lie in the block.
+        let (z0, z1, qh) = unsafe {
+            let qs = b.add(q5_k::QS.at);
+            (
+                _mm512_loadu_si512(qs.cast()),
+                _mm512_loadu_si512(qs.add(64).cast()),
+                b.add(q5_k::QH.at).cast::<i64>(),
+            )
+        };
+        let mut c = nibble_chunks_gfni(z0, z1);
+        for (i, c) in c.iter_mut().enumerate() {
+            // SAFETY: qh[8i..8i + 8] lies in the block.
+            let h = fifth_bits(unsafe { qh.add(i).read_unaligned() });
+            // a | (b & c): truth table 0xF8 over (a, b, c); the nibbles' bit 4 is clear.
+            *c = _mm512_ternarylogic_epi32::<0xF8>(*c, h, _mm512_set1_epi8(0x10));
         }
         c
     }
@@ -578,7 +685,11 @@ fn prefetch_ahead(b: *const u8, bb: usize, pf: usize) {
     let ahead = b.wrapping_add(pf);
     let mut o = 0;
     while o < bb {
-        _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast());
+        // SAFETY: a prefetch reads no memory (an unsafe function in older Rust releases).
+        #[allow(unused_unsafe)]
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast())
+        };
         o += 64;
     }
 }
@@ -593,20 +704,31 @@ fn fold(v: __m512i, hi: __m256i) -> __m512i {
     _mm512_permutex2var_epi32(pairs, i, _mm512_castsi256_si512(hi))
 }
 
+/// Up to four weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]`. `gfni`: Q4_K
+/// and Q5_K unpack their arranged codes with GFNI ([`Q4KG`], [`Q5KG`]; the same bits).
+///
 /// # Safety
-/// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available; every row of `ws` holds the
-/// super-blocks of every row of `xs` (whole super-blocks, K a multiple of 256);
-/// `out.len() == ws.len() · xs.len()`.
+/// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available, and GFNI where `gfni`; every row of
+/// `ws` holds the super-blocks of every row of `xs` (whole super-blocks, K a multiple of
+/// 256); `out.len() == ws.len() · xs.len()`.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
+pub(super) unsafe fn dot_row_group(
+    kq: Kq,
+    gfni: bool,
+    ws: &[&[u8]],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+) {
     // SAFETY (all calls): the caller's contract.
     unsafe {
-        match kq {
-            Kq::Q2K => group::<Q2K>(ws, xs, out),
-            Kq::Q3K => group::<Q3K>(ws, xs, out),
-            Kq::Q4K => group::<Q4K>(ws, xs, out),
-            Kq::Q5K => group::<Q5K>(ws, xs, out),
-            Kq::Q6K => group::<Q6K>(ws, xs, out),
+        match (kq, gfni) {
+            (Kq::Q2K, _) => group::<Q2K>(ws, xs, out),
+            (Kq::Q3K, _) => group::<Q3K>(ws, xs, out),
+            (Kq::Q4K, false) => group::<Q4K>(ws, xs, out),
+            (Kq::Q4K, true) => group::<Q4KG>(ws, xs, out),
+            (Kq::Q5K, false) => group::<Q5K>(ws, xs, out),
+            (Kq::Q5K, true) => group::<Q5KG>(ws, xs, out),
+            (Kq::Q6K, _) => group::<Q6K>(ws, xs, out),
         }
     }
 }
@@ -614,7 +736,7 @@ pub(super) unsafe fn dot_row_group(kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &m
 /// One weight row at a time against the activation rows in passes of at most four.
 ///
 /// # Safety
-/// As [`dot_row_group`].
+/// As [`dot_row_group`] (GFNI available where `U::GFNI`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
@@ -670,14 +792,62 @@ unsafe fn passes<U: K, const RW: usize, const CH: bool>(
     // SAFETY (all calls): the caller's contract.
     unsafe {
         while r + 4 <= m {
-            pass::<U, RW, 4, CH>(ws, &xs[r..r + 4], &mut out[r..], m);
+            pass_of::<U, RW, 4, CH>(ws, &xs[r..r + 4], &mut out[r..], m);
             r += 4;
         }
         match m - r {
-            3 => pass::<U, RW, 3, CH>(ws, &xs[r..], &mut out[r..], m),
-            2 => pass::<U, RW, 2, CH>(ws, &xs[r..], &mut out[r..], m),
-            1 => pass::<U, RW, 1, CH>(ws, &xs[r..], &mut out[r..], m),
+            3 => pass_of::<U, RW, 3, CH>(ws, &xs[r..], &mut out[r..], m),
+            2 => pass_of::<U, RW, 2, CH>(ws, &xs[r..], &mut out[r..], m),
+            1 => pass_of::<U, RW, 1, CH>(ws, &xs[r..], &mut out[r..], m),
             _ => {}
+        }
+    }
+}
+
+/// [`pass`] as a function of its own, compiled with GFNI as well where `U` needs it
+/// ([`K::GFNI`]: `pass` is then inlined into a caller with GFNI, where `U`'s GFNI code can
+/// be inlined too).
+///
+/// # Safety
+/// As [`pass`]; with [`K::GFNI`], the CPU has GFNI.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn pass_of<U: K, const RW: usize, const RX: usize, const CH: bool>(
+    ws: &[&[u8]],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+    stride: usize,
+) {
+    /// [`pass`] compiled with the tier's features.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn plain<U: K, const RW: usize, const RX: usize, const CH: bool>(
+        ws: &[&[u8]],
+        xs: &[Row<'_>],
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { pass::<U, RW, RX, CH>(ws, xs, out, stride) }
+    }
+    /// [`pass`] compiled with the tier's features and GFNI.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn gfni<U: K, const RW: usize, const RX: usize, const CH: bool>(
+        ws: &[&[u8]],
+        xs: &[Row<'_>],
+        out: &mut [f32],
+        stride: usize,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { pass::<U, RW, RX, CH>(ws, xs, out, stride) }
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        if U::GFNI {
+            gfni::<U, RW, RX, CH>(ws, xs, out, stride)
+        } else {
+            plain::<U, RW, RX, CH>(ws, xs, out, stride)
         }
     }
 }
@@ -688,7 +858,7 @@ unsafe fn passes<U: K, const RW: usize, const CH: bool>(
 /// # Safety
 /// As [`dot_row_group`], with `ws.len() == RW`, `xs.len() == RX`; with `CH`,
 /// `U::ARRANGED` is some.
-#[inline(never)]
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
     ws: &[&[u8]],
@@ -831,27 +1001,31 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
 /// across lanes to the exact `S_sb` (Q3_K, Q6_K less the offset times Σ sc·Σx16 through
 /// the 16-value sums), beside `M_sb = Σ m·Σx16` (Q2_K, Q4_K, Q5_K); lane 0 of the
 /// accumulator takes `fma(d·dx, f32(S_sb), acc)` and lane 8 `fma(dmin·dx, f32(M_sb),
-/// accm)`.
+/// accm)`. `gfni` as for [`dot_row_group`].
 ///
 /// # Safety
-/// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available; where [`arrangement`]`(kq)` is some,
+/// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available, and GFNI where `gfni`; where
+/// [`arrangement`]`(kq)` is some,
 /// every row of `xs` is arranged by it; every row of `ws` holds the super-blocks of every
 /// row of `xs`; `out.len() == ws.len() · xs.len()`.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 pub(super) unsafe fn dot_row_group_q8k(
     kq: Kq,
+    gfni: bool,
     ws: &[&[u8]],
     xs: &[crate::linear::q8_k::Row<'_>],
     out: &mut [f32],
 ) {
     // SAFETY (all calls): the caller's contract.
     unsafe {
-        match kq {
-            Kq::Q2K => group_q8k::<Q2K>(ws, xs, out),
-            Kq::Q3K => group_q8k::<Q3K>(ws, xs, out),
-            Kq::Q4K => group_q8k::<Q4K>(ws, xs, out),
-            Kq::Q5K => group_q8k::<Q5K>(ws, xs, out),
-            Kq::Q6K => group_q8k::<Q6K>(ws, xs, out),
+        match (kq, gfni) {
+            (Kq::Q2K, _) => group_q8k::<Q2K>(ws, xs, out),
+            (Kq::Q3K, _) => group_q8k::<Q3K>(ws, xs, out),
+            (Kq::Q4K, false) => group_q8k::<Q4K>(ws, xs, out),
+            (Kq::Q4K, true) => group_q8k::<Q4KG>(ws, xs, out),
+            (Kq::Q5K, false) => group_q8k::<Q5K>(ws, xs, out),
+            (Kq::Q5K, true) => group_q8k::<Q5KG>(ws, xs, out),
+            (Kq::Q6K, _) => group_q8k::<Q6K>(ws, xs, out),
         }
     }
 }
@@ -860,7 +1034,7 @@ pub(super) unsafe fn dot_row_group_q8k(
 /// activation rows in passes of at most four.
 ///
 /// # Safety
-/// As [`dot_row_group_q8k`].
+/// As [`dot_row_group_q8k`] (GFNI available where `U::GFNI`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn group_q8k<U: K>(ws: &[&[u8]], xs: &[crate::linear::q8_k::Row<'_>], out: &mut [f32]) {
@@ -871,15 +1045,59 @@ unsafe fn group_q8k<U: K>(ws: &[&[u8]], xs: &[crate::linear::q8_k::Row<'_>], out
         // SAFETY (all calls): the caller's contract.
         unsafe {
             while r + 4 <= m {
-                pass_q8k::<U, 4>(w, &xs[r..r + 4], &mut out[r..]);
+                pass_q8k_of::<U, 4>(w, &xs[r..r + 4], &mut out[r..]);
                 r += 4;
             }
             match m - r {
-                3 => pass_q8k::<U, 3>(w, &xs[r..], &mut out[r..]),
-                2 => pass_q8k::<U, 2>(w, &xs[r..], &mut out[r..]),
-                1 => pass_q8k::<U, 1>(w, &xs[r..], &mut out[r..]),
+                3 => pass_q8k_of::<U, 3>(w, &xs[r..], &mut out[r..]),
+                2 => pass_q8k_of::<U, 2>(w, &xs[r..], &mut out[r..]),
+                1 => pass_q8k_of::<U, 1>(w, &xs[r..], &mut out[r..]),
                 _ => {}
             }
+        }
+    }
+}
+
+/// [`pass_q8k`] as a function of its own, compiled with GFNI as well where `U` needs it
+/// (as [`pass_of`]).
+///
+/// # Safety
+/// As [`pass_q8k`]; with [`K::GFNI`], the CPU has GFNI.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn pass_q8k_of<U: K, const RX: usize>(
+    w: &[u8],
+    xs: &[crate::linear::q8_k::Row<'_>],
+    out: &mut [f32],
+) {
+    /// [`pass_q8k`] compiled with the tier's features.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn plain<U: K, const RX: usize>(
+        w: &[u8],
+        xs: &[crate::linear::q8_k::Row<'_>],
+        out: &mut [f32],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { pass_q8k::<U, RX>(w, xs, out) }
+    }
+    /// [`pass_q8k`] compiled with the tier's features and GFNI.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn gfni<U: K, const RX: usize>(
+        w: &[u8],
+        xs: &[crate::linear::q8_k::Row<'_>],
+        out: &mut [f32],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { pass_q8k::<U, RX>(w, xs, out) }
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        if U::GFNI {
+            gfni::<U, RX>(w, xs, out)
+        } else {
+            plain::<U, RX>(w, xs, out)
         }
     }
 }
@@ -888,7 +1106,7 @@ unsafe fn group_q8k<U: K>(ws: &[&[u8]], xs: &[crate::linear::q8_k::Row<'_>], out
 ///
 /// # Safety
 /// As [`dot_row_group_q8k`], with `xs.len() == RX`.
-#[inline(never)]
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn pass_q8k<U: K, const RX: usize>(
     w: &[u8],

@@ -242,7 +242,11 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
             let ahead = blk[a].wrapping_add(PF_SB * bb);
             let mut o = 0;
             while o < bb {
-                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(o).cast());
+                // SAFETY: a prefetch reads no memory (an unsafe function in older Rust releases).
+                #[allow(unused_unsafe)]
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(o).cast())
+                };
                 o += 64;
             }
         }

@@ -146,7 +146,7 @@ pub fn l3_bytes() -> Option<usize> {
 }
 
 /// The SIMD features the library's kernels use (or report), by their /proc/cpuinfo names.
-const SIMD_FLAGS: [&str; 12] = [
+const SIMD_FLAGS: [&str; 13] = [
     "avx2",
     "fma",
     "f16c",
@@ -156,6 +156,7 @@ const SIMD_FLAGS: [&str; 12] = [
     "avx512_vnni",
     "avx512_bf16",
     "avx512vbmi",
+    "gfni",
     "avx512_fp16",
     "avx_vnni",
     "amx_int8",
