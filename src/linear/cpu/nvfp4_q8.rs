@@ -400,4 +400,47 @@ mod tests {
         }
         assert!(cases > 0);
     }
+
+    /// As above with the scale words read in place from one swizzled plane, as a prepared
+    /// weight reads them: four consecutive rows of a 32-row stripe lie 16 bytes apart (the
+    /// AVX-512 tier then reads their words at once: rows 0..4), rows 30..34 cross a stripe
+    /// (each row's words on its own), 34 rows, two tiles of blocks and a tail.
+    #[test]
+    fn every_tier_equals_scalar_on_a_swizzled_plane() {
+        use crate::layouts::block_scale::{offset, scales_len};
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
+        let n = 34;
+        let mut cases = 0;
+        for nb in [8, 16, 22] {
+            let codes: Vec<u8> = (0..n * 8 * nb).map(|_| next() as u8).collect();
+            let mut plane = vec![0u8; scales_len(n, nb).unwrap()];
+            for r in 0..n {
+                for b in 0..nb {
+                    let v = next();
+                    // Valid normal words; row 2 one NaN word (a row that is not fast).
+                    plane[offset(r, b, nb)] = if r == 2 && b == nb - 1 {
+                        0x7F
+                    } else {
+                        0x20 + (v >> 16) as u8 % 0x40
+                    };
+                }
+            }
+            let ws: Vec<NRow<'_>> = (0..n)
+                .map(|r| NRow {
+                    codes: &codes[r * 8 * nb..(r + 1) * 8 * nb],
+                    scales: &plane[offset(r, 0, nb)..],
+                    d: [1.0, 0.75, 3.5][r % 3],
+                })
+                .collect();
+            cases += q8_1_tiers(
+                &mut next,
+                n,
+                16 * nb,
+                &format!("swizzled nb{nb}"),
+                prepare,
+                |isa, r, xs, out| dot_row_group(isa, &ws[r], xs, out),
+            );
+        }
+        assert!(cases > 0);
+    }
 }
