@@ -7,7 +7,7 @@
 //! | [`Isa::Scalar`] | nothing | the portable reference order |
 //! | [`Isa::Avx2`] | AVX2, FMA, F16C | the AVX2 kernels of every family |
 //! | [`Isa::AvxVnni`] | the AVX2 tier + AVX-VNNI | AVX2, with 256-bit `vpdpbusd` (VEX) in the legacy GGUF, Q3_K–Q6_K, i-quant grid, grouped-q8_1 and nvfp4-q8_1 kernels |
-//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K (Q2_K–Q5_K against activation codes arranged per super-block so that their sums need no transpose; Q4_K/Q5_K's 4-bit codes by `vgf2p8affineqb` where [`Cpu::gfni`] holds), for the grouped formats and nvfp4 against q8_1, and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register; q2 / t2 / fp8 only where [`Cpu::wide_pipes`] holds, the AVX2 code elsewhere: measured faster on Intel, Zen 4 unmeasured); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX; on Zen 5, [`Cpu::wide_pipes`], the i-quants but IQ3_S at M = 1 two groups per 512-bit `vpdpbusd`; on Intel cores with [`Cpu::fast_gathers`], the grid entries of IQ3_XXS, IQ3_S, IQ2_S, IQ1_S and IQ1_M by one gather per group, IQ2_XS's by blends kept from becoming shuffles), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; with several activation rows, tile kernels for the legacy types, the k-quants but Q2_K (the k-quants, the legacy types but Q2_0, the i-quants but IQ1_S/IQ1_M and the grouped formats against q8_1 on AMX tiles from M = 16 where [`Cpu::amx_int8`] holds) and the grouped formats and nvfp4 against q8_1 (one 512-bit lane per weight row × activation row pair); 512-bit GGUF row decoding (IQ3_S and IQ1_S only where [`Cpu::wide_pipes`] holds: their AVX2 decoders measured faster on Intel, Zen 4 unmeasured) and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
+//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K (Q2_K–Q5_K against activation codes arranged per super-block so that their sums need no transpose; Q4_K/Q5_K's 4-bit codes by `vgf2p8affineqb` where [`Cpu::gfni`] holds), for the grouped formats and nvfp4 against q8_1 (nvfp4's codes by `vpermb` and `vgf2p8affineqb` where [`Cpu::gfni`] and [`Cpu::avx512vbmi`] hold), and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register; q2 / t2 / fp8 only where [`Cpu::wide_pipes`] holds, the AVX2 code elsewhere: measured faster on Intel, Zen 4 unmeasured); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX; on Zen 5, [`Cpu::wide_pipes`], the i-quants but IQ3_S at M = 1 two groups per 512-bit `vpdpbusd`; on Intel cores with [`Cpu::fast_gathers`], the grid entries of IQ3_XXS, IQ3_S, IQ2_S, IQ1_S and IQ1_M by one gather per group, IQ2_XS's by blends kept from becoming shuffles), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; with several activation rows, tile kernels for the legacy types, the k-quants but Q2_K (the k-quants, the legacy types but Q2_0, the i-quants but IQ1_S/IQ1_M and the grouped formats against q8_1 on AMX tiles from M = 16 where [`Cpu::amx_int8`] holds) and the grouped formats and nvfp4 against q8_1 (one 512-bit lane per weight row × activation row pair); 512-bit GGUF row decoding (IQ3_S and IQ1_S only where [`Cpu::wide_pipes`] holds: their AVX2 decoders measured faster on Intel, Zen 4 unmeasured) and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
 //!
 //! Every tier returns the bits of the scalar reference (docs/linear.md, "Evaluation
 //! orders"). AVX-512 BF16 is reported as a separate capability ([`Cpu::avx512bf16`]); no
@@ -34,6 +34,11 @@ pub struct Cpu {
     /// the AVX-512 CPUs without it (Skylake-SP, Cascade Lake) run the shift and the mask. A
     /// speed choice only: the same bits.
     pub gfni: bool,
+    /// AVX-512 VBMI (`vpermb`: a 64-entry byte table lookup). With GFNI, the nvfp4 kernel
+    /// of the AVX-512 tier looks its E2M1 codes up by one `vpermb` per vector (the low
+    /// nibbles: no mask needed) and takes the high nibbles down by `vgf2p8affineqb` (a speed
+    /// choice only: the same bits).
+    pub avx512vbmi: bool,
     /// AMD family 1Ah (Zen 5) or later: four 512-bit vector pipes, so a 512-bit vector costs
     /// no more issue slots than a 256-bit one. Elsewhere (Intel's cores: 512-bit work on two
     /// ports, with their shuffles on one; Zen 4: 256-bit datapaths) a kernel that merges two
@@ -78,6 +83,7 @@ impl Cpu {
             avx512vnni: has!("avx512vnni"),
             avx512bf16: has!("avx512bf16"),
             gfni: has!("gfni"),
+            avx512vbmi: has!("avx512vbmi"),
             wide_pipes: amd_family() >= Some(0x1A),
             fast_gathers: intel_avx512fp16(),
             amx_int8: amx_int8(),
@@ -353,6 +359,7 @@ mod tests {
             ("avx512_vnni", c.avx512vnni, f("avx512_vnni")),
             ("avx512_bf16", c.avx512bf16, f("avx512_bf16")),
             ("gfni", c.gfni, f("gfni")),
+            ("avx512vbmi", c.avx512vbmi, f("avx512vbmi")),
         ];
         for (name, detected, listed) in expect {
             assert_eq!(

@@ -206,6 +206,14 @@ fn fast_scalar(w: &NRow<'_>, x: &Row<'_>) -> f32 {
 ///
 /// Each `ws[i]` holds K/2 code bytes and the scales of K/16 blocks, K = 32·`xs[r].d.len()`.
 pub(crate) fn dot_row_group(isa: Isa, ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
+    dot_row_group_in(isa, true, ws, xs, out)
+}
+
+/// [`dot_row_group`], on the AVX-512 tier with the GFNI and VBMI unpacking where `gfni` and
+/// the CPU has both ([`Cpu::gfni`](crate::isa::Cpu::gfni),
+/// [`Cpu::avx512vbmi`](crate::isa::Cpu::avx512vbmi)); the same bits in either form.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+fn dot_row_group_in(isa: Isa, gfni: bool, ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
     let m = xs.len();
     debug_assert_eq!(ws.len() * m, out.len());
     let Some(x0) = xs.first() else {
@@ -220,8 +228,11 @@ pub(crate) fn dot_row_group(isa: Isa, ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut
         Isa::Avx512 => unsafe {
             // Several activation rows: the tile kernel when the rows are interleaved for it,
             // else the pair kernels; the same bits.
+            let cpu = crate::isa::Cpu::get();
             if super::nvfp4_tile_avx512::applies(xs) {
                 super::nvfp4_tile_avx512::dot_row_group(ws, xs, out)
+            } else if gfni && cpu.gfni && cpu.avx512vbmi {
+                super::nvfp4_q8_avx2::avx512::gfni::dot_row_group(ws, xs, out)
             } else {
                 super::nvfp4_q8_avx2::avx512::dot_row_group(ws, xs, out)
             }
@@ -389,14 +400,17 @@ mod tests {
                     },
                 })
                 .collect();
-            cases += q8_1_tiers(
-                &mut next,
-                n,
-                16 * nb,
-                &format!("nb{nb}"),
-                prepare,
-                |isa, r, xs, out| dot_row_group(isa, &ws[r], xs, out),
-            );
+            // The AVX-512 tier with and without its GFNI/VBMI unpacking.
+            for gfni in [false, true] {
+                cases += q8_1_tiers(
+                    &mut next,
+                    n,
+                    16 * nb,
+                    &format!("nb{nb} gfni {gfni}"),
+                    prepare,
+                    |isa, r, xs, out| dot_row_group_in(isa, gfni, &ws[r], xs, out),
+                );
+            }
         }
         assert!(cases > 0);
     }
@@ -432,14 +446,16 @@ mod tests {
                     d: [1.0, 0.75, 3.5][r % 3],
                 })
                 .collect();
-            cases += q8_1_tiers(
-                &mut next,
-                n,
-                16 * nb,
-                &format!("swizzled nb{nb}"),
-                prepare,
-                |isa, r, xs, out| dot_row_group(isa, &ws[r], xs, out),
-            );
+            for gfni in [false, true] {
+                cases += q8_1_tiers(
+                    &mut next,
+                    n,
+                    16 * nb,
+                    &format!("swizzled nb{nb} gfni {gfni}"),
+                    prepare,
+                    |isa, r, xs, out| dot_row_group_in(isa, gfni, &ws[r], xs, out),
+                );
+            }
         }
         assert!(cases > 0);
     }
