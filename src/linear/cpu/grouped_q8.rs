@@ -178,6 +178,20 @@ pub(crate) fn dot_row_group(
     xs: &[Row<'_>],
     out: &mut [f32],
 ) {
+    dot_row_group_in(isa, true, kind, ws, xs, out)
+}
+
+/// [`dot_row_group`], with the AVX-512 tier's GFNI unpacking of q4 where `gfni` and the CPU
+/// has GFNI ([`Cpu::gfni`](crate::isa::Cpu::gfni)); the same bits in either form.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+fn dot_row_group_in(
+    isa: Isa,
+    gfni: bool,
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+) {
     debug_assert_eq!(ws.len() * xs.len(), out.len());
     match isa {
         #[cfg(target_arch = "x86_64")]
@@ -191,11 +205,12 @@ pub(crate) fn dot_row_group(
                 super::grouped_amx::dot_row_group(kind, ws, xs, out)
             } else {
                 let tile = super::grouped_tile_avx512::applies(kind, xs);
+                let gfni = gfni && crate::isa::Cpu::get().gfni;
                 for (w, o) in ws.chunks(4).zip(out.chunks_mut(4 * xs.len().max(1))) {
                     if tile {
                         super::grouped_tile_avx512::dot_row_group(kind, w, xs, o)
                     } else {
-                        super::grouped_q8_avx512::dot_row_group(kind, w, xs, o)
+                        super::grouped_q8_avx512::dot_row_group(kind, gfni, w, xs, o)
                     }
                 }
             }
@@ -306,14 +321,17 @@ mod tests {
                         scales: &scales[i * 2 * groups..(i + 1) * 2 * groups],
                     })
                     .collect();
-                cases += q8_1_tiers(
-                    &mut next,
-                    n,
-                    32 * nb,
-                    &format!("{kind:?} nb{nb}"),
-                    |isa, q| prepare(isa, kind, q),
-                    |isa, r, xs, out| dot_row_group(isa, kind, &ws[r], xs, out),
-                );
+                // The AVX-512 tier with and without its GFNI unpacking (q4).
+                for gfni in [false, true] {
+                    cases += q8_1_tiers(
+                        &mut next,
+                        n,
+                        32 * nb,
+                        &format!("{kind:?} nb{nb} gfni {gfni}"),
+                        |isa, q| prepare(isa, kind, q),
+                        |isa, r, xs, out| dot_row_group_in(isa, gfni, kind, &ws[r], xs, out),
+                    );
+                }
             }
         }
         assert!(cases > 0);

@@ -84,6 +84,9 @@ pub(super) trait Kernel {
     const HI_BYTES: usize = 0;
     /// The unsigned reading's offset: u = code + 2^OFFSET_LOG2.
     const OFFSET_LOG2: i32;
+    /// Whether [`Kernel::unpack_run`] needs GFNI (the row and tile kernels then run
+    /// compiled with it: [`rows_of`], [`tile_of`]).
+    const GFNI: bool = false;
     /// The unsigned codes of the run of four blocks at block b of the code row `w` (plane-1
     /// row `h`), as the two vectors that meet activation vectors `pairs[32b ..]` and
     /// `pairs[32b + 64 ..]` (q8: `qs`).
@@ -279,6 +282,31 @@ impl Kernel for Q4 {
     }
 }
 
+/// [`Q4`] with each nibble taken out of its byte and offset by one `vgf2p8affineqb` (a
+/// bit matrix per byte, then XOR with 8) where the XOR, a shift and a mask were three or
+/// two instructions: the same codes.
+pub(super) struct Q4G;
+impl Kernel for Q4G {
+    const BLOCK_BYTES: usize = 16;
+    const CHUNK_SCALE_BYTES: usize = 8;
+    const OFFSET_LOG2: i32 = 3;
+    const GFNI: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
+        // Result bit i (i < 4) takes source bit i (LO) or 4 + i (HI): matrix byte 7 − i;
+        // bits 4..8 cleared; then bit 3 flipped (n ^ 8).
+        let lo = _mm512_set1_epi64(0x0102_0408_0000_0000);
+        let hi = _mm512_set1_epi64(0x1020_4080_0000_0000);
+        // SAFETY: the run's 64 code bytes (caller).
+        let v = unsafe { _mm512_loadu_si512(w.add(16 * b).cast()) };
+        [
+            _mm512_gf2p8affine_epi64_epi8::<8>(v, lo),
+            _mm512_gf2p8affine_epi64_epi8::<8>(v, hi),
+        ]
+    }
+}
+
 /// q5_g64_fp16: 16 nibble bytes + 4 bit-4 bytes per block, read as u = word ^ 16 = code + 16.
 pub(super) struct Q5;
 impl Kernel for Q5 {
@@ -434,10 +462,12 @@ impl Kernel for Q8 {
 /// # Safety
 /// The features of this tier available (`Isa::Avx512`); every `ws[i]` holds the planes of
 /// one row of the blocks of every row of `xs`, which were prepared by [`arrange`];
-/// `out.len() == ws.len() · xs.len()`, `ws.len() ≤ 4`.
+/// `out.len() == ws.len() · xs.len()`, `ws.len() ≤ 4`; GFNI available where `gfni` (q4
+/// then unpacks by [`Q4G`]; the same bits).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 pub(super) unsafe fn dot_row_group(
     kind: Grouped,
+    gfni: bool,
     ws: &[GRow<'_>],
     xs: &[Row<'_>],
     out: &mut [f32],
@@ -447,6 +477,7 @@ pub(super) unsafe fn dot_row_group(
         match kind {
             Grouped::Q2 => group::<Q2>(kind, ws, xs, out),
             Grouped::T2 => group::<T2>(kind, ws, xs, out),
+            Grouped::Q4 if gfni => group::<Q4G>(kind, ws, xs, out),
             Grouped::Q4 => group::<Q4>(kind, ws, xs, out),
             Grouped::Q5 => group::<Q5>(kind, ws, xs, out),
             Grouped::Q6 => group::<Q6>(kind, ws, xs, out),
@@ -456,7 +487,7 @@ pub(super) unsafe fn dot_row_group(
 }
 
 /// # Safety
-/// As [`dot_row_group`].
+/// As [`dot_row_group`] (GFNI available where `K::GFNI`).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
@@ -479,12 +510,106 @@ unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: 
         res,
         // SAFETY: the features (caller); bounds just checked.
         rows | R,
-        x0 | unsafe { rows::<R, K>(kind, ws, x0, &mut res) },
+        x0 | unsafe { rows_of::<R, K>(kind, ws, x0, &mut res) },
         // SAFETY: as above.
         tile | C,
         w,
-        x | unsafe { tile::<C, K>(kind, w, x, &mut res) },
+        x | unsafe { tile_of::<C, K>(kind, w, x, &mut res) },
     );
+}
+
+/// [`rows`] as a function of its own, compiled with GFNI as well where `K` needs it
+/// ([`Kernel::GFNI`]: `rows` is then inlined where `K`'s GFNI code can be inlined too).
+///
+/// # Safety
+/// As [`rows`]; with `K::GFNI`, the CPU has GFNI.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn rows_of<const R: usize, K: Kernel>(
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    x: &Row<'_>,
+    res: &mut [f32; 4],
+) {
+    /// [`rows`] compiled with the tier's features.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn plain<const R: usize, K: Kernel>(
+        kind: Grouped,
+        ws: &[GRow<'_>],
+        x: &Row<'_>,
+        res: &mut [f32; 4],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { rows::<R, K>(kind, ws, x, res) }
+    }
+    /// [`rows`] compiled with the tier's features and GFNI.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn gfni<const R: usize, K: Kernel>(
+        kind: Grouped,
+        ws: &[GRow<'_>],
+        x: &Row<'_>,
+        res: &mut [f32; 4],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { rows::<R, K>(kind, ws, x, res) }
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        if K::GFNI {
+            gfni::<R, K>(kind, ws, x, res)
+        } else {
+            plain::<R, K>(kind, ws, x, res)
+        }
+    }
+}
+
+/// [`tile`] as a function of its own, compiled with GFNI as well where `K` needs it (as
+/// [`rows_of`]).
+///
+/// # Safety
+/// As [`tile`]; with `K::GFNI`, the CPU has GFNI.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn tile_of<const C: usize, K: Kernel>(
+    kind: Grouped,
+    w: &GRow<'_>,
+    xs: &[Row<'_>],
+    res: &mut [f32; 4],
+) {
+    /// [`tile`] compiled with the tier's features.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn plain<const C: usize, K: Kernel>(
+        kind: Grouped,
+        w: &GRow<'_>,
+        xs: &[Row<'_>],
+        res: &mut [f32; 4],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { tile::<C, K>(kind, w, xs, res) }
+    }
+    /// [`tile`] compiled with the tier's features and GFNI.
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn gfni<const C: usize, K: Kernel>(
+        kind: Grouped,
+        w: &GRow<'_>,
+        xs: &[Row<'_>],
+        res: &mut [f32; 4],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { tile::<C, K>(kind, w, xs, res) }
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        if K::GFNI {
+            gfni::<C, K>(kind, w, xs, res)
+        } else {
+            plain::<C, K>(kind, w, xs, res)
+        }
+    }
 }
 
 /// The activation codes a kernel reads: the arranged ones, or q8's natural order.
@@ -525,7 +650,7 @@ fn finish(kind: Grouped, acc: __m256, w: &GRow<'_>, x: &Row<'_>, whole: usize) -
 ///
 /// # Safety
 /// As [`group`], for every row of `xs`.
-#[inline(never)]
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn tile<const C: usize, K: Kernel>(
     kind: Grouped,
@@ -562,7 +687,7 @@ unsafe fn tile<const C: usize, K: Kernel>(
 ///
 /// # Safety
 /// As [`group`].
-#[inline(never)]
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn rows<const R: usize, K: Kernel>(
     kind: Grouped,
