@@ -391,6 +391,7 @@ mod tests {
     /// scalar path's bits.
     #[test]
     fn every_type_meets_the_criterion_and_every_tier_equals_scalar() {
+        crate::linear::cpu::tests::note_gfni(false);
         let mut checked = [0usize; 13];
         for (fi, f) in FORMATS.into_iter().enumerate() {
             let kind = KindK::of(f).unwrap();

@@ -196,7 +196,8 @@ fn dot_row_group_in(
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
-        // of all its features (`Isa::available`), those its kernels are compiled for.
+        // of all its features (`Isa::available`), those its kernels are compiled for; GFNI
+        // only where detected.
         Isa::Avx512 => unsafe {
             // Several activation rows: the AMX kernel when the rows are interleaved for it,
             // else four weight rows at a time the tile kernel when they are interleaved for
@@ -282,6 +283,7 @@ mod tests {
     /// (tiles), groups of 1..4 weight rows.
     #[test]
     fn every_tier_equals_scalar_word_for_word() {
+        crate::linear::cpu::tests::note_gfni(false);
         const SPECIAL: [u16; 10] = [
             0x7E00, 0xFE01, 0x7C00, 0xFC00, 0x0001, 0x83FF, 0x0000, 0x8000, 0x3C00, 0x7BFF,
         ];

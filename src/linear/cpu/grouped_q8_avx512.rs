@@ -92,7 +92,8 @@ pub(super) trait Kernel {
     /// `pairs[32b + 64 ..]` (q8: `qs`).
     ///
     /// # Safety
-    /// AVX-512 F/BW/VL/VNNI available; the run's bytes lie in the rows at `w` and `h`.
+    /// AVX-512 F/BW/VL/VNNI available, and GFNI where [`Kernel::GFNI`]; the run's bytes lie
+    /// in the rows at `w` and `h`.
     unsafe fn unpack_run(w: *const u8, h: *const u8, b: usize) -> [__m512i; 2];
     /// The unsigned codes of the chunk at block b: the runs at blocks b and b + 4, the four
     /// vectors that meet activation vectors `pairs[32b + 64j ..]` (j = 0..4).

@@ -252,7 +252,8 @@ fn dot_row_group_in(isa: Isa, gfni: bool, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], 
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
-        // of all its features (`Isa::available`), those its kernels are compiled for.
+        // of all its features (`Isa::available`), those its kernels are compiled for; GFNI
+        // only where detected.
         Isa::Avx512 => unsafe {
             // Several activation rows: the AMX or the tile kernel when the rows are
             // interleaved for it, else the pair kernels; the same bits.
@@ -407,6 +408,7 @@ mod tests {
     /// must return the scalar path's bits.
     #[test]
     fn extreme_payloads_meet_the_criterion_and_every_tier_equals_scalar() {
+        crate::linear::cpu::tests::note_gfni(false);
         let mut rng = Lcg(7);
         let mut counts = [0usize; 5];
         for (ti, kq) in ALL.into_iter().enumerate() {

@@ -96,7 +96,8 @@ pub(super) trait K {
     /// The unsigned codes `D_c` (c = 0..4) in the order of [`K::ARRANGED`].
     ///
     /// # Safety
-    /// As [`K::header`]; only called where [`K::ARRANGED`] is some.
+    /// As [`K::header`], and GFNI available where [`K::GFNI`]; only called where
+    /// [`K::ARRANGED`] is some.
     unsafe fn arranged(_b: *const u8) -> [__m512i; 4] {
         unreachable!("only the types with an arranged form are asked for it")
     }

@@ -224,7 +224,7 @@ fn dot_row_group_in(isa: Isa, gfni: bool, ws: &[NRow<'_>], xs: &[Row<'_>], out: 
         #[cfg(target_arch = "x86_64")]
         // SAFETY (each tier): a prepared weight selects a tier only after run-time detection
         // of all its features (`Isa::available`), those its kernel is compiled for (the
-        // kernel checks the lengths).
+        // kernel checks the lengths); the GFNI/VBMI instance only where both are detected.
         Isa::Avx512 => unsafe {
             // Several activation rows: the tile kernel when the rows are interleaved for it,
             // else the pair kernels; the same bits.
@@ -421,6 +421,7 @@ mod tests {
     /// (each row's words on its own), 34 rows, two tiles of blocks and a tail.
     #[test]
     fn every_tier_equals_scalar_on_a_swizzled_plane() {
+        crate::linear::cpu::tests::note_gfni(true);
         use crate::layouts::block_scale::{offset, scales_len};
         let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         let n = 34;

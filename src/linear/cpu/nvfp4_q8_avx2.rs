@@ -2,7 +2,8 @@
 //! [`super::nvfp4_q8`]'s module docs: one source ([`kernels!`]) compiled once per tier —
 //! [`avx2`] (AVX2 + FMA + F16C: `vpmaddubsw` + `vpmaddwd`), [`avxvnni`] (256-bit
 //! `vpdpbusd`, no i16 step) and [`avx512`] (a whole chunk per 512-bit `vpdpbusd`, its own
-//! chunk sums, below) — the same exact block sums, then the same f32 operations on each
+//! chunk sums, below; compiled a second time with GFNI and VBMI for their unpacking,
+//! [`avx512::gfni`]) — the same exact block sums, then the same f32 operations on each
 //! block: the same bits on every tier. The 256-bit tiers share their chunk sums
 //! ([`chunk256!`]), described here:
 //!
@@ -220,8 +221,8 @@ macro_rules! kernels {
         }
 
         /// # Safety
-        /// AVX2, FMA and F16C available; the activation rows' `pairs` are arranged ([`arrange`]).
-        /// (Lengths are checked here.)
+        /// The features this instance is compiled for (`$feat`) available; the activation
+        /// rows' `pairs` are arranged ([`arrange`]). (Lengths are checked here.)
         #[target_feature(enable = $feat)]
         pub(in crate::linear::cpu) unsafe fn dot_row_group(
             ws: &[NRow<'_>],
@@ -335,8 +336,12 @@ macro_rules! kernels {
             let xp = x.pairs.as_ptr();
             let t = table();
             // Four rows whose scale words lie 16 bytes apart (four consecutive rows of one
-            // 32-row stripe of the swizzled plane): the tier may read their words at once.
-            let quad = QUAD && R == 4 && (1..R).all(|i| sp[i] == sp[0].wrapping_add(16 * i));
+            // 32-row stripe of the swizzled plane), row 0's slice reaching row 3's last
+            // word: the tier may read their words at once, through row 0's pointer.
+            let quad = QUAD
+                && R == 4
+                && (1..R).all(|i| sp[i] == sp[0].wrapping_add(16 * i))
+                && ws[0].scales.len() >= scales_span(nb) + 48;
             // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
             unsafe {
                 let mut acc = [_mm256_setzero_ps(); R];
@@ -512,7 +517,8 @@ pub(super) mod avx512 {
     ///
     /// # Safety
     /// The features of this tier; tiles b/4 and b/4 + 1 lie in the scale span of each of the
-    /// four rows.
+    /// four rows, and the slice at `p` reaches the last of those words (row 3's, 48 bytes
+    /// past row 0's).
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn scales4(p: *const u8, b: usize, max: &mut __m128i) -> [__m256; 4] {

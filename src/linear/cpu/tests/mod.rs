@@ -87,6 +87,17 @@ pub(super) fn words(v: &[f32]) -> Vec<u32> {
         .collect()
 }
 
+/// Notes on stderr the AVX-512 instances this machine cannot run (GFNI; with `vbmi`, also
+/// AVX-512 VBMI): the tests' GFNI runs then repeat the plain form.
+pub(crate) fn note_gfni(vbmi: bool) {
+    let cpu = crate::isa::Cpu::get();
+    if Isa::Avx512.available() && !(cpu.gfni && (!vbmi || cpu.avx512vbmi)) {
+        eprintln!(
+            "note: no GFNI/VBMI on this machine, the AVX-512 tier's GFNI forms are not tested"
+        );
+    }
+}
+
 /// The tier check of a block family against q8_1 activations, shared by the legacy GGUF,
 /// grouped and nvfp4 kernels. For each M of [`TIER_MS`]: M rows of K random activations
 /// (block 1 all zero, so a zero activation scale is met) are quantized once for the scalar
