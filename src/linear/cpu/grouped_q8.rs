@@ -181,7 +181,7 @@ pub(crate) fn dot_row_group(
     dot_row_group_in(isa, true, kind, ws, xs, out)
 }
 
-/// [`dot_row_group`], with the AVX-512 tier's GFNI unpacking of q4 where `gfni` and the CPU
+/// [`dot_row_group`], with the AVX-512 tier's GFNI unpacking of q2, t2 and q4 where `gfni` and the CPU
 /// has GFNI ([`Cpu::gfni`](crate::isa::Cpu::gfni)); the same bits in either form.
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn dot_row_group_in(
@@ -323,7 +323,7 @@ mod tests {
                         scales: &scales[i * 2 * groups..(i + 1) * 2 * groups],
                     })
                     .collect();
-                // The AVX-512 tier with and without its GFNI unpacking (q4).
+                // The AVX-512 tier with and without its GFNI unpacking (q2, t2, q4).
                 for gfni in [false, true] {
                     cases += q8_1_tiers(
                         &mut next,

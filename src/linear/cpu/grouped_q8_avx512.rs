@@ -214,6 +214,31 @@ unsafe fn fields(p: *const u8, flip: i8) -> [__m512i; 2] {
     ]
 }
 
+/// [`fields`] by one `vgf2p8affineqb` per vector (each 64-bit lane's bit matrix takes the
+/// lane's field to bits 0, 1 and clears the rest, then `FLIP` is XORed in) where a shift
+/// and a masking XOR were two: the same bytes.
+///
+/// # Safety
+/// The features of this tier and GFNI; 32 bytes at `p`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+unsafe fn fields_gfni<const FLIP: i32>(p: *const u8) -> [__m512i; 2] {
+    // SAFETY: the caller's 32 bytes.
+    let v = _mm512_broadcast_i64x4(unsafe { _mm256_loadu_si256(p.cast()) });
+    // Result bits 0, 1 take source bits s, s + 1: matrix bytes 7 and 6.
+    let m = |s: i64| (1i64 << s) << 56 | (2i64 << s) << 48;
+    [
+        _mm512_gf2p8affine_epi64_epi8::<FLIP>(
+            v,
+            _mm512_set_epi64(m(2), m(2), m(2), m(2), m(0), m(0), m(0), m(0)),
+        ),
+        _mm512_gf2p8affine_epi64_epi8::<FLIP>(
+            v,
+            _mm512_set_epi64(m(6), m(6), m(6), m(6), m(4), m(4), m(4), m(4)),
+        ),
+    ]
+}
+
 /// q2_g64_fp16: 8 bytes per block, words u = code + 1 read as they are.
 pub(super) struct Q2;
 impl Kernel for Q2 {
@@ -231,6 +256,27 @@ impl Kernel for Q2 {
     unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
         let (a, c) = runs(u, x);
         reduce_qwords(a, c)
+    }
+}
+
+/// [`Q2`] with its fields by GFNI ([`fields_gfni`]).
+pub(super) struct Q2G;
+impl Kernel for Q2G {
+    const BLOCK_BYTES: usize = 8;
+    const CHUNK_SCALE_BYTES: usize = 8;
+    const OFFSET_LOG2: i32 = 0;
+    const GFNI: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
+        // SAFETY: the run's 32 code bytes (caller).
+        unsafe { fields_gfni::<0>(w.add(8 * b)) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        // SAFETY: the caller's contract.
+        unsafe { Q2::raw(u, x) }
     }
 }
 
@@ -260,6 +306,33 @@ impl Kernel for T2 {
         // Groups (0, 0, 0, 0, 1, 1, 1, 1).
         let v = _mm_unpacklo_epi16(v, v);
         _mm256_cvtph_ps(_mm_unpacklo_epi32(v, v))
+    }
+}
+
+/// [`T2`] with its fields by GFNI ([`fields_gfni`]).
+pub(super) struct T2G;
+impl Kernel for T2G {
+    const BLOCK_BYTES: usize = 8;
+    const CHUNK_SCALE_BYTES: usize = 4;
+    const OFFSET_LOG2: i32 = 1;
+    const GFNI: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
+        // SAFETY: the run's 32 code bytes (caller).
+        unsafe { fields_gfni::<2>(w.add(8 * b)) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        // SAFETY: the caller's contract.
+        unsafe { T2::raw(u, x) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { T2::scales(s, b) }
     }
 }
 
@@ -463,8 +536,8 @@ impl Kernel for Q8 {
 /// # Safety
 /// The features of this tier available (`Isa::Avx512`); every `ws[i]` holds the planes of
 /// one row of the blocks of every row of `xs`, which were prepared by [`arrange`];
-/// `out.len() == ws.len() · xs.len()`, `ws.len() ≤ 4`; GFNI available where `gfni` (q4
-/// then unpacks by [`Q4G`]; the same bits).
+/// `out.len() == ws.len() · xs.len()`, `ws.len() ≤ 4`; GFNI available where `gfni` (q2, t2
+/// and q4 then unpack by [`Q2G`], [`T2G`] and [`Q4G`]; the same bits).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 pub(super) unsafe fn dot_row_group(
     kind: Grouped,
@@ -476,7 +549,9 @@ pub(super) unsafe fn dot_row_group(
     // SAFETY (all): the caller's contract.
     unsafe {
         match kind {
+            Grouped::Q2 if gfni => group::<Q2G>(kind, ws, xs, out),
             Grouped::Q2 => group::<Q2>(kind, ws, xs, out),
+            Grouped::T2 if gfni => group::<T2G>(kind, ws, xs, out),
             Grouped::T2 => group::<T2>(kind, ws, xs, out),
             Grouped::Q4 if gfni => group::<Q4G>(kind, ws, xs, out),
             Grouped::Q4 => group::<Q4>(kind, ws, xs, out),
