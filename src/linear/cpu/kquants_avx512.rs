@@ -34,7 +34,8 @@
 //! vector instructions per super-block (measured +7–10% at M = 1 on an Intel Xeon, whose
 //! cores run 512-bit vectors on two ports). Where the CPU has GFNI, [`Q4KG`] and [`Q5KG`]
 //! take each slot's nibbles out of `vpermt2q`'s bytes by one `vgf2p8affineqb` (a bit matrix
-//! per 64-bit slot) where a shift and a mask were two (Q4_K M = 1 +8–10% there); the passes
+//! per 64-bit slot) where a shift and a mask were two (Q4_K M = 1 +8–10% there), and
+//! [`Q2KG`] and [`Q3KG`] their 2-bit fields (Q3_K its hmask bits too: +7–10%); the passes
 //! of those types are compiled with GFNI ([`pass_of`]).
 //!
 //! A pass is RW weight rows × RX ≤ 4 activation rows: the codes are unpacked once per
@@ -159,6 +160,24 @@ fn field_groups(q: __m512i) -> [__m512i; 4] {
         let idx = unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) };
         let idx = _mm512_add_epi32(idx, _mm512_set1_epi32(c as i32));
         _mm512_srlv_epi32(_mm512_permutexvar_epi32(idx, q), sh)
+    })
+}
+
+/// [`field_groups`] with the bits above cleared, by one `vgf2p8affineqb` per vector in
+/// place of the shift (and the caller's mask): the 64-bit slot q holds lanes 2q, 2q + 1,
+/// whose field is 2(q % 4), so each slot's bit matrix takes that field to bits 0, 1.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+fn field_groups_gfni(q: __m512i) -> [__m512i; 4] {
+    // Result bits 0, 1 take source bits s, s + 1: matrix bytes 7 and 6.
+    let m = |s: i64| (1i64 << s) << 56 | (2i64 << s) << 48;
+    let a = _mm512_set_epi64(m(6), m(4), m(2), m(0), m(6), m(4), m(2), m(0));
+    std::array::from_fn(|c| {
+        let idx: [i32; 16] = std::array::from_fn(|g| 8 * (g as i32 / 8) + 4 * (g as i32 % 2));
+        // SAFETY: 16 readable i32.
+        let idx = unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) };
+        let idx = _mm512_add_epi32(idx, _mm512_set1_epi32(c as i32));
+        _mm512_gf2p8affine_epi64_epi8::<0>(_mm512_permutexvar_epi32(idx, q), a)
     })
 }
 
@@ -362,6 +381,81 @@ impl K for Q3K {
             let hb = _mm512_and_si512(_mm512_rolv_epi32(h, rot), _mm512_set1_epi8(4));
             // (a & c) | b: truth table 0xEC over (a, b, c).
             *c = _mm512_ternarylogic_epi32::<0xEC>(*c, hb, _mm512_set1_epi8(3));
+        }
+        c
+    }
+}
+
+/// [`Q2K`] with its arranged fields by GFNI ([`field_groups_gfni`]).
+pub(super) struct Q2KG;
+impl K for Q2KG {
+    const KQ: Kq = Kq::Q2K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { Q2K::header(b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: the caller's contract.
+        unsafe { Q2K::codes(b) }
+    }
+    const ARRANGED: Option<&'static [u8; 256]> = Some(&GROUPS);
+    const GFNI: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[64] lies in the block.
+        let q = unsafe { _mm512_loadu_si512(b.add(q2_k::QS.at).cast()) };
+        field_groups_gfni(q)
+    }
+}
+
+/// [`Q3K`] with its arranged fields and high bits by GFNI: the fields as
+/// [`field_groups_gfni`], each lane's hmask bit j (block j = g/2, the 64-bit slot j) moved
+/// to bit 2 with the rest cleared by one more `vgf2p8affineqb` (matrix byte 5 = 1 << j), in
+/// place of a rotation, a mask and a masking merge.
+pub(super) struct Q3KG;
+impl K for Q3KG {
+    const KQ: Kq = Kq::Q3K;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { Q3K::header(b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: the caller's contract.
+        unsafe { Q3K::codes(b) }
+    }
+    const ARRANGED: Option<&'static [u8; 256]> = Some(&GROUPS);
+    const GFNI: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: qs[64] and hmask[32] lie in the block.
+        let (q, hm) = unsafe {
+            (
+                _mm512_loadu_si512(b.add(q3_k::QS.at).cast()),
+                _mm512_castsi256_si512(_mm256_loadu_si256(b.add(q3_k::HMASK.at).cast())),
+            )
+        };
+        // Lane g of vector c: hmask[16(g % 2) + 4c ..][..4].
+        let idx: [i32; 16] = std::array::from_fn(|g| 4 * (g as i32 % 2));
+        // SAFETY: 16 readable i32.
+        let idx = unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) };
+        let m: [i64; 8] = std::array::from_fn(|j| (1i64 << j) << 40);
+        // SAFETY: 8 readable i64.
+        let a = unsafe { _mm512_loadu_si512(m.as_ptr().cast()) };
+        let mut c = field_groups_gfni(q);
+        for (i, c) in c.iter_mut().enumerate() {
+            let h =
+                _mm512_permutexvar_epi32(_mm512_add_epi32(idx, _mm512_set1_epi32(i as i32)), hm);
+            *c = _mm512_or_si512(*c, _mm512_gf2p8affine_epi64_epi8::<0>(h, a));
         }
         c
     }
@@ -705,8 +799,9 @@ fn fold(v: __m512i, hi: __m256i) -> __m512i {
     _mm512_permutex2var_epi32(pairs, i, _mm512_castsi256_si512(hi))
 }
 
-/// Up to four weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]`. `gfni`: Q4_K
-/// and Q5_K unpack their arranged codes with GFNI ([`Q4KG`], [`Q5KG`]; the same bits).
+/// Up to four weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]`. `gfni`: Q2_K–Q5_K
+/// unpack their arranged codes with GFNI ([`Q2KG`], [`Q3KG`], [`Q4KG`], [`Q5KG`]; the same
+/// bits).
 ///
 /// # Safety
 /// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available, and GFNI where `gfni`; every row of
@@ -723,8 +818,10 @@ pub(super) unsafe fn dot_row_group(
     // SAFETY (all calls): the caller's contract.
     unsafe {
         match (kq, gfni) {
-            (Kq::Q2K, _) => group::<Q2K>(ws, xs, out),
-            (Kq::Q3K, _) => group::<Q3K>(ws, xs, out),
+            (Kq::Q2K, false) => group::<Q2K>(ws, xs, out),
+            (Kq::Q2K, true) => group::<Q2KG>(ws, xs, out),
+            (Kq::Q3K, false) => group::<Q3K>(ws, xs, out),
+            (Kq::Q3K, true) => group::<Q3KG>(ws, xs, out),
             (Kq::Q4K, false) => group::<Q4K>(ws, xs, out),
             (Kq::Q4K, true) => group::<Q4KG>(ws, xs, out),
             (Kq::Q5K, false) => group::<Q5K>(ws, xs, out),
@@ -1020,8 +1117,10 @@ pub(super) unsafe fn dot_row_group_q8k(
     // SAFETY (all calls): the caller's contract.
     unsafe {
         match (kq, gfni) {
-            (Kq::Q2K, _) => group_q8k::<Q2K>(ws, xs, out),
-            (Kq::Q3K, _) => group_q8k::<Q3K>(ws, xs, out),
+            (Kq::Q2K, false) => group_q8k::<Q2K>(ws, xs, out),
+            (Kq::Q2K, true) => group_q8k::<Q2KG>(ws, xs, out),
+            (Kq::Q3K, false) => group_q8k::<Q3K>(ws, xs, out),
+            (Kq::Q3K, true) => group_q8k::<Q3KG>(ws, xs, out),
             (Kq::Q4K, false) => group_q8k::<Q4K>(ws, xs, out),
             (Kq::Q4K, true) => group_q8k::<Q4KG>(ws, xs, out),
             (Kq::Q5K, false) => group_q8k::<Q5K>(ws, xs, out),
