@@ -259,27 +259,6 @@ impl Kernel for Q2 {
     }
 }
 
-/// [`Q2`] with its fields by GFNI ([`fields_gfni`]).
-pub(super) struct Q2G;
-impl Kernel for Q2G {
-    const BLOCK_BYTES: usize = 8;
-    const CHUNK_SCALE_BYTES: usize = 8;
-    const OFFSET_LOG2: i32 = 0;
-    const GFNI: bool = true;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
-    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
-        // SAFETY: the run's 32 code bytes (caller).
-        unsafe { fields_gfni::<0>(w.add(8 * b)) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
-        // SAFETY: the caller's contract.
-        unsafe { Q2::raw(u, x) }
-    }
-}
-
 /// t2_g128_fp16: 8 bytes per block, two's-complement words read as u = word ^ 2 = code + 2.
 pub(super) struct T2;
 impl Kernel for T2 {
@@ -309,33 +288,6 @@ impl Kernel for T2 {
     }
 }
 
-/// [`T2`] with its fields by GFNI ([`fields_gfni`]).
-pub(super) struct T2G;
-impl Kernel for T2G {
-    const BLOCK_BYTES: usize = 8;
-    const CHUNK_SCALE_BYTES: usize = 4;
-    const OFFSET_LOG2: i32 = 1;
-    const GFNI: bool = true;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
-    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
-        // SAFETY: the run's 32 code bytes (caller).
-        unsafe { fields_gfni::<2>(w.add(8 * b)) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
-        // SAFETY: the caller's contract.
-        unsafe { T2::raw(u, x) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
-        // SAFETY: the caller's contract.
-        unsafe { T2::scales(s, b) }
-    }
-}
-
 /// q4_g64_fp16: 16 bytes per block, two's-complement nibbles read as n ^ 8 = code + 8.
 pub(super) struct Q4;
 impl Kernel for Q4 {
@@ -356,18 +308,12 @@ impl Kernel for Q4 {
     }
 }
 
-/// [`Q4`] with each nibble taken out of its byte and offset by one `vgf2p8affineqb` (a
-/// bit matrix per byte, then XOR with 8) where the XOR, a shift and a mask were three or
-/// two instructions: the same codes.
-pub(super) struct Q4G;
-impl Kernel for Q4G {
-    const BLOCK_BYTES: usize = 16;
-    const CHUNK_SCALE_BYTES: usize = 8;
-    const OFFSET_LOG2: i32 = 3;
-    const GFNI: bool = true;
+/// q4's nibbles with their +8 offset by one `vgf2p8affineqb` each (a bit matrix per byte,
+/// then XOR with 8) where the XOR, a shift and a mask were three or two instructions.
+impl UnpackGfni for Q4 {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
-    unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
+    unsafe fn unpack_run_gfni(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
         // Result bit i (i < 4) takes source bit i (LO) or 4 + i (HI): matrix byte 7 − i;
         // bits 4..8 cleared; then bit 3 flipped (n ^ 8).
         let lo = _mm512_set1_epi64(0x0102_0408_0000_0000);
@@ -378,6 +324,62 @@ impl Kernel for Q4G {
             _mm512_gf2p8affine_epi64_epi8::<8>(v, lo),
             _mm512_gf2p8affine_epi64_epi8::<8>(v, hi),
         ]
+    }
+}
+
+impl UnpackGfni for Q2 {
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack_run_gfni(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
+        // SAFETY: the run's 32 code bytes (caller).
+        unsafe { fields_gfni::<0>(w.add(8 * b)) }
+    }
+}
+
+impl UnpackGfni for T2 {
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack_run_gfni(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
+        // SAFETY: the run's 32 code bytes (caller).
+        unsafe { fields_gfni::<2>(w.add(8 * b)) }
+    }
+}
+
+/// A grouped format whose runs can also be unpacked with GFNI (q2, t2, q4).
+pub(super) trait UnpackGfni: Kernel {
+    /// [`Kernel::unpack_run`] by `vgf2p8affineqb`: the same codes.
+    ///
+    /// # Safety
+    /// As [`Kernel::unpack_run`], and GFNI available.
+    unsafe fn unpack_run_gfni(w: *const u8, h: *const u8, b: usize) -> [__m512i; 2];
+}
+
+/// `K` with its runs unpacked by GFNI ([`UnpackGfni`]); its row and tile kernels are
+/// compiled with GFNI ([`rows_of`], [`tile_of`]).
+pub(super) struct Gfni<K>(std::marker::PhantomData<K>);
+impl<K: UnpackGfni> Kernel for Gfni<K> {
+    const BLOCK_BYTES: usize = K::BLOCK_BYTES;
+    const CHUNK_SCALE_BYTES: usize = K::CHUNK_SCALE_BYTES;
+    const HI_BYTES: usize = K::HI_BYTES;
+    const OFFSET_LOG2: i32 = K::OFFSET_LOG2;
+    const GFNI: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack_run(w: *const u8, h: *const u8, b: usize) -> [__m512i; 2] {
+        // SAFETY: the caller's contract (GFNI: `Self::GFNI`).
+        unsafe { K::unpack_run_gfni(w, h, b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+        // SAFETY: the caller's contract.
+        unsafe { K::raw(u, x) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales(s: *const u8, b: usize) -> __m256 {
+        // SAFETY: the caller's contract.
+        unsafe { K::scales(s, b) }
     }
 }
 
@@ -537,7 +539,7 @@ impl Kernel for Q8 {
 /// The features of this tier available (`Isa::Avx512`); every `ws[i]` holds the planes of
 /// one row of the blocks of every row of `xs`, which were prepared by [`arrange`];
 /// `out.len() == ws.len() · xs.len()`, `ws.len() ≤ 4`; GFNI available where `gfni` (q2, t2
-/// and q4 then unpack by [`Q2G`], [`T2G`] and [`Q4G`]; the same bits).
+/// and q4 then unpack by [`Gfni`]; the same bits).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 pub(super) unsafe fn dot_row_group(
     kind: Grouped,
@@ -549,11 +551,11 @@ pub(super) unsafe fn dot_row_group(
     // SAFETY (all): the caller's contract.
     unsafe {
         match kind {
-            Grouped::Q2 if gfni => group::<Q2G>(kind, ws, xs, out),
+            Grouped::Q2 if gfni => group::<Gfni<Q2>>(kind, ws, xs, out),
             Grouped::Q2 => group::<Q2>(kind, ws, xs, out),
-            Grouped::T2 if gfni => group::<T2G>(kind, ws, xs, out),
+            Grouped::T2 if gfni => group::<Gfni<T2>>(kind, ws, xs, out),
             Grouped::T2 => group::<T2>(kind, ws, xs, out),
-            Grouped::Q4 if gfni => group::<Q4G>(kind, ws, xs, out),
+            Grouped::Q4 if gfni => group::<Gfni<Q4>>(kind, ws, xs, out),
             Grouped::Q4 => group::<Q4>(kind, ws, xs, out),
             Grouped::Q5 => group::<Q5>(kind, ws, xs, out),
             Grouped::Q6 => group::<Q6>(kind, ws, xs, out),

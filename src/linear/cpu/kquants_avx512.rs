@@ -32,11 +32,11 @@
 //! 64-bit shift and add, and one `vpermt2d` that also brings in the blocks' exact Σx from
 //! [`Row::sum`] (the mins' factor). The same integers, so the same bits, with fewer
 //! vector instructions per super-block (measured +7–10% at M = 1 on an Intel Xeon, whose
-//! cores run 512-bit vectors on two ports). Where the CPU has GFNI, [`Q4KG`] and [`Q5KG`]
-//! take each slot's nibbles out of `vpermt2q`'s bytes by one `vgf2p8affineqb` (a bit matrix
-//! per 64-bit slot) where a shift and a mask were two (Q4_K M = 1 +8–10% there), and
-//! [`Q2KG`] and [`Q3KG`] their 2-bit fields (Q3_K its hmask bits too: +7–10%); the passes
-//! of those types are compiled with GFNI ([`pass_of`]).
+//! cores run 512-bit vectors on two ports). Where the CPU has GFNI, [`Gfni`]`<Q4K>` and
+//! `Gfni<Q5K>` take each slot's nibbles out of `vpermt2q`'s bytes by one `vgf2p8affineqb` (a
+//! bit matrix per 64-bit slot) where a shift and a mask were two (Q4_K M = 1 +8–10% there),
+//! and `Gfni<Q2K>` and `Gfni<Q3K>` their 2-bit fields (Q3_K its hmask bits too: +7–10%);
+//! the passes of those types are compiled with GFNI ([`pass_of`]).
 //!
 //! A pass is RW weight rows × RX ≤ 4 activation rows: the codes are unpacked once per
 //! super-block and meet every activation row, and each activation load serves the RW
@@ -386,57 +386,23 @@ impl K for Q3K {
     }
 }
 
-/// [`Q2K`] with its arranged fields by GFNI ([`field_groups_gfni`]).
-pub(super) struct Q2KG;
-impl K for Q2KG {
-    const KQ: Kq = Kq::Q2K;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn header(b: *const u8) -> Hdr {
-        // SAFETY: the caller's contract.
-        unsafe { Q2K::header(b) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
-        // SAFETY: the caller's contract.
-        unsafe { Q2K::codes(b) }
-    }
-    const ARRANGED: Option<&'static [u8; 256]> = Some(&GROUPS);
-    const GFNI: bool = true;
+impl ArrangedGfni for Q2K {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
-    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+    unsafe fn arranged_gfni(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[64] lies in the block.
         let q = unsafe { _mm512_loadu_si512(b.add(q2_k::QS.at).cast()) };
         field_groups_gfni(q)
     }
 }
 
-/// [`Q3K`] with its arranged fields and high bits by GFNI: the fields as
-/// [`field_groups_gfni`], each lane's hmask bit j (block j = g/2, the 64-bit slot j) moved
-/// to bit 2 with the rest cleared by one more `vgf2p8affineqb` (matrix byte 5 = 1 << j), in
-/// place of a rotation, a mask and a masking merge.
-pub(super) struct Q3KG;
-impl K for Q3KG {
-    const KQ: Kq = Kq::Q3K;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn header(b: *const u8) -> Hdr {
-        // SAFETY: the caller's contract.
-        unsafe { Q3K::header(b) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
-        // SAFETY: the caller's contract.
-        unsafe { Q3K::codes(b) }
-    }
-    const ARRANGED: Option<&'static [u8; 256]> = Some(&GROUPS);
-    const GFNI: bool = true;
+/// Q3_K's fields as [`field_groups_gfni`], each lane's hmask bit j (block j = g/2, the 64-bit
+/// slot j) moved to bit 2 with the rest cleared by one more `vgf2p8affineqb` (matrix byte
+/// 5 = 1 << j), in place of a rotation, a mask and a masking merge.
+impl ArrangedGfni for Q3K {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
-    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+    unsafe fn arranged_gfni(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[64] and hmask[32] lie in the block.
         let (q, hm) = unsafe {
             (
@@ -584,27 +550,10 @@ fn fifth_bits(h: i64) -> __m512i {
     _mm512_rolv_epi64(_mm512_set1_epi64(h), r)
 }
 
-/// [`Q4K`] with its arranged codes unpacked by GFNI ([`nibble_chunks_gfni`]).
-pub(super) struct Q4KG;
-impl K for Q4KG {
-    const KQ: Kq = Kq::Q4K;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn header(b: *const u8) -> Hdr {
-        // SAFETY: the caller's contract.
-        unsafe { header_k45(b) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
-        // SAFETY: the caller's contract.
-        unsafe { Q4K::codes(b) }
-    }
-    const ARRANGED: Option<&'static [u8; 256]> = Some(&CHUNKS);
-    const GFNI: bool = true;
+impl ArrangedGfni for Q4K {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
-    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+    unsafe fn arranged_gfni(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[128] lies in the block.
         let (z0, z1) = unsafe {
             let qs = b.add(q4_k::QS.at);
@@ -617,27 +566,10 @@ impl K for Q4KG {
     }
 }
 
-/// [`Q5K`] with its arranged codes unpacked by GFNI ([`nibble_chunks_gfni`]).
-pub(super) struct Q5KG;
-impl K for Q5KG {
-    const KQ: Kq = Kq::Q5K;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn header(b: *const u8) -> Hdr {
-        // SAFETY: the caller's contract.
-        unsafe { header_k45(b) }
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
-        // SAFETY: the caller's contract.
-        unsafe { Q5K::codes(b) }
-    }
-    const ARRANGED: Option<&'static [u8; 256]> = Some(&CHUNKS);
-    const GFNI: bool = true;
+impl ArrangedGfni for Q5K {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
-    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+    unsafe fn arranged_gfni(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[128] and qh[32] lie in the block.
         let (z0, z1, qh) = unsafe {
             let qs = b.add(q5_k::QS.at);
@@ -655,6 +587,42 @@ impl K for Q5KG {
             *c = _mm512_ternarylogic_epi32::<0xF8>(*c, h, _mm512_set1_epi8(0x10));
         }
         c
+    }
+}
+
+/// A k-quant type whose arranged codes can also be unpacked with GFNI (Q2_K–Q5_K).
+pub(super) trait ArrangedGfni: K {
+    /// [`K::arranged`] by `vgf2p8affineqb`: the same codes.
+    ///
+    /// # Safety
+    /// As [`K::arranged`], and GFNI available.
+    unsafe fn arranged_gfni(b: *const u8) -> [__m512i; 4];
+}
+
+/// `U` with its arranged codes unpacked by GFNI ([`ArrangedGfni`]); its passes are compiled
+/// with GFNI ([`pass_of`]).
+pub(super) struct Gfni<U>(std::marker::PhantomData<U>);
+impl<U: ArrangedGfni> K for Gfni<U> {
+    const KQ: Kq = U::KQ;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn header(b: *const u8) -> Hdr {
+        // SAFETY: the caller's contract.
+        unsafe { U::header(b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn codes(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: the caller's contract.
+        unsafe { U::codes(b) }
+    }
+    const ARRANGED: Option<&'static [u8; 256]> = U::ARRANGED;
+    const GFNI: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
+        // SAFETY: the caller's contract (GFNI: `Self::GFNI`).
+        unsafe { U::arranged_gfni(b) }
     }
 }
 
@@ -800,7 +768,7 @@ fn fold(v: __m512i, hi: __m256i) -> __m512i {
 }
 
 /// Up to four weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]`. `gfni`: Q2_K–Q5_K
-/// unpack their arranged codes with GFNI ([`Q2KG`], [`Q3KG`], [`Q4KG`], [`Q5KG`]; the same
+/// unpack their arranged codes with GFNI ([`Gfni`]; the same
 /// bits).
 ///
 /// # Safety
@@ -819,13 +787,13 @@ pub(super) unsafe fn dot_row_group(
     unsafe {
         match (kq, gfni) {
             (Kq::Q2K, false) => group::<Q2K>(ws, xs, out),
-            (Kq::Q2K, true) => group::<Q2KG>(ws, xs, out),
+            (Kq::Q2K, true) => group::<Gfni<Q2K>>(ws, xs, out),
             (Kq::Q3K, false) => group::<Q3K>(ws, xs, out),
-            (Kq::Q3K, true) => group::<Q3KG>(ws, xs, out),
+            (Kq::Q3K, true) => group::<Gfni<Q3K>>(ws, xs, out),
             (Kq::Q4K, false) => group::<Q4K>(ws, xs, out),
-            (Kq::Q4K, true) => group::<Q4KG>(ws, xs, out),
+            (Kq::Q4K, true) => group::<Gfni<Q4K>>(ws, xs, out),
             (Kq::Q5K, false) => group::<Q5K>(ws, xs, out),
-            (Kq::Q5K, true) => group::<Q5KG>(ws, xs, out),
+            (Kq::Q5K, true) => group::<Gfni<Q5K>>(ws, xs, out),
             (Kq::Q6K, _) => group::<Q6K>(ws, xs, out),
         }
     }
@@ -1118,13 +1086,13 @@ pub(super) unsafe fn dot_row_group_q8k(
     unsafe {
         match (kq, gfni) {
             (Kq::Q2K, false) => group_q8k::<Q2K>(ws, xs, out),
-            (Kq::Q2K, true) => group_q8k::<Q2KG>(ws, xs, out),
+            (Kq::Q2K, true) => group_q8k::<Gfni<Q2K>>(ws, xs, out),
             (Kq::Q3K, false) => group_q8k::<Q3K>(ws, xs, out),
-            (Kq::Q3K, true) => group_q8k::<Q3KG>(ws, xs, out),
+            (Kq::Q3K, true) => group_q8k::<Gfni<Q3K>>(ws, xs, out),
             (Kq::Q4K, false) => group_q8k::<Q4K>(ws, xs, out),
-            (Kq::Q4K, true) => group_q8k::<Q4KG>(ws, xs, out),
+            (Kq::Q4K, true) => group_q8k::<Gfni<Q4K>>(ws, xs, out),
             (Kq::Q5K, false) => group_q8k::<Q5K>(ws, xs, out),
-            (Kq::Q5K, true) => group_q8k::<Q5KG>(ws, xs, out),
+            (Kq::Q5K, true) => group_q8k::<Gfni<Q5K>>(ws, xs, out),
             (Kq::Q6K, _) => group_q8k::<Q6K>(ws, xs, out),
         }
     }
