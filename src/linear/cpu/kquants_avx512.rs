@@ -216,6 +216,22 @@ fn nibble_chunks_gfni(z0: __m512i, z1: __m512i) -> [__m512i; 4] {
     })
 }
 
+/// Q4_K/Q5_K's 128 code bytes at `qs` as two vectors (`nibble_chunks`' `z0`, `z1`).
+///
+/// # Safety
+/// 128 readable bytes at `qs`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn qs128(qs: *const u8) -> (__m512i, __m512i) {
+    // SAFETY: the caller's 128 bytes.
+    unsafe {
+        (
+            _mm512_loadu_si512(qs.cast()),
+            _mm512_loadu_si512(qs.add(64).cast()),
+        )
+    }
+}
+
 /// The 32 bytes at `p` in both 256-bit halves.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -482,13 +498,7 @@ impl K for Q4K {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[128] lies in the block.
-        let (z0, z1) = unsafe {
-            let qs = b.add(q4_k::QS.at);
-            (
-                _mm512_loadu_si512(qs.cast()),
-                _mm512_loadu_si512(qs.add(64).cast()),
-            )
-        };
+        let (z0, z1) = unsafe { qs128(b.add(q4_k::QS.at)) };
         nibble_chunks(z0, z1).map(|c| _mm512_and_si512(c, _mm512_set1_epi8(0x0F)))
     }
 }
@@ -517,15 +527,10 @@ impl K for Q5K {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn arranged(b: *const u8) -> [__m512i; 4] {
-        // SAFETY: qs[128] and qh[32] lie in the block.
-        let (z0, z1, qh) = unsafe {
-            let qs = b.add(q5_k::QS.at);
-            (
-                _mm512_loadu_si512(qs.cast()),
-                _mm512_loadu_si512(qs.add(64).cast()),
-                b.add(q5_k::QH.at).cast::<i64>(),
-            )
-        };
+        // SAFETY: qs[128] lies in the block.
+        let (z0, z1) = unsafe { qs128(b.add(q5_k::QS.at)) };
+        // qh[32] lies in the block (read below).
+        let qh = b.wrapping_add(q5_k::QH.at).cast::<i64>();
         let mut c = nibble_chunks(z0, z1);
         for (i, c) in c.iter_mut().enumerate() {
             // SAFETY: qh[8i..8i + 8] lies in the block.
@@ -555,13 +560,7 @@ impl ArrangedGfni for Q4K {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
     unsafe fn arranged_gfni(b: *const u8) -> [__m512i; 4] {
         // SAFETY: qs[128] lies in the block.
-        let (z0, z1) = unsafe {
-            let qs = b.add(q4_k::QS.at);
-            (
-                _mm512_loadu_si512(qs.cast()),
-                _mm512_loadu_si512(qs.add(64).cast()),
-            )
-        };
+        let (z0, z1) = unsafe { qs128(b.add(q4_k::QS.at)) };
         nibble_chunks_gfni(z0, z1)
     }
 }
@@ -570,15 +569,10 @@ impl ArrangedGfni for Q5K {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
     unsafe fn arranged_gfni(b: *const u8) -> [__m512i; 4] {
-        // SAFETY: qs[128] and qh[32] lie in the block.
-        let (z0, z1, qh) = unsafe {
-            let qs = b.add(q5_k::QS.at);
-            (
-                _mm512_loadu_si512(qs.cast()),
-                _mm512_loadu_si512(qs.add(64).cast()),
-                b.add(q5_k::QH.at).cast::<i64>(),
-            )
-        };
+        // SAFETY: qs[128] lies in the block.
+        let (z0, z1) = unsafe { qs128(b.add(q5_k::QS.at)) };
+        // qh[32] lies in the block (read below).
+        let qh = b.wrapping_add(q5_k::QH.at).cast::<i64>();
         let mut c = nibble_chunks_gfni(z0, z1);
         for (i, c) in c.iter_mut().enumerate() {
             // SAFETY: qh[8i..8i + 8] lies in the block.
