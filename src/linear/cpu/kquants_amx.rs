@@ -4,8 +4,9 @@
 //! ([`super::amx`]). Same bits as [`super::kquants`]'s order: only the way the integer
 //! sums are formed differs.
 //!
-//! Per super-block the 16 weight rows' unsigned codes are unpacked once per activation
-//! group ([`K::codes`], natural value order) into a 4 KiB buffer, 256 bytes per row: tile A
+//! Per super-block the 16 weight rows' unsigned codes are unpacked once per pass of
+//! [`PASS_GROUPS`] activation groups ([`K::codes`], natural value order) into a 4 KiB
+//! buffer, 256 bytes per row (the super-block two ahead prefetched to L2): tile A
 //! of sub-block j is its bytes 32j .. 32j + 32 of each row (Q3_K, Q6_K: two tiles of 16,
 //! one per half). Tile B is the group's interleaved activation codes of the block
 //! ([`Rows::arrange_groups`], 16 rows per group: its 512 bytes, or each half's 256).
@@ -33,6 +34,12 @@ pub(super) const fn min_m(kq: Kq) -> Option<usize> {
         Kq::Q2K | Kq::Q3K | Kq::Q4K | Kq::Q5K | Kq::Q6K => Some(16),
     }
 }
+
+/// Activation groups of [`WIDTH`] rows that share one unpacking of the weight codes: each
+/// super-block is unpacked once per pass of this many groups, whose accumulators (16 KiB per
+/// group) stay in the frame; more would outgrow small thread stacks (the frame is about
+/// 55 KiB with two).
+const PASS_GROUPS: usize = 2;
 
 /// Whether this kernel serves `kq` against `xs`: AMX there, at least [`min_m`] rows, at
 /// most 64, whole super-blocks, interleaved in groups of 16 ([`amx::rows_ready`]).
@@ -85,6 +92,7 @@ unsafe fn unpack<U: K>(
         // lie in `codes` (n < MAX_ROWS, checked by `dot_row_group`), 64-byte aligned.
         unsafe {
             let b = w.as_ptr().add(bb * sb);
+            super::kquants_avx512::prefetch_ahead(b, bb, 2 * bb);
             let h = U::header(b);
             for (p, v) in U::codes(b).iter().enumerate() {
                 _mm512_store_si512(codes.0.as_mut_ptr().add(256 * n + 64 * p).cast(), *v);
@@ -122,13 +130,13 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     let mut dd = [[0f32; 2]; MAX_ROWS];
     // SAFETY: AMX usable (the caller's contract).
     let tiles = unsafe { Tiles::configure(32) };
-    for g in 0..m.div_ceil(WIDTH) {
-        let q = &xs[WIDTH * g].quad;
-        let (xc, xd, xsum) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr());
-        let mut acc = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
-        let mut accm = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
+    let groups = m.div_ceil(WIDTH);
+    for first in (0..groups).step_by(PASS_GROUPS) {
+        let pass = first..groups.min(first + PASS_GROUPS);
+        let mut acc = [[[_mm512_setzero_ps(); 8]; MAX_ROWS]; PASS_GROUPS];
+        let mut accm = [[[_mm512_setzero_ps(); 8]; MAX_ROWS]; PASS_GROUPS];
         for sb in 0..nb / 8 {
-            // SAFETY (all): super-block sb of every weight row, block 8·sb + j < nb of the
+            // SAFETY (all): super-block sb of every weight row, block 8·sb + j < nb of each
             // group's 512·nb codes and 16·nb scales and sums (the caller's checks); the
             // buffers are the sizes the tiles read and write.
             unsafe {
@@ -136,40 +144,47 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                     _mm512_store_ps(sc.0[n].as_mut_ptr(), _mm512_cvtepi32_ps(h.sc));
                     dd[n] = d_dmin(h);
                 });
-                for j in (0..8).step_by(2) {
-                    let t = 8 * sb + j;
-                    let a = codes.0.as_ptr();
-                    tiles.block_sums2(
-                        [a.add(32 * j), a.add(32 * (j + 1))],
-                        256,
-                        [xc.add(512 * t), xc.add(512 * (t + 1))],
-                        [c.0[j].as_mut_ptr(), c.0[j + 1].as_mut_ptr()],
-                    );
-                }
-                let mut dx = [_mm512_setzero_ps(); 8];
-                let mut sx = [_mm512_setzero_ps(); 8];
-                for j in 0..8 {
-                    let t = 8 * sb + j;
-                    dx[j] = _mm512_loadu_ps(xd.add(WIDTH * t));
-                    sx[j] = _mm512_cvtepi32_ps(_mm512_loadu_si512(xsum.add(WIDTH * t).cast()));
-                }
-                for n in 0..rows {
-                    let (d, dmin) = (_mm512_set1_ps(dd[n][0]), _mm512_set1_ps(dd[n][1]));
+                for (g, (acc, accm)) in pass.clone().zip(acc.iter_mut().zip(accm.iter_mut())) {
+                    let q = &xs[WIDTH * g].quad;
+                    let (xc, xd, xsum) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum.as_ptr());
+                    for j in (0..8).step_by(2) {
+                        let t = 8 * sb + j;
+                        let a = codes.0.as_ptr();
+                        tiles.block_sums2(
+                            [a.add(32 * j), a.add(32 * (j + 1))],
+                            256,
+                            [xc.add(512 * t), xc.add(512 * (t + 1))],
+                            [c.0[j].as_mut_ptr(), c.0[j + 1].as_mut_ptr()],
+                        );
+                    }
+                    let mut dx = [_mm512_setzero_ps(); 8];
+                    let mut sx = [_mm512_setzero_ps(); 8];
                     for j in 0..8 {
-                        let s = _mm512_cvtepi32_ps(_mm512_load_si512(
-                            c.0[j].as_ptr().add(WIDTH * n).cast(),
-                        ));
-                        let s = _mm512_mul_ps(s, _mm512_set1_ps(sc.0[n][j]));
-                        acc[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx[j]), s, acc[n][j]);
-                        let mj = _mm512_mul_ps(sx[j], _mm512_set1_ps(sc.0[n][8 + j]));
-                        accm[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx[j]), mj, accm[n][j]);
+                        let t = 8 * sb + j;
+                        dx[j] = _mm512_loadu_ps(xd.add(WIDTH * t));
+                        sx[j] = _mm512_cvtepi32_ps(_mm512_loadu_si512(xsum.add(WIDTH * t).cast()));
+                    }
+                    for n in 0..rows {
+                        let (d, dmin) = (_mm512_set1_ps(dd[n][0]), _mm512_set1_ps(dd[n][1]));
+                        for j in 0..8 {
+                            let s = _mm512_cvtepi32_ps(_mm512_load_si512(
+                                c.0[j].as_ptr().add(WIDTH * n).cast(),
+                            ));
+                            let s = _mm512_mul_ps(s, _mm512_set1_ps(sc.0[n][j]));
+                            acc[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx[j]), s, acc[n][j]);
+                            let mj = _mm512_mul_ps(sx[j], _mm512_set1_ps(sc.0[n][8 + j]));
+                            accm[n][j] =
+                                _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx[j]), mj, accm[n][j]);
+                        }
                     }
                 }
             }
         }
-        for n in 0..rows {
-            let a: [__m512; 8] = std::array::from_fn(|j| _mm512_sub_ps(acc[n][j], accm[n][j]));
-            store_lanes(out, &tree(&a, None), n, m, g);
+        for (g, (acc, accm)) in pass.zip(acc.iter().zip(accm.iter())) {
+            for n in 0..rows {
+                let a: [__m512; 8] = std::array::from_fn(|j| _mm512_sub_ps(acc[n][j], accm[n][j]));
+                store_lanes(out, &tree(&a, None), n, m, g);
+            }
         }
     }
     drop(tiles);
@@ -207,13 +222,13 @@ unsafe fn halves<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     let mut dd = [[0f32; 2]; MAX_ROWS];
     // SAFETY: AMX usable (the caller's contract).
     let tiles = unsafe { Tiles::configure(16) };
-    for g in 0..m.div_ceil(WIDTH) {
-        let q = &xs[WIDTH * g].quad;
-        let (xc, xd, xs16) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum16.as_ptr());
-        let mut acc = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
-        let mut accm = [[_mm512_setzero_ps(); 8]; MAX_ROWS];
+    let groups = m.div_ceil(WIDTH);
+    for first in (0..groups).step_by(PASS_GROUPS) {
+        let pass = first..groups.min(first + PASS_GROUPS);
+        let mut acc = [[[_mm512_setzero_ps(); 8]; MAX_ROWS]; PASS_GROUPS];
+        let mut accm = [[[_mm512_setzero_ps(); 8]; MAX_ROWS]; PASS_GROUPS];
         for sb in 0..nb / 8 {
-            // SAFETY (all): super-block sb of every weight row, block 8·sb + j < nb of the
+            // SAFETY (all): super-block sb of every weight row, block 8·sb + j < nb of each
             // group's 512·nb codes, 16·nb scales and 32·nb half sums (the caller's checks);
             // the buffers are the sizes the tiles read and write.
             unsafe {
@@ -227,66 +242,75 @@ unsafe fn halves<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                         dd[n] = [_mm256_cvtss_f32(h.d), 0.0];
                     }
                 });
-                for j in 0..8 {
-                    let t = 8 * sb + j;
-                    let a = codes.0.as_ptr().add(32 * j);
-                    let (lo, hi) = c.0.split_at_mut(2 * j + 1);
-                    tiles.block_sums2(
-                        [a, a.add(16)],
-                        256,
-                        [xc.add(512 * t), xc.add(512 * t + 256)],
-                        [lo[2 * j].as_mut_ptr(), hi[0].as_mut_ptr()],
-                    );
-                }
-                // The offsets OFF·Σx16 of the 16 halves (Q2_K: Σx16 as f32), and the blocks'
-                // dx.
-                let mut off = [_mm512_setzero_si512(); 16];
-                let mut s16f = [_mm512_setzero_ps(); 16];
-                for h in 0..16 {
-                    let s16 = _mm512_loadu_si512(xs16.add(WIDTH * (16 * sb + h)).cast());
-                    if has_min {
-                        s16f[h] = _mm512_cvtepi32_ps(s16);
-                    } else {
-                        off[h] = _mm512_sll_epi32(s16, shift);
-                    }
-                }
-                let mut dx = [_mm512_setzero_ps(); 8];
-                for (j, dx) in dx.iter_mut().enumerate() {
-                    *dx = _mm512_loadu_ps(xd.add(WIDTH * (8 * sb + j)));
-                }
-                for n in 0..rows {
-                    let (d, dmin) = (_mm512_set1_ps(dd[n][0]), _mm512_set1_ps(dd[n][1]));
+                for (g, (acc, accm)) in pass.clone().zip(acc.iter_mut().zip(accm.iter_mut())) {
+                    let q = &xs[WIDTH * g].quad;
+                    let (xc, xd, xs16) = (q.codes.as_ptr(), q.d.as_ptr(), q.sum16.as_ptr());
                     for j in 0..8 {
-                        let t = |h: usize| {
-                            let v = _mm512_load_si512(c.0[h].as_ptr().add(WIDTH * n).cast());
-                            if has_min {
-                                _mm512_cvtepi32_ps(v)
-                            } else {
-                                _mm512_cvtepi32_ps(_mm512_sub_epi32(v, off[h]))
-                            }
-                        };
-                        let p = _mm512_mul_ps(t(2 * j), _mm512_set1_ps(sc.0[n][2 * j]));
-                        let s =
-                            _mm512_fmadd_ps(t(2 * j + 1), _mm512_set1_ps(sc.0[n][2 * j + 1]), p);
-                        acc[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx[j]), s, acc[n][j]);
+                        let t = 8 * sb + j;
+                        let a = codes.0.as_ptr().add(32 * j);
+                        let (lo, hi) = c.0.split_at_mut(2 * j + 1);
+                        tiles.block_sums2(
+                            [a, a.add(16)],
+                            256,
+                            [xc.add(512 * t), xc.add(512 * t + 256)],
+                            [lo[2 * j].as_mut_ptr(), hi[0].as_mut_ptr()],
+                        );
+                    }
+                    // The offsets OFF·Σx16 of the 16 halves (Q2_K: Σx16 as f32), and the
+                    // blocks' dx.
+                    let mut off = [_mm512_setzero_si512(); 16];
+                    let mut s16f = [_mm512_setzero_ps(); 16];
+                    for h in 0..16 {
+                        let s16 = _mm512_loadu_si512(xs16.add(WIDTH * (16 * sb + h)).cast());
                         if has_min {
-                            let (lo, hi) = (2 * j, 2 * j + 1);
-                            let p = _mm512_mul_ps(s16f[lo], _mm512_set1_ps(mn.0[n][lo]));
-                            let mj = _mm512_fmadd_ps(s16f[hi], _mm512_set1_ps(mn.0[n][hi]), p);
-                            accm[n][j] =
-                                _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx[j]), mj, accm[n][j]);
+                            s16f[h] = _mm512_cvtepi32_ps(s16);
+                        } else {
+                            off[h] = _mm512_sll_epi32(s16, shift);
+                        }
+                    }
+                    let mut dx = [_mm512_setzero_ps(); 8];
+                    for (j, dx) in dx.iter_mut().enumerate() {
+                        *dx = _mm512_loadu_ps(xd.add(WIDTH * (8 * sb + j)));
+                    }
+                    for n in 0..rows {
+                        let (d, dmin) = (_mm512_set1_ps(dd[n][0]), _mm512_set1_ps(dd[n][1]));
+                        for j in 0..8 {
+                            let t = |h: usize| {
+                                let v = _mm512_load_si512(c.0[h].as_ptr().add(WIDTH * n).cast());
+                                if has_min {
+                                    _mm512_cvtepi32_ps(v)
+                                } else {
+                                    _mm512_cvtepi32_ps(_mm512_sub_epi32(v, off[h]))
+                                }
+                            };
+                            let p = _mm512_mul_ps(t(2 * j), _mm512_set1_ps(sc.0[n][2 * j]));
+                            let s = _mm512_fmadd_ps(
+                                t(2 * j + 1),
+                                _mm512_set1_ps(sc.0[n][2 * j + 1]),
+                                p,
+                            );
+                            acc[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx[j]), s, acc[n][j]);
+                            if has_min {
+                                let (lo, hi) = (2 * j, 2 * j + 1);
+                                let p = _mm512_mul_ps(s16f[lo], _mm512_set1_ps(mn.0[n][lo]));
+                                let mj = _mm512_fmadd_ps(s16f[hi], _mm512_set1_ps(mn.0[n][hi]), p);
+                                accm[n][j] =
+                                    _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx[j]), mj, accm[n][j]);
+                            }
                         }
                     }
                 }
             }
         }
-        for n in 0..rows {
-            let a: [__m512; 8] = if has_min {
-                std::array::from_fn(|j| _mm512_sub_ps(acc[n][j], accm[n][j]))
-            } else {
-                acc[n]
-            };
-            store_lanes(out, &tree(&a, None), n, m, g);
+        for (g, (acc, accm)) in pass.zip(acc.iter().zip(accm.iter())) {
+            for n in 0..rows {
+                let a: [__m512; 8] = if has_min {
+                    std::array::from_fn(|j| _mm512_sub_ps(acc[n][j], accm[n][j]))
+                } else {
+                    acc[n]
+                };
+                store_lanes(out, &tree(&a, None), n, m, g);
+            }
         }
     }
     drop(tiles);

@@ -738,7 +738,7 @@ fn blocks_and(w: __m512i, hi: __m256i) -> __m512i {
 /// address past the plane is harmless, so the pointer is only computed, never read.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn prefetch_ahead(b: *const u8, bb: usize, pf: usize) {
+pub(super) fn prefetch_ahead(b: *const u8, bb: usize, pf: usize) {
     let ahead = b.wrapping_add(pf);
     let mut o = 0;
     while o < bb {
