@@ -2284,6 +2284,8 @@ pub(super) mod avx512 {
             unsafe {
                 for (n, w) in ws.iter().enumerate() {
                     let blk = w.as_ptr().add(sb * U::BB);
+                    // The super-block two ahead, to L2.
+                    crate::linear::cpu::prefetch_l2(blk.wrapping_add(2 * U::BB), U::BB);
                     let (d, ctx) = U::context(blk);
                     let ip = indices::<U>(blk, &mut ibuf, false);
                     for gi in 0..8 {

@@ -92,7 +92,7 @@ unsafe fn unpack<U: K>(
         // lie in `codes` (n < MAX_ROWS, checked by `dot_row_group`), 64-byte aligned.
         unsafe {
             let b = w.as_ptr().add(bb * sb);
-            super::kquants_avx512::prefetch_ahead(b, bb, 2 * bb);
+            super::prefetch_l2(b.wrapping_add(2 * bb), bb);
             let h = U::header(b);
             for (p, v) in U::codes(b).iter().enumerate() {
                 _mm512_store_si512(codes.0.as_mut_ptr().add(256 * n + 64 * p).cast(), *v);

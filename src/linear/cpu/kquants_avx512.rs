@@ -733,24 +733,6 @@ fn blocks_and(w: __m512i, hi: __m256i) -> __m512i {
     )
 }
 
-/// Prefetches (to L2) the `bb` bytes of the super-block `pf` bytes after `b`: the same
-/// super-block of a row further on (rows are consecutive in the plane). Prefetching an
-/// address past the plane is harmless, so the pointer is only computed, never read.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-pub(super) fn prefetch_ahead(b: *const u8, bb: usize, pf: usize) {
-    let ahead = b.wrapping_add(pf);
-    let mut o = 0;
-    while o < bb {
-        // SAFETY: a prefetch reads no memory (an unsafe function in older Rust releases).
-        #[allow(unused_unsafe)]
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(o).cast())
-        };
-        o += 64;
-    }
-}
-
 /// Lanes 0..8: block j's sum from the chunk-major `V` (lanes 2j and 2j + 1); lanes 8..16:
 /// `hi`.
 #[inline]
@@ -951,7 +933,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
         // SAFETY (all): super-block sb lies in every weight row and every activation row.
         unsafe {
             for i in 0..RW {
-                prefetch_ahead(wp[i].add(bb * sb), bb, pf);
+                super::prefetch_l2(wp[i].add(bb * sb).wrapping_add(pf), bb);
             }
             let mut h = [U::header(wp[0].add(bb * sb)); RW];
             let mut c = [[_mm512_setzero_si512(); 4]; RW];
@@ -1196,7 +1178,7 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
         // SAFETY (all): super-block sb lies in the weight row and every activation row.
         unsafe {
             let b = wp.add(bb * sb);
-            prefetch_ahead(b, bb, pf);
+            super::prefetch_l2(b.wrapping_add(pf), bb);
             let h = U::header(b);
             let c = if arranged {
                 U::arranged(b)

@@ -94,6 +94,9 @@ unsafe fn run<const K: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
         // sizes the tiles read and write.
         unsafe {
             for (n, w) in ws.iter().enumerate() {
+                // The run two ahead, to L2.
+                let ahead = w.as_ptr().wrapping_add(kind.row_bytes(b0 + 16));
+                super::prefetch_l2(ahead, kind.row_bytes(8));
                 let mut words = [0u16; 8];
                 for i in 0..cnt {
                     let (u, word, f) = codes(kind, w.as_ptr(), b0 + i);

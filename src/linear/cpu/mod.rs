@@ -174,6 +174,22 @@ fn unpermuted(acc: std::arch::x86_64::__m256) -> [f32; 8] {
     a
 }
 
+/// Prefetches (to L2) the `len` bytes from `at`: weight bytes a kernel reads a little
+/// later. Prefetching an address past the plane is harmless, so the pointer is only
+/// computed (`wrapping_add` by the caller), never read.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn prefetch_l2(at: *const u8, len: usize) {
+    use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+    for o in (0..len).step_by(64) {
+        // SAFETY: a prefetch reads no memory (an unsafe function in older Rust releases).
+        #[allow(unused_unsafe)]
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T1>(at.wrapping_add(o).cast())
+        };
+    }
+}
+
 /// Sums eight lanes in the fixed tree every kernel uses: `t[i] = a[i] + a[i+4]`,
 /// `u[i] = t[i] + t[i+2]`, `u[0] + u[1]` (the order of AVX2's 256 → 128 → 64 → 32 halving).
 #[inline]
