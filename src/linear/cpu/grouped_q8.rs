@@ -57,12 +57,14 @@ pub(crate) fn prepare(isa: Isa, kind: Grouped, rows: Rows) -> Rows {
         Isa::Avx512 if amx_rows(isa, rows.rows()) => super::grouped_amx::prepare(kind, rows),
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => {
-            let mut rows = super::grouped_q8_avx512::arrange(kind, rows);
+            let mut rows = rows;
             if rows.rows() >= super::grouped_tile_avx512::MIN_M {
-                // q8 reads its codes in their natural order, the others as arranged.
+                // The tile kernel's interleave, from the runs' order (q8: its natural
+                // order); then the pass kernels' order.
+                rows = super::grouped_q8_avx512::arrange_runs(kind, rows);
                 rows.arrange_quads(kind != Grouped::Q8);
             }
-            rows
+            super::grouped_q8_avx512::arrange(kind, rows)
         }
         #[cfg(target_arch = "x86_64")]
         isa if isa.avx2() => super::grouped_q8_avx2::arrange(kind, rows),
@@ -390,9 +392,13 @@ mod tests {
                     dot_row_group(Isa::Scalar, kind, &ws, &xs, &mut want);
                     assert!(amx_rows(Isa::Avx512, m));
                     let amx = prepare(Isa::Avx512, kind, Rows::quantize(&x, m, k));
-                    let mut quads =
-                        super::super::grouped_q8_avx512::arrange(kind, Rows::quantize(&x, m, k));
+                    let mut quads = super::super::grouped_q8_avx512::arrange_runs(
+                        kind,
+                        Rows::quantize(&x, m, k),
+                    );
                     quads.arrange_quads(kind != Grouped::Q8);
+                    // The pass kernels' order too, for the rows the tile kernel leaves.
+                    let quads = super::super::grouped_q8_avx512::arrange(kind, quads);
                     let xa: Vec<Row<'_>> = (0..m).map(|i| amx.row(i)).collect();
                     let xq: Vec<Row<'_>> = (0..m).map(|i| quads.row(i)).collect();
                     assert_eq!(super::super::grouped_amx::applies(&xa), nb % 4 == 0);

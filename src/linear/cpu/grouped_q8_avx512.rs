@@ -50,6 +50,20 @@ pub(super) const FIELDS: [u8; 128] = {
     p
 };
 
+/// q2/t2's arrangement of a chunk of eight blocks for the pass kernels ([`rows`],
+/// [`tile`]): `pairs[64f + 8q + i]` = element 4i + f of block q (field f of the block's
+/// code byte i), the order of [`chunk_fields`].
+pub(super) const CHUNK_FIELDS: [u8; 256] = {
+    let mut p = [0u8; 256];
+    let mut j = 0;
+    while j < 256 {
+        let (f, q, i) = (j / 64, (j / 8) % 8, j % 8);
+        p[j] = (32 * q + 4 * i + f) as u8;
+        j += 1;
+    }
+    p
+};
+
 /// q4's arrangement of a run of four blocks: `pairs[64h + 16q + i]` = element 2i + h of
 /// block q.
 pub(super) const NIBBLES4: [u8; 128] = {
@@ -63,13 +77,24 @@ pub(super) const NIBBLES4: [u8; 128] = {
     p
 };
 
-/// The activation rows as this tier's kernels read them.
+/// The activation rows as this tier's pass kernels ([`rows`], [`tile`]) read them.
 pub(super) fn arrange(kind: Grouped, mut rows: Rows) -> Rows {
     match kind {
-        Grouped::Q2 | Grouped::T2 => rows.arrange_pairs(&FIELDS, false),
+        Grouped::Q2 | Grouped::T2 => rows.arrange_pairs(&CHUNK_FIELDS, false),
         Grouped::Q4 | Grouped::Q5 | Grouped::Q6 => rows.arrange_pairs(&NIBBLES4, false),
         // q8 reads `qs` in its natural order.
         Grouped::Q8 => {}
+    }
+    rows
+}
+
+/// The activation rows' `pairs` in the order of [`Kernel::unpack_run`] (runs of four
+/// blocks), which the tile and AMX kernels interleave from: q2/t2 [`FIELDS`], q4/q5/q6
+/// [`NIBBLES4`] (the pass kernels' order too), q8 untouched.
+pub(super) fn arrange_runs(kind: Grouped, mut rows: Rows) -> Rows {
+    match kind {
+        Grouped::Q2 | Grouped::T2 => rows.arrange_pairs(&FIELDS, false),
+        _ => rows = arrange(kind, rows),
     }
     rows
 }
@@ -142,19 +167,6 @@ fn runs(u: &[__m512i; 4], x: &[__m512i; 4]) -> (__m512i, __m512i) {
         _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u[0], x[0]), u[1], x[1]),
         _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u[2], x[2]), u[3], x[3]),
     )
-}
-
-/// Lanes 2j, 2j + 1 (of each 256-bit half) of `a` (blocks 0..4) and `c` (blocks 4..8) =
-/// block j's partial sums → the eight block sums.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn reduce_qwords(a: __m512i, c: __m512i) -> __m256i {
-    // Low halves of a and c, then their high halves: qword j = block j's two partials.
-    let z = _mm512_add_epi32(
-        _mm512_shuffle_i64x2::<0x44>(a, c),
-        _mm512_shuffle_i64x2::<0xEE>(a, c),
-    );
-    _mm512_cvtepi64_epi32(_mm512_add_epi32(z, _mm512_srli_epi64::<32>(z)))
 }
 
 /// 128-bit lane q of `a` (`c`) = block q's (4 + q's) four partial sums → the eight block
@@ -239,6 +251,59 @@ unsafe fn fields_gfni<const FLIP: i32>(p: *const u8) -> [__m512i; 2] {
     ]
 }
 
+/// The 2-bit fields of a chunk of eight blocks (64 bytes at `p`, block q in bytes 8q ..
+/// 8q + 8): vector f holds field f of every byte (element 4i + f of block q in byte 8q + i,
+/// [`CHUNK_FIELDS`]), each byte `(field ^ flip)` for the caller's `flip` (0 or 2).
+///
+/// # Safety
+/// The features of this tier; 64 bytes at `p`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn chunk_fields(p: *const u8, flip: i8) -> [__m512i; 4] {
+    // SAFETY: the caller's 64 bytes.
+    let v = unsafe { _mm512_loadu_si512(p.cast()) };
+    let (three, f) = (_mm512_set1_epi8(3), _mm512_set1_epi8(flip));
+    // (v >> 2f) & 3 ^ flip: a 16-bit shift, whose bits from the next byte the mask clears.
+    let field = |v: __m512i| _mm512_ternarylogic_epi32::<0x6A>(v, three, f);
+    [
+        field(v),
+        field(_mm512_srli_epi16::<2>(v)),
+        field(_mm512_srli_epi16::<4>(v)),
+        field(_mm512_srli_epi16::<6>(v)),
+    ]
+}
+
+/// [`chunk_fields`] by one `vgf2p8affineqb` per vector (one bit matrix for every byte:
+/// field f to bits 0, 1, the rest cleared, then `FLIP` XORed in): the same bytes.
+///
+/// # Safety
+/// The features of this tier and GFNI; 64 bytes at `p`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+unsafe fn chunk_fields_gfni<const FLIP: i32>(p: *const u8) -> [__m512i; 4] {
+    // SAFETY: the caller's 64 bytes.
+    let v = unsafe { _mm512_loadu_si512(p.cast()) };
+    // Result bits 0, 1 take source bits s, s + 1: matrix bytes 7 and 6.
+    let m = |s: i64| _mm512_set1_epi64((1i64 << s) << 56 | (2i64 << s) << 48);
+    [
+        _mm512_gf2p8affine_epi64_epi8::<FLIP>(v, m(0)),
+        _mm512_gf2p8affine_epi64_epi8::<FLIP>(v, m(2)),
+        _mm512_gf2p8affine_epi64_epi8::<FLIP>(v, m(4)),
+        _mm512_gf2p8affine_epi64_epi8::<FLIP>(v, m(6)),
+    ]
+}
+
+/// The eight block sums of a chunk unpacked by [`chunk_fields`]: vector j against
+/// activation vector j, two `vpdpbusd` chains whose 64-bit lane q holds block q's partial
+/// sums, then the pairs added.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn chunk_sums(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
+    let (a, c) = runs(u, x);
+    let s = _mm512_add_epi32(a, c);
+    _mm512_cvtepi64_epi32(_mm512_add_epi32(s, _mm512_srli_epi64::<32>(s)))
+}
+
 /// q2_g64_fp16: 8 bytes per block, words u = code + 1 read as they are.
 pub(super) struct Q2;
 impl Kernel for Q2 {
@@ -253,9 +318,14 @@ impl Kernel for Q2 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
+        // SAFETY: the chunk's 64 code bytes (caller).
+        unsafe { chunk_fields(w.add(8 * b), 0) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
-        let (a, c) = runs(u, x);
-        reduce_qwords(a, c)
+        chunk_sums(u, x)
     }
 }
 
@@ -273,9 +343,14 @@ impl Kernel for T2 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn unpack(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
+        // SAFETY: the chunk's 64 code bytes (caller).
+        unsafe { chunk_fields(w.add(8 * b), 2) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
-        let (a, c) = runs(u, x);
-        reduce_qwords(a, c)
+        chunk_sums(u, x)
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -334,6 +409,12 @@ impl UnpackGfni for Q2 {
         // SAFETY: the run's 32 code bytes (caller).
         unsafe { fields_gfni::<0>(w.add(8 * b)) }
     }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack_gfni(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
+        // SAFETY: the chunk's 64 code bytes (caller).
+        unsafe { chunk_fields_gfni::<0>(w.add(8 * b)) }
+    }
 }
 
 impl UnpackGfni for T2 {
@@ -342,6 +423,12 @@ impl UnpackGfni for T2 {
     unsafe fn unpack_run_gfni(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
         // SAFETY: the run's 32 code bytes (caller).
         unsafe { fields_gfni::<2>(w.add(8 * b)) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack_gfni(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 4] {
+        // SAFETY: the chunk's 64 code bytes (caller).
+        unsafe { chunk_fields_gfni::<2>(w.add(8 * b)) }
     }
 }
 
@@ -352,6 +439,22 @@ pub(super) trait UnpackGfni: Kernel {
     /// # Safety
     /// As [`Kernel::unpack_run`], and GFNI available.
     unsafe fn unpack_run_gfni(w: *const u8, h: *const u8, b: usize) -> [__m512i; 2];
+    /// [`Kernel::unpack`] by `vgf2p8affineqb`: by default the runs at blocks b and b + 4.
+    ///
+    /// # Safety
+    /// As [`Kernel::unpack`], and GFNI available.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack_gfni(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4] {
+        // SAFETY: the caller's contract.
+        let ([a0, a1], [c0, c1]) = unsafe {
+            (
+                Self::unpack_run_gfni(w, h, b),
+                Self::unpack_run_gfni(w, h, b + 4),
+            )
+        };
+        [a0, a1, c0, c1]
+    }
 }
 
 /// `K` with its runs unpacked by GFNI ([`UnpackGfni`]); its row and tile kernels are
@@ -368,6 +471,12 @@ impl<K: UnpackGfni> Kernel for Gfni<K> {
     unsafe fn unpack_run(w: *const u8, h: *const u8, b: usize) -> [__m512i; 2] {
         // SAFETY: the caller's contract (GFNI: `Self::GFNI`).
         unsafe { K::unpack_run_gfni(w, h, b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
+    unsafe fn unpack(w: *const u8, h: *const u8, b: usize) -> [__m512i; 4] {
+        // SAFETY: the caller's contract (GFNI: `Self::GFNI`).
+        unsafe { K::unpack_gfni(w, h, b) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
