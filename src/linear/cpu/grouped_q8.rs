@@ -56,16 +56,11 @@ pub(crate) fn prepare(isa: Isa, kind: Grouped, rows: Rows) -> Rows {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 if amx_rows(isa, rows.rows()) => super::grouped_amx::prepare(kind, rows),
         #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => {
-            let mut rows = rows;
-            if rows.rows() >= super::grouped_tile_avx512::MIN_M {
-                // The tile kernel's interleave, from the runs' order (q8: its natural
-                // order); then the pass kernels' order.
-                rows = super::grouped_q8_avx512::arrange_runs(kind, rows);
-                rows.arrange_quads(kind != Grouped::Q8);
-            }
-            super::grouped_q8_avx512::arrange(kind, rows)
+        Isa::Avx512 if rows.rows() >= super::grouped_tile_avx512::MIN_M => {
+            super::grouped_q8_avx512::arrange_with_quads(kind, rows)
         }
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => super::grouped_q8_avx512::arrange(kind, rows),
         #[cfg(target_arch = "x86_64")]
         isa if isa.avx2() => super::grouped_q8_avx2::arrange(kind, rows),
         _ => {
@@ -392,13 +387,10 @@ mod tests {
                     dot_row_group(Isa::Scalar, kind, &ws, &xs, &mut want);
                     assert!(amx_rows(Isa::Avx512, m));
                     let amx = prepare(Isa::Avx512, kind, Rows::quantize(&x, m, k));
-                    let mut quads = super::super::grouped_q8_avx512::arrange_runs(
+                    let quads = super::super::grouped_q8_avx512::arrange_with_quads(
                         kind,
                         Rows::quantize(&x, m, k),
                     );
-                    quads.arrange_quads(kind != Grouped::Q8);
-                    // The pass kernels' order too, for the rows the tile kernel leaves.
-                    let quads = super::super::grouped_q8_avx512::arrange(kind, quads);
                     let xa: Vec<Row<'_>> = (0..m).map(|i| amx.row(i)).collect();
                     let xq: Vec<Row<'_>> = (0..m).map(|i| quads.row(i)).collect();
                     assert_eq!(super::super::grouped_amx::applies(&xa), nb % 4 == 0);

@@ -7,9 +7,13 @@
 //! four blocks. The activation codes are rearranged once per forward, per run of four
 //! blocks (128 codes, [`Rows::arrange_pairs`]), in the order of the unpacked weight bytes:
 //!
-//! - q2/t2: the run's 32 code bytes go to both 256-bit halves of a zmm; `vpsrlvq` by
-//!   (0, 2) and (4, 6) per half and a mask leave field f (elements 4i + f of byte i) of
-//!   block q in bytes 8q .. 8q + 8 of half f mod 2 of vector f / 2 ([`FIELDS`]);
+//! - q2/t2: the pass kernels take the chunk whole: its 64 code bytes as they lie, a 16-bit
+//!   shift by 2f and a mask (or one `vgf2p8affineqb`) leave field f (element 4i + f of
+//!   byte i) of block q in bytes 8q .. 8q + 8 of vector f ([`CHUNK_FIELDS`], arranged per
+//!   chunk of 256 codes), and two chunks per step share one reduction ([`Kernel::raw2`]).
+//!   The tile and AMX kernels unpack runs ([`Kernel::unpack_run`]): the run's 32 bytes in
+//!   both 256-bit halves, `vpsrlvq` by (0, 2) and (4, 6) per half and a mask leave field
+//!   f of block q in bytes 8q .. 8q + 8 of half f mod 2 of vector f / 2 ([`FIELDS`]);
 //! - q4, q5, q6: the run's 64 nibble bytes are one zmm, 128-bit lane q = block q; its low
 //!   nibbles (elements 2i) and high nibbles (2i + 1) are two vectors ([`NIBBLES4`]). q5's
 //!   bit 4 and q6's top two bits come from plane 1: block q's bytes are spread over lane q
@@ -19,7 +23,7 @@
 //! - q8: the codes in their natural order, two blocks per zmm (no arrangement).
 //!
 //! Two `vpdpbusd` per run accumulate into one vector whose i32 lanes each belong to one
-//! block; a few shuffles and adds (q2/t2: 6 operations per chunk; q4: 6; q8: 12) leave lane
+//! block; a few shuffles and adds (q2/t2: 3 per two chunks; q4: 6 per chunk; q8: 12) leave lane
 //! j = block b + j, in block order: the scales and activation scales are loaded as they
 //! lie, one `vcvtdq2ps` and one fma serve eight blocks, and lane j of the accumulator is
 //! `acc[j]` of the reference. Codes are read unsigned (q2: code + 1, t2: + 2, q4: + 8,
@@ -88,15 +92,20 @@ pub(super) fn arrange(kind: Grouped, mut rows: Rows) -> Rows {
     rows
 }
 
-/// The activation rows' `pairs` in the order of [`Kernel::unpack_run`] (runs of four
-/// blocks), which the tile and AMX kernels interleave from: q2/t2 [`FIELDS`], q4/q5/q6
-/// [`NIBBLES4`] (the pass kernels' order too), q8 untouched.
-pub(super) fn arrange_runs(kind: Grouped, mut rows: Rows) -> Rows {
+/// The activation rows as this tier's tile kernel (`grouped_tile_avx512`) and its pass
+/// kernels read them: interleaved in groups of four from the order of
+/// [`Kernel::unpack_run`] (runs of four blocks: q2/t2 [`FIELDS`], q4/q5/q6 [`NIBBLES4`],
+/// q8 natural), then `pairs` in the pass kernels' order ([`arrange`]; q2/t2's differs).
+pub(super) fn arrange_with_quads(kind: Grouped, mut rows: Rows) -> Rows {
     match kind {
         Grouped::Q2 | Grouped::T2 => rows.arrange_pairs(&FIELDS, false),
         _ => rows = arrange(kind, rows),
     }
-    rows
+    rows.arrange_quads(kind != Grouped::Q8);
+    match kind {
+        Grouped::Q2 | Grouped::T2 => arrange(kind, rows),
+        _ => rows,
+    }
 }
 
 /// One format's unpacking and reduction, as a type so that each kernel is monomorphized.
@@ -109,6 +118,10 @@ pub(super) trait Kernel {
     const HI_BYTES: usize = 0;
     /// The unsigned reading's offset: u = code + 2^OFFSET_LOG2.
     const OFFSET_LOG2: i32;
+    /// Whether the pass kernels ([`rows`], [`tile`]) take two chunks per step
+    /// ([`Kernel::raw2`]: one reduction and one f32 conversion for sixteen blocks). Only
+    /// where it measured faster: q2/t2 (1.08–1.11×); q4/q5/q6 were ~10% slower.
+    const PAIRED: bool = false;
     /// Whether [`Kernel::unpack_run`] needs GFNI (the row and tile kernels then run
     /// compiled with it: [`rows_of`], [`tile_of`]).
     const GFNI: bool = false;
@@ -143,6 +156,21 @@ pub(super) trait Kernel {
     unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
         let (a, c) = runs(u, x);
         reduce_lanes(a, c)
+    }
+    /// The sixteen raw block sums of two chunks (unpacked `u[c]` against activation
+    /// vectors `x[c]`, chunk c at block b + 8c): lanes 0..8 chunk 0's in block order, lanes
+    /// 8..16 chunk 1's; by default [`Kernel::raw`] of each.
+    ///
+    /// # Safety
+    /// As [`Kernel::unpack`].
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw2(u: &[[__m512i; 4]; 2], x: &[[__m512i; 4]; 2]) -> __m512i {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let lo = _mm512_castsi256_si512(Self::raw(&u[0], &x[0]));
+            _mm512_inserti64x4::<1>(lo, Self::raw(&u[1], &x[1]))
+        }
     }
     /// The scales of the chunk's blocks in block order; by default those of a 64-value
     /// group format ([`g64_scales`]).
@@ -304,12 +332,31 @@ fn chunk_sums(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
     _mm512_cvtepi64_epi32(_mm512_add_epi32(s, _mm512_srli_epi64::<32>(s)))
 }
 
+/// [`chunk_sums`] of two chunks: the pairs of both gathered by two `vpermt2d` and added
+/// (lanes 0..8 chunk 0's sums, 8..16 chunk 1's).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn chunk_sums2(u: &[[__m512i; 4]; 2], x: &[[__m512i; 4]; 2]) -> __m512i {
+    let s = |c: usize| {
+        let (a, d) = runs(&u[c], &x[c]);
+        _mm512_add_epi32(a, d)
+    };
+    let (s0, s1) = (s(0), s(1));
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    _mm512_add_epi32(
+        _mm512_permutex2var_epi32(s0, even, s1),
+        _mm512_permutex2var_epi32(s0, odd, s1),
+    )
+}
+
 /// q2_g64_fp16: 8 bytes per block, words u = code + 1 read as they are.
 pub(super) struct Q2;
 impl Kernel for Q2 {
     const BLOCK_BYTES: usize = 8;
     const CHUNK_SCALE_BYTES: usize = 8;
     const OFFSET_LOG2: i32 = 0;
+    const PAIRED: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
@@ -327,6 +374,11 @@ impl Kernel for Q2 {
     unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
         chunk_sums(u, x)
     }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw2(u: &[[__m512i; 4]; 2], x: &[[__m512i; 4]; 2]) -> __m512i {
+        chunk_sums2(u, x)
+    }
 }
 
 /// t2_g128_fp16: 8 bytes per block, two's-complement words read as u = word ^ 2 = code + 2.
@@ -335,6 +387,7 @@ impl Kernel for T2 {
     const BLOCK_BYTES: usize = 8;
     const CHUNK_SCALE_BYTES: usize = 4;
     const OFFSET_LOG2: i32 = 1;
+    const PAIRED: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn unpack_run(w: *const u8, _h: *const u8, b: usize) -> [__m512i; 2] {
@@ -351,6 +404,11 @@ impl Kernel for T2 {
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
         chunk_sums(u, x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw2(u: &[[__m512i; 4]; 2], x: &[[__m512i; 4]; 2]) -> __m512i {
+        chunk_sums2(u, x)
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -465,6 +523,7 @@ impl<K: UnpackGfni> Kernel for Gfni<K> {
     const CHUNK_SCALE_BYTES: usize = K::CHUNK_SCALE_BYTES;
     const HI_BYTES: usize = K::HI_BYTES;
     const OFFSET_LOG2: i32 = K::OFFSET_LOG2;
+    const PAIRED: bool = K::PAIRED;
     const GFNI: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
@@ -483,6 +542,12 @@ impl<K: UnpackGfni> Kernel for Gfni<K> {
     unsafe fn raw(u: &[__m512i; 4], x: &[__m512i; 4]) -> __m256i {
         // SAFETY: the caller's contract.
         unsafe { K::raw(u, x) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn raw2(u: &[[__m512i; 4]; 2], x: &[[__m512i; 4]; 2]) -> __m512i {
+        // SAFETY: the caller's contract.
+        unsafe { K::raw2(u, x) }
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -822,6 +887,58 @@ unsafe fn totals<K: Kernel>(u: &[__m512i; 4], xp: *const i8, ps: *const i32, b: 
     }
 }
 
+/// [`totals`] of the two chunks at blocks b and b + 8 (`u[c]` unpacked at b + 8c): lanes
+/// 0..8 the first chunk's `T`, 8..16 the second's.
+///
+/// # Safety
+/// The features of this tier; blocks b .. b + 16 lie in the activation row.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn totals2<K: Kernel>(
+    u: &[[__m512i; 4]; 2],
+    xp: *const i8,
+    ps: *const i32,
+    b: usize,
+) -> __m512i {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let x = std::array::from_fn(|c| {
+            std::array::from_fn(|j| _mm512_loadu_si512(xp.add(32 * (b + 8 * c) + 64 * j).cast()))
+        });
+        let s = _mm512_loadu_si512(ps.add(b).cast());
+        // Exact: |2^e·Σx| ≤ 128·32·127.
+        let e = _mm_cvtsi32_si128(K::OFFSET_LOG2);
+        _mm512_sub_epi32(K::raw2(u, &x), _mm512_sll_epi32(s, e))
+    }
+}
+
+/// `acc ← fma(d[8..16], t[8..16], fma(d[0..8], t[0..8], acc))`: the steps of two chunks
+/// (lanes 0..8 the first, 8..16 the second), in block order.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn fma2(d: __m512, t: __m512i, acc: __m256) -> __m256 {
+    let t = _mm512_cvtepi32_ps(t);
+    let acc = _mm256_fmadd_ps(_mm512_castps512_ps256(d), _mm512_castps512_ps256(t), acc);
+    // The high halves (AVX-512 F: as 64-bit lanes).
+    let hi = |v: __m512| _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+    _mm256_fmadd_ps(hi(d), hi(t), acc)
+}
+
+/// The scales of the blocks of two chunks (b, b + 8) in block order.
+///
+/// # Safety
+/// As [`Kernel::scales`], for both chunks.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn scales2<K: Kernel>(s: *const u8, b: usize) -> __m512 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let lo = _mm512_castpd256_pd512(_mm256_castps_pd(K::scales(s, b)));
+        let hi = _mm256_castps_pd(K::scales(s, b + 8));
+        _mm512_castpd_ps(_mm512_insertf64x4::<1>(lo, hi))
+    }
+}
+
 /// Lane j of `acc` as `acc[j]` of the reference, the tail blocks added, then [`tree8`].
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -853,6 +970,17 @@ unsafe fn tile<const C: usize, K: Kernel>(
     unsafe {
         let mut acc = [_mm256_setzero_ps(); C];
         let mut b = 0;
+        while K::PAIRED && b + 16 <= whole {
+            let dw = scales2::<K>(sp, b);
+            let u = [K::unpack(wp, hp, b), K::unpack(wp, hp, b + 8)];
+            for c in 0..C {
+                let x = &xs[c];
+                let t = totals2::<K>(&u, codes(kind, x).as_ptr(), x.sum.as_ptr(), b);
+                let dx = _mm512_loadu_ps(x.d.as_ptr().add(b));
+                acc[c] = fma2(_mm512_mul_ps(dw, dx), t, acc[c]);
+            }
+            b += 16;
+        }
         while b < whole {
             let dw = K::scales(sp, b);
             let u = K::unpack(wp, hp, b);
@@ -892,6 +1020,25 @@ unsafe fn rows<const R: usize, K: Kernel>(
     unsafe {
         let mut acc = [_mm256_setzero_ps(); R];
         let mut b = 0;
+        while K::PAIRED && b + 16 <= whole {
+            let dx = _mm512_loadu_ps(pd.add(b));
+            for i in 0..R {
+                for c in [b, b + 8] {
+                    prefetch_next::<R>(
+                        &ws[i],
+                        ws[0],
+                        c,
+                        K::BLOCK_BYTES,
+                        K::HI_BYTES,
+                        K::CHUNK_SCALE_BYTES,
+                    );
+                }
+                let u = [K::unpack(wp[i], hp[i], b), K::unpack(wp[i], hp[i], b + 8)];
+                let t = totals2::<K>(&u, xp, ps, b);
+                acc[i] = fma2(_mm512_mul_ps(scales2::<K>(sp[i], b), dx), t, acc[i]);
+            }
+            b += 16;
+        }
         while b < whole {
             let dx = _mm256_loadu_ps(pd.add(b));
             for i in 0..R {
