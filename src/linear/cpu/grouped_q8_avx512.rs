@@ -1016,6 +1016,17 @@ unsafe fn rows<const R: usize, K: Kernel>(
     let sp: [*const u8; R] = std::array::from_fn(|i| ws[i].scales.as_ptr());
     let hp: [*const u8; R] = std::array::from_fn(|i| ws[i].hi.as_ptr());
     let (pd, ps, xp) = (x.d.as_ptr(), x.sum.as_ptr(), codes(kind, x).as_ptr());
+    // Row i's chunk at block b in the next row group.
+    let prefetch = |i: usize, b: usize| {
+        prefetch_next::<R>(
+            &ws[i],
+            ws[0],
+            b,
+            K::BLOCK_BYTES,
+            K::HI_BYTES,
+            K::CHUNK_SCALE_BYTES,
+        )
+    };
     // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
     unsafe {
         let mut acc = [_mm256_setzero_ps(); R];
@@ -1023,16 +1034,8 @@ unsafe fn rows<const R: usize, K: Kernel>(
         while K::PAIRED && b + 16 <= whole {
             let dx = _mm512_loadu_ps(pd.add(b));
             for i in 0..R {
-                for c in [b, b + 8] {
-                    prefetch_next::<R>(
-                        &ws[i],
-                        ws[0],
-                        c,
-                        K::BLOCK_BYTES,
-                        K::HI_BYTES,
-                        K::CHUNK_SCALE_BYTES,
-                    );
-                }
+                prefetch(i, b);
+                prefetch(i, b + 8);
                 let u = [K::unpack(wp[i], hp[i], b), K::unpack(wp[i], hp[i], b + 8)];
                 let t = totals2::<K>(&u, xp, ps, b);
                 acc[i] = fma2(_mm512_mul_ps(scales2::<K>(sp[i], b), dx), t, acc[i]);
@@ -1042,14 +1045,7 @@ unsafe fn rows<const R: usize, K: Kernel>(
         while b < whole {
             let dx = _mm256_loadu_ps(pd.add(b));
             for i in 0..R {
-                prefetch_next::<R>(
-                    &ws[i],
-                    ws[0],
-                    b,
-                    K::BLOCK_BYTES,
-                    K::HI_BYTES,
-                    K::CHUNK_SCALE_BYTES,
-                );
+                prefetch(i, b);
                 let t = totals::<K>(&K::unpack(wp[i], hp[i], b), xp, ps, b);
                 let d = _mm256_mul_ps(K::scales(sp[i], b), dx);
                 acc[i] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), acc[i]);
