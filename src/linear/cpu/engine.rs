@@ -50,6 +50,16 @@ pub(crate) enum Kernel {
 }
 
 impl Kernel {
+    /// Whether this is a block kernel against quantized activations (q8_1 or q8_K): the
+    /// kernels run in row groups of [`ROW_GROUP`] (or [`AMX_GROUP`]) rather than
+    /// [`FLOAT_GROUP`].
+    fn q8_blocks(self) -> bool {
+        matches!(
+            self,
+            Kernel::Gguf(_) | Kernel::GgufQ8K(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8
+        )
+    }
+
     /// The kernel of `plan` (every family has one on the CPU).
     pub(crate) fn of(plan: &Plan) -> Kernel {
         let grouped = || Grouped::of(plan.format).expect("the plan's grouped format");
@@ -169,10 +179,7 @@ impl<'a> Engine<'a> {
     /// q8_K block kernels (fewer item boundaries, where each thread's row stream and its
     /// prefetch restart: 3–10% faster at M = 1 with two threads on an Intel Xeon).
     fn rows_per_chunk(&self, rows: usize, mt: usize) -> usize {
-        let most = match self.kernel {
-            Kernel::Gguf(_) | Kernel::GgufQ8K(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => 256,
-            _ => 64,
-        };
+        let most = if self.kernel.q8_blocks() { 256 } else { 64 };
         rows.div_ceil(self.parallelism() * 8)
             .clamp(1, most)
             .next_multiple_of(FLOAT_GROUP.max(self.group(mt)))
@@ -198,9 +205,7 @@ impl<'a> Engine<'a> {
             Kernel::Gguf(super::gguf::Kind::Iq(k)) if super::iquants::amx_rows(self.isa, k, mt) => {
                 AMX_GROUP
             }
-            Kernel::Gguf(_) | Kernel::GgufQ8K(_) | Kernel::GroupedQ8(_) | Kernel::Nvfp4Q8 => {
-                ROW_GROUP
-            }
+            k if k.q8_blocks() => ROW_GROUP,
             _ => FLOAT_GROUP,
         }
     }

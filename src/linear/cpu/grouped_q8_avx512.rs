@@ -98,13 +98,16 @@ pub(super) fn arrange(kind: Grouped, mut rows: Rows) -> Rows {
 /// q8 natural), then `pairs` in the pass kernels' order ([`arrange`]; q2/t2's differs).
 pub(super) fn arrange_with_quads(kind: Grouped, mut rows: Rows) -> Rows {
     match kind {
-        Grouped::Q2 | Grouped::T2 => rows.arrange_pairs(&FIELDS, false),
-        _ => rows = arrange(kind, rows),
-    }
-    rows.arrange_quads(kind != Grouped::Q8);
-    match kind {
-        Grouped::Q2 | Grouped::T2 => arrange(kind, rows),
-        _ => rows,
+        Grouped::Q2 | Grouped::T2 => {
+            rows.arrange_pairs(&FIELDS, false);
+            rows.arrange_quads(true);
+            arrange(kind, rows)
+        }
+        _ => {
+            let mut rows = arrange(kind, rows);
+            rows.arrange_quads(kind != Grouped::Q8);
+            rows
+        }
     }
 }
 

@@ -179,7 +179,7 @@ fn unpermuted(acc: std::arch::x86_64::__m256) -> [f32; 8] {
 /// computed (`wrapping_add` by the caller), never read.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-pub(crate) fn prefetch_l2(at: *const u8, len: usize) {
+fn prefetch_l2(at: *const u8, len: usize) {
     use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
     for o in (0..len).step_by(64) {
         // SAFETY: a prefetch reads no memory (an unsafe function in older Rust releases).
