@@ -22,31 +22,35 @@ case "${1:-}" in
     exe=$(cargo test --release --features cuda --lib --no-run 2>&1 |
       sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p' | tail -1)
     [ -n "$exe" ] || { echo "device-check: no test binary built" >&2; exit 1; }
-    cp "$exe" "$out/ninfer-lib-tests"
+    # Stripped: both binaries travel to the GPU machine.
+    strip -o "$out/ninfer-lib-tests" "$exe"
     cargo build --release --quiet -p ninfer-cli --features cuda
-    cp target/release/ninfer "$out/ninfer"
+    strip -o "$out/ninfer" target/release/ninfer
     cp scripts/device-check.sh "$out/"
     ls -la "$out"
     ;;
   run)
     t="$out/ninfer-lib-tests"
     [ -x "$t" ] || { echo "device-check: $t missing: run '$0 build' first" >&2; exit 1; }
+    # Each step has its own time limit, so that one slow step leaves the others their turn.
+    step() { echo "== $1 ($(date -u +%T))"; }
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-    echo "== ninfer verify (built-in sample: linear on every CPU path and CUDA vs the f64 oracle)"
-    "$out/ninfer" verify --brief | tail -3
-    echo "== CUDA vs CPU, bit for bit"
-    "$t" --test-threads=1 --nocapture linear::cuda::device_tests 2>&1 | tail -15
+    step "CUDA vs CPU, bit for bit"
+    timeout 240 "$t" --test-threads=1 --nocapture linear::cuda::device_tests 2>&1 |
+      grep -v '^test \|^running\|^$\|^note: run with' || true
+    step "ninfer verify (built-in sample: linear on every CPU path and CUDA vs the f64 oracle)"
+    timeout 60 "$out/ninfer" verify --brief 2>&1 | tail -3 || true
+    step "GEMV benchmark"
+    timeout 240 "$t" --ignored --nocapture --test-threads=1 linear::cuda::device_tests::cuda_bench 2>&1 |
+      grep -v '^test \|^running\|^$' || true
     if command -v compute-sanitizer >/dev/null; then
-      echo "== compute-sanitizer memcheck (device tests)"
-      NINFER_CUDA_QUICK=1 compute-sanitizer --tool memcheck --print-limit 20 \
-        "$t" --test-threads=1 linear::cuda::device_tests::cuda_matches 2>&1 | tail -8
+      step "compute-sanitizer memcheck (device tests, small K)"
+      NINFER_CUDA_QUICK=1 timeout 120 compute-sanitizer --tool memcheck --print-limit 20 \
+        "$t" --test-threads=1 linear::cuda::device_tests::cuda_matches 2>&1 | tail -8 || true
     fi
-    echo "== GEMV benchmark"
-    "$t" --ignored --nocapture --test-threads=1 linear::cuda::device_tests::cuda_bench 2>&1 |
-      grep -v '^test \|^running\|^$'
     if python3 -c 'import torch' 2>/dev/null; then
-      echo "== torch bf16 GEMV (cuBLAS), weights rotated beyond L2"
-      python3 - <<'PY'
+      step "torch bf16 GEMV (cuBLAS), weights rotated beyond L2"
+      timeout 60 python3 - <<'PY' || true
 import torch
 for n, k in [(28672, 8192), (8192, 8192)]:
     copies = max(1, int(3 * 60e6 // (n * k * 2)) + 1)

@@ -120,6 +120,78 @@ pub(crate) fn payload(
     p
 }
 
+/// `payload`, made decodable for the grouped formats (whose decoder checks every group):
+/// q4..q8 encoded from random values, t2 with its one illegal word (−2) cleared and nonzero
+/// scales (its padding columns, K not a multiple of 128, still hold random codes); nvfp4
+/// and fp8 without the E4M3FN NaN words.
+pub(crate) fn valid_payload(
+    format: Format,
+    layout: Layout,
+    n: usize,
+    k: usize,
+    rng: &mut Rng,
+) -> [Vec<u8>; 3] {
+    use crate::formats::float_source::FloatSource;
+    use crate::formats::grouped::encode::{Options, quantize};
+    let mut p = payload(format, layout, n, k, rng);
+    match format {
+        Format::Q4_G64Fp16 | Format::Q5_G64Fp16 | Format::Q6_G64Fp16 | Format::Q8_G32Fp16 => {
+            let src: Vec<f32> = (0..n * k)
+                .map(|i| rng.unit() * if i % 300 < 64 { 0.0 } else { 1.0 })
+                .collect();
+            let [a, b, c] = &mut p;
+            quantize(
+                format,
+                FloatSource::F32(&src),
+                n,
+                k,
+                &Options::ABSMAX,
+                [a, b, c],
+            )
+            .unwrap();
+        }
+        Format::T2_G128Fp16 => {
+            for b in &mut p[0] {
+                for i in 0..4 {
+                    if (*b >> (2 * i)) & 3 == 2 {
+                        *b &= !(3 << (2 * i));
+                    }
+                }
+            }
+            for w in p[2].chunks_exact_mut(2) {
+                if w == [0, 0] || w == [0, 0x80] {
+                    w.copy_from_slice(&0x3c00u16.to_le_bytes());
+                }
+            }
+        }
+        Format::Fp8E4m3fnRowBf16 | Format::Fp8E4m3fnRowFp16 => {
+            // The E4M3FN NaN words are not valid codes.
+            let skip = if layout == Layout::RowInterleavedV1 {
+                2
+            } else {
+                0
+            };
+            let rec = p[0].len() / n;
+            for r in p[0].chunks_exact_mut(rec) {
+                for c in &mut r[skip..] {
+                    if *c & 0x7F == 0x7F {
+                        *c &= 0xFE;
+                    }
+                }
+            }
+        }
+        Format::Nvfp4 => {
+            for w in &mut p[1] {
+                if *w == 0x7F {
+                    *w = 0x7E; // the E4M3FN NaN word is not a valid block scale
+                }
+            }
+        }
+        _ => {}
+    }
+    p
+}
+
 /// Equal bits, or both NaN (a NaN's sign and payload are not specified: docs/linear.md).
 pub(crate) fn same(a: f32, b: f32) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
