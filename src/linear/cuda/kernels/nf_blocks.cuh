@@ -535,18 +535,11 @@ NF_HD float nf_q8_finish(const float* acc, const float* accm) {
 
 // ---- nvfp4 under q8_1: which rows take the block order ----
 
-// Whether an nvfp4 row runs the fast block order under q8_1: d_w finite and > 0, every
-// scale word valid (<= 0x7E), and 0.5·sf_min/d_w >= 2^-126, 6·sf_max/d_w <= 2^127 over its
-// nonzero scale words (exact in double). Other rows run the exact-weight order.
-NF_HD bool nf_nvfp4_fast_row(const nf_wrow& w, int nkb) {
-    float d = nf_nvfp4_divisor(w);
+// `nf_nvfp4_fast_row`'s test from the row's divisor d, its largest scale word mx and its
+// smallest nonzero one mn (0xFF when there is none); the kernels scan the scale words with
+// several threads.
+NF_HD bool nf_nvfp4_fast_final(float d, nf_u32 mx, nf_u32 mn) {
     if (!(nf_is_finite(d) && d > 0.0f)) return false;
-    nf_u32 mx = 0, mn = 0xFFu;
-    for (int b = 0; b < nkb; b++) {
-        nf_u32 s = nf_nvfp4_word(w, b);
-        mx = s > mx ? s : mx;
-        if (s != 0 && s < mn) mn = s;
-    }
     if (mx > 0x7Eu) return false;
     if (mx == 0) return true;
     double lo = nf_e4m3fn_to_f32(mn), hi = nf_e4m3fn_to_f32(mx), dd = d;
@@ -557,8 +550,77 @@ NF_HD bool nf_nvfp4_fast_row(const nf_wrow& w, int nkb) {
     return 0.5 * lo >= p126 * dd && 6.0 * hi <= p127 * dd;
 }
 
+// Whether an nvfp4 row runs the fast block order under q8_1: d_w finite and > 0, every
+// scale word valid (<= 0x7E), and 0.5·sf_min/d_w >= 2^-126, 6·sf_max/d_w <= 2^127 over its
+// nonzero scale words (exact in double). Other rows run the exact-weight order.
+NF_HD bool nf_nvfp4_fast_row(const nf_wrow& w, int nkb) {
+    nf_u32 mx = 0, mn = 0xFFu;
+    for (int b = 0; b < nkb; b++) {
+        nf_u32 s = nf_nvfp4_word(w, b);
+        mx = s > mx ? s : mx;
+        if (s != 0 && s < mn) mn = s;
+    }
+    return nf_nvfp4_fast_final(nf_nvfp4_divisor(w), mx, mn);
+}
+
 // Element k of a non-fast nvfp4 row under q8_1: the exact profile's plain weight.
 NF_HD float nf_nvfp4_exact_weight(const nf_wrow& w, int k, float d) { return nf_value<NF_FMT_NVFP4>(w, k, false, d); }
+
+// ---- the GEMV kernels' chunks: 256 values of 16 rows staged in shared memory ----
+
+#define NF_CK 256
+
+// Bytes of plane p per NF_CK values of a row, for the planes the GEMV kernels stage (0: the
+// plane is read where it lies: nvfp4's swizzled scales and divisors, fp8's row scales).
+// Every staged plane is row-major and holds a whole number of bytes per 128 values, so a
+// chunk starting at a multiple of NF_CK starts at byte k0·C/NF_CK of its row, and every
+// block, group and super-block index relative to the chunk's start is the same index
+// relative to the row's start minus a multiple of 8 blocks.
+template <int F>
+NF_HD constexpr int nf_chunk_bytes(int p) {
+    if constexpr (F == NF_FMT_BF16) return p == 0 ? 512 : 0;
+    else if constexpr (F == NF_FMT_FP32) return p == 0 ? 1024 : 0;
+    else if constexpr (F == NF_FMT_Q2_G64_FP16 || F == NF_FMT_T2_G128_FP16)
+        return p == 0 ? 64 : p == 2 ? 2 * NF_CK / nf_group<F>() : 0;
+    else if constexpr (F == NF_FMT_Q4_G64_FP16) return p == 0 ? 128 : p == 2 ? 8 : 0;
+    else if constexpr (F == NF_FMT_Q5_G64_FP16) return p == 0 ? 128 : p == 1 ? 32 : 8;
+    else if constexpr (F == NF_FMT_Q6_G64_FP16) return p == 0 ? 128 : p == 1 ? 64 : 8;
+    else if constexpr (F == NF_FMT_Q8_G32_FP16) return p == 0 ? 256 : p == 2 ? 16 : 0;
+    else if constexpr (F == NF_FMT_NVFP4) return p == 0 ? 128 : 0;
+    else if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) return p == 0 ? 256 : 0;
+    else if constexpr (F == NF_FMT_GGUF_Q8_0) return p == 0 ? 8 * NF_Q8_0_BYTES : 0;
+    else if constexpr (F == NF_FMT_GGUF_Q4_0 || F == NF_FMT_GGUF_IQ4_NL) return p == 0 ? 8 * NF_Q4_0_BYTES : 0;
+    else if constexpr (F == NF_FMT_GGUF_Q5_0) return p == 0 ? 8 * NF_Q5_0_BYTES : 0;
+    else if constexpr (F == NF_FMT_GGUF_Q2_0) return p == 0 ? 4 * NF_Q2_0_BYTES : 0;
+    else if constexpr (F == NF_FMT_GGUF_Q2_K) return p == 0 ? NF_Q2_K_BYTES : 0;
+    else if constexpr (F == NF_FMT_GGUF_Q3_K) return p == 0 ? NF_Q3_K_BYTES : 0;
+    else if constexpr (F == NF_FMT_GGUF_Q4_K) return p == 0 ? NF_Q4_K_BYTES : 0;
+    else if constexpr (F == NF_FMT_GGUF_Q5_K) return p == 0 ? NF_Q5_K_BYTES : 0;
+    else if constexpr (F == NF_FMT_GGUF_Q6_K) return p == 0 ? NF_Q6_K_BYTES : 0;
+    else if constexpr (F == NF_FMT_GGUF_IQ4_XS) return p == 0 ? NF_IQ4_XS_BYTES : 0;
+    else return p == 0 ? nf_iq_block_bytes<F>() : 0;
+}
+
+// Values per row of the staged planes: K rounded up to the layout's padding (128 for the
+// grouped formats' row_split_k128_v1).
+template <int F>
+NF_HD int nf_plane_cols(int k) {
+    if constexpr (nf_is_grouped<F>()) return (k + 127) / 128 * 128;
+    else return k;
+}
+
+// The staged row of a chunk: the staged planes at their shared-memory copies, the others
+// where they lie, rebased so that block and element indices count from the chunk's start
+// k0 (nvfp4's scale words: 512 bytes per 4 K-blocks of 16 values).
+template <int F>
+NF_HD nf_wrow nf_chunk_row(const nf_wrow& g, const nf_u8* s0, const nf_u8* s1, const nf_u8* s2, int k0) {
+    nf_wrow o = g;
+    if (nf_chunk_bytes<F>(0)) o.p0 = s0;
+    if (nf_chunk_bytes<F>(1)) o.p1 = s1;
+    if (nf_chunk_bytes<F>(2)) o.p2 = s2;
+    if constexpr (F == NF_FMT_NVFP4) o.p1 = g.p1 + (nf_u64)(k0 / 64) * 512;
+    return o;
+}
 
 // Rows' output word: y (+ bias) as f32 or bf16.
 NF_HD float nf_with_bias(float y, const float* bias, int n) { return bias ? nf_add(y, bias[n]) : y; }

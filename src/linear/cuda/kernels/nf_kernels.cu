@@ -61,20 +61,90 @@ extern "C" __global__ void nf_scaled_x_rows(const void* x, int x_dtype, int k, i
     if (threadIdx.x == 0) ok[blockIdx.x] = nf_scaled_x_final(mx_s[0], small_s[0] != 0, k, sum) ? 1 : 0;
 }
 
+// ---- staging: a chunk of the block's rows in shared memory ----
+
+// Shared-memory bytes per staged row of a plane holding C bytes per chunk: rounded up to
+// 16 and 16 more, so that the rows of a warp start in different banks.
+__host__ __device__ constexpr int nf_srow(int c) { return c ? (c + 15) / 16 * 16 + 16 : 0; }
+
+// Starts copying `rows` runs of `nb` bytes (run r from src + r·stride) to dst +
+// r·dst_stride with the block's threads, in the widest words the addresses allow: 16, 8 or
+// 4 bytes by asynchronous copies (`nf_stage_wait` waits for them), 2 or 1 by plain loads.
+__device__ __forceinline__ void nf_stage(const nf_u8* src, nf_u64 stride, int rows, int nb, nf_u8* dst, int dst_stride) {
+    nf_u64 a = (nf_u64)src | stride | (nf_u64)nb;
+    int lg = (a & 15) == 0 ? 4 : (a & 7) == 0 ? 3 : (a & 3) == 0 ? 2 : (a & 1) == 0 ? 1 : 0;
+    int units = nb >> lg, total = rows * units;
+    for (int u = threadIdx.x; u < total; u += blockDim.x) {
+        int r = u / units, c = (u - r * units) << lg;
+        const nf_u8* from = src + (nf_u64)r * stride + c;
+        nf_u8* to = dst + r * dst_stride + c;
+        nf_u32 sa = (nf_u32)__cvta_generic_to_shared(to);
+        switch (lg) {
+            case 4: asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(from) : "memory"); break;
+            case 3: asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(sa), "l"(from) : "memory"); break;
+            case 2: asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sa), "l"(from) : "memory"); break;
+            case 1: *(nf_u16*)to = __ldg((const nf_u16*)from); break;
+            default: *to = __ldg(from); break;
+        }
+    }
+}
+
+// Waits for this thread's asynchronous copies (then `__syncthreads` makes every thread's
+// visible).
+__device__ __forceinline__ void nf_stage_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// The staged planes of the block's rows row0 .. row0 + live for the chunk of CK values at
+// k0 (CK a multiple of NF_CK, k0 of CK).
+template <int F, int CK>
+__device__ __forceinline__ void nf_stage_weight(const nf_weight& w, int row0, int live, int k0, nf_u8* s0, nf_u8* s1, nf_u8* s2) {
+    constexpr int C0 = nf_chunk_bytes<F>(0), C1 = nf_chunk_bytes<F>(1), C2 = nf_chunk_bytes<F>(2);
+    const int kp = nf_plane_cols<F>(w.cols), kc = kp - k0 < CK ? kp - k0 : CK;
+    const nf_wrow g = nf_row<F>(w, row0);
+    if (C0) nf_stage(g.p0 + (nf_u64)k0 * C0 / NF_CK, w.stride[0], live, kc * C0 / NF_CK, s0, nf_srow(C0 * CK / NF_CK));
+    if (C1) nf_stage(g.p1 + (nf_u64)k0 * C1 / NF_CK, w.stride[1], live, kc * C1 / NF_CK, s1, nf_srow(C1 * CK / NF_CK));
+    if (C2) nf_stage(g.p2 + (nf_u64)k0 * C2 / NF_CK, w.stride[2], live, kc * C2 / NF_CK, s2, nf_srow(C2 * CK / NF_CK));
+}
+
+// Shared memory of a block: its 16 rows' staged planes for one chunk of CK values.
+template <int F, int CK>
+struct nf_wstage {
+    static constexpr int S0 = nf_srow(nf_chunk_bytes<F>(0) * CK / NF_CK), S1 = nf_srow(nf_chunk_bytes<F>(1) * CK / NF_CK),
+                         S2 = nf_srow(nf_chunk_bytes<F>(2) * CK / NF_CK);
+    __align__(16) nf_u8 b[NF_ROWS_PER_BLOCK * (S0 + S1 + S2)];
+    __device__ nf_u8* p0(int r) { return b + r * S0; }
+    __device__ nf_u8* p1(int r) { return b + NF_ROWS_PER_BLOCK * S0 + r * S1; }
+    __device__ nf_u8* p2(int r) { return b + NF_ROWS_PER_BLOCK * (S0 + S1) + r * S2; }
+};
+
+// Values per chunk of the exact family (fp32 rows: 256, so that shared memory stays
+// under 48 KiB) and of the q8_1 family.
+template <int F>
+__host__ __device__ constexpr int nf_ck_exact() {
+    return F == NF_FMT_FP32 ? NF_CK : 2 * NF_CK;
+}
+#define NF_CK_Q8 (4 * NF_CK)
+
 // The exact family: y[m][n] (+ bias) for weight rows of this block and activation rows
 // m0 .. m0 + 8 (m0 = 8·blockIdx.y). xok: per activation row, whether the scaled order may
-// apply (fp8 / nvfp4; NULL otherwise).
+// apply (fp8 / nvfp4; NULL otherwise). K runs in chunks whose weight and activation words
+// the block first copies to shared memory with wide loads.
 template <int F>
 __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, const nf_u8* xok, const float* bias, void* y,
                          int y_dtype) {
-    const int row = blockIdx.x * NF_ROWS_PER_BLOCK + threadIdx.x / 8, lane = threadIdx.x % 8;
+    constexpr int CK = nf_ck_exact<F>();
+    __shared__ nf_wstage<F, CK> ws;
+    __shared__ __align__(16) nf_u8 xs[NF_MMAX][CK * 4];
+    const int rho = threadIdx.x / 8, lane = threadIdx.x % 8;
+    const int row0 = blockIdx.x * NF_ROWS_PER_BLOCK, row = row0 + rho;
+    const int live_rows = w.rows - row0 < NF_ROWS_PER_BLOCK ? w.rows - row0 : NF_ROWS_PER_BLOCK;
     const int m0 = blockIdx.y * NF_MMAX, mc = m - m0 < NF_MMAX ? m - m0 : NF_MMAX;
     const bool live = row < w.rows;
-    const nf_u64 k = (nf_u64)w.cols;
+    const int k = w.cols;
+    const int xsize = x_dtype == NF_DTYPE_F32 ? 4 : 2;
     float acc[NF_MMAX];
     bool scaled[NF_MMAX];
     float rs = 0.0f;
-    nf_wrow r = nf_row<F>(w, live ? row : 0);
+    const nf_wrow r = nf_row<F>(w, live ? row : row0);
     bool row_ok = false;
     if constexpr (F == NF_FMT_NVFP4) {
         rs = nf_nvfp4_divisor(r);
@@ -91,13 +161,22 @@ __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, 
         any_scaled |= i < mc && scaled[i];
         any_plain |= i < mc && !scaled[i];
     }
-    if (live) {
-        for (nf_u64 e = lane; e < k; e += 8) {
-            float vs = any_scaled ? nf_value<F>(r, (int)e, true, rs) : 0.0f;
-            float vp = any_plain ? nf_value<F>(r, (int)e, false, rs) : 0.0f;
+    for (int k0 = 0; k0 < k; k0 += CK) {
+        const int kc = k - k0 < CK ? k - k0 : CK;
+        __syncthreads();
+        nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws.p0(0), ws.p1(0), ws.p2(0));
+        nf_stage((const nf_u8*)x + ((nf_u64)m0 * k + k0) * xsize, (nf_u64)k * xsize, mc, kc * xsize, &xs[0][0], CK * 4);
+        nf_stage_wait();
+        __syncthreads();
+        if (live) {
+            const nf_wrow c = nf_chunk_row<F>(r, ws.p0(rho), ws.p1(rho), ws.p2(rho), k0);
+            for (int e = lane; e < kc; e += 8) {
+                float vs = any_scaled ? nf_value<F>(c, e, true, rs) : 0.0f;
+                float vp = any_plain ? nf_value<F>(c, e, false, rs) : 0.0f;
 #pragma unroll
-            for (int i = 0; i < NF_MMAX; i++) {
-                if (i < mc) acc[i] = nf_fma(scaled[i] ? vs : vp, nf_load_x(x, x_dtype, (nf_u64)(m0 + i) * k + e), acc[i]);
+                for (int i = 0; i < NF_MMAX; i++) {
+                    if (i < mc) acc[i] = nf_fma(scaled[i] ? vs : vp, nf_load_x(xs[i], x_dtype, e), acc[i]);
+                }
             }
         }
     }
@@ -112,10 +191,19 @@ __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, 
     }
 }
 
-// The q8_1 family on activations quantized by nf_quantize_q8_1.
+// The q8_1 family on activations quantized by nf_quantize_q8_1: codes q [m][k], scales d
+// [m][k/32]. K runs in chunks of 1024 values whose weight words, activation codes and
+// scales the block first copies to shared memory with wide loads; a thread's lane takes
+// the chunk's blocks b ≡ lane (mod 8), in increasing b.
 template <int F>
 __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m, const float* bias, void* y, int y_dtype) {
-    const int row = blockIdx.x * NF_ROWS_PER_BLOCK + threadIdx.x / 8, lane = threadIdx.x % 8;
+    constexpr int CK = NF_CK_Q8;
+    __shared__ nf_wstage<F, CK> ws;
+    __shared__ __align__(16) nf_i8 xs[NF_MMAX][CK];
+    __shared__ float ds[NF_MMAX][CK / 32];
+    const int rho = threadIdx.x / 8, lane = threadIdx.x % 8;
+    const int row0 = blockIdx.x * NF_ROWS_PER_BLOCK, row = row0 + rho;
+    const int live_rows = w.rows - row0 < NF_ROWS_PER_BLOCK ? w.rows - row0 : NF_ROWS_PER_BLOCK;
     const int m0 = blockIdx.y * NF_MMAX, mc = m - m0 < NF_MMAX ? m - m0 : NF_MMAX;
     const bool live = row < w.rows;
     const int k = w.cols;
@@ -123,30 +211,55 @@ __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m,
     float acc[NF_MMAX], accm[NF_MMAX];
 #pragma unroll
     for (int i = 0; i < NF_MMAX; i++) acc[i] = accm[i] = 0.0f;
-    nf_wrow r = nf_row<F>(w, live ? row : 0);
+    const nf_wrow r = nf_row<F>(w, live ? row : row0);
     bool fast = true;
-    if constexpr (F == NF_FMT_NVFP4) fast = nf_nvfp4_fast_row(r, w.nkb);
-    if (live && fast) {
-        for (int b = lane; b < k / V; b += 8) {
-#pragma unroll
-            for (int i = 0; i < NF_MMAX; i++) {
-                if (i >= mc) break;
-                nf_u64 xr = (nf_u64)(m0 + i) * (nf_u64)k;
-                nf_bdot p = nf_q8_block<F>(r, b, q + xr + (nf_u64)V * b, d[xr / 32 + V * b / 32]);
-                acc[i] = nf_fma(p.d, (float)p.t, acc[i]);
-                if constexpr (nf_has_min<F>()) accm[i] = nf_fma(p.dm, (float)p.tm, accm[i]);
-            }
+    if constexpr (F == NF_FMT_NVFP4) {
+        // The row's scale words, scanned by its 8 threads.
+        nf_u32 mx = 0, mn = 0xFFu;
+        for (int b = lane; b < w.nkb; b += 8) {
+            nf_u32 s = nf_nvfp4_word(r, b);
+            mx = s > mx ? s : mx;
+            if (s != 0 && s < mn) mn = s;
         }
-    } else if (live) {
-        // nvfp4 rows outside the block order's range: exact weights times x̂.
-        float dw = nf_nvfp4_divisor(r);
-        for (int e = lane; e < k; e += 8) {
-            float wv = nf_nvfp4_exact_weight(r, e, dw);
 #pragma unroll
-            for (int i = 0; i < NF_MMAX; i++) {
-                if (i >= mc) break;
-                nf_u64 xr = (nf_u64)(m0 + i) * (nf_u64)k;
-                acc[i] = nf_fma(wv, nf_mul(d[xr / 32 + e / 32], (float)q[xr + e]), acc[i]);
+        for (int o = 1; o < 8; o *= 2) {
+            nf_u32 a = __shfl_xor_sync(0xFFFFFFFFu, mx, o, 8), b = __shfl_xor_sync(0xFFFFFFFFu, mn, o, 8);
+            mx = a > mx ? a : mx;
+            mn = b < mn ? b : mn;
+        }
+        fast = nf_nvfp4_fast_final(nf_nvfp4_divisor(r), mx, mn);
+    }
+    const float dw = F == NF_FMT_NVFP4 ? nf_nvfp4_divisor(r) : 0.0f;
+    for (int k0 = 0; k0 < k; k0 += CK) {
+        const int kc = k - k0 < CK ? k - k0 : CK;
+        __syncthreads();
+        nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws.p0(0), ws.p1(0), ws.p2(0));
+        nf_stage((const nf_u8*)(q + (nf_u64)m0 * k + k0), (nf_u64)k, mc, kc, (nf_u8*)&xs[0][0], CK);
+        nf_stage((const nf_u8*)(d + ((nf_u64)m0 * k + k0) / 32), (nf_u64)k / 32 * 4, mc, kc / 32 * 4, (nf_u8*)&ds[0][0],
+                 CK / 32 * 4);
+        nf_stage_wait();
+        __syncthreads();
+        if (!live) continue;
+        const nf_wrow c = nf_chunk_row<F>(r, ws.p0(rho), ws.p1(rho), ws.p2(rho), k0);
+        if (fast) {
+            for (int b = lane; b < kc / V; b += 8) {
+#pragma unroll
+                for (int i = 0; i < NF_MMAX; i++) {
+                    if (i >= mc) break;
+                    nf_bdot p = nf_q8_block<F>(c, b, xs[i] + V * b, ds[i][V * b / 32]);
+                    acc[i] = nf_fma(p.d, (float)p.t, acc[i]);
+                    if constexpr (nf_has_min<F>()) accm[i] = nf_fma(p.dm, (float)p.tm, accm[i]);
+                }
+            }
+        } else {
+            // nvfp4 rows outside the block order's range: exact weights times x̂.
+            for (int e = lane; e < kc; e += 8) {
+                float wv = nf_nvfp4_exact_weight(c, e, dw);
+#pragma unroll
+                for (int i = 0; i < NF_MMAX; i++) {
+                    if (i >= mc) break;
+                    acc[i] = nf_fma(wv, nf_mul(ds[i][e / 32], (float)xs[i][e]), acc[i]);
+                }
             }
         }
     }
@@ -158,7 +271,7 @@ __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m,
         float t = nf_group_tree(l);
         if (live && lane == 0) {
             if constexpr (F == NF_FMT_NVFP4) {
-                if (fast) t = nf_div(t, nf_nvfp4_divisor(r));
+                if (fast) t = nf_div(t, dw);
             }
             nf_store_y(y, y_dtype, (nf_u64)(m0 + i) * (nf_u64)w.rows + row, nf_with_bias(t, bias, row));
         }

@@ -98,8 +98,14 @@ NF_HD nf_u32 nf_u32_at(const nf_u8* p) {
     return (nf_u32)p[0] | ((nf_u32)p[1] << 8) | ((nf_u32)p[2] << 16) | ((nf_u32)p[3] << 24);
 }
 
-// IEEE binary16 word to binary32, exact (NaN payloads kept in the high fraction bits).
+// IEEE binary16 word to binary32, exact (NaN payloads kept in the high fraction bits; on
+// the device the conversion instruction, whose NaN is the canonical one).
 NF_HD float nf_f16_to_f32(nf_u32 h) {
+#ifdef NF_DEVICE_CODE
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+    return f;
+#endif
     nf_u32 sign = (h & 0x8000u) << 16;
     nf_u32 e = (h >> 10) & 0x1Fu;
     nf_u32 m = h & 0x3FFu;
