@@ -604,14 +604,16 @@ impl<'a> PreparedWeight<'a> {
     /// `CUstream`; null = the default stream) and returning without waiting: x holds m × K
     /// values of `x_dtype` and y receives m × N values of `y_dtype` (f32 or bf16), both in
     /// device memory of the weight's device, row-major; `bias` is N f32 in device memory
-    /// or 0. With a `workspace` of at least [`workspace_size`](Self::workspace_size)(m)
+    /// or 0. With a `workspace` (16-byte aligned, as every device allocation is) of at
+    /// least [`workspace_size`](Self::workspace_size)(m)
     /// bytes nothing is allocated (the call can be captured in a CUDA graph); with 0 the
     /// workspace is allocated and freed in stream order. Several streams may run forwards
     /// of one weight at once. The results are the CPU's bits (docs/linear.md, "CUDA").
     ///
     /// Errors (nothing is enqueued on error): [`Error::BadShape`] when `k` is not K,
     /// [`Error::Unsupported`] for a CPU weight or f16 outputs, [`Error::BufferTooSmall`]
-    /// for a short workspace, [`Error::Cuda`] for a failing driver call.
+    /// for a short workspace, [`Error::InvalidArgument`] for a workspace address that is not
+    /// a multiple of 16, [`Error::Cuda`] for a failing driver call.
     ///
     /// # Safety
     /// x, y, bias and workspace must be device memory of the weight's device, large enough
@@ -636,6 +638,11 @@ impl<'a> PreparedWeight<'a> {
             return Err(Error::Unsupported(
                 "linear: f16 outputs (use f32 or bf16)".into(),
             ));
+        }
+        if !workspace.is_multiple_of(16) {
+            return Err(Error::InvalidArgument(format!(
+                "linear on CUDA: the workspace address {workspace:#x} is not a multiple of 16"
+            )));
         }
         match &self.backend {
             Backend::Cpu(_) => {

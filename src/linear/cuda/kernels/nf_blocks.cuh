@@ -463,22 +463,36 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         float d, dmin = 0.0f;
         if constexpr (F == NF_FMT_GGUF_Q2_K) {
             const nf_u8* blk = w.p0 + NF_Q2_K_BYTES * sb;
-            for (int e = 0; e < 32; e++) {
-                int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32;
-                nf_i32 q = (blk[NF_Q2_K_QS + 32 * h + l] >> (2 * i)) & 3;
-                s += (blk[NF_Q2_K_SCALES + v / 16] & 15) * q * xq[e];
-                sm += (blk[NF_Q2_K_SCALES + v / 16] >> 4) * xq[e];
+            // Value v = 32j + e: quant byte 32·(j / 4) + e at shift 2·(j % 4), scale byte
+            // v / 16 = 2j + e / 16 (low nibble scale, high nibble min).
+            const nf_u8* qs = blk + NF_Q2_K_QS + 32 * (j / 4);
+            const int shift = 2 * (j % 4);
+            nf_i32 q0 = 0, q1 = 0, x0 = 0, x1 = 0;
+            for (int e = 0; e < 16; e++) {
+                q0 += ((qs[e] >> shift) & 3) * xq[e];
+                q1 += ((qs[e + 16] >> shift) & 3) * xq[e + 16];
+                x0 += xq[e];
+                x1 += xq[e + 16];
             }
+            const nf_u32 b0 = blk[NF_Q2_K_SCALES + 2 * j], b1 = blk[NF_Q2_K_SCALES + 2 * j + 1];
+            s = (nf_i32)(b0 & 15) * q0 + (nf_i32)(b1 & 15) * q1;
+            sm = (nf_i32)(b0 >> 4) * x0 + (nf_i32)(b1 >> 4) * x1;
             d = nf_f16_to_f32(nf_u16_at(blk + NF_Q2_K_D));
             dmin = nf_f16_to_f32(nf_u16_at(blk + NF_Q2_K_DMIN));
         } else if constexpr (F == NF_FMT_GGUF_Q3_K) {
             const nf_u8* blk = w.p0 + NF_Q3_K_BYTES * sb;
-            for (int e = 0; e < 32; e++) {
-                int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32;
-                nf_i32 low = (blk[NF_Q3_K_QS + 32 * h + l] >> (2 * i)) & 3;
-                nf_i32 q = ((blk[NF_Q3_K_HMASK + l] >> (4 * h + i)) & 1) ? low : low - 4;
-                s += nf_q3_k_scale(blk, v / 16) * q * xq[e];
+            // Value v = 32j + e: quant byte 32·(j / 4) + e at shift 2·(j % 4), high bit j of
+            // hmask[e], scale v / 16 = 2j + e / 16.
+            const nf_u8* qs = blk + NF_Q3_K_QS + 32 * (j / 4);
+            const int shift = 2 * (j % 4);
+            const nf_i32 sc0 = nf_q3_k_scale(blk, 2 * j), sc1 = nf_q3_k_scale(blk, 2 * j + 1);
+            nf_i32 s0 = 0, s1 = 0;
+            for (int e = 0; e < 16; e++) {
+                nf_i32 lo0 = (qs[e] >> shift) & 3, lo1 = (qs[e + 16] >> shift) & 3;
+                s0 += (((blk[NF_Q3_K_HMASK + e] >> j) & 1) ? lo0 : lo0 - 4) * xq[e];
+                s1 += (((blk[NF_Q3_K_HMASK + e + 16] >> j) & 1) ? lo1 : lo1 - 4) * xq[e + 16];
             }
+            s = sc0 * s0 + sc1 * s1;
             d = nf_f16_to_f32(nf_u16_at(blk + NF_Q3_K_D));
         } else if constexpr (F == NF_FMT_GGUF_Q4_K || F == NF_FMT_GGUF_Q5_K) {
             constexpr bool five = F == NF_FMT_GGUF_Q5_K;

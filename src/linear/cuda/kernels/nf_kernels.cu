@@ -63,28 +63,51 @@ extern "C" __global__ void nf_scaled_x_rows(const void* x, int x_dtype, int k, i
 
 // ---- staging: a chunk of the block's rows in shared memory ----
 
-// Shared-memory bytes per staged row of a plane holding C bytes per chunk: rounded up to
-// 16 and 16 more, so that the rows of a warp start in different banks.
+// Shared-memory bytes per staged row of a plane holding C bytes per chunk: C rounded up to
+// 16, and 16 more, which is room for the row's bytes at any offset 0..15 (below) and makes
+// the rows of a warp start 4 banks apart (32 more measured up to 2.8 times slower for the
+// byte-read formats: their lanes' blocks then meet in fewer banks).
 __host__ __device__ constexpr int nf_srow(int c) { return c ? (c + 15) / 16 * 16 + 16 : 0; }
 
-// Starts copying `rows` runs of `nb` bytes (run r from src + r·stride) to dst +
-// r·dst_stride with the block's threads, in the widest words the addresses allow: 16, 8 or
-// 4 bytes by asynchronous copies (`nf_stage_wait` waits for them), 2 or 1 by plain loads.
+// Where run r of `nf_stage` begins in shared memory: its source address modulo 16 past the
+// row's start, so that 16-byte-aligned source words land on 16-byte-aligned shared words.
+__device__ __forceinline__ int nf_stage_offset(const nf_u8* src) { return (int)((nf_u64)src & 15); }
+
+// Starts copying `rows` runs of `nb` bytes (run r from src_r = src + r·stride) to dst +
+// r·dst_stride + nf_stage_offset(src_r) with the block's threads: the aligned 16-byte
+// words by asynchronous copies (`nf_stage_wait` waits for them), the bytes before the
+// first and after the last by plain loads. Reads nothing outside the runs.
+__device__ __forceinline__ void nf_cp16(nf_u8* to, const nf_u8* from) {
+    nf_u32 sa = (nf_u32)__cvta_generic_to_shared(to);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(from) : "memory");
+}
+
 __device__ __forceinline__ void nf_stage(const nf_u8* src, nf_u64 stride, int rows, int nb, nf_u8* dst, int dst_stride) {
-    nf_u64 a = (nf_u64)src | stride | (nf_u64)nb;
-    int lg = (a & 15) == 0 ? 4 : (a & 7) == 0 ? 3 : (a & 3) == 0 ? 2 : (a & 1) == 0 ? 1 : 0;
-    int units = nb >> lg, total = rows * units;
+    if ((((nf_u64)src | stride | (nf_u64)nb) & 15) == 0) {
+        // Every run aligned: 16-byte words only (the common case, and the cheapest loop).
+        const int units = nb >> 4, total = rows * units;
+        for (int u = threadIdx.x; u < total; u += blockDim.x) {
+            const int r = u / units, c = (u - r * units) << 4;
+            nf_cp16(dst + r * dst_stride + c, src + (nf_u64)r * stride + c);
+        }
+        return;
+    }
+    const int units = nb / 16 + 2;
+    const int total = rows * units;
     for (int u = threadIdx.x; u < total; u += blockDim.x) {
-        int r = u / units, c = (u - r * units) << lg;
-        const nf_u8* from = src + (nf_u64)r * stride + c;
-        nf_u8* to = dst + r * dst_stride + c;
-        nf_u32 sa = (nf_u32)__cvta_generic_to_shared(to);
-        switch (lg) {
-            case 4: asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(from) : "memory"); break;
-            case 3: asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(sa), "l"(from) : "memory"); break;
-            case 2: asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(sa), "l"(from) : "memory"); break;
-            case 1: *(nf_u16*)to = __ldg((const nf_u16*)from); break;
-            default: *to = __ldg(from); break;
+        const int r = u / units, c = u - r * units;
+        const nf_u8* run = src + (nf_u64)r * stride;
+        const nf_u8* end = run + nb;
+        const nf_u8* base = (const nf_u8*)((nf_u64)run & ~(nf_u64)15);
+        const nf_u8* at = base + 16 * c;
+        if (at >= end) continue;
+        nf_u8* to = dst + r * dst_stride + 16 * c;
+        if (at >= run && at + 16 <= end) {
+            nf_cp16(to, at);
+        } else {
+            for (int j = 0; j < 16; j++) {
+                if (at + j >= run && at + j < end) to[j] = __ldg(at + j);
+            }
         }
     }
 }
@@ -116,6 +139,17 @@ struct nf_wstage {
     __device__ nf_u8* p2(int r) { return b + NF_ROWS_PER_BLOCK * (S0 + S1) + r * S2; }
 };
 
+// Row r's (block row rho's) staged chunk at k0: `nf_chunk_row` with each staged plane at
+// its offset in shared memory.
+template <int F, int CK>
+__device__ __forceinline__ nf_wrow nf_staged_row(const nf_wrow& r, nf_wstage<F, CK>& ws, int rho, int k0) {
+    constexpr int C0 = nf_chunk_bytes<F>(0), C1 = nf_chunk_bytes<F>(1), C2 = nf_chunk_bytes<F>(2);
+    const nf_u8* s0 = C0 ? ws.p0(rho) + nf_stage_offset(r.p0 + (nf_u64)k0 * C0 / NF_CK) : 0;
+    const nf_u8* s1 = C1 ? ws.p1(rho) + nf_stage_offset(r.p1 + (nf_u64)k0 * C1 / NF_CK) : 0;
+    const nf_u8* s2 = C2 ? ws.p2(rho) + nf_stage_offset(r.p2 + (nf_u64)k0 * C2 / NF_CK) : 0;
+    return nf_chunk_row<F>(r, s0, s1, s2, k0);
+}
+
 // Values per chunk of the exact family (fp32 rows: 256, so that shared memory stays
 // under 48 KiB) and of the q8_1 family.
 template <int F>
@@ -123,6 +157,23 @@ __host__ __device__ constexpr int nf_ck_exact() {
     return F == NF_FMT_FP32 ? NF_CK : 2 * NF_CK;
 }
 #define NF_CK_Q8 (4 * NF_CK)
+
+// One chunk of an exact-family row for MC activation rows (mc of them live): lane `lane`'s
+// elements e ≡ lane (mod 8), in increasing e, from the staged row c and activation rows
+// xs + i·xstride + xoff[i].
+template <int F, int MC>
+__device__ __forceinline__ void nf_exact_chunk(const nf_wrow& c, int lane, int kc, const nf_u8* xs, int xstride, const nf_u8* xoff,
+                                               int x_dtype, int mc, bool any_scaled, bool any_plain, const bool* scaled, float rs,
+                                               float* acc) {
+    for (int e = lane; e < kc; e += 8) {
+        float vs = any_scaled ? nf_value<F>(c, e, true, rs) : 0.0f;
+        float vp = any_plain ? nf_value<F>(c, e, false, rs) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < MC; i++) {
+            if (MC == 1 || i < mc) acc[i] = nf_fma(scaled[i] ? vs : vp, nf_load_x(xs + i * xstride + xoff[i], x_dtype, e), acc[i]);
+        }
+    }
+}
 
 // The exact family: y[m][n] (+ bias) for weight rows of this block and activation rows
 // m0 .. m0 + 8 (m0 = 8·blockIdx.y). xok: per activation row, whether the scaled order may
@@ -133,7 +184,7 @@ __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, 
                          int y_dtype) {
     constexpr int CK = nf_ck_exact<F>();
     __shared__ nf_wstage<F, CK> ws;
-    __shared__ __align__(16) nf_u8 xs[NF_MMAX][CK * 4];
+    __shared__ __align__(16) nf_u8 xs[NF_MMAX][CK * 4 + 16];
     const int rho = threadIdx.x / 8, lane = threadIdx.x % 8;
     const int row0 = blockIdx.x * NF_ROWS_PER_BLOCK, row = row0 + rho;
     const int live_rows = w.rows - row0 < NF_ROWS_PER_BLOCK ? w.rows - row0 : NF_ROWS_PER_BLOCK;
@@ -165,19 +216,20 @@ __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, 
         const int kc = k - k0 < CK ? k - k0 : CK;
         __syncthreads();
         nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws.p0(0), ws.p1(0), ws.p2(0));
-        nf_stage((const nf_u8*)x + ((nf_u64)m0 * k + k0) * xsize, (nf_u64)k * xsize, mc, kc * xsize, &xs[0][0], CK * 4);
+        const nf_u8* xc = (const nf_u8*)x + ((nf_u64)m0 * k + k0) * xsize;
+        nf_stage(xc, (nf_u64)k * xsize, mc, kc * xsize, &xs[0][0], CK * 4 + 16);
+        nf_u8 xoff[NF_MMAX];
+#pragma unroll
+        for (int i = 0; i < NF_MMAX; i++) xoff[i] = (nf_u8)nf_stage_offset(xc + (nf_u64)i * k * xsize);
         nf_stage_wait();
         __syncthreads();
         if (live) {
-            const nf_wrow c = nf_chunk_row<F>(r, ws.p0(rho), ws.p1(rho), ws.p2(rho), k0);
-            for (int e = lane; e < kc; e += 8) {
-                float vs = any_scaled ? nf_value<F>(c, e, true, rs) : 0.0f;
-                float vp = any_plain ? nf_value<F>(c, e, false, rs) : 0.0f;
-#pragma unroll
-                for (int i = 0; i < NF_MMAX; i++) {
-                    if (i < mc) acc[i] = nf_fma(scaled[i] ? vs : vp, nf_load_x(xs[i], x_dtype, e), acc[i]);
-                }
-            }
+            const nf_wrow c = nf_staged_row<F, CK>(r, ws, rho, k0);
+            if (mc == 1)
+                nf_exact_chunk<F, 1>(c, lane, kc, xs[0], CK * 4 + 16, xoff, x_dtype, 1, any_scaled, any_plain, scaled, rs, acc);
+            else
+                nf_exact_chunk<F, NF_MMAX>(c, lane, kc, xs[0], CK * 4 + 16, xoff, x_dtype, mc, any_scaled, any_plain, scaled, rs,
+                                           acc);
         }
     }
 #pragma unroll
@@ -191,6 +243,36 @@ __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, 
     }
 }
 
+// One chunk of a q8_1-family row for MC activation rows (mc of them live): lane `lane`'s
+// blocks b ≡ lane (mod 8), in increasing b, from the staged row c, activation codes xs +
+// i·ck and scales at ds + i·dstride + doff[i] (bytes). With one activation row, a block's
+// codes are read into registers with 16-byte loads.
+template <int F, int MC>
+__device__ __forceinline__ void nf_q8_chunk(const nf_wrow& c, int lane, int kc, const nf_i8* xs, const nf_u8* ds, int dstride,
+                                            const nf_u8* doff, int ck, int mc, float* acc, float* accm) {
+    constexpr int V = nf_q8_block_values<F>();
+    for (int b = lane; b < kc / V; b += 8) {
+#pragma unroll
+        for (int i = 0; i < MC; i++) {
+            if (MC > 1 && i >= mc) break;
+            const float dx = ((const float*)(ds + i * dstride + doff[i]))[V * b / 32];
+            nf_bdot p;
+            if constexpr (MC == 1) {
+                uint4 xv[V / 16];
+#pragma unroll
+                for (int h = 0; h < V / 16; h++) xv[h] = *(const uint4*)(xs + V * b + 16 * h);
+                p = nf_q8_block<F>(c, b, (const nf_i8*)xv, dx);
+            } else {
+                // Several activation rows: the codes read where they are staged (fewer
+                // registers than a copy per row).
+                p = nf_q8_block<F>(c, b, xs + i * ck + V * b, dx);
+            }
+            acc[i] = nf_fma(p.d, (float)p.t, acc[i]);
+            if constexpr (nf_has_min<F>()) accm[i] = nf_fma(p.dm, (float)p.tm, accm[i]);
+        }
+    }
+}
+
 // The q8_1 family on activations quantized by nf_quantize_q8_1: codes q [m][k], scales d
 // [m][k/32]. K runs in chunks of 1024 values whose weight words, activation codes and
 // scales the block first copies to shared memory with wide loads; a thread's lane takes
@@ -200,7 +282,7 @@ __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m,
     constexpr int CK = NF_CK_Q8;
     __shared__ nf_wstage<F, CK> ws;
     __shared__ __align__(16) nf_i8 xs[NF_MMAX][CK];
-    __shared__ float ds[NF_MMAX][CK / 32];
+    __shared__ __align__(16) float ds[NF_MMAX][CK / 32 + 4];
     const int rho = threadIdx.x / 8, lane = threadIdx.x % 8;
     const int row0 = blockIdx.x * NF_ROWS_PER_BLOCK, row = row0 + rho;
     const int live_rows = w.rows - row0 < NF_ROWS_PER_BLOCK ? w.rows - row0 : NF_ROWS_PER_BLOCK;
@@ -234,23 +316,22 @@ __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m,
         const int kc = k - k0 < CK ? k - k0 : CK;
         __syncthreads();
         nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws.p0(0), ws.p1(0), ws.p2(0));
+        // The codes' rows are 16-byte aligned (an aligned workspace, K a multiple of 32).
         nf_stage((const nf_u8*)(q + (nf_u64)m0 * k + k0), (nf_u64)k, mc, kc, (nf_u8*)&xs[0][0], CK);
-        nf_stage((const nf_u8*)(d + ((nf_u64)m0 * k + k0) / 32), (nf_u64)k / 32 * 4, mc, kc / 32 * 4, (nf_u8*)&ds[0][0],
-                 CK / 32 * 4);
+        const float* dc = d + ((nf_u64)m0 * k + k0) / 32;
+        nf_stage((const nf_u8*)dc, (nf_u64)k / 32 * 4, mc, kc / 32 * 4, (nf_u8*)&ds[0][0], CK / 32 * 4 + 16);
+        nf_u8 doff[NF_MMAX];
+#pragma unroll
+        for (int i = 0; i < NF_MMAX; i++) doff[i] = (nf_u8)nf_stage_offset((const nf_u8*)(dc + (nf_u64)i * (k / 32)));
         nf_stage_wait();
         __syncthreads();
         if (!live) continue;
-        const nf_wrow c = nf_chunk_row<F>(r, ws.p0(rho), ws.p1(rho), ws.p2(rho), k0);
+        const nf_wrow c = nf_staged_row<F, CK>(r, ws, rho, k0);
         if (fast) {
-            for (int b = lane; b < kc / V; b += 8) {
-#pragma unroll
-                for (int i = 0; i < NF_MMAX; i++) {
-                    if (i >= mc) break;
-                    nf_bdot p = nf_q8_block<F>(c, b, xs[i] + V * b, ds[i][V * b / 32]);
-                    acc[i] = nf_fma(p.d, (float)p.t, acc[i]);
-                    if constexpr (nf_has_min<F>()) accm[i] = nf_fma(p.dm, (float)p.tm, accm[i]);
-                }
-            }
+            if (mc == 1)
+                nf_q8_chunk<F, 1>(c, lane, kc, xs[0], (const nf_u8*)ds[0], CK / 32 * 4 + 16, doff, CK, 1, acc, accm);
+            else
+                nf_q8_chunk<F, NF_MMAX>(c, lane, kc, xs[0], (const nf_u8*)ds[0], CK / 32 * 4 + 16, doff, CK, mc, acc, accm);
         } else {
             // nvfp4 rows outside the block order's range: exact weights times x̂.
             for (int e = lane; e < kc; e += 8) {
@@ -258,7 +339,8 @@ __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m,
 #pragma unroll
                 for (int i = 0; i < NF_MMAX; i++) {
                     if (i >= mc) break;
-                    acc[i] = nf_fma(wv, nf_mul(ds[i][e / 32], (float)xs[i][e]), acc[i]);
+                    const float dx = ((const float*)((const nf_u8*)ds[i] + doff[i]))[e / 32];
+                    acc[i] = nf_fma(wv, nf_mul(dx, (float)xs[i][e]), acc[i]);
                 }
             }
         }
@@ -290,20 +372,23 @@ __device__ void nf_decode(const nf_weight& w, int first, int count, void* out, i
     nf_store_y(out, out_dtype, i, nf_decoded<F>(nf_row<F>(w, row), e));
 }
 
+// Blocks per multiprocessor the register budget is sized for (at most 128 registers).
+#define NF_MIN_BLOCKS 4
+
 // One entry point per format: nf_exact_<format number>, nf_q8_<n>, nf_decode_<n>.
 #define NF_DECODE_KERNEL(F)                                                                                          \
     extern "C" __global__ void nf_decode_##F(nf_weight w, int first, int count, void* out, int out_dtype) {          \
         nf_decode<F>(w, first, count, out, out_dtype);                                                               \
     }
 #define NF_EXACT_KERNELS(F)                                                                                          \
-    extern "C" __global__ void __launch_bounds__(128, 4) nf_exact_##F(nf_weight w, const void* x, int x_dtype, int m,   \
+    extern "C" __global__ void __launch_bounds__(128, NF_MIN_BLOCKS) nf_exact_##F(nf_weight w, const void* x, int x_dtype, int m,   \
                                                                   const nf_u8* xok, const float* bias, void* y,      \
                                                                   int y_dtype) {                                     \
         nf_exact<F>(w, x, x_dtype, m, xok, bias, y, y_dtype);                                                        \
     }                                                                                                                \
     NF_DECODE_KERNEL(F)
 #define NF_Q8_KERNEL(F)                                                                                              \
-    extern "C" __global__ void __launch_bounds__(128, 4) nf_q8_##F(nf_weight w, const nf_i8* q, const float* d, int m,  \
+    extern "C" __global__ void __launch_bounds__(128, NF_MIN_BLOCKS) nf_q8_##F(nf_weight w, const nf_i8* q, const float* d, int m,  \
                                                                const float* bias, void* y, int y_dtype) {            \
         nf_q8<F>(w, q, d, m, bias, y, y_dtype);                                                                      \
     }
