@@ -890,14 +890,16 @@ ninfer_status ninfer_cuda_linear_workspace_size(const struct ninfer_linear *hand
  * without waiting (no host synchronisation): `x` = m × k values of `x_dtype`
  * (`NINFER_DTYPE_F32`, `_BF16`, `_F16`), `y` = m × N values of `y_dtype` (`F32` or `BF16`),
  * row-major, in device memory; `bias` = N floats in device memory or 0. `k` must equal K.
- * With `workspace` ≥ `ninfer_cuda_linear_workspace_size(m)` bytes nothing is allocated,
+ * With `workspace` (16-byte aligned, as every device allocation is) ≥
+ * `ninfer_cuda_linear_workspace_size(m)` bytes nothing is allocated,
  * so the call can be captured in a CUDA graph; with `workspace` = 0 the library allocates
  * and frees it in stream order. Several threads may call this on one handle with
  * different streams at once. The outputs are bit for bit the CPU's (docs/cuda.md).
  *
  * Errors (nothing is enqueued unless OK): `NULL_POINTER` (handle; x or y 0 with m > 0),
  * `BAD_SHAPE`, `UNKNOWN_DTYPE`, `UNSUPPORTED` (f16 outputs, a CPU handle, m too large for
- * one launch), `BUFFER_TOO_SMALL` (workspace), `CUDA` (a failing launch, with the CUDA
+ * one launch), `BUFFER_TOO_SMALL` (workspace), `INVALID_ARGUMENT` (a workspace address
+ * that is not a multiple of 16), `CUDA` (a failing launch, with the CUDA
  * error name). Errors of kernels that already ran surface from the stream, as for any
  * CUDA work.
  *

@@ -6,13 +6,15 @@
 #   scripts/device-check.sh run     # on the GPU machine (driver; no Rust needed), from the
 #                                   # repository root with target/device/ carried over
 #
-# `run` prints the device, then: `ninfer verify` on the built-in sample (the CLI built with
-# the feature: linear on CUDA too, against the f64 oracle and the CPU's bits), CUDA vs CPU
-# bit for bit on every format the kernels cover (M = 1, 2, 7, 8, 9, 17; odd N; K not a
-# multiple of 128 where allowed; f32/bf16 in and out, bias; host-buffer and device paths;
-# device row decode), a compute-sanitizer memcheck of that test, the GEMV benchmark (µs,
-# weight GB/s, % of the read bandwidth measured in the same run) and, when torch is
-# importable, torch's bf16 GEMV on the same shapes.
+# `run` prints the device, then, each step under its own time limit: CUDA vs CPU bit for
+# bit on every format the kernels cover (M = 1, 2, 7, 8, 9, 17; odd N; K not a multiple of
+# 128 where allowed; f32/bf16 in and out, bias; host-buffer and device paths; device row
+# decode; every combination runs and the failures are listed together), `ninfer verify` on
+# the built-in sample (the CLI built with the feature: linear on CUDA too, against the f64
+# oracle and the CPU's bits), the GEMV benchmark (µs, weight GB/s, % of the memory
+# bandwidth of a device-to-device copy in the same run; a forward replayed from a CUDA
+# graph), a compute-sanitizer memcheck of the bitwise test and, when torch is importable,
+# torch's bf16 GEMV on the same shapes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/device

@@ -48,3 +48,32 @@ fn decoded_paths_give_the_whole_products_bits_in_ranges() {
         }
     }
 }
+
+/// `forward_cuda`'s argument checks come before the backend's: a workspace address that is
+/// not a multiple of 16 is an invalid argument, an aligned one on a CPU weight unsupported,
+/// and neither touches memory.
+#[test]
+fn forward_cuda_checks_the_workspace_alignment_first() {
+    let (n, k) = (4, 64);
+    let wb = weight(Format::Bf16, n, k);
+    let w = PreparedWeight::new(WeightView::single(Format::Bf16, n, k, &wb).unwrap()).unwrap();
+    let run = |ws: u64| {
+        // SAFETY: every call below is refused before any address is used.
+        unsafe {
+            w.forward_cuda(
+                16,
+                Dtype::F32,
+                1,
+                k,
+                0,
+                32,
+                Dtype::F32,
+                std::ptr::null_mut(),
+                ws,
+                1 << 20,
+            )
+        }
+    };
+    assert!(matches!(run(8), Err(crate::Error::InvalidArgument(_))));
+    assert!(matches!(run(64), Err(crate::Error::Unsupported(_))));
+}
