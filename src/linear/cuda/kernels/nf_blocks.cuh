@@ -392,23 +392,27 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
     nf_i32 s = 0;
     if constexpr (F == NF_FMT_GGUF_Q8_0) {
         const nf_u8* blk = w.p0 + NF_Q8_0_BYTES * b;
-        for (int e = 0; e < 32; e++) s += (nf_i32)(nf_i8)blk[NF_Q8_0_QS + e] * xq[e];
+        for (int e = 0; e < 8; e++) s = nf_dot4(nf_u32_le(blk + NF_Q8_0_QS + 4 * e), nf_x4(xq, e), s);
         o.t = s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
-    } else if constexpr (F == NF_FMT_GGUF_Q4_0 || F == NF_FMT_GGUF_IQ4_NL) {
-        static_assert(NF_Q4_0_BYTES == NF_IQ4_NL_BYTES && NF_Q4_0_QS == NF_IQ4_NL_QS, "one layout");
+    } else if constexpr (F == NF_FMT_GGUF_Q4_0) {
+        // Byte e holds value e (low nibble) and e + 16 (high); q = nibble - 8.
         const nf_u8* blk = w.p0 + NF_Q4_0_BYTES * b;
+        nf_i32 sx = 0;
+        for (int e = 0; e < 4; e++) {
+            nf_u32 c = nf_u32_le(blk + NF_Q4_0_QS + 4 * e);
+            nf_u32 lo = nf_x4(xq, e), hi = nf_x4(xq, e + 4);
+            s = nf_dot4(c & 0x0F0F0F0Fu, lo, s);
+            s = nf_dot4((c >> 4) & 0x0F0F0F0Fu, hi, s);
+            sx = nf_dot4(0x01010101u, lo, nf_dot4(0x01010101u, hi, sx));
+        }
+        o.t = s - 8 * sx;
+        o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
+    } else if constexpr (F == NF_FMT_GGUF_IQ4_NL) {
+        const nf_u8* blk = w.p0 + NF_IQ4_NL_BYTES * b;
         for (int e = 0; e < 16; e++) {
-            nf_u32 lo = blk[NF_Q4_0_QS + e] & 0x0Fu, hi = blk[NF_Q4_0_QS + e] >> 4;
-            nf_i32 ql, qh;
-            if constexpr (F == NF_FMT_GGUF_Q4_0) {
-                ql = (nf_i32)lo - 8;
-                qh = (nf_i32)hi - 8;
-            } else {
-                ql = nf_kvalues_iq4nl[lo];
-                qh = nf_kvalues_iq4nl[hi];
-            }
-            s += ql * xq[e] + qh * xq[e + 16];
+            nf_u32 c = blk[NF_IQ4_NL_QS + e];
+            s += nf_kvalues_iq4nl[c & 0x0Fu] * xq[e] + nf_kvalues_iq4nl[c >> 4] * xq[e + 16];
         }
         o.t = s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
@@ -444,6 +448,24 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         float dc;
         o.t = nf_iq_group<F>(w.p0 + nf_iq_block_bytes<F>() * (b / 8), b % 8, xq, &dc);
         o.d = nf_mul(dc, dx);
+    } else if constexpr (F == NF_FMT_Q8_G32_FP16) {
+        for (int e = 0; e < 8; e++) s = nf_dot4(nf_u32_le(w.p0 + 32 * b + 4 * e), nf_x4(xq, e), s);
+        o.t = s;
+        o.d = nf_mul(nf_grouped_scale(w, b), dx);
+    } else if constexpr (F == NF_FMT_Q4_G64_FP16) {
+        // Word e holds values 8e .. 8e + 7, value 2i + h in nibble h of byte i; code c =
+        // (nibble ^ 8) - 8, so sum c·x = sum (nibble ^ 8)·x - 8·sum x.
+        nf_i32 sx = 0;
+        for (int e = 0; e < 4; e++) {
+            nf_u32 c = nf_u32_le(w.p0 + 16 * b + 4 * e) ^ 0x88888888u;
+            nf_u32 x0 = nf_x4(xq, 2 * e), x1 = nf_x4(xq, 2 * e + 1);
+            nf_u32 even = nf_perm(x0, x1, 0x6420u), odd = nf_perm(x0, x1, 0x7531u);
+            s = nf_dot4(c & 0x0F0F0F0Fu, even, s);
+            s = nf_dot4((c >> 4) & 0x0F0F0F0Fu, odd, s);
+            sx = nf_dot4(0x01010101u, x0, nf_dot4(0x01010101u, x1, sx));
+        }
+        o.t = s - 8 * sx;
+        o.d = nf_mul(nf_grouped_scale(w, 32 * b / nf_group<F>()), dx);
     } else if constexpr (nf_is_grouped<F>()) {
         for (int e = 0; e < 32; e++) s += nf_grouped_code<F>(w, 32 * b + e) * xq[e];
         o.t = s;

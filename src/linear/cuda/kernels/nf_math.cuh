@@ -98,6 +98,50 @@ NF_HD nf_u32 nf_u32_at(const nf_u8* p) {
     return (nf_u32)p[0] | ((nf_u32)p[1] << 8) | ((nf_u32)p[2] << 16) | ((nf_u32)p[3] << 24);
 }
 
+// Four bytes at p as a little-endian word, any alignment (on the device one load where p
+// is 4-byte aligned, two 16-bit loads where it is 2-byte aligned).
+NF_HD nf_u32 nf_u32_le(const nf_u8* p) {
+#ifdef NF_DEVICE_CODE
+    if (((nf_u64)p & 3) == 0) return *(const nf_u32*)p;
+    if (((nf_u64)p & 1) == 0) return (nf_u32)((const nf_u16*)p)[0] | ((nf_u32)((const nf_u16*)p)[1] << 16);
+#endif
+    return nf_u32_at(p);
+}
+
+// Word i of 4-byte-aligned activation codes (on the device one load, so that codes held
+// in registers stay there).
+NF_HD nf_u32 nf_x4(const nf_i8* x, int i) {
+#ifdef NF_DEVICE_CODE
+    return ((const nf_u32*)x)[i];
+#else
+    return nf_u32_at((const nf_u8*)x + 4 * i);
+#endif
+}
+
+// c + the sum of the four products of the signed bytes of a and b (exact; `dp4a` on the
+// device).
+NF_HD nf_i32 nf_dot4(nf_u32 a, nf_u32 b, nf_i32 c) {
+#ifdef NF_DEVICE_CODE
+    return __dp4a((int)a, (int)b, c);
+#else
+    for (int i = 0; i < 4; i++) c += (nf_i32)(nf_i8)(a >> (8 * i)) * (nf_i32)(nf_i8)(b >> (8 * i));
+    return c;
+#endif
+}
+
+// Bytes of a and b picked by the selector's nibbles (byte j of the result is byte
+// (sel >> 4j) & 7 of the pair b:a; `__byte_perm` on the device).
+NF_HD nf_u32 nf_perm(nf_u32 a, nf_u32 b, nf_u32 sel) {
+#ifdef NF_DEVICE_CODE
+    return __byte_perm(a, b, sel);
+#else
+    nf_u64 ab = (nf_u64)a | ((nf_u64)b << 32);
+    nf_u32 r = 0;
+    for (int j = 0; j < 4; j++) r |= (nf_u32)((ab >> (8 * ((sel >> (4 * j)) & 7))) & 0xFF) << (8 * j);
+    return r;
+#endif
+}
+
 // IEEE binary16 word to binary32, exact (NaN payloads kept in the high fraction bits; on
 // the device the conversion instruction, whose NaN is the canonical one).
 NF_HD float nf_f16_to_f32(nf_u32 h) {
