@@ -382,6 +382,14 @@ NF_HD constexpr int nf_iq_block_bytes() {
                                      : NF_IQ1_M_BYTES;
 }
 
+// The exact sum of 32 signed weight bytes at q (any alignment) times 32 activation codes
+// (4-byte aligned).
+NF_HD nf_i32 nf_dot32(const nf_u8* q, const nf_i8* xq) {
+    nf_i32 s = 0;
+    for (int e = 0; e < 8; e++) s = nf_dot4(nf_u32_le(q + 4 * e), nf_x4(xq, e), s);
+    return s;
+}
+
 // Block b of row w against the block's activation codes xq (32 values; nvfp4 16) and the
 // activation block's stored scale dx (nvfp4: of the 32-value block holding it).
 template <int F>
@@ -392,7 +400,7 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
     nf_i32 s = 0;
     if constexpr (F == NF_FMT_GGUF_Q8_0) {
         const nf_u8* blk = w.p0 + NF_Q8_0_BYTES * b;
-        for (int e = 0; e < 8; e++) s = nf_dot4(nf_u32_le(blk + NF_Q8_0_QS + 4 * e), nf_x4(xq, e), s);
+        s = nf_dot32(blk + NF_Q8_0_QS, xq);
         o.t = s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
     } else if constexpr (F == NF_FMT_GGUF_Q4_0) {
@@ -449,7 +457,7 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         o.t = nf_iq_group<F>(w.p0 + nf_iq_block_bytes<F>() * (b / 8), b % 8, xq, &dc);
         o.d = nf_mul(dc, dx);
     } else if constexpr (F == NF_FMT_Q8_G32_FP16) {
-        for (int e = 0; e < 8; e++) s = nf_dot4(nf_u32_le(w.p0 + 32 * b + 4 * e), nf_x4(xq, e), s);
+        s = nf_dot32(w.p0 + 32 * b, xq);
         o.t = s;
         o.d = nf_mul(nf_grouped_scale(w, b), dx);
     } else if constexpr (F == NF_FMT_Q4_G64_FP16) {

@@ -73,15 +73,16 @@ __host__ __device__ constexpr int nf_srow(int c) { return c ? (c + 15) / 16 * 16
 // row's start, so that 16-byte-aligned source words land on 16-byte-aligned shared words.
 __device__ __forceinline__ int nf_stage_offset(const nf_u8* src) { return (int)((nf_u64)src & 15); }
 
-// Starts copying `rows` runs of `nb` bytes (run r from src_r = src + r·stride) to dst +
-// r·dst_stride + nf_stage_offset(src_r) with the block's threads: the aligned 16-byte
-// words by asynchronous copies (`nf_stage_wait` waits for them), the bytes before the
-// first and after the last by plain loads. Reads nothing outside the runs.
+// One 16-byte asynchronous copy from global to shared memory.
 __device__ __forceinline__ void nf_cp16(nf_u8* to, const nf_u8* from) {
     nf_u32 sa = (nf_u32)__cvta_generic_to_shared(to);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(from) : "memory");
 }
 
+// Starts copying `rows` runs of `nb` bytes (run r from src_r = src + r·stride) to dst +
+// r·dst_stride + nf_stage_offset(src_r) with the block's threads: the aligned 16-byte
+// words by asynchronous copies (`nf_stage_wait` waits for them), the bytes before the
+// first and after the last by plain loads. Reads nothing outside the runs.
 __device__ __forceinline__ void nf_stage(const nf_u8* src, nf_u64 stride, int rows, int nb, nf_u8* dst, int dst_stride) {
     if ((((nf_u64)src | stride | (nf_u64)nb) & 15) == 0) {
         // Every run aligned: 16-byte words only (the common case, and the cheapest loop).
