@@ -22,8 +22,8 @@ case "${1:-}" in
   build)
     mkdir -p "$out"
     exe=$(cargo test --release --features cuda --lib --no-run 2>&1 |
-      sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p' | tail -1)
-    [ -n "$exe" ] || { echo "device-check: no test binary built" >&2; exit 1; }
+      tee target/device-build.log | sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p' | tail -1 || true)
+    [ -n "$exe" ] || { tail -40 target/device-build.log >&2; echo "device-check: no test binary built" >&2; exit 1; }
     # Stripped: both binaries travel to the GPU machine.
     strip -o "$out/ninfer-lib-tests" "$exe"
     cargo build --release --quiet -p ninfer-cli --features cuda

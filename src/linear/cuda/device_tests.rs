@@ -469,7 +469,14 @@ fn cuda_bench() {
         "format+activation", "N x K", "M", "us", "GB/s", "%BW"
     );
     let mut rng = Rng(9);
+    // NINFER_BENCH_FORMATS=name,name: only these formats (a quick look at a few kernels).
+    let only = std::env::var("NINFER_BENCH_FORMATS").ok();
     for (format, layout, activation) in covered() {
+        if let Some(o) = &only
+            && !o.split(',').any(|f| f == format.name())
+        {
+            continue;
+        }
         for (n, k) in [(28672usize, 8192usize), (8192, 8192)] {
             let mut p = valid_payload(format, layout, n, k, &mut rng);
             if format == Format::Nvfp4 {

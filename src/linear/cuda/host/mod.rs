@@ -65,6 +65,35 @@ fn tables_source() -> String {
         "// IQ4_NL / IQ4_XS codebook.\nNF_TABLE nf_i8 nf_kvalues_iq4nl[16] = {{{}}};\n",
         kv.join(", ")
     );
+    // Signed-byte tables packed four entries per little-endian word (`nf_lookup16`), as
+    // compile-time constants.
+    let words = |t: &[i8]| -> String {
+        t.chunks(4)
+            .map(|c| {
+                let w = c
+                    .iter()
+                    .enumerate()
+                    .fold(0u32, |w, (i, &v)| w | ((v as u8 as u32) << (8 * i)));
+                format!("0x{w:08x}u")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    s += &format!(
+        "// The same codebook as four words of four signed bytes.\n#define NF_IQ4NL_WORDS {{{}}}\n",
+        words(&crate::formats::gguf::grids::KVALUES_IQ4NL)
+    );
+    let twice: Vec<i8> = (0..16u32)
+        .map(|c| {
+            let m = (2.0 * crate::words::e2m1::MAGNITUDES[(c & 7) as usize]) as i8;
+            if c & 8 != 0 { -m } else { m }
+        })
+        .collect();
+    s += &format!(
+        "// Twice the E2M1 value of each code word 0..15 (an integer), four signed bytes per \
+         word.\n#define NF_TWICE_E2M1_WORDS {{{}}}\n",
+        words(&twice)
+    );
     let mags: Vec<String> = crate::words::e2m1::MAGNITUDES
         .iter()
         .map(|v| format!("{v:?}f"))

@@ -267,12 +267,6 @@ NF_HD nf_u32 nf_iq1_m_super_scale_bits(const nf_u8* blk) {
     return bits;
 }
 
-// 2·e2m1(c) for every code word (an integer in [-12, 12]).
-NF_HD nf_i32 nf_twice_e2m1(nf_u32 c) {
-    nf_i32 m = (nf_i32)nf_mul(nf_e2m1_magnitudes[c & 7u], 2.0f);
-    return (c & 8u) ? -m : m;
-}
-
 // The grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M).
 template <int F>
 NF_HD constexpr bool nf_is_iquant() {
@@ -382,6 +376,21 @@ NF_HD constexpr int nf_iq_block_bytes() {
                                      : NF_IQ1_M_BYTES;
 }
 
+// Four entries of a 16-entry table of signed bytes t (four little-endian words): byte i of
+// the result is entry (n >> 8i) & 15 (each byte of n holds an index in its low nibble).
+// Two byte permutations pick among entries 0..7 and 8..15; bit 3 of each index chooses.
+NF_HD nf_u32 nf_lookup16(nf_u32 n, const nf_u32* t) {
+    nf_u32 v = n & 0x07070707u;
+    v |= v >> 4;
+    const nf_u32 sel = (v & 0xFFu) | ((v >> 8) & 0xFF00u);
+    const nf_u32 lo = nf_perm(t[0], t[1], sel), hi = nf_perm(t[2], t[3], sel);
+    const nf_u32 m = ((n >> 3) & 0x01010101u) * 0xFFu;
+    return (hi & m) | (lo & ~m);
+}
+
+// The exact sum of the four signed bytes of a.
+NF_HD nf_i32 nf_sum4(nf_u32 a, nf_i32 c) { return nf_dot4(0x01010101u, a, c); }
+
 // The exact sum of 32 signed weight bytes at q (any alignment) times 32 activation codes
 // (4-byte aligned).
 NF_HD nf_i32 nf_dot32(const nf_u8* q, const nf_i8* xq) {
@@ -417,10 +426,13 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         o.t = s - 8 * sx;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
     } else if constexpr (F == NF_FMT_GGUF_IQ4_NL) {
+        // Byte e holds the indices of values e (low nibble) and e + 16 (high).
         const nf_u8* blk = w.p0 + NF_IQ4_NL_BYTES * b;
-        for (int e = 0; e < 16; e++) {
-            nf_u32 c = blk[NF_IQ4_NL_QS + e];
-            s += nf_kvalues_iq4nl[c & 0x0Fu] * xq[e] + nf_kvalues_iq4nl[c >> 4] * xq[e + 16];
+        const nf_u32 t[4] = NF_IQ4NL_WORDS;
+        for (int e = 0; e < 4; e++) {
+            nf_u32 c = nf_u32_le(blk + NF_IQ4_NL_QS + 4 * e);
+            s = nf_dot4(nf_lookup16(c & 0x0F0F0F0Fu, t), nf_x4(xq, e), s);
+            s = nf_dot4(nf_lookup16((c >> 4) & 0x0F0F0F0Fu, t), nf_x4(xq, e + 4), s);
         }
         o.t = s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
@@ -446,9 +458,11 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         int sb = b / 8, j = b % 8;
         const nf_u8* blk = w.p0 + NF_IQ4_XS_BYTES * sb;
         nf_u32 ls = nf_iq4_xs_scale(blk, j);
-        for (int e = 0; e < 16; e++) {
-            nf_u32 c = blk[NF_IQ4_XS_QS + 16 * j + e];
-            s += nf_kvalues_iq4nl[c & 0x0Fu] * xq[e] + nf_kvalues_iq4nl[c >> 4] * xq[e + 16];
+        const nf_u32 t[4] = NF_IQ4NL_WORDS;
+        for (int e = 0; e < 4; e++) {
+            nf_u32 c = nf_u32_le(blk + NF_IQ4_XS_QS + 16 * j + 4 * e);
+            s = nf_dot4(nf_lookup16(c & 0x0F0F0F0Fu, t), nf_x4(xq, e), s);
+            s = nf_dot4(nf_lookup16((c >> 4) & 0x0F0F0F0Fu, t), nf_x4(xq, e + 4), s);
         }
         o.t = ((nf_i32)ls - 32) * s;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
@@ -480,9 +494,13 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         o.d = nf_mul(nf_grouped_scale(w, 32 * b / nf_group<F>()), dx);
     } else if constexpr (F == NF_FMT_NVFP4) {
         // 16-value block b: S_b = sum 2·e2m1(c)·q, C_b = sf_b·(dx/2).
-        for (int e = 0; e < 16; e++) {
-            nf_u32 c = (w.p0[8 * b + e / 2] >> (4 * (e % 2))) & 0x0Fu;
-            s += nf_twice_e2m1(c) * xq[e];
+        // Word h holds values 8h .. 8h + 7, value 2i + n in nibble n of byte i.
+        const nf_u32 t[4] = NF_TWICE_E2M1_WORDS;
+        for (int h = 0; h < 2; h++) {
+            const nf_u32 c = nf_u32_le(w.p0 + 8 * b + 4 * h);
+            const nf_u32 x0 = nf_x4(xq, 2 * h), x1 = nf_x4(xq, 2 * h + 1);
+            s = nf_dot4(nf_lookup16(c & 0x0F0F0F0Fu, t), nf_perm(x0, x1, 0x6420u), s);
+            s = nf_dot4(nf_lookup16((c >> 4) & 0x0F0F0F0Fu, t), nf_perm(x0, x1, 0x7531u), s);
         }
         o.t = s;
         o.d = nf_mul(nf_e4m3fn_to_f32(nf_nvfp4_word(w, b)), nf_mul(0.5f, dx));
@@ -531,23 +549,40 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
             const nf_u8* blk = w.p0 + (five ? NF_Q5_K_BYTES : NF_Q4_K_BYTES) * sb;
             nf_i32 sc, m;
             nf_scale_min_k4(j, blk + NF_Q4_K_SCALES, &sc, &m);
-            for (int e = 0; e < 32; e++) {
-                nf_i32 c = (blk[(five ? NF_Q5_K_QS : NF_Q4_K_QS) + 32 * (j / 2) + e] >> (4 * (j % 2))) & 15;
-                if (five) c |= ((blk[NF_Q5_K_QH + e] >> j) & 1) << 4;
-                s += sc * c * xq[e];
-                sm += m * xq[e];
+            // Word e: values 4e .. 4e + 3 of the sub-block, nibble j % 2 of quant bytes
+            // 32·(j / 2) + 4e .. (Q5_K: bit j of qh bytes 4e .. as bit 4).
+            nf_i32 q = 0, sx = 0;
+            for (int e = 0; e < 8; e++) {
+                nf_u32 c = (nf_u32_le(blk + (five ? NF_Q5_K_QS : NF_Q4_K_QS) + 32 * (j / 2) + 4 * e) >> (4 * (j % 2))) & 0x0F0F0F0Fu;
+                if (five) c |= ((nf_u32_le(blk + NF_Q5_K_QH + 4 * e) >> j) & 0x01010101u) << 4;
+                const nf_u32 x = nf_x4(xq, e);
+                q = nf_dot4(c, x, q);
+                sx = nf_sum4(x, sx);
             }
+            s = sc * q;
+            sm = m * sx;
             d = nf_f16_to_f32(nf_u16_at(blk + NF_Q4_K_D));
             dmin = nf_f16_to_f32(nf_u16_at(blk + NF_Q4_K_DMIN));
         } else {
             static_assert(F == NF_FMT_GGUF_Q6_K, "a format of the q8_1 family");
             const nf_u8* blk = w.p0 + NF_Q6_K_BYTES * sb;
-            for (int e = 0; e < 32; e++) {
-                int v = 32 * j + e, h = v / 128, i = (v / 32) % 4, l = v % 32;
-                nf_i32 lo = (blk[NF_Q6_K_QL + 64 * h + 32 * (i % 2) + l] >> (4 * (i / 2))) & 15;
-                nf_i32 hi = (blk[NF_Q6_K_QH + 32 * h + l] >> (2 * i)) & 3;
-                s += (nf_i32)(nf_i8)blk[NF_Q6_K_SCALES + v / 16] * ((lo | (hi << 4)) - 32) * xq[e];
+            // Value v = 32j + e (h = j / 4, i = j % 4): low nibble i / 2 of ql byte 64h +
+            // 32·(i % 2) + e, high bits 2i of qh byte 32h + e, code - 32, scale v / 16.
+            // Per half of 16 values: sum (c - 32)·x = sum c·x - 32·sum x.
+            const int h = j / 4, i = j % 4;
+            nf_i32 half[2];
+            for (int g = 0; g < 2; g++) {
+                nf_i32 q = 0, sx = 0;
+                for (int e = 4 * g; e < 4 * g + 4; e++) {
+                    const nf_u32 lo = (nf_u32_le(blk + NF_Q6_K_QL + 64 * h + 32 * (i % 2) + 4 * e) >> (4 * (i / 2))) & 0x0F0F0F0Fu;
+                    const nf_u32 hi = ((nf_u32_le(blk + NF_Q6_K_QH + 32 * h + 4 * e) >> (2 * i)) & 0x03030303u) << 4;
+                    const nf_u32 x = nf_x4(xq, e);
+                    q = nf_dot4(lo | hi, x, q);
+                    sx = nf_sum4(x, sx);
+                }
+                half[g] = (nf_i32)(nf_i8)blk[NF_Q6_K_SCALES + 2 * j + g] * (q - 32 * sx);
             }
+            s = half[0] + half[1];
             d = nf_f16_to_f32(nf_u16_at(blk + NF_Q6_K_D));
         }
         o.t = s;

@@ -73,6 +73,20 @@ __host__ __device__ constexpr int nf_srow(int c) { return c ? (c + 15) / 16 * 16
 // row's start, so that 16-byte-aligned source words land on 16-byte-aligned shared words.
 __device__ __forceinline__ int nf_stage_offset(const nf_u8* src) { return (int)((nf_u64)src & 15); }
 
+// q = a / b and r = a mod b for 0 <= a < 2^20 and 0 < b < 2^20: the quotient of the
+// binary32 values (within one of the exact one), then corrected.
+__device__ __forceinline__ void nf_divmod(int a, int b, int& q, int& r) {
+    q = __float2int_rz(__fdividef((float)a, (float)b));
+    r = a - q * b;
+    if (r < 0) {
+        q--;
+        r += b;
+    } else if (r >= b) {
+        q++;
+        r -= b;
+    }
+}
+
 // One 16-byte asynchronous copy from global to shared memory.
 __device__ __forceinline__ void nf_cp16(nf_u8* to, const nf_u8* from) {
     nf_u32 sa = (nf_u32)__cvta_generic_to_shared(to);
@@ -84,31 +98,46 @@ __device__ __forceinline__ void nf_cp16(nf_u8* to, const nf_u8* from) {
 // words by asynchronous copies (`nf_stage_wait` waits for them), the bytes before the
 // first and after the last by plain loads. Reads nothing outside the runs.
 __device__ __forceinline__ void nf_stage(const nf_u8* src, nf_u64 stride, int rows, int nb, nf_u8* dst, int dst_stride) {
-    if ((((nf_u64)src | stride | (nf_u64)nb) & 15) == 0) {
+    // Thread t takes words t, t + 128, ... of the rows × units words; its row r and word c
+    // advance by steps found once (no division per word).
+    const bool aligned = (((nf_u64)src | stride | (nf_u64)nb) & 15) == 0;
+    const int units = aligned ? nb >> 4 : nb / 16 + 2;
+    if (units == 0) return;
+    int r, c, dr, dc;
+    nf_divmod(threadIdx.x, units, r, c);
+    nf_divmod(blockDim.x, units, dr, dc);
+    if (aligned) {
         // Every run aligned: 16-byte words only (the common case, and the cheapest loop).
-        const int units = nb >> 4, total = rows * units;
-        for (int u = threadIdx.x; u < total; u += blockDim.x) {
-            const int r = u / units, c = (u - r * units) << 4;
-            nf_cp16(dst + r * dst_stride + c, src + (nf_u64)r * stride + c);
+        while (r < rows) {
+            nf_cp16(dst + r * dst_stride + 16 * c, src + (nf_u64)r * stride + 16 * c);
+            c += dc;
+            r += dr;
+            if (c >= units) {
+                c -= units;
+                r++;
+            }
         }
         return;
     }
-    const int units = nb / 16 + 2;
-    const int total = rows * units;
-    for (int u = threadIdx.x; u < total; u += blockDim.x) {
-        const int r = u / units, c = u - r * units;
+    // Runs at any offset: the 16-byte words wholly inside a run by asynchronous copies, the
+    // bytes of the partial words at its two ends by plain loads.
+    for (; r < rows;) {
         const nf_u8* run = src + (nf_u64)r * stride;
         const nf_u8* end = run + nb;
-        const nf_u8* base = (const nf_u8*)((nf_u64)run & ~(nf_u64)15);
-        const nf_u8* at = base + 16 * c;
-        if (at >= end) continue;
+        const nf_u8* at = (const nf_u8*)((nf_u64)run & ~(nf_u64)15) + 16 * c;
         nf_u8* to = dst + r * dst_stride + 16 * c;
         if (at >= run && at + 16 <= end) {
             nf_cp16(to, at);
-        } else {
+        } else if (at < end) {
             for (int j = 0; j < 16; j++) {
                 if (at + j >= run && at + j < end) to[j] = __ldg(at + j);
             }
+        }
+        c += dc;
+        r += dr;
+        if (c >= units) {
+            c -= units;
+            r++;
         }
     }
 }
@@ -151,13 +180,45 @@ __device__ __forceinline__ nf_wrow nf_staged_row(const nf_wrow& r, nf_wstage<F, 
     return nf_chunk_row<F>(r, s0, s1, s2, k0);
 }
 
-// Values per chunk of the exact family (fp32 rows: 256, so that shared memory stays
-// under 48 KiB) and of the q8_1 family.
+// Static shared memory of a block: two buffers (the chunk being computed and the next
+// one, whose copies are in flight meanwhile), each with the 16 rows' staged planes and
+// NF_MMAX activation rows. The budget leaves room for NF_MIN_BLOCKS blocks per
+// multiprocessor (228 KiB of shared memory on sm_90 and sm_100, 164 KiB on sm_80, 100 KiB
+// on sm_86, sm_89 and sm_120), and a chunk holds the most values whose two buffers fit it
+// (the smallest chunk when none fits).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)
+#define NF_SMEM_BYTES (48 * 1024)
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 800
+#define NF_SMEM_BYTES (40 * 1024)
+#else
+#define NF_SMEM_BYTES (24 * 1024)
+#endif
+template <int F>
+__host__ __device__ constexpr int nf_wstage_bytes(int ck) {
+    return NF_ROWS_PER_BLOCK * (nf_srow(nf_chunk_bytes<F>(0) * ck / NF_CK) + nf_srow(nf_chunk_bytes<F>(1) * ck / NF_CK) +
+                                nf_srow(nf_chunk_bytes<F>(2) * ck / NF_CK));
+}
+// The exact family's activation rows: f32 or bf16 words, staged at any offset 0..15.
+__host__ __device__ constexpr int nf_xrow_exact(int ck) { return ck * 4 + 16; }
+// The q8_1 family's: codes, then binary32 scales (at any offset 0..15).
+__host__ __device__ constexpr int nf_drow_q8(int ck) { return ck / 32 * 4 + 16; }
+// The exact family's chunk: 512, 256 or 128 values (every plane holds whole bytes, groups
+// and nvfp4 tiles per 128 values; the lanes take elements, so any multiple of 8 keeps
+// their order).
 template <int F>
 __host__ __device__ constexpr int nf_ck_exact() {
-    return F == NF_FMT_FP32 ? NF_CK : 2 * NF_CK;
+    return 2 * (nf_wstage_bytes<F>(512) + NF_MMAX * nf_xrow_exact(512)) <= NF_SMEM_BYTES   ? 512
+           : 2 * (nf_wstage_bytes<F>(256) + NF_MMAX * nf_xrow_exact(256)) <= NF_SMEM_BYTES ? 256
+                                                                                           : 128;
 }
-#define NF_CK_Q8 (4 * NF_CK)
+// The q8_1 family's: 1024, 512 or 256 values (a whole number of super-blocks, and of 8
+// blocks, so that chunk-relative block b keeps lane b mod 8).
+template <int F>
+__host__ __device__ constexpr int nf_ck_q8() {
+    return 2 * (nf_wstage_bytes<F>(1024) + NF_MMAX * (1024 + nf_drow_q8(1024))) <= NF_SMEM_BYTES  ? 1024
+           : 2 * (nf_wstage_bytes<F>(512) + NF_MMAX * (512 + nf_drow_q8(512))) <= NF_SMEM_BYTES ? 512
+                                                                                             : 256;
+}
 
 // One chunk of an exact-family row for MC activation rows (mc of them live): lane `lane`'s
 // elements e ≡ lane (mod 8), in increasing e, from the staged row c and activation rows
@@ -176,6 +237,62 @@ __device__ __forceinline__ void nf_exact_chunk(const nf_wrow& c, int lane, int k
     }
 }
 
+// Element i of an activation row of dtype XD (a word-aligned row in shared memory).
+template <int XD>
+__device__ __forceinline__ float nf_x(const nf_u8* x, int i) {
+    if constexpr (XD == NF_DTYPE_F32) return ((const float*)x)[i];
+    else if constexpr (XD == NF_DTYPE_BF16) return nf_bf16_to_f32(((const nf_u16*)x)[i]);
+    else return nf_f16_to_f32(((const nf_u16*)x)[i]);
+}
+
+// One chunk of an exact-family row for one activation row of dtype XD: lane `lane`'s
+// elements e ≡ lane (mod 8), in increasing e, the same operations as `nf_exact_chunk`
+// with what they share hoisted: a group's scale read once for its elements, the fp8 row's
+// multiplier chosen once, bf16 and fp32 words read by one load where the staged row is
+// aligned to them.
+template <int F, int XD>
+__device__ __forceinline__ float nf_exact_row1(const nf_wrow& c, int lane, int kc, const nf_u8* x, bool scaled, float rs, float acc) {
+    if constexpr (nf_is_grouped<F>()) {
+        constexpr int G = nf_group<F>();
+        const int ng = kc / G;
+        for (int g = 0; g < ng; g++) {
+            const float s = nf_grouped_scale(c, g);
+#pragma unroll
+            for (int t = 0; t < G / 8; t++) {
+                const int e = g * G + lane + 8 * t;
+                acc = nf_fma(nf_mul(s, (float)nf_grouped_code<F>(c, e)), nf_x<XD>(x, e), acc);
+            }
+        }
+        for (int e = ng * G + lane; e < kc; e += 8) acc = nf_fma(nf_value<F>(c, e, false, rs), nf_x<XD>(x, e), acc);
+    } else if constexpr (F == NF_FMT_BF16) {
+        if (((nf_u64)c.p0 & 1) == 0) {
+            const nf_u16* p = (const nf_u16*)c.p0;
+#pragma unroll 8
+            for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_bf16_to_f32(p[e]), nf_x<XD>(x, e), acc);
+        } else {
+            for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_value<F>(c, e, false, rs), nf_x<XD>(x, e), acc);
+        }
+    } else if constexpr (F == NF_FMT_FP32) {
+        if (((nf_u64)c.p0 & 3) == 0) {
+            const float* p = (const float*)c.p0;
+#pragma unroll 8
+            for (int e = lane; e < kc; e += 8) acc = nf_fma(p[e], nf_x<XD>(x, e), acc);
+        } else {
+            for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_value<F>(c, e, false, rs), nf_x<XD>(x, e), acc);
+        }
+    } else if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) {
+        // nf_value's two orders: the code's value times 2⁻⁸ (scaled) or times the row's
+        // multiplier (plain).
+        const float f = scaled ? 0.00390625f : rs;
+#pragma unroll 8
+        for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_mul(nf_e4m3fn_to_f32(c.p0[e]), f), nf_x<XD>(x, e), acc);
+    } else {
+#pragma unroll 4
+        for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_value<F>(c, e, scaled, rs), nf_x<XD>(x, e), acc);
+    }
+    return acc;
+}
+
 // The exact family: y[m][n] (+ bias) for weight rows of this block and activation rows
 // m0 .. m0 + 8 (m0 = 8·blockIdx.y). xok: per activation row, whether the scaled order may
 // apply (fp8 / nvfp4; NULL otherwise). K runs in chunks whose weight and activation words
@@ -183,9 +300,10 @@ __device__ __forceinline__ void nf_exact_chunk(const nf_wrow& c, int lane, int k
 template <int F>
 __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, const nf_u8* xok, const float* bias, void* y,
                          int y_dtype) {
-    constexpr int CK = nf_ck_exact<F>();
-    __shared__ nf_wstage<F, CK> ws;
-    __shared__ __align__(16) nf_u8 xs[NF_MMAX][CK * 4 + 16];
+    constexpr int CK = nf_ck_exact<F>(), XS = nf_xrow_exact(CK);
+    static_assert(2 * (nf_wstage_bytes<F>(CK) + NF_MMAX * XS) <= 48 * 1024, "static shared memory");
+    __shared__ nf_wstage<F, CK> ws[2];
+    __shared__ __align__(16) nf_u8 xs[2][NF_MMAX][XS];
     const int rho = threadIdx.x / 8, lane = threadIdx.x % 8;
     const int row0 = blockIdx.x * NF_ROWS_PER_BLOCK, row = row0 + rho;
     const int live_rows = w.rows - row0 < NF_ROWS_PER_BLOCK ? w.rows - row0 : NF_ROWS_PER_BLOCK;
@@ -213,23 +331,34 @@ __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, 
         any_scaled |= i < mc && scaled[i];
         any_plain |= i < mc && !scaled[i];
     }
-    for (int k0 = 0; k0 < k; k0 += CK) {
+    // Chunk c is copied into buffer c & 1 while chunk c - 1 is computed.
+    const nf_u8* x0 = (const nf_u8*)x + (nf_u64)m0 * k * xsize;
+    auto stage = [&](int k0, int buf) {
+        nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws[buf].p0(0), ws[buf].p1(0), ws[buf].p2(0));
+        nf_stage(x0 + (nf_u64)k0 * xsize, (nf_u64)k * xsize, mc, (k - k0 < CK ? k - k0 : CK) * xsize, &xs[buf][0][0], XS);
+    };
+    stage(0, 0);
+    for (int k0 = 0, buf = 0; k0 < k; k0 += CK, buf ^= 1) {
         const int kc = k - k0 < CK ? k - k0 : CK;
-        __syncthreads();
-        nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws.p0(0), ws.p1(0), ws.p2(0));
-        const nf_u8* xc = (const nf_u8*)x + ((nf_u64)m0 * k + k0) * xsize;
-        nf_stage(xc, (nf_u64)k * xsize, mc, kc * xsize, &xs[0][0], CK * 4 + 16);
-        nf_u8 xoff[NF_MMAX];
-#pragma unroll
-        for (int i = 0; i < NF_MMAX; i++) xoff[i] = (nf_u8)nf_stage_offset(xc + (nf_u64)i * k * xsize);
+        // This thread's copies of chunk c have landed; the barrier makes every thread's
+        // visible and tells that chunk c - 1 (buffer buf ^ 1) is no longer read.
         nf_stage_wait();
         __syncthreads();
+        if (k0 + CK < k) stage(k0 + CK, buf ^ 1);
+        nf_u8 xoff[NF_MMAX];
+#pragma unroll
+        for (int i = 0; i < NF_MMAX; i++) xoff[i] = i < mc ? (nf_u8)nf_stage_offset(x0 + ((nf_u64)i * k + k0) * xsize) : 0;
         if (live) {
-            const nf_wrow c = nf_staged_row<F, CK>(r, ws, rho, k0);
-            if (mc == 1)
-                nf_exact_chunk<F, 1>(c, lane, kc, xs[0], CK * 4 + 16, xoff, x_dtype, 1, any_scaled, any_plain, scaled, rs, acc);
+            const nf_wrow c = nf_staged_row<F, CK>(r, ws[buf], rho, k0);
+            const nf_u8* x1 = xs[buf][0] + xoff[0];
+            if (mc == 1 && x_dtype == NF_DTYPE_F32 && ((nf_u64)x1 & 3) == 0)
+                acc[0] = nf_exact_row1<F, NF_DTYPE_F32>(c, lane, kc, x1, scaled[0], rs, acc[0]);
+            else if (mc == 1 && x_dtype == NF_DTYPE_BF16 && ((nf_u64)x1 & 1) == 0)
+                acc[0] = nf_exact_row1<F, NF_DTYPE_BF16>(c, lane, kc, x1, scaled[0], rs, acc[0]);
+            else if (mc == 1)
+                nf_exact_chunk<F, 1>(c, lane, kc, xs[buf][0], XS, xoff, x_dtype, 1, any_scaled, any_plain, scaled, rs, acc);
             else
-                nf_exact_chunk<F, NF_MMAX>(c, lane, kc, xs[0], CK * 4 + 16, xoff, x_dtype, mc, any_scaled, any_plain, scaled, rs,
+                nf_exact_chunk<F, NF_MMAX>(c, lane, kc, xs[buf][0], XS, xoff, x_dtype, mc, any_scaled, any_plain, scaled, rs,
                                            acc);
         }
     }
@@ -280,10 +409,11 @@ __device__ __forceinline__ void nf_q8_chunk(const nf_wrow& c, int lane, int kc, 
 // the chunk's blocks b ≡ lane (mod 8), in increasing b.
 template <int F>
 __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m, const float* bias, void* y, int y_dtype) {
-    constexpr int CK = NF_CK_Q8;
-    __shared__ nf_wstage<F, CK> ws;
-    __shared__ __align__(16) nf_i8 xs[NF_MMAX][CK];
-    __shared__ __align__(16) float ds[NF_MMAX][CK / 32 + 4];
+    constexpr int CK = nf_ck_q8<F>(), DS = nf_drow_q8(CK);
+    static_assert(2 * (nf_wstage_bytes<F>(CK) + NF_MMAX * (CK + DS)) <= 48 * 1024, "static shared memory");
+    __shared__ nf_wstage<F, CK> ws[2];
+    __shared__ __align__(16) nf_i8 xs[2][NF_MMAX][CK];
+    __shared__ __align__(16) nf_u8 ds[2][NF_MMAX][DS];
     const int rho = threadIdx.x / 8, lane = threadIdx.x % 8;
     const int row0 = blockIdx.x * NF_ROWS_PER_BLOCK, row = row0 + rho;
     const int live_rows = w.rows - row0 < NF_ROWS_PER_BLOCK ? w.rows - row0 : NF_ROWS_PER_BLOCK;
@@ -313,26 +443,34 @@ __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m,
         fast = nf_nvfp4_fast_final(nf_nvfp4_divisor(r), mx, mn);
     }
     const float dw = F == NF_FMT_NVFP4 ? nf_nvfp4_divisor(r) : 0.0f;
-    for (int k0 = 0; k0 < k; k0 += CK) {
+    // Chunk c is copied into buffer c & 1 while chunk c - 1 is computed. The codes' rows
+    // are 16-byte aligned (an aligned workspace, K a multiple of 32).
+    const nf_i8* q0 = q + (nf_u64)m0 * k;
+    const float* d0 = d + (nf_u64)m0 * k / 32;
+    auto stage = [&](int k0, int buf) {
         const int kc = k - k0 < CK ? k - k0 : CK;
-        __syncthreads();
-        nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws.p0(0), ws.p1(0), ws.p2(0));
-        // The codes' rows are 16-byte aligned (an aligned workspace, K a multiple of 32).
-        nf_stage((const nf_u8*)(q + (nf_u64)m0 * k + k0), (nf_u64)k, mc, kc, (nf_u8*)&xs[0][0], CK);
-        const float* dc = d + ((nf_u64)m0 * k + k0) / 32;
-        nf_stage((const nf_u8*)dc, (nf_u64)k / 32 * 4, mc, kc / 32 * 4, (nf_u8*)&ds[0][0], CK / 32 * 4 + 16);
-        nf_u8 doff[NF_MMAX];
-#pragma unroll
-        for (int i = 0; i < NF_MMAX; i++) doff[i] = (nf_u8)nf_stage_offset((const nf_u8*)(dc + (nf_u64)i * (k / 32)));
+        nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws[buf].p0(0), ws[buf].p1(0), ws[buf].p2(0));
+        nf_stage((const nf_u8*)(q0 + k0), (nf_u64)k, mc, kc, (nf_u8*)&xs[buf][0][0], CK);
+        nf_stage((const nf_u8*)(d0 + k0 / 32), (nf_u64)k / 32 * 4, mc, kc / 32 * 4, &ds[buf][0][0], DS);
+    };
+    stage(0, 0);
+    for (int k0 = 0, buf = 0; k0 < k; k0 += CK, buf ^= 1) {
+        const int kc = k - k0 < CK ? k - k0 : CK;
+        // This thread's copies of chunk c have landed; the barrier makes every thread's
+        // visible and tells that chunk c - 1 (buffer buf ^ 1) is no longer read.
         nf_stage_wait();
         __syncthreads();
+        if (k0 + CK < k) stage(k0 + CK, buf ^ 1);
         if (!live) continue;
-        const nf_wrow c = nf_staged_row<F, CK>(r, ws, rho, k0);
+        nf_u8 doff[NF_MMAX];
+#pragma unroll
+        for (int i = 0; i < NF_MMAX; i++) doff[i] = i < mc ? (nf_u8)nf_stage_offset((const nf_u8*)(d0 + ((nf_u64)i * k + k0) / 32)) : 0;
+        const nf_wrow c = nf_staged_row<F, CK>(r, ws[buf], rho, k0);
         if (fast) {
             if (mc == 1)
-                nf_q8_chunk<F, 1>(c, lane, kc, xs[0], (const nf_u8*)ds[0], CK / 32 * 4 + 16, doff, CK, 1, acc, accm);
+                nf_q8_chunk<F, 1>(c, lane, kc, xs[buf][0], ds[buf][0], DS, doff, CK, 1, acc, accm);
             else
-                nf_q8_chunk<F, NF_MMAX>(c, lane, kc, xs[0], (const nf_u8*)ds[0], CK / 32 * 4 + 16, doff, CK, mc, acc, accm);
+                nf_q8_chunk<F, NF_MMAX>(c, lane, kc, xs[buf][0], ds[buf][0], DS, doff, CK, mc, acc, accm);
         } else {
             // nvfp4 rows outside the block order's range: exact weights times x̂.
             for (int e = lane; e < kc; e += 8) {
@@ -340,8 +478,8 @@ __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m,
 #pragma unroll
                 for (int i = 0; i < NF_MMAX; i++) {
                     if (i >= mc) break;
-                    const float dx = ((const float*)((const nf_u8*)ds[i] + doff[i]))[e / 32];
-                    acc[i] = nf_fma(wv, nf_mul(dx, (float)xs[i][e]), acc[i]);
+                    const float dx = ((const float*)(ds[buf][i] + doff[i]))[e / 32];
+                    acc[i] = nf_fma(wv, nf_mul(dx, (float)xs[buf][i][e]), acc[i]);
                 }
             }
         }
@@ -373,8 +511,13 @@ __device__ void nf_decode(const nf_weight& w, int first, int count, void* out, i
     nf_store_y(out, out_dtype, i, nf_decoded<F>(nf_row<F>(w, row), e));
 }
 
-// Blocks per multiprocessor the register budget is sized for (at most 128 registers).
+// Blocks per multiprocessor the register budget is sized for: 4 (at most 128 registers);
+// 3 on sm_120 and later, whose scheduling of the Q6_K loop wants more than 128.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+#define NF_MIN_BLOCKS 3
+#else
 #define NF_MIN_BLOCKS 4
+#endif
 
 // One entry point per format: nf_exact_<format number>, nf_q8_<n>, nf_decode_<n>.
 #define NF_DECODE_KERNEL(F)                                                                                          \

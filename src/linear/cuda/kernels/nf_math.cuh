@@ -202,6 +202,13 @@ NF_HD nf_u32 nf_f32_to_bf16(float f) {
 
 // E4M3FN word to binary32, exact (0x7F / 0xFF are NaN).
 NF_HD float nf_e4m3fn_to_f32(nf_u32 w) {
+#ifdef NF_DEVICE_CODE
+    // The code's bits moved into a binary16 word (exponent bias 15 for 7: every value,
+    // subnormals included, times 2⁻⁸), widened by the device's conversion and scaled back
+    // by 2⁸ (exact); 0x7F / 0xFF are NaN.
+    if ((w & 0x7Fu) == 0x7Fu) return nf_from_bits(((w & 0x80u) << 24) | 0x7FC00000u);
+    return nf_mul(nf_f16_to_f32(((w & 0x80u) << 8) | ((w & 0x7Fu) << 7)), 256.0f);
+#endif
     nf_u32 sign = (w & 0x80u) << 24;
     nf_u32 e = (w >> 3) & 0xFu;
     nf_u32 m = w & 7u;

@@ -126,6 +126,10 @@
 
 // IQ4_NL / IQ4_XS codebook.
 NF_TABLE nf_i8 nf_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// The same codebook as four words of four signed bytes.
+#define NF_IQ4NL_WORDS {0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u}
+// Twice the E2M1 value of each code word 0..15 (an integer), four signed bytes per word.
+#define NF_TWICE_E2M1_WORDS {0x03020100u, 0x0c080604u, 0xfdfeff00u, 0xf4f8fafcu}
 // E2M1 magnitudes of the code words 0..7.
 NF_TABLE float nf_e2m1_magnitudes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 // ggml's i-quant grids and sign tables.
