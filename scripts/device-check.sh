@@ -24,14 +24,20 @@ case "${1:-}" in
     exe=$(cargo test --release --features cuda --lib --no-run 2>&1 |
       tee target/device-build.log | sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p' | tail -1 || true)
     [ -n "$exe" ] || { tail -40 target/device-build.log >&2; echo "device-check: no test binary built" >&2; exit 1; }
-    # Stripped: both binaries travel to the GPU machine.
+    # Stripped and compressed (the embedded kernel images compress well): both binaries
+    # travel to the GPU machine.
+    rm -f "$out"/*
     strip -o "$out/ninfer-lib-tests" "$exe"
     cargo build --release --quiet -p ninfer-cli --features cuda
     strip -o "$out/ninfer" target/release/ninfer
+    gzip -f "$out/ninfer-lib-tests" "$out/ninfer"
     cp scripts/device-check.sh "$out/"
     ls -la "$out"
     ;;
   run)
+    for z in "$out"/*.gz; do
+      [ -e "$z" ] && gunzip -f "$z" && chmod +x "${z%.gz}"
+    done
     t="$out/ninfer-lib-tests"
     [ -x "$t" ] || { echo "device-check: $t missing: run '$0 build' first" >&2; exit 1; }
     # Each step has its own time limit, so that one slow step leaves the others their turn.

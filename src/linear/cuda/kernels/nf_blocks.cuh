@@ -395,7 +395,11 @@ NF_HD nf_i32 nf_sum4(nf_u32 a, nf_i32 c) { return nf_dot4(0x01010101u, a, c); }
 // (4-byte aligned).
 NF_HD nf_i32 nf_dot32(const nf_u8* q, const nf_i8* xq) {
     nf_i32 s = 0;
-    for (int e = 0; e < 8; e++) s = nf_dot4(nf_u32_le(q + 4 * e), nf_x4(xq, e), s);
+    for (int h = 0; h < 2; h++) {
+        nf_u32 c[4];
+        nf_words4(q + 16 * h, c);
+        for (int e = 0; e < 4; e++) s = nf_dot4(c[e], nf_x4(xq, 4 * h + e), s);
+    }
     return s;
 }
 
@@ -459,8 +463,10 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         const nf_u8* blk = w.p0 + NF_IQ4_XS_BYTES * sb;
         nf_u32 ls = nf_iq4_xs_scale(blk, j);
         const nf_u32 t[4] = NF_IQ4NL_WORDS;
+        nf_u32 cw[4];
+        nf_words4(blk + NF_IQ4_XS_QS + 16 * j, cw);
         for (int e = 0; e < 4; e++) {
-            nf_u32 c = nf_u32_le(blk + NF_IQ4_XS_QS + 16 * j + 4 * e);
+            nf_u32 c = cw[e];
             s = nf_dot4(nf_lookup16(c & 0x0F0F0F0Fu, t), nf_x4(xq, e), s);
             s = nf_dot4(nf_lookup16((c >> 4) & 0x0F0F0F0Fu, t), nf_x4(xq, e + 4), s);
         }
@@ -478,8 +484,10 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         // Word e holds values 8e .. 8e + 7, value 2i + h in nibble h of byte i; code c =
         // (nibble ^ 8) - 8, so sum c·x = sum (nibble ^ 8)·x - 8·sum x.
         nf_i32 sx = 0;
+        nf_u32 cw[4];
+        nf_words4(w.p0 + 16 * b, cw);
         for (int e = 0; e < 4; e++) {
-            nf_u32 c = nf_u32_le(w.p0 + 16 * b + 4 * e) ^ 0x88888888u;
+            nf_u32 c = cw[e] ^ 0x88888888u;
             nf_u32 x0 = nf_x4(xq, 2 * e), x1 = nf_x4(xq, 2 * e + 1);
             nf_u32 even = nf_perm(x0, x1, 0x6420u), odd = nf_perm(x0, x1, 0x7531u);
             s = nf_dot4(c & 0x0F0F0F0Fu, even, s);
@@ -552,8 +560,11 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
             // Word e: values 4e .. 4e + 3 of the sub-block, nibble j % 2 of quant bytes
             // 32·(j / 2) + 4e .. (Q5_K: bit j of qh bytes 4e .. as bit 4).
             nf_i32 q = 0, sx = 0;
+            nf_u32 cw[8];
+            nf_words4(blk + (five ? NF_Q5_K_QS : NF_Q4_K_QS) + 32 * (j / 2), cw);
+            nf_words4(blk + (five ? NF_Q5_K_QS : NF_Q4_K_QS) + 32 * (j / 2) + 16, cw + 4);
             for (int e = 0; e < 8; e++) {
-                nf_u32 c = (nf_u32_le(blk + (five ? NF_Q5_K_QS : NF_Q4_K_QS) + 32 * (j / 2) + 4 * e) >> (4 * (j % 2))) & 0x0F0F0F0Fu;
+                nf_u32 c = (cw[e] >> (4 * (j % 2))) & 0x0F0F0F0Fu;
                 if (five) c |= ((nf_u32_le(blk + NF_Q5_K_QH + 4 * e) >> j) & 0x01010101u) << 4;
                 const nf_u32 x = nf_x4(xq, e);
                 q = nf_dot4(c, x, q);

@@ -129,8 +129,21 @@ __device__ __forceinline__ void nf_stage(const nf_u8* src, nf_u64 stride, int ro
         if (at >= run && at + 16 <= end) {
             nf_cp16(to, at);
         } else if (at < end) {
-            for (int j = 0; j < 16; j++) {
-                if (at + j >= run && at + j < end) to[j] = __ldg(at + j);
+            // A partial word: its bytes inside the run in pieces of the largest size (8, 4,
+            // 2 or 1) that both ends of the run are aligned to.
+            const nf_u64 a = ((nf_u64)run | (nf_u64)end) & 7;
+            if (a == 0) {
+                for (int j = 0; j < 16; j += 8)
+                    if (at + j >= run && at + j < end) *(nf_u64*)(to + j) = __ldg((const unsigned long long*)(at + j));
+            } else if ((a & 3) == 0) {
+                for (int j = 0; j < 16; j += 4)
+                    if (at + j >= run && at + j < end) *(nf_u32*)(to + j) = __ldg((const unsigned int*)(at + j));
+            } else if ((a & 1) == 0) {
+                for (int j = 0; j < 16; j += 2)
+                    if (at + j >= run && at + j < end) *(nf_u16*)(to + j) = __ldg((const unsigned short*)(at + j));
+            } else {
+                for (int j = 0; j < 16; j++)
+                    if (at + j >= run && at + j < end) to[j] = __ldg(at + j);
             }
         }
         c += dc;
@@ -140,6 +153,30 @@ __device__ __forceinline__ void nf_stage(const nf_u8* src, nf_u64 stride, int ro
             r++;
         }
     }
+}
+
+// `nf_stage` for blocks of NF_THREADS threads where a full chunk's runs hold NB bytes: runs
+// of NB bytes at 16-byte-aligned addresses take a loop whose steps are constants.
+#define NF_THREADS 128
+template <int NB>
+__device__ __forceinline__ void nf_stage_chunk(const nf_u8* src, nf_u64 stride, int rows, int nb, nf_u8* dst, int dst_stride) {
+    if constexpr (NB % 16 == 0 && NB > 0) {
+        if (nb == NB && (((nf_u64)src | stride) & 15) == 0) {
+            constexpr int U = NB / 16, DR = NF_THREADS / U, DC = NF_THREADS % U;
+            int r = threadIdx.x / U, c = threadIdx.x % U;
+            while (r < rows) {
+                nf_cp16(dst + r * dst_stride + 16 * c, src + (nf_u64)r * stride + 16 * c);
+                c += DC;
+                r += DR;
+                if (DC != 0 && c >= U) {
+                    c -= U;
+                    r++;
+                }
+            }
+            return;
+        }
+    }
+    nf_stage(src, stride, rows, nb, dst, dst_stride);
 }
 
 // Waits for this thread's asynchronous copies (then `__syncthreads` makes every thread's
@@ -153,9 +190,9 @@ __device__ __forceinline__ void nf_stage_weight(const nf_weight& w, int row0, in
     constexpr int C0 = nf_chunk_bytes<F>(0), C1 = nf_chunk_bytes<F>(1), C2 = nf_chunk_bytes<F>(2);
     const int kp = nf_plane_cols<F>(w.cols), kc = kp - k0 < CK ? kp - k0 : CK;
     const nf_wrow g = nf_row<F>(w, row0);
-    if (C0) nf_stage(g.p0 + (nf_u64)k0 * C0 / NF_CK, w.stride[0], live, kc * C0 / NF_CK, s0, nf_srow(C0 * CK / NF_CK));
-    if (C1) nf_stage(g.p1 + (nf_u64)k0 * C1 / NF_CK, w.stride[1], live, kc * C1 / NF_CK, s1, nf_srow(C1 * CK / NF_CK));
-    if (C2) nf_stage(g.p2 + (nf_u64)k0 * C2 / NF_CK, w.stride[2], live, kc * C2 / NF_CK, s2, nf_srow(C2 * CK / NF_CK));
+    if (C0) nf_stage_chunk<C0 * CK / NF_CK>(g.p0 + (nf_u64)k0 * C0 / NF_CK, w.stride[0], live, kc * C0 / NF_CK, s0, nf_srow(C0 * CK / NF_CK));
+    if (C1) nf_stage_chunk<C1 * CK / NF_CK>(g.p1 + (nf_u64)k0 * C1 / NF_CK, w.stride[1], live, kc * C1 / NF_CK, s1, nf_srow(C1 * CK / NF_CK));
+    if (C2) nf_stage_chunk<C2 * CK / NF_CK>(g.p2 + (nf_u64)k0 * C2 / NF_CK, w.stride[2], live, kc * C2 / NF_CK, s2, nf_srow(C2 * CK / NF_CK));
 }
 
 // Shared memory of a block: its 16 rows' staged planes for one chunk of CK values.
@@ -245,13 +282,18 @@ __device__ __forceinline__ float nf_x(const nf_u8* x, int i) {
     else return nf_f16_to_f32(((const nf_u16*)x)[i]);
 }
 
-// One chunk of an exact-family row for one activation row of dtype XD: lane `lane`'s
-// elements e ≡ lane (mod 8), in increasing e, the same operations as `nf_exact_chunk`
-// with what they share hoisted: a group's scale read once for its elements, the fp8 row's
-// multiplier chosen once, bf16 and fp32 words read by one load where the staged row is
-// aligned to them.
-template <int F, int XD>
-__device__ __forceinline__ float nf_exact_row1(const nf_wrow& c, int lane, int kc, const nf_u8* x, bool scaled, float rs, float acc) {
+// One chunk of an exact-family row for R activation rows of dtype XD (row i at xr[i],
+// aligned to its words, all in the same order `scaled`): lane `lane`'s elements e ≡ lane
+// (mod 8), in increasing e, the same operations as `nf_exact_chunk` with what they share
+// hoisted: a group's scale read once for its elements, the fp8 row's multiplier chosen
+// once, bf16 and fp32 words read by one load where the staged row is aligned to them.
+template <int F, int XD, int R>
+__device__ __forceinline__ void nf_exact_lean(const nf_wrow& c, int lane, int kc, const nf_u8* const* xr, bool scaled, float rs,
+                                              float* acc) {
+    auto put = [&](int e, float v) {
+#pragma unroll
+        for (int i = 0; i < R; i++) acc[i] = nf_fma(v, nf_x<XD>(xr[i], e), acc[i]);
+    };
     if constexpr (nf_is_grouped<F>()) {
         constexpr int G = nf_group<F>();
         const int ng = kc / G;
@@ -260,37 +302,35 @@ __device__ __forceinline__ float nf_exact_row1(const nf_wrow& c, int lane, int k
 #pragma unroll
             for (int t = 0; t < G / 8; t++) {
                 const int e = g * G + lane + 8 * t;
-                acc = nf_fma(nf_mul(s, (float)nf_grouped_code<F>(c, e)), nf_x<XD>(x, e), acc);
+                put(e, nf_mul(s, (float)nf_grouped_code<F>(c, e)));
             }
         }
-        for (int e = ng * G + lane; e < kc; e += 8) acc = nf_fma(nf_value<F>(c, e, false, rs), nf_x<XD>(x, e), acc);
+        for (int e = ng * G + lane; e < kc; e += 8) put(e, nf_value<F>(c, e, false, rs));
     } else if constexpr (F == NF_FMT_BF16) {
         if (((nf_u64)c.p0 & 1) == 0) {
             const nf_u16* p = (const nf_u16*)c.p0;
-#pragma unroll 8
-            for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_bf16_to_f32(p[e]), nf_x<XD>(x, e), acc);
+#pragma unroll 4
+            for (int e = lane; e < kc; e += 8) put(e, nf_bf16_to_f32(p[e]));
         } else {
-            for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_value<F>(c, e, false, rs), nf_x<XD>(x, e), acc);
+            for (int e = lane; e < kc; e += 8) put(e, nf_value<F>(c, e, false, rs));
         }
     } else if constexpr (F == NF_FMT_FP32) {
         if (((nf_u64)c.p0 & 3) == 0) {
             const float* p = (const float*)c.p0;
-#pragma unroll 8
-            for (int e = lane; e < kc; e += 8) acc = nf_fma(p[e], nf_x<XD>(x, e), acc);
+#pragma unroll 4
+            for (int e = lane; e < kc; e += 8) put(e, p[e]);
         } else {
-            for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_value<F>(c, e, false, rs), nf_x<XD>(x, e), acc);
+            for (int e = lane; e < kc; e += 8) put(e, nf_value<F>(c, e, false, rs));
         }
     } else if constexpr (F == NF_FMT_FP8_E4M3FN_ROW_BF16 || F == NF_FMT_FP8_E4M3FN_ROW_FP16) {
         // nf_value's two orders: the code's value times 2⁻⁸ (scaled) or times the row's
         // multiplier (plain).
         const float f = scaled ? 0.00390625f : rs;
-#pragma unroll 8
-        for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_mul(nf_e4m3fn_to_f32(c.p0[e]), f), nf_x<XD>(x, e), acc);
-    } else {
 #pragma unroll 4
-        for (int e = lane; e < kc; e += 8) acc = nf_fma(nf_value<F>(c, e, scaled, rs), nf_x<XD>(x, e), acc);
+        for (int e = lane; e < kc; e += 8) put(e, nf_mul(nf_e4m3fn_to_f32(c.p0[e]), f));
+    } else {
+        for (int e = lane; e < kc; e += 8) put(e, nf_value<F>(c, e, scaled, rs));
     }
-    return acc;
 }
 
 // The exact family: y[m][n] (+ bias) for weight rows of this block and activation rows
@@ -335,7 +375,11 @@ __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, 
     const nf_u8* x0 = (const nf_u8*)x + (nf_u64)m0 * k * xsize;
     auto stage = [&](int k0, int buf) {
         nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws[buf].p0(0), ws[buf].p1(0), ws[buf].p2(0));
-        nf_stage(x0 + (nf_u64)k0 * xsize, (nf_u64)k * xsize, mc, (k - k0 < CK ? k - k0 : CK) * xsize, &xs[buf][0][0], XS);
+        const int kc = k - k0 < CK ? k - k0 : CK;
+        if (xsize == 4)
+            nf_stage_chunk<4 * CK>(x0 + (nf_u64)k0 * 4, (nf_u64)k * 4, mc, kc * 4, &xs[buf][0][0], XS);
+        else
+            nf_stage_chunk<2 * CK>(x0 + (nf_u64)k0 * 2, (nf_u64)k * 2, mc, kc * 2, &xs[buf][0][0], XS);
     };
     stage(0, 0);
     for (int k0 = 0, buf = 0; k0 < k; k0 += CK, buf ^= 1) {
@@ -350,11 +394,24 @@ __device__ void nf_exact(const nf_weight& w, const void* x, int x_dtype, int m, 
         for (int i = 0; i < NF_MMAX; i++) xoff[i] = i < mc ? (nf_u8)nf_stage_offset(x0 + ((nf_u64)i * k + k0) * xsize) : 0;
         if (live) {
             const nf_wrow c = nf_staged_row<F, CK>(r, ws[buf], rho, k0);
-            const nf_u8* x1 = xs[buf][0] + xoff[0];
-            if (mc == 1 && x_dtype == NF_DTYPE_F32 && ((nf_u64)x1 & 3) == 0)
-                acc[0] = nf_exact_row1<F, NF_DTYPE_F32>(c, lane, kc, x1, scaled[0], rs, acc[0]);
-            else if (mc == 1 && x_dtype == NF_DTYPE_BF16 && ((nf_u64)x1 & 1) == 0)
-                acc[0] = nf_exact_row1<F, NF_DTYPE_BF16>(c, lane, kc, x1, scaled[0], rs, acc[0]);
+            // The lean loops: one activation row, or a full group of 8 in one order, whose
+            // staged rows are aligned to their words.
+            const nf_u8* xr[NF_MMAX];
+            bool al = true, same = true;
+#pragma unroll
+            for (int i = 0; i < NF_MMAX; i++) {
+                xr[i] = xs[buf][i] + xoff[i];
+                al = al && (i >= mc || ((nf_u64)xr[i] & (xsize - 1)) == 0);
+                same = same && (i >= mc || scaled[i] == scaled[0]);
+            }
+            if (mc == 1 && al && x_dtype == NF_DTYPE_F32)
+                nf_exact_lean<F, NF_DTYPE_F32, 1>(c, lane, kc, xr, scaled[0], rs, acc);
+            else if (mc == 1 && al && x_dtype == NF_DTYPE_BF16)
+                nf_exact_lean<F, NF_DTYPE_BF16, 1>(c, lane, kc, xr, scaled[0], rs, acc);
+            else if (mc == NF_MMAX && al && same && x_dtype == NF_DTYPE_F32)
+                nf_exact_lean<F, NF_DTYPE_F32, NF_MMAX>(c, lane, kc, xr, scaled[0], rs, acc);
+            else if (mc == NF_MMAX && al && same && x_dtype == NF_DTYPE_BF16)
+                nf_exact_lean<F, NF_DTYPE_BF16, NF_MMAX>(c, lane, kc, xr, scaled[0], rs, acc);
             else if (mc == 1)
                 nf_exact_chunk<F, 1>(c, lane, kc, xs[buf][0], XS, xoff, x_dtype, 1, any_scaled, any_plain, scaled, rs, acc);
             else
@@ -450,8 +507,8 @@ __device__ void nf_q8(const nf_weight& w, const nf_i8* q, const float* d, int m,
     auto stage = [&](int k0, int buf) {
         const int kc = k - k0 < CK ? k - k0 : CK;
         nf_stage_weight<F, CK>(w, row0, live_rows, k0, ws[buf].p0(0), ws[buf].p1(0), ws[buf].p2(0));
-        nf_stage((const nf_u8*)(q0 + k0), (nf_u64)k, mc, kc, (nf_u8*)&xs[buf][0][0], CK);
-        nf_stage((const nf_u8*)(d0 + k0 / 32), (nf_u64)k / 32 * 4, mc, kc / 32 * 4, &ds[buf][0][0], DS);
+        nf_stage_chunk<CK>((const nf_u8*)(q0 + k0), (nf_u64)k, mc, kc, (nf_u8*)&xs[buf][0][0], CK);
+        nf_stage_chunk<CK / 8>((const nf_u8*)(d0 + k0 / 32), (nf_u64)k / 32 * 4, mc, kc / 32 * 4, &ds[buf][0][0], DS);
     };
     stage(0, 0);
     for (int k0 = 0, buf = 0; k0 < k; k0 += CK, buf ^= 1) {

@@ -108,6 +108,22 @@ NF_HD nf_u32 nf_u32_le(const nf_u8* p) {
     return nf_u32_at(p);
 }
 
+// Sixteen bytes at p as four little-endian words, any alignment (on the device one 16-byte
+// load where p is 16-byte aligned).
+NF_HD void nf_words4(const nf_u8* p, nf_u32* o) {
+#ifdef NF_DEVICE_CODE
+    if (((nf_u64)p & 15) == 0) {
+        const uint4 v = *(const uint4*)p;
+        o[0] = v.x;
+        o[1] = v.y;
+        o[2] = v.z;
+        o[3] = v.w;
+        return;
+    }
+#endif
+    for (int i = 0; i < 4; i++) o[i] = nf_u32_le(p + 4 * i);
+}
+
 // Word i of 4-byte-aligned activation codes (on the device one load, so that codes held
 // in registers stay there).
 NF_HD nf_u32 nf_x4(const nf_i8* x, int i) {
