@@ -94,9 +94,9 @@ __device__ __forceinline__ void nf_cp16(nf_u8* to, const nf_u8* from) {
 }
 
 // Starts copying `rows` runs of `nb` bytes (run r from src_r = src + r·stride) to dst +
-// r·dst_stride + nf_stage_offset(src_r) with the block's threads: the aligned 16-byte
-// words by asynchronous copies (`nf_stage_wait` waits for them), the bytes before the
-// first and after the last by plain loads. Reads nothing outside the runs.
+// r·dst_stride + nf_stage_offset(src_r) with the block's threads, by 16-byte asynchronous
+// copies (`nf_stage_wait` waits for them) and, at the two ends of the whole range, plain
+// loads. Reads nothing before the first run's start or after the last run's end.
 __device__ __forceinline__ void nf_stage(const nf_u8* src, nf_u64 stride, int rows, int nb, nf_u8* dst, int dst_stride) {
     // Thread t takes words t, t + 128, ... of the rows × units words; its row r and word c
     // advance by steps found once (no division per word).
@@ -119,14 +119,19 @@ __device__ __forceinline__ void nf_stage(const nf_u8* src, nf_u64 stride, int ro
         }
         return;
     }
-    // Runs at any offset: the 16-byte words wholly inside a run by asynchronous copies, the
-    // bytes of the partial words at its two ends by plain loads.
+    // Runs at any offset: every 16-byte word that holds bytes of a run and lies between the
+    // first run's start and the last run's end (bytes of the same plane or buffer: a word at
+    // a run's edge brings neighbouring bytes along, which land beside the staged run and are
+    // never read) by an asynchronous copy; the bytes of the first run's first and the last
+    // run's last partial word by plain loads.
+    const nf_u8* lo = src;
+    const nf_u8* hi = src + (nf_u64)(rows - 1) * stride + nb;
     for (; r < rows;) {
         const nf_u8* run = src + (nf_u64)r * stride;
         const nf_u8* end = run + nb;
         const nf_u8* at = (const nf_u8*)((nf_u64)run & ~(nf_u64)15) + 16 * c;
         nf_u8* to = dst + r * dst_stride + 16 * c;
-        if (at >= run && at + 16 <= end) {
+        if (at >= lo && at + 16 <= hi && at < end) {
             nf_cp16(to, at);
         } else if (at < end) {
             // A partial word: its bytes inside the run in pieces of the largest size (8, 4,
