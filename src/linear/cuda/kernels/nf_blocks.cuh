@@ -388,6 +388,10 @@ NF_HD nf_u32 nf_lookup16(nf_u32 n, const nf_u32* t) {
     return (hi & m) | (lo & ~m);
 }
 
+// Bits 0..3 of n moved to bit 4 of bytes 0..3 (the four shifted copies do not overlap, so
+// the product carries nothing).
+NF_HD nf_u32 nf_spread4(nf_u32 n) { return ((n * 0x00204081u) & 0x01010101u) << 4; }
+
 // The exact sum of the four signed bytes of a.
 NF_HD nf_i32 nf_sum4(nf_u32 a, nf_i32 c) { return nf_dot4(0x01010101u, a, c); }
 
@@ -442,13 +446,20 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
     } else if constexpr (F == NF_FMT_GGUF_Q5_0) {
         const nf_u8* blk = w.p0 + NF_Q5_0_BYTES * b;
-        nf_u32 qh = nf_u32_at(blk + NF_Q5_0_QH);
-        for (int e = 0; e < 16; e++) {
-            nf_u32 lo = (blk[NF_Q5_0_QS + e] & 0x0Fu) | (((qh >> e) & 1u) << 4);
-            nf_u32 hi = (blk[NF_Q5_0_QS + e] >> 4) | (((qh >> (e + 16)) & 1u) << 4);
-            s += ((nf_i32)lo - 16) * xq[e] + ((nf_i32)hi - 16) * xq[e + 16];
+        // Word e of qs: values 4e .. 4e + 3 (low nibbles, bits 4e .. of qh as bit 4) and
+        // 16 + 4e .. (high nibbles, bits 16 + 4e ..); code - 16, so sum c·x = sum u·x -
+        // 16·sum x.
+        const nf_u32 qh = nf_u32_le(blk + NF_Q5_0_QH);
+        nf_i32 sx = 0;
+        for (int e = 0; e < 4; e++) {
+            const nf_u32 c = nf_u32_le(blk + NF_Q5_0_QS + 4 * e);
+            const nf_u32 lo = (c & 0x0F0F0F0Fu) | nf_spread4((qh >> (4 * e)) & 15u);
+            const nf_u32 hi = ((c >> 4) & 0x0F0F0F0Fu) | nf_spread4((qh >> (16 + 4 * e)) & 15u);
+            const nf_u32 x0 = nf_x4(xq, e), x1 = nf_x4(xq, e + 4);
+            s = nf_dot4(lo, x0, nf_dot4(hi, x1, s));
+            sx = nf_sum4(x0, nf_sum4(x1, sx));
         }
-        o.t = s;
+        o.t = s - 16 * sx;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
     } else if constexpr (F == NF_FMT_GGUF_Q2_0) {
         const nf_u8* blk = w.p0 + NF_Q2_0_BYTES * (b / 2);
@@ -523,12 +534,14 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
             // v / 16 = 2j + e / 16 (low nibble scale, high nibble min).
             const nf_u8* qs = blk + NF_Q2_K_QS + 32 * (j / 4);
             const int shift = 2 * (j % 4);
+            // Per half of 16 values: four words of codes at the shift, and the sum of x.
             nf_i32 q0 = 0, q1 = 0, x0 = 0, x1 = 0;
-            for (int e = 0; e < 16; e++) {
-                q0 += ((qs[e] >> shift) & 3) * xq[e];
-                q1 += ((qs[e + 16] >> shift) & 3) * xq[e + 16];
-                x0 += xq[e];
-                x1 += xq[e + 16];
+            for (int e = 0; e < 4; e++) {
+                const nf_u32 xa = nf_x4(xq, e), xb = nf_x4(xq, e + 4);
+                q0 = nf_dot4((nf_u32_le(qs + 4 * e) >> shift) & 0x03030303u, xa, q0);
+                q1 = nf_dot4((nf_u32_le(qs + 16 + 4 * e) >> shift) & 0x03030303u, xb, q1);
+                x0 = nf_sum4(xa, x0);
+                x1 = nf_sum4(xb, x1);
             }
             const nf_u32 b0 = blk[NF_Q2_K_SCALES + 2 * j], b1 = blk[NF_Q2_K_SCALES + 2 * j + 1];
             s = (nf_i32)(b0 & 15) * q0 + (nf_i32)(b1 & 15) * q1;
@@ -542,12 +555,22 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
             const nf_u8* qs = blk + NF_Q3_K_QS + 32 * (j / 4);
             const int shift = 2 * (j % 4);
             const nf_i32 sc0 = nf_q3_k_scale(blk, 2 * j), sc1 = nf_q3_k_scale(blk, 2 * j + 1);
-            nf_i32 s0 = 0, s1 = 0;
-            for (int e = 0; e < 16; e++) {
-                nf_i32 lo0 = (qs[e] >> shift) & 3, lo1 = (qs[e + 16] >> shift) & 3;
-                s0 += (((blk[NF_Q3_K_HMASK + e] >> j) & 1) ? lo0 : lo0 - 4) * xq[e];
-                s1 += (((blk[NF_Q3_K_HMASK + e + 16] >> j) & 1) ? lo1 : lo1 - 4) * xq[e + 16];
+            // Code lo + 4·h - 4 (h: the hmask bit): per half, sum u·x - 4·sum x over
+            // the words u = lo | h << 2.
+            nf_i32 s0 = 0, s1 = 0, x0 = 0, x1 = 0;
+            for (int e = 0; e < 4; e++) {
+                const nf_u32 xa = nf_x4(xq, e), xb = nf_x4(xq, e + 4);
+                const nf_u32 ua = ((nf_u32_le(qs + 4 * e) >> shift) & 0x03030303u) |
+                                  (((nf_u32_le(blk + NF_Q3_K_HMASK + 4 * e) >> j) & 0x01010101u) << 2);
+                const nf_u32 ub = ((nf_u32_le(qs + 16 + 4 * e) >> shift) & 0x03030303u) |
+                                  (((nf_u32_le(blk + NF_Q3_K_HMASK + 16 + 4 * e) >> j) & 0x01010101u) << 2);
+                s0 = nf_dot4(ua, xa, s0);
+                s1 = nf_dot4(ub, xb, s1);
+                x0 = nf_sum4(xa, x0);
+                x1 = nf_sum4(xb, x1);
             }
+            s0 -= 4 * x0;
+            s1 -= 4 * x1;
             s = sc0 * s0 + sc1 * s1;
             d = nf_f16_to_f32(nf_u16_at(blk + NF_Q3_K_D));
         } else if constexpr (F == NF_FMT_GGUF_Q4_K || F == NF_FMT_GGUF_Q5_K) {
