@@ -429,7 +429,7 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
             nf_u32 lo = nf_x4(xq, e), hi = nf_x4(xq, e + 4);
             s = nf_dot4(c & 0x0F0F0F0Fu, lo, s);
             s = nf_dot4((c >> 4) & 0x0F0F0F0Fu, hi, s);
-            sx = nf_dot4(0x01010101u, lo, nf_dot4(0x01010101u, hi, sx));
+            sx = nf_sum4(lo, nf_sum4(hi, sx));
         }
         o.t = s - 8 * sx;
         o.d = nf_mul(nf_f16_to_f32(nf_u16_at(blk)), dx);
@@ -503,7 +503,7 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
             nf_u32 even = nf_perm(x0, x1, 0x6420u), odd = nf_perm(x0, x1, 0x7531u);
             s = nf_dot4(c & 0x0F0F0F0Fu, even, s);
             s = nf_dot4((c >> 4) & 0x0F0F0F0Fu, odd, s);
-            sx = nf_dot4(0x01010101u, x0, nf_dot4(0x01010101u, x1, sx));
+            sx = nf_sum4(x0, nf_sum4(x1, sx));
         }
         o.t = s - 8 * sx;
         o.d = nf_mul(nf_grouped_scale(w, 32 * b / nf_group<F>()), dx);
