@@ -191,8 +191,16 @@ mod cuda {
             .iter()
             .map(|a| (format!("sm_{a}"), *a, false))
             .chain([(format!("compute_{PTX}"), PTX, true)]);
-        for (arch, a, ptx) in archs {
-            let (image, log) = compile(&n, &src, &kernels, &arch);
+        // One NVRTC program per architecture, compiled in parallel.
+        let archs: Vec<(String, u32, bool)> = archs.collect();
+        let built: Vec<(Vec<u8>, String)> = std::thread::scope(|s| {
+            let jobs: Vec<_> = archs
+                .iter()
+                .map(|(arch, _, _)| s.spawn(|| compile(&n, &src, &kernels, arch)))
+                .collect();
+            jobs.into_iter().map(|j| j.join().unwrap()).collect()
+        });
+        for ((arch, a, ptx), (image, log)) in archs.into_iter().zip(built) {
             let file = out.join(format!("nf_{arch}.{}", if ptx { "ptx" } else { "cubin" }));
             std::fs::write(&file, &image).unwrap();
             list += &format!(
