@@ -555,22 +555,14 @@ NF_HD nf_bdot nf_q8_block(const nf_wrow& w, int b, const nf_i8* xq, float dx) {
             const nf_u8* qs = blk + NF_Q3_K_QS + 32 * (j / 4);
             const int shift = 2 * (j % 4);
             const nf_i32 sc0 = nf_q3_k_scale(blk, 2 * j), sc1 = nf_q3_k_scale(blk, 2 * j + 1);
-            // Code lo + 4·h - 4 (h: the hmask bit): per half, sum u·x - 4·sum x over
-            // the words u = lo | h << 2.
-            nf_i32 s0 = 0, s1 = 0, x0 = 0, x1 = 0;
-            for (int e = 0; e < 4; e++) {
-                const nf_u32 xa = nf_x4(xq, e), xb = nf_x4(xq, e + 4);
-                const nf_u32 ua = ((nf_u32_le(qs + 4 * e) >> shift) & 0x03030303u) |
-                                  (((nf_u32_le(blk + NF_Q3_K_HMASK + 4 * e) >> j) & 0x01010101u) << 2);
-                const nf_u32 ub = ((nf_u32_le(qs + 16 + 4 * e) >> shift) & 0x03030303u) |
-                                  (((nf_u32_le(blk + NF_Q3_K_HMASK + 16 + 4 * e) >> j) & 0x01010101u) << 2);
-                s0 = nf_dot4(ua, xa, s0);
-                s1 = nf_dot4(ub, xb, s1);
-                x0 = nf_sum4(xa, x0);
-                x1 = nf_sum4(xb, x1);
+            // Byte by byte: the 110-byte blocks are only 2-byte aligned, and word loads
+            // of them (with their alignment tests) measured 20% slower on an H200.
+            nf_i32 s0 = 0, s1 = 0;
+            for (int e = 0; e < 16; e++) {
+                nf_i32 lo0 = (qs[e] >> shift) & 3, lo1 = (qs[e + 16] >> shift) & 3;
+                s0 += (((blk[NF_Q3_K_HMASK + e] >> j) & 1) ? lo0 : lo0 - 4) * xq[e];
+                s1 += (((blk[NF_Q3_K_HMASK + e + 16] >> j) & 1) ? lo1 : lo1 - 4) * xq[e + 16];
             }
-            s0 -= 4 * x0;
-            s1 -= 4 * x1;
             s = sc0 * s0 + sc1 * s1;
             d = nf_f16_to_f32(nf_u16_at(blk + NF_Q3_K_D));
         } else if constexpr (F == NF_FMT_GGUF_Q4_K || F == NF_FMT_GGUF_Q5_K) {
