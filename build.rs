@@ -190,15 +190,18 @@ mod cuda {
         let archs = CUBINS
             .iter()
             .map(|a| (format!("sm_{a}"), *a, false))
-            .chain([(format!("compute_{PTX}"), PTX, true)]);
-        // One NVRTC program per architecture, compiled in parallel.
-        let archs: Vec<(String, u32, bool)> = archs.collect();
+            .chain([(format!("compute_{PTX}"), PTX, true)])
+            .collect::<Vec<_>>();
+        // One NVRTC program per architecture, compiled in parallel (a failed compile's
+        // panic, with NVRTC's log, is raised again here).
         let built: Vec<(Vec<u8>, String)> = std::thread::scope(|s| {
             let jobs: Vec<_> = archs
                 .iter()
                 .map(|(arch, _, _)| s.spawn(|| compile(&n, &src, &kernels, arch)))
                 .collect();
-            jobs.into_iter().map(|j| j.join().unwrap()).collect()
+            jobs.into_iter()
+                .map(|j| j.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
         });
         for ((arch, a, ptx), (image, log)) in archs.into_iter().zip(built) {
             let file = out.join(format!("nf_{arch}.{}", if ptx { "ptx" } else { "cubin" }));

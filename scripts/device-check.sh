@@ -5,6 +5,8 @@
 #                                   # `cuda` feature into target/device/
 #   scripts/device-check.sh run     # on the GPU machine (driver; no Rust needed), from the
 #                                   # repository root with target/device/ carried over
+#   scripts/device-check.sh profile KERNEL FORMAT   # there too: Nsight Compute per SASS
+#                                   # instruction of one kernel launch (see below)
 #
 # `run` prints the device, then, each step under its own time limit: CUDA vs CPU bit for
 # bit on every format the kernels cover (M = 1, 2, 7, 8, 9, 17; odd N; K not a multiple of
@@ -18,6 +20,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/device
+# The carried binaries, decompressed where they still are.
+unpack() {
+  for z in "$out"/*.gz; do
+    [ -e "$z" ] && gunzip -f "$z" && chmod +x "${z%.gz}"
+  done
+  [ -x "$out/ninfer-lib-tests" ] || { echo "device-check: $out/ninfer-lib-tests missing: run '$0 build' first" >&2; exit 1; }
+}
 case "${1:-}" in
   build)
     mkdir -p "$out"
@@ -35,11 +44,8 @@ case "${1:-}" in
     ls -la "$out"
     ;;
   run)
-    for z in "$out"/*.gz; do
-      [ -e "$z" ] && gunzip -f "$z" && chmod +x "${z%.gz}"
-    done
+    unpack
     t="$out/ninfer-lib-tests"
-    [ -x "$t" ] || { echo "device-check: $t missing: run '$0 build' first" >&2; exit 1; }
     # Each step has its own time limit, so that one slow step leaves the others their turn.
     step() { echo "== $1 ($(date -u +%T))"; }
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
@@ -78,8 +84,28 @@ for n, k in [(28672, 8192), (8192, 8192)]:
 PY
     fi
     ;;
+  profile)
+    # On the GPU machine: Nsight Compute on one
+    # launch of kernel $2 (e.g. nf_q8_4) in the benchmark of format $3 (e.g. q4_g64_fp16),
+    # skipping the first $4 launches (default 2: past the warm-up). Writes the speed-of-light,
+    # occupancy and instruction summary to $dir/$2.details.txt and the executed count and
+    # stall samples of every SASS instruction to $dir/$2.sass.csv ($dir: $OUT if set, else
+    # target/device).
+    [ $# -ge 3 ] || { echo "usage: $0 profile KERNEL FORMAT [SKIP]" >&2; exit 2; }
+    unpack
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    dir=${OUT:-$out}
+    NINFER_BENCH_FORMATS=$3 timeout 120 "$ncu" -k "$2" --launch-skip "${4:-2}" --launch-count 1 \
+      --section SourceCounters --section InstructionStats --section SpeedOfLight --section Occupancy \
+      -o "$dir/$2" -f "$out/ninfer-lib-tests" --ignored --nocapture --test-threads=1 \
+      linear::cuda::device_tests::cuda_bench > "$dir/$2.ncu.log" 2>&1 || { tail -5 "$dir/$2.ncu.log"; exit 1; }
+    "$ncu" -i "$dir/$2.ncu-rep" --page source --csv --print-source sass > "$dir/$2.sass.csv"
+    "$ncu" -i "$dir/$2.ncu-rep" --page details > "$dir/$2.details.txt"
+    rm -f "$dir/$2.ncu-rep"
+    grep -E 'Duration|DRAM Throughput|Executed Instructions  |Achieved Active Warps' "$dir/$2.details.txt"
+    ;;
   *)
-    echo "usage: $0 build|run" >&2
+    echo "usage: $0 build|run|profile" >&2
     exit 2
     ;;
 esac
