@@ -85,12 +85,11 @@ PY
     fi
     ;;
   profile)
-    # On the GPU machine: Nsight Compute on one
-    # launch of kernel $2 (e.g. nf_q8_4) in the benchmark of format $3 (e.g. q4_g64_fp16),
-    # skipping the first $4 launches (default 2: past the warm-up). Writes the speed-of-light,
-    # occupancy and instruction summary to $dir/$2.details.txt and the executed count and
-    # stall samples of every SASS instruction to $dir/$2.sass.csv ($dir: $OUT if set, else
-    # target/device).
+    # On the GPU machine: Nsight Compute on one launch of kernel $2 (e.g. nf_q8_4) in the
+    # benchmark of format $3 (e.g. q4_g64_fp16), skipping the first $4 launches (default 2:
+    # past the warm-up). Writes the speed-of-light, occupancy and instruction summary to
+    # $dir/$2.details.txt and the executed count and stall samples of every SASS
+    # instruction to $dir/$2.sass.csv ($dir: $OUT if set, else target/device).
     [ $# -ge 3 ] || { echo "usage: $0 profile KERNEL FORMAT [SKIP]" >&2; exit 2; }
     unpack
     ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
