@@ -44,7 +44,7 @@
 //! and 15–30% slower beyond it); M > 1 takes RW = 2 (the activation rows no longer fit L1:
 //! measured up to ~20% faster at M = 32). Each super-block step prefetches the same
 //! super-block [`PF_ROWS`] rows further on (as the AVX2 tier; without it the matrix beyond
-//! L3 measured up to 25% slower).
+//! L3 measured up to 25% slower), but the one-row passes on Zen 4 ([`prefetches`]).
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -59,6 +59,13 @@ use std::arch::x86_64::*;
 /// measured best for these faster kernels (2, the AVX2 tier's distance: Q6_K ~10% slower;
 /// 3 and 6 equal or slower).
 const PF_ROWS: usize = 4;
+
+/// Whether a pass of `rw` weight rows prefetches: always but in the one-row passes on a
+/// CPU whose hardware prefetcher keeps one row's stream ahead by itself
+/// ([`Cpu::row_stream`](crate::isa::Cpu::row_stream), where it measured faster without).
+fn prefetches(rw: usize) -> bool {
+    rw > 1 || !crate::isa::Cpu::get().row_stream
+}
 
 /// A super-block's header, decoded once per weight row.
 #[derive(Clone, Copy)]
@@ -911,6 +918,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
     let bb = U::KQ.block_bytes();
     let nsb = xs[0].d.len() / 8;
     let pf = PF_ROWS * nsb * bb;
+    let prefetch = prefetches(RW);
     // One up-front check per row: the pointer reads below stay in bounds.
     let wp: [*const u8; RW] = std::array::from_fn(|i| {
         assert!(ws[i].len() >= nsb * bb);
@@ -932,8 +940,10 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
     for sb in 0..nsb {
         // SAFETY (all): super-block sb lies in every weight row and every activation row.
         unsafe {
-            for i in 0..RW {
-                super::prefetch_l2(wp[i].add(bb * sb).wrapping_add(pf), bb);
+            if prefetch {
+                for i in 0..RW {
+                    super::prefetch_l2(wp[i].add(bb * sb).wrapping_add(pf), bb);
+                }
             }
             let mut h = [U::header(wp[0].add(bb * sb)); RW];
             let mut c = [[_mm512_setzero_si512(); 4]; RW];
@@ -1160,6 +1170,7 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
     let bb = U::KQ.block_bytes();
     let nsb = xs[0].d.len();
     let pf = PF_ROWS * nsb * bb;
+    let prefetch = prefetches(1);
     // One up-front check per row: the pointer reads below stay in bounds.
     assert!(w.len() >= nsb * bb);
     let arranged = U::ARRANGED.is_some();
@@ -1178,7 +1189,9 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
         // SAFETY (all): super-block sb lies in the weight row and every activation row.
         unsafe {
             let b = wp.add(bb * sb);
-            super::prefetch_l2(b.wrapping_add(pf), bb);
+            if prefetch {
+                super::prefetch_l2(b.wrapping_add(pf), bb);
+            }
             let h = U::header(b);
             let c = if arranged {
                 U::arranged(b)
