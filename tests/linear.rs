@@ -1378,6 +1378,60 @@ fn q8_1_activation_profile_meets_the_criterion_on_grouped_formats() {
     }
 }
 
+/// At M = 1 the q8_1 block kernels take the weight rows 16 per call, a few per pass: with
+/// N = 37 (groups of 16, 16 and 5; passes of four ending in one row) every output meets the
+/// criterion, every tier and thread count gives the same bits, and each M = 1 product
+/// equals its row of the M = 64 product (other kernels, four rows per call).
+#[test]
+fn gemv_row_groups_and_their_partial_passes() {
+    let mut rng = Rng(1637);
+    let n = 37;
+    let cases: &[(Format, usize)] = &[
+        (Format::GgufQ8_0, 320),
+        (Format::GgufQ4_0, 320),
+        (Format::GgufIq4Nl, 320),
+        (Format::GgufQ2_K, 512),
+        (Format::GgufQ4_K, 512),
+        (Format::GgufQ6_K, 512),
+        (Format::GgufIq2Xxs, 512),
+        (Format::GgufIq4Xs, 512),
+        (Format::Q4_G64Fp16, 384),
+        (Format::Q8_G32Fp16, 384),
+    ];
+    for &(format, k) in cases {
+        let info = format.info();
+        let gguf = info.layout == Layout::GgufBlocksV1;
+        let planes = random_planes(format, n, k, &mut rng);
+        let view = WeightView::new(
+            format,
+            info.layout,
+            n,
+            k,
+            [&planes[0], &planes[1], &planes[2]],
+        )
+        .unwrap();
+        let mut wdec = vec![0f32; n * k];
+        for r in 0..n {
+            decode::decode_row(&view, r as u64, &mut wdec[r * k..(r + 1) * k]).unwrap();
+        }
+        let mmax = 64;
+        let x: Vec<f32> = (0..mmax * k).map(|_| rng.unit()).collect();
+        let xv: Vec<f64> = x.chunks(k).flat_map(q8_1_xhat).collect();
+        let (yref, sabs) = reference(&wdec, &xv, n, k, mmax);
+        let mut c = Checked {
+            count: 0,
+            worst: 0.0,
+        };
+        let what = format!("{format} N={n} K={k}");
+        if gguf {
+            check_all_paths(view, |_| {}, &x, &yref, &sabs, &what, &mut c);
+        } else {
+            check_all_paths(view, to_q8_1, &x, &yref, &sabs, &what, &mut c);
+        }
+        println!("{what}: {} outputs within linear_f32acc_v1", c.count);
+    }
+}
+
 /// The activation profile's refusals: Exact on GGUF, Q8_1 on formats without it, K not a
 /// multiple of 32; the support query agrees with `set_activation`; defaults.
 #[test]

@@ -48,9 +48,9 @@ pub(crate) fn prepare(isa: Isa, kind: Kind, rows: Rows) -> Rows {
     }
 }
 
-/// Up to [`ROW_GROUP`](crate::linear) consecutive weight rows `ws` (16 for the AMX kernels,
-/// `kquants::amx_rows`, `legacy::amx_rows`, `iquants::amx_rows`) against every q8_1 row
-/// `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major). A family
+/// Consecutive weight rows `ws`, up to 16 (the engine's row group: 16 at M = 1 and for
+/// the AMX kernels, `kquants::amx_rows`, `legacy::amx_rows`, `iquants::amx_rows`) against
+/// every q8_1 row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major). A family
 /// may compute several weight rows in one pass, but each output's bits never depend on how
 /// many rows share the pass.
 pub(crate) fn dot_row_group(isa: Isa, kind: Kind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {

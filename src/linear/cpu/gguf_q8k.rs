@@ -155,7 +155,7 @@ pub(crate) fn prepare(isa: Isa, kind: KindK, rows: &mut Rows) {
     }
 }
 
-/// Up to four consecutive weight rows `ws` (whole super-blocks of `kind`) against every
+/// Up to 16 consecutive weight rows `ws` (whole super-blocks of `kind`) against every
 /// q8_K row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     dot_row_group_in(

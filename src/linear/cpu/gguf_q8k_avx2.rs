@@ -42,7 +42,7 @@ pub(crate) fn covers(kind: KindK) -> bool {
 pub(crate) mod avx2 {
     use super::*;
 
-    /// Up to four weight rows against every q8_K row (`out` row of W major), for a kind
+    /// Weight rows against every q8_K row (`out` row of W major), for a kind
     /// [`covers`] accepts.
     ///
     /// # Safety

@@ -163,9 +163,10 @@ pub(super) fn prefetch_next<const R: usize>(
     }
 }
 
-/// Up to four consecutive weight rows `ws` (16 where the rows are interleaved for the AMX
-/// kernel, [`amx_rows`]) against every q8_1 row `xs`: `out[i·M + r]` = the product of
-/// `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
+/// Up to 16 consecutive weight rows `ws` (four beyond M = 1 but where the rows are
+/// interleaved for the AMX kernel, [`amx_rows`]) against every q8_1 row `xs`:
+/// `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major), in the order of
+/// the module docs.
 ///
 /// Each `ws[i]` holds the planes of one row of K = 32·`xs[r].d.len()` values.
 pub(crate) fn dot_row_group(

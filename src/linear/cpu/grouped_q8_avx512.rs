@@ -765,7 +765,8 @@ unsafe fn group<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: 
         res,
         // SAFETY: the features (caller); bounds just checked.
         rows | R,
-        x0 | unsafe { rows_of::<R, K>(kind, ws, x0, &mut res) },
+        wr,
+        x0 | unsafe { rows_of::<R, K>(kind, wr, x0, &mut res) },
         // SAFETY: as above.
         tile | C,
         w,

@@ -230,7 +230,7 @@ pub(super) fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
     w
 }
 
-/// Up to [`ROW_GROUP`](crate::linear) consecutive weight rows `ws` against every q8_1 row
+/// Up to 16 consecutive weight rows `ws` against every q8_1 row
 /// `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major). Each output
 /// has the bits of the module docs' order whatever the instruction set and grouping.
 pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {

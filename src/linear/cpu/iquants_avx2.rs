@@ -1599,7 +1599,7 @@ macro_rules! kernels {
             }
         }
 
-        /// Up to four weight rows against every q8_K activation row (`out` row of W major):
+        /// Weight rows against every q8_K activation row (`out` row of W major):
         /// the q8_K order of `gguf_q8k` with S_sb = Σ_g T_g, the same `T_g` as against q8_1
         /// (exact integers, so the same bits as that module's reference).
         ///

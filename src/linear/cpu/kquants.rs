@@ -237,9 +237,9 @@ pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
     rows
 }
 
-/// Up to four consecutive weight rows `ws` (whole super-blocks of `kq`; up to 16 where the
-/// rows are interleaved for the AMX kernel, [`amx_rows`]) against every q8_1 row `xs`:
-/// `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
+/// Up to 16 consecutive weight rows `ws` (whole super-blocks of `kq`; four beyond M = 1
+/// but where the rows are interleaved for the AMX kernel, [`amx_rows`]) against every q8_1
+/// row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     dot_row_group_in(isa, true, kq, ws, xs, out)
 }

@@ -662,7 +662,8 @@ macro_rules! kernels {
                 res,
                 // SAFETY: the features (caller); bounds just checked.
                 rows | R,
-                x0 | unsafe { rows::<R, K>(kind, ws, x0, &mut res) },
+                wr,
+                x0 | unsafe { rows::<R, K>(kind, wr, x0, &mut res) },
                 // SAFETY: as above.
                 tile | C,
                 w,

@@ -31,43 +31,45 @@
 //!   assembly).
 
 /// The pass shapes of the x86 block kernels (legacy, grouped, nvfp4 against q8_1), shared
-/// by each family's row-group entry: with one activation row `x0` (GEMV), `R` = 1..=4
-/// weight rows share each activation load (`$rows`); with several, each weight row `w`
-/// meets up to four activation rows `xc` (`C` of them) at a time (`$tile`). Both write
-/// their results into `res[..R]` / `res[..C]`, copied out in row-of-W-major order. `R` and
-/// `C` are consts in `$rows` / `$tile`, so each shape is its own monomorphized pass. The
-/// caller checks the bounds and that `xs` is not empty.
+/// by each family's row-group entry: with one activation row `x0` (GEMV), the weight rows
+/// in runs `wr` of `R` = 1..=4 rows that share each activation load (`$rows`; any number
+/// of weight rows, four at a time); with several, each weight row `w` meets up to four
+/// activation rows `xc` (`C` of them) at a time (`$tile`). Both write their results into
+/// `res[..R]` / `res[..C]`, copied out in row-of-W-major order. `R` and `C` are consts in
+/// `$rows` / `$tile`, so each shape is its own monomorphized pass. The caller checks the
+/// bounds and that `xs` is not empty.
 #[cfg(target_arch = "x86_64")]
 macro_rules! passes {
     ($ws:expr, $xs:expr, $out:expr, $res:ident,
-     rows |$R:ident, $x0:ident| $rows:expr,
+     rows |$R:ident, $wr:ident, $x0:ident| $rows:expr,
      tile |$C:ident, $w:ident, $xc:ident| $tile:expr $(,)?) => {{
         let (ws, xs, out) = ($ws, $xs, $out);
         let m = xs.len();
-        assert!(m > 0 && ws.len() <= 4 && out.len() == ws.len() * m);
+        assert!(m > 0 && out.len() == ws.len() * m);
         let mut $res = [0f32; 4];
         if m == 1 {
             let $x0 = &xs[0];
-            match ws.len() {
-                4 => {
-                    const $R: usize = 4;
-                    $rows
+            for ($wr, o) in ws.chunks(4).zip(out.chunks_mut(4)) {
+                match $wr.len() {
+                    4 => {
+                        const $R: usize = 4;
+                        $rows
+                    }
+                    3 => {
+                        const $R: usize = 3;
+                        $rows
+                    }
+                    2 => {
+                        const $R: usize = 2;
+                        $rows
+                    }
+                    _ => {
+                        const $R: usize = 1;
+                        $rows
+                    }
                 }
-                3 => {
-                    const $R: usize = 3;
-                    $rows
-                }
-                2 => {
-                    const $R: usize = 2;
-                    $rows
-                }
-                1 => {
-                    const $R: usize = 1;
-                    $rows
-                }
-                _ => {}
+                o.copy_from_slice(&$res[..o.len()]);
             }
-            out.copy_from_slice(&$res[..ws.len()]);
         } else {
             for ($w, o) in ws.iter().zip(out.chunks_exact_mut(m)) {
                 for ($xc, o) in xs.chunks(4).zip(o.chunks_mut(4)) {

@@ -201,7 +201,7 @@ fn fast_scalar(w: &NRow<'_>, x: &Row<'_>) -> f32 {
     tree8(acc) / w.d
 }
 
-/// Up to four weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]` = the product of
+/// Up to 16 weight rows `ws` against every q8_1 row `xs`: `out[i·M + r]` = the product of
 /// `ws[i]` with `xs[r]` (row of W major), in the order of the module docs.
 ///
 /// Each `ws[i]` holds K/2 code bytes and the scales of K/16 blocks, K = 32·`xs[r].d.len()`.
