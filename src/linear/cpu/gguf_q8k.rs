@@ -170,7 +170,7 @@ pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>],
 }
 
 /// [`dot_row_group`] with the i-quant kernels in form `form`, and the AVX-512 tier's GFNI
-/// form of Q2_K–Q5_K where `gfni` and the CPU has GFNI (same bits in each).
+/// form of Q2_K–Q6_K where `gfni` and the CPU has GFNI (same bits in each).
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn dot_row_group_in(
     isa: Isa,
@@ -432,7 +432,7 @@ mod tests {
                             let mut ys = vec![0f32; g * m];
                             dot_row_group(Isa::Scalar, kind, ws, &xs, &mut ys);
                             // Every form of the AVX-512 tier, whichever this CPU prefers
-                            // (the i-quants' forms; Q2_K–Q5_K with and without GFNI).
+                            // (the i-quants' forms; Q2_K–Q6_K with and without GFNI).
                             for (isa, form, gfni) in Isa::tested().into_iter().flat_map(|i| {
                                 Form::ALL
                                     .into_iter()

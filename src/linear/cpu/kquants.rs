@@ -244,7 +244,7 @@ pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out:
     dot_row_group_in(isa, true, kq, ws, xs, out)
 }
 
-/// [`dot_row_group`], with the AVX-512 tier's GFNI form of Q2_K–Q5_K where `gfni` and
+/// [`dot_row_group`], with the AVX-512 tier's GFNI form of Q2_K–Q6_K where `gfni` and
 /// the CPU has GFNI ([`Cpu::gfni`](crate::isa::Cpu::gfni)); the same bits in either form.
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn dot_row_group_in(isa: Isa, gfni: bool, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
@@ -438,7 +438,7 @@ mod tests {
                                 let ws = &rows[r0..r0 + g];
                                 let mut ys = vec![0f32; g * m];
                                 dot_row_group(Isa::Scalar, kq, ws, &xs, &mut ys);
-                                // Q2_K–Q5_K with and without GFNI (AVX-512 tier).
+                                // Q2_K–Q6_K with and without GFNI (AVX-512 tier).
                                 for ((isa, qp), gfni) in
                                     prepared.iter().flat_map(|p| [(p, false), (p, true)])
                                 {
