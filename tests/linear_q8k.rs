@@ -87,7 +87,7 @@ fn q8k_profile_meets_the_criterion_on_every_path() {
     let mut outputs = 0usize;
     for format in FORMATS {
         for k in [256usize, 1024] {
-            let n = 13;
+            let n = 37; // M = 1: row groups of 16, 16 and 5
             let planes = random_planes(format, n, k, &mut rng);
             let w = &planes[0];
             let (wd, wa, wb) = decoded(format, n, k, w);

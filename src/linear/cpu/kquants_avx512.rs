@@ -1139,8 +1139,9 @@ pub(super) unsafe fn dot_row_group_q8k(
     }
 }
 
-/// [`dot_row_group_q8k`] for the type `U`: one weight row at a time against the
-/// activation rows in passes of at most four.
+/// [`dot_row_group_q8k`] for the type `U`: the weight rows against the activation rows in
+/// passes of at most four; with one pass (M ≤ 4) a single call takes every weight row (as
+/// [`group`]), else each call one row, whose codes stay in L1 from pass to pass.
 ///
 /// # Safety
 /// As [`dot_row_group_q8k`] (GFNI available where `U::GFNI`).
@@ -1148,65 +1149,76 @@ pub(super) unsafe fn dot_row_group_q8k(
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn group_q8k<U: K>(ws: &[&[u8]], xs: &[crate::linear::q8_k::Row<'_>], out: &mut [f32]) {
     let m = xs.len();
-    for (i, w) in ws.iter().enumerate() {
-        let out = &mut out[i * m..(i + 1) * m];
-        let mut r = 0;
-        // SAFETY (all calls): the caller's contract.
-        unsafe {
-            while r + 4 <= m {
-                pass_q8k_of::<U, 4>(w, &xs[r..r + 4], &mut out[r..]);
-                r += 4;
-            }
-            match m - r {
-                3 => pass_q8k_of::<U, 3>(w, &xs[r..], &mut out[r..]),
-                2 => pass_q8k_of::<U, 2>(w, &xs[r..], &mut out[r..]),
-                1 => pass_q8k_of::<U, 1>(w, &xs[r..], &mut out[r..]),
+    // SAFETY (all calls): the caller's contract.
+    unsafe {
+        let one_pass =
+            |ws: &[&[u8]], xs: &[crate::linear::q8_k::Row<'_>], out: &mut [f32]| match xs.len() {
+                4 => pass_q8k_of::<U, 4>(ws, xs, out, m),
+                3 => pass_q8k_of::<U, 3>(ws, xs, out, m),
+                2 => pass_q8k_of::<U, 2>(ws, xs, out, m),
+                1 => pass_q8k_of::<U, 1>(ws, xs, out, m),
                 _ => {}
+            };
+        if m <= 4 {
+            one_pass(ws, xs, out);
+            return;
+        }
+        for (i, w) in ws.iter().enumerate() {
+            let w = std::slice::from_ref(w);
+            for (r, x) in xs.chunks(4).enumerate() {
+                one_pass(w, x, &mut out[i * m + 4 * r..]);
             }
         }
     }
 }
 
-/// [`pass_q8k`] as a function of its own, compiled with GFNI as well where `U` needs it
-/// (as [`pass_of`]).
+/// [`pass_q8k`] over the weight rows `ws` (`out[i·stride + r]`) as a function of its own,
+/// compiled with GFNI as well where `U` needs it (as [`pass_of`]).
 ///
 /// # Safety
-/// As [`pass_q8k`]; with [`K::GFNI`], the CPU has GFNI.
+/// As [`pass_q8k`] for each row of `ws`; with [`K::GFNI`], the CPU has GFNI.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn pass_q8k_of<U: K, const RX: usize>(
-    w: &[u8],
+    ws: &[&[u8]],
     xs: &[crate::linear::q8_k::Row<'_>],
     out: &mut [f32],
+    stride: usize,
 ) {
-    /// [`pass_q8k`] compiled with the tier's features.
+    /// [`pass_q8k`] over the rows, compiled with the tier's features.
     #[inline(never)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn plain<U: K, const RX: usize>(
-        w: &[u8],
+        ws: &[&[u8]],
         xs: &[crate::linear::q8_k::Row<'_>],
         out: &mut [f32],
+        stride: usize,
     ) {
-        // SAFETY: the caller's contract.
-        unsafe { pass_q8k::<U, RX>(w, xs, out) }
+        for (i, w) in ws.iter().enumerate() {
+            // SAFETY: the caller's contract.
+            unsafe { pass_q8k::<U, RX>(w, xs, &mut out[i * stride..]) }
+        }
     }
-    /// [`pass_q8k`] compiled with the tier's features and GFNI.
+    /// [`pass_q8k`] over the rows, compiled with the tier's features and GFNI.
     #[inline(never)]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
     unsafe fn gfni<U: K, const RX: usize>(
-        w: &[u8],
+        ws: &[&[u8]],
         xs: &[crate::linear::q8_k::Row<'_>],
         out: &mut [f32],
+        stride: usize,
     ) {
-        // SAFETY: the caller's contract.
-        unsafe { pass_q8k::<U, RX>(w, xs, out) }
+        for (i, w) in ws.iter().enumerate() {
+            // SAFETY: the caller's contract.
+            unsafe { pass_q8k::<U, RX>(w, xs, &mut out[i * stride..]) }
+        }
     }
     // SAFETY: the caller's contract.
     unsafe {
         if U::GFNI {
-            gfni::<U, RX>(w, xs, out)
+            gfni::<U, RX>(ws, xs, out, stride)
         } else {
-            plain::<U, RX>(w, xs, out)
+            plain::<U, RX>(ws, xs, out, stride)
         }
     }
 }
