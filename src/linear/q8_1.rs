@@ -160,6 +160,10 @@ pub(crate) struct Rows {
     pub pairs: Plane<i8>,
     /// Empty, or |`pairs`|.
     pub pairs_abs: Plane<i8>,
+    /// Empty, or per 256 values the 16 half-block sums [`Rows::sum16`] times a type's code
+    /// offset, as i32 in the lane order of a kernel's per-16 sums
+    /// ([`Rows::arrange_offsets`]).
+    pub offsets: Plane<i32>,
     /// Rows per interleaved group ([`Rows::arrange_groups`]: 4, or 16 for the AMX tiles);
     /// 0 while the planes below are empty.
     pub width: usize,
@@ -216,6 +220,8 @@ pub(crate) struct Row<'a> {
     pub pairs: &'a [i8],
     /// This row's part of [`Rows::pairs_abs`] (empty when not arranged).
     pub pairs_abs: &'a [i8],
+    /// This row's part of [`Rows::offsets`] (empty when not arranged).
+    pub offsets: &'a [i32],
     /// The group of this row in [`Rows::quads`], [`Rows::quad_d`], [`Rows::quad_sum`] and
     /// [`Rows::quad_sum16`] (empty when not arranged), and the row's place in it.
     pub quad: Quad<'a>,
@@ -304,6 +310,7 @@ impl Row<'_> {
         sum8: &[],
         pairs: &[],
         pairs_abs: &[],
+        offsets: &[],
         quad: Quad::EMPTY,
     };
 }
@@ -351,6 +358,14 @@ impl Rows {
             sum8: Plane::with_capacity(mul(4, nb, "q8_1 8-value sums")?, "q8_1 8-value sums")?,
             pairs: Plane::with_capacity(planes, "q8_1 rearranged codes")?,
             pairs_abs: Plane::with_capacity(planes, "q8_1 rearranged |codes|")?,
+            offsets: Plane::with_capacity(
+                if arranged {
+                    mul(2, nb, "q8_1 offsets")?
+                } else {
+                    0
+                },
+                "q8_1 arranged offsets",
+            )?,
             quads: Plane::with_capacity(quad_codes, "q8_1 interleaved codes")?,
             quad_d: Plane::with_capacity(quad_blocks, "q8_1 interleaved scales")?,
             quad_sum: Plane::with_capacity(quad_blocks, "q8_1 interleaved sums")?,
@@ -379,6 +394,7 @@ impl Rows {
         self.sum8.resize(4 * nb, 0);
         self.pairs.clear();
         self.pairs_abs.clear();
+        self.offsets.clear();
         self.width = 0;
         self.quads.clear();
         self.quad_d.clear();
@@ -430,6 +446,10 @@ impl Rows {
                 .pairs_abs
                 .get(i * self.k..(i + 1) * self.k)
                 .unwrap_or(&[]),
+            offsets: self
+                .offsets
+                .get(i * self.k / 16..(i + 1) * self.k / 16)
+                .unwrap_or(&[]),
             quad: self.quad(i),
         }
     }
@@ -473,6 +493,25 @@ impl Rows {
             self.pairs_abs.resize(self.pairs.len(), 0);
             for (a, q) in self.pairs_abs.iter_mut().zip(self.pairs.iter()) {
                 *a = q.abs();
+            }
+        }
+    }
+
+    /// Fills [`Rows::offsets`]: for each whole run of 256 values of a row, lane L of its 16
+    /// i32 = `offset` · Σx16 of its half-block `order[L]` (exact: |Σx16| ≤ 16·127 and
+    /// `offset` ≤ 32). Computed once per forward for a kernel that subtracts a type's code
+    /// offset from its per-16 integer sums, lane by lane, before the scales.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub fn arrange_offsets(&mut self, order: &[u8; 16], offset: i32) {
+        self.offsets.clear();
+        self.offsets.resize(self.sum16.len() / 16 * 16, 0);
+        for (o, run) in self
+            .offsets
+            .chunks_exact_mut(16)
+            .zip(self.sum16.chunks_exact(16))
+        {
+            for (o, &h) in o.iter_mut().zip(order) {
+                *o = offset * run[h as usize] as i32;
             }
         }
     }

@@ -218,7 +218,8 @@ pub(crate) fn amx_rows(isa: Isa, kq: Kq, m: usize) -> bool {
 /// Activation rows as the kernel on `isa` reads them: where [`amx_rows`] holds, interleaved
 /// in groups of 16 for the AMX kernel; else from [`tile_min_m`] rows on, interleaved in
 /// groups of four for the tile kernel; below, on the AVX-512 tier, Q2_K–Q5_K's codes in the
-/// order of that tier's pass kernel (chunk- or group-major).
+/// order of that tier's pass kernel (chunk- or group-major), and Q3_K's and Q6_K's offset
+/// terms (4·Σx16, 32·Σx16) in the lane order of their per-16 sums.
 pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
     let mut rows = rows;
     if amx_rows(isa, kq, rows.rows()) {
@@ -228,10 +229,13 @@ pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
         rows.arrange_quads(false);
     } else {
         #[cfg(target_arch = "x86_64")]
-        if isa == Isa::Avx512
-            && let Some(order) = super::kquants_avx512::arrangement(kq)
-        {
-            rows.arrange_pairs(order, false);
+        if isa == Isa::Avx512 {
+            if let Some(order) = super::kquants_avx512::arrangement(kq) {
+                rows.arrange_pairs(order, false);
+            }
+            if let Some((order, offset)) = super::kquants_avx512::offsets(kq) {
+                rows.arrange_offsets(order, offset);
+            }
         }
     }
     rows

@@ -18,7 +18,11 @@
 //!   lane j = block j; Q4_K/Q5_K then multiply lane j by the 6-bit per-32 scale;
 //! - from there as the AVX2 tier: the offsets and mins through `vpmaddwd(c16, Σx16)`, one
 //!   convert and one fma per super-block and activation row (`acc ← fma(d·dx, S, acc)`,
-//!   `accm ← fma(dmin·dx, M, accm)`).
+//!   `accm ← fma(dmin·dx, M, accm)`). Q3_K's and Q6_K's offsets instead come off the
+//!   per-16 sums before the scales, as one `vpsubd` of the activation's offset terms
+//!   ([`Row::offsets`]: 4·Σx16 or 32·Σx16, arranged once per forward in the lane order of
+//!   those sums, [`K::OFFSETS`]): Σ(u − o)·x, the same exact integers (M = 1 1.02–1.03× on
+//!   Zen 4).
 //!
 //! Every S_j and M_j is the exact integer of the module docs (no intermediate leaves i32 or
 //! exceeds 2²⁴), so the bits equal the scalar reference's.
@@ -101,6 +105,12 @@ pub(super) trait K {
     /// (module docs: chunk-major [`CHUNKS`] or group-major [`GROUPS`]), if the type has
     /// that form.
     const ARRANGED: Option<&'static [u8; 256]> = None;
+    /// For a type whose codes carry an offset (Q3_K: u = q + 4, Q6_K: u = q + 32), the lane
+    /// order of its per-16 sums (Q6_K: `W`'s; Q3_K: the group-major `V`'s) and the offset:
+    /// the pass then subtracts the activation's offset terms ([`Row::offsets`], arranged
+    /// once per forward in that order) from those sums before the scales, where it would
+    /// form them per super-block.
+    const OFFSETS: Option<(&'static [u8; 16], i32)> = None;
     /// Whether [`K::arranged`] needs GFNI (the passes then run compiled with it).
     const GFNI: bool = false;
     /// The unsigned codes `D_c` (c = 0..4) in the order of [`K::ARRANGED`].
@@ -142,6 +152,29 @@ pub(super) const GROUPS: [u8; 256] = {
     }
     p
 };
+
+/// The per-16 sums of `W` (module docs): lane 4c + p holds group 4p + c.
+const W_GROUPS: [u8; 16] = {
+    let mut o = [0u8; 16];
+    let mut l = 0;
+    while l < 16 {
+        o[l] = (4 * (l % 4) + l / 4) as u8;
+        l += 1;
+    }
+    o
+};
+
+/// The lane order and offset of `kq`'s offset terms ([`K::OFFSETS`]), if it has them.
+pub(super) const fn offsets(kq: Kq) -> Option<(&'static [u8; 16], i32)> {
+    match kq {
+        Kq::Q3K => Q3K::OFFSETS,
+        Kq::Q6K => Q6K::OFFSETS,
+        _ => None,
+    }
+}
+
+/// The per-16 sums in their natural order (the group-major `V`: lane g holds group g).
+const GROUPS16: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
 
 /// The order of `kq`'s arranged form ([`K::ARRANGED`]), if it has one.
 pub(super) const fn arrangement(kq: Kq) -> Option<&'static [u8; 256]> {
@@ -351,6 +384,7 @@ impl K for Q2K {
 pub(super) struct Q3K;
 impl K for Q3K {
     const KQ: Kq = Kq::Q3K;
+    const OFFSETS: Option<(&'static [u8; 16], i32)> = Some((&GROUPS16, 4));
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn header(b: *const u8) -> Hdr {
@@ -620,6 +654,7 @@ impl<U: ArrangedGfni> K for Gfni<U> {
         unsafe { U::codes(b) }
     }
     const ARRANGED: Option<&'static [u8; 256]> = U::ARRANGED;
+    const OFFSETS: Option<(&'static [u8; 16], i32)> = U::OFFSETS;
     const GFNI: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")]
@@ -633,6 +668,7 @@ impl<U: ArrangedGfni> K for Gfni<U> {
 pub(super) struct Q6K;
 impl K for Q6K {
     const KQ: Kq = Kq::Q6K;
+    const OFFSETS: Option<(&'static [u8; 16], i32)> = Some((&W_GROUPS, 32));
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn header(b: *const u8) -> Hdr {
@@ -685,6 +721,7 @@ pub(super) struct Q6KGfni;
 impl K for Q6KGfni {
     const KQ: Kq = Kq::Q6K;
     const GFNI: bool = true;
+    const OFFSETS: Option<(&'static [u8; 16], i32)> = Q6K::OFFSETS;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
     unsafe fn header(b: *const u8) -> Hdr {
@@ -723,6 +760,13 @@ impl K for Q6KGfni {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 fn reduce<U: K>(v: [__m512i; 4], sc: __m512i) -> __m512i {
+    scaled::<U>(group_sums(v), sc)
+}
+
+/// `W` before the scales: lane 4c + p = the sum of 128-bit chunk c of `v[p]`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn group_sums(v: [__m512i; 4]) -> __m512i {
     let u0 = _mm512_add_epi32(
         _mm512_unpacklo_epi32(v[0], v[1]),
         _mm512_unpackhi_epi32(v[0], v[1]),
@@ -731,7 +775,13 @@ fn reduce<U: K>(v: [__m512i; 4], sc: __m512i) -> __m512i {
         _mm512_unpacklo_epi32(v[2], v[3]),
         _mm512_unpackhi_epi32(v[2], v[3]),
     );
-    let w = _mm512_add_epi32(_mm512_unpacklo_epi64(u0, u1), _mm512_unpackhi_epi64(u0, u1));
+    _mm512_add_epi32(_mm512_unpacklo_epi64(u0, u1), _mm512_unpackhi_epi64(u0, u1))
+}
+
+/// The per-16 sums `w` times their scales `sc` (Q2_K, Q3_K, Q6_K; Q4_K, Q5_K unscaled).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn scaled<U: K>(w: __m512i, sc: __m512i) -> __m512i {
     match U::KQ {
         Kq::Q4K | Kq::Q5K => w,
         Kq::Q2K => q2k_scaled(w, sc),
@@ -867,7 +917,10 @@ unsafe fn group<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
 unsafe fn rows<U: K, const RW: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     // SAFETY: the caller's contract.
     unsafe {
-        if U::ARRANGED.is_some() && xs.iter().all(|x| !x.pairs.is_empty()) {
+        let arranged = (U::ARRANGED.is_some() || U::OFFSETS.is_some())
+            && (U::ARRANGED.is_none() || xs.iter().all(|x| !x.pairs.is_empty()))
+            && (U::OFFSETS.is_none() || xs.iter().all(|x| !x.offsets.is_empty()));
+        if arranged {
             passes::<U, RW, true>(ws, xs, out)
         } else {
             passes::<U, RW, false>(ws, xs, out)
@@ -980,10 +1033,15 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
     });
     for x in xs {
         assert!(x.qs.len() >= 256 * nsb && x.d.len() >= 8 * nsb && x.sum16.len() >= 16 * nsb);
-        assert!(!CH || (x.pairs.len() >= 256 * nsb && x.sum.len() >= 8 * nsb));
+        assert!(!CH || U::ARRANGED.is_none() || x.pairs.len() >= 256 * nsb);
+        assert!(!CH || U::ARRANGED.is_none() || x.sum.len() >= 8 * nsb);
+        assert!(!CH || U::OFFSETS.is_none() || x.offsets.len() >= 16 * nsb);
     }
+    // With `CH`, the arranged codes, or the natural ones and the offset terms.
+    let ch = CH && U::ARRANGED.is_some();
     let xq: [*const i8; RX] =
-        std::array::from_fn(|r| if CH { xs[r].pairs } else { xs[r].qs }.as_ptr());
+        std::array::from_fn(|r| if ch { xs[r].pairs } else { xs[r].qs }.as_ptr());
+    let xoff: [*const i32; RX] = std::array::from_fn(|r| xs[r].offsets.as_ptr());
     let xsum: [*const i32; RX] = std::array::from_fn(|r| xs[r].sum.as_ptr());
     let xd: [*const f32; RX] = std::array::from_fn(|r| xs[r].d.as_ptr());
     let xs16: [*const i16; RX] = std::array::from_fn(|r| xs[r].sum16.as_ptr());
@@ -1004,7 +1062,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
             for i in 0..RW {
                 let b = wp[i].add(bb * sb);
                 h[i] = U::header(b);
-                c[i] = if CH { U::arranged(b) } else { U::codes(b) };
+                c[i] = if ch { U::arranged(b) } else { U::codes(b) };
             }
             for r in 0..RX {
                 let x = xq[r].add(256 * sb);
@@ -1016,7 +1074,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                 let dx = xd[r].add(8 * sb);
                 for i in 0..RW {
                     let (h, c) = (&h[i], &c[i]);
-                    if CH {
+                    if ch {
                         // One sum over the four vectors: chunk-major, block j in lanes
                         // 2j, 2j + 1; group-major, 16-value group g in lane g.
                         let mut v = _mm512_setzero_si512();
@@ -1041,11 +1099,12 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                                 accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
                             }
                             _ => {
+                                // Q3_K: Σ(u − 4)·x per group = V − 4·Σx16 (the offset
+                                // terms in group order), exact, then the scales.
+                                let o = _mm512_loadu_si512(xoff[r].add(16 * sb).cast());
+                                let v = _mm512_sub_epi32(v, o);
                                 let z = fold(_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256());
-                                let s = _mm256_sub_epi32(
-                                    _mm512_castsi512_si256(z),
-                                    _mm256_madd_epi16(h.c16, s16),
-                                );
+                                let s = _mm512_castsi512_si256(z);
                                 let ds = _mm256_mul_ps(h.d, _mm512_castps512_ps256(dx2));
                                 acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
                             }
@@ -1056,7 +1115,13 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                     for p in 0..4 {
                         v[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p]);
                     }
-                    let w = reduce::<U>(v, h.sc);
+                    let w = if CH {
+                        // Q6_K: Σ(u − 32)·x per group = W − 32·Σx16, exact, then the scales.
+                        let o = _mm512_loadu_si512(xoff[r].add(16 * sb).cast());
+                        scaled::<U>(_mm512_sub_epi32(group_sums(v), o), h.sc)
+                    } else {
+                        reduce::<U>(v, h.sc)
+                    };
                     if U::KQ.has_min() {
                         // Lanes 8..16: M_j (Q2_K: the per-16 mins against Σx16; Q4_K, Q5_K:
                         // the 32-value sums Σx16[2j] + Σx16[2j+1], times the min below).
@@ -1075,7 +1140,11 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                         let ds = _mm512_mul_ps(h.dd, dx2);
                         accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
                     } else {
-                        let s = _mm256_sub_epi32(blocks(w), _mm256_madd_epi16(h.c16, s16));
+                        let s = if CH {
+                            blocks(w)
+                        } else {
+                            _mm256_sub_epi32(blocks(w), _mm256_madd_epi16(h.c16, s16))
+                        };
                         let ds = _mm256_mul_ps(h.d, _mm256_loadu_ps(dx));
                         acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
                     }
