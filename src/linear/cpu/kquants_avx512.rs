@@ -931,7 +931,8 @@ unsafe fn rows<U: K, const RW: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f
 /// [`rows`] in one form.
 ///
 /// # Safety
-/// As [`rows`]; with `CH`, every row of `xs` arranged by [`K::ARRANGED`].
+/// As [`rows`]; with `CH`, every row of `xs` arranged by [`K::ARRANGED`] and [`K::OFFSETS`]
+/// (those the type has).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn passes<U: K, const RW: usize, const CH: bool>(
@@ -1008,12 +1009,13 @@ unsafe fn pass_of<U: K, const RW: usize, const RX: usize, const CH: bool>(
     }
 }
 
-/// RW weight rows `ws` against RX activation rows: `out[i·stride + r]`; with `CH` in the
-/// arranged form (the codes `D_c`, the activation codes from [`Row::pairs`]).
+/// RW weight rows `ws` against RX activation rows: `out[i·stride + r]`; with `CH`, in the
+/// arranged form where the type has one (the codes `D_c`, the activation codes from
+/// [`Row::pairs`]) and with the offset terms where it has them ([`Row::offsets`]).
 ///
 /// # Safety
 /// As [`dot_row_group`], with `ws.len() == RW`, `xs.len() == RX`; with `CH`,
-/// `U::ARRANGED` is some.
+/// `U::ARRANGED` or `U::OFFSETS` is some (the lengths of what they read are checked).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
@@ -1099,12 +1101,22 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                                 accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
                             }
                             _ => {
-                                // Q3_K: Σ(u − 4)·x per group = V − 4·Σx16 (the offset
-                                // terms in group order), exact, then the scales.
-                                let o = _mm512_loadu_si512(xoff[r].add(16 * sb).cast());
-                                let v = _mm512_sub_epi32(v, o);
-                                let z = fold(_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256());
-                                let s = _mm512_castsi512_si256(z);
+                                let s = if U::OFFSETS.is_some() {
+                                    // Q3_K: Σ(u − 4)·x per group = V − 4·Σx16 (the offset
+                                    // terms in group order), exact, then the scales.
+                                    let o = _mm512_loadu_si512(xoff[r].add(16 * sb).cast());
+                                    let v = _mm512_sub_epi32(v, o);
+                                    let z =
+                                        fold(_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256());
+                                    _mm512_castsi512_si256(z)
+                                } else {
+                                    let z =
+                                        fold(_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256());
+                                    _mm256_sub_epi32(
+                                        _mm512_castsi512_si256(z),
+                                        _mm256_madd_epi16(h.c16, s16),
+                                    )
+                                };
                                 let ds = _mm256_mul_ps(h.d, _mm512_castps512_ps256(dx2));
                                 acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
                             }
@@ -1115,7 +1127,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                     for p in 0..4 {
                         v[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p]);
                     }
-                    let w = if CH {
+                    let w = if CH && U::OFFSETS.is_some() {
                         // Q6_K: Σ(u − 32)·x per group = W − 32·Σx16, exact, then the scales.
                         let o = _mm512_loadu_si512(xoff[r].add(16 * sb).cast());
                         scaled::<U>(_mm512_sub_epi32(group_sums(v), o), h.sc)
@@ -1140,7 +1152,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                         let ds = _mm512_mul_ps(h.dd, dx2);
                         accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
                     } else {
-                        let s = if CH {
+                        let s = if CH && U::OFFSETS.is_some() {
                             blocks(w)
                         } else {
                             _mm256_sub_epi32(blocks(w), _mm256_madd_epi16(h.c16, s16))
