@@ -778,6 +778,32 @@ fn group_sums(v: [__m512i; 4]) -> __m512i {
     _mm512_add_epi32(_mm512_unpacklo_epi64(u0, u1), _mm512_unpackhi_epi64(u0, u1))
 }
 
+/// The offsets of Q3_K's and Q6_K's codes (u = q + o) taken off: with `arranged` and
+/// [`K::OFFSETS`], the per-16 sums `sums` less the activation's offset terms at `off` (16
+/// i32 in the lane order of `sums`), Σ(u − o)·x per group, and zero; else `sums` as they
+/// are and the scaled offsets per block, `vpmaddwd(c16, Σx16)` (`s16`), for the caller to
+/// subtract from its block sums. The same exact integers either way.
+///
+/// # Safety
+/// With `arranged` and [`K::OFFSETS`], 16 readable i32 at `off`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn less_offsets<U: K>(
+    sums: __m512i,
+    arranged: bool,
+    off: *const i32,
+    h: &Hdr,
+    s16: __m256i,
+) -> (__m512i, __m256i) {
+    if arranged && U::OFFSETS.is_some() {
+        // SAFETY: the caller's 16 i32.
+        let o = unsafe { _mm512_loadu_si512(off.cast()) };
+        (_mm512_sub_epi32(sums, o), _mm256_setzero_si256())
+    } else {
+        (sums, _mm256_madd_epi16(h.c16, s16))
+    }
+}
+
 /// The per-16 sums `w` times their scales `sc` (Q2_K, Q3_K, Q6_K; Q4_K, Q5_K unscaled).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -1101,22 +1127,11 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                                 accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
                             }
                             _ => {
-                                let s = if U::OFFSETS.is_some() {
-                                    // Q3_K: Σ(u − 4)·x per group = V − 4·Σx16 (the offset
-                                    // terms in group order), exact, then the scales.
-                                    let o = _mm512_loadu_si512(xoff[r].add(16 * sb).cast());
-                                    let v = _mm512_sub_epi32(v, o);
-                                    let z =
-                                        fold(_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256());
-                                    _mm512_castsi512_si256(z)
-                                } else {
-                                    let z =
-                                        fold(_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256());
-                                    _mm256_sub_epi32(
-                                        _mm512_castsi512_si256(z),
-                                        _mm256_madd_epi16(h.c16, s16),
-                                    )
-                                };
+                                // Q3_K: V less 4·Σx16 per group (group order).
+                                let off = xoff[r].wrapping_add(16 * sb);
+                                let (v, late) = less_offsets::<U>(v, true, off, h, s16);
+                                let z = fold(_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256());
+                                let s = _mm256_sub_epi32(_mm512_castsi512_si256(z), late);
                                 let ds = _mm256_mul_ps(h.d, _mm512_castps512_ps256(dx2));
                                 acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
                             }
@@ -1127,13 +1142,10 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                     for p in 0..4 {
                         v[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p]);
                     }
-                    let w = if CH && U::OFFSETS.is_some() {
-                        // Q6_K: Σ(u − 32)·x per group = W − 32·Σx16, exact, then the scales.
-                        let o = _mm512_loadu_si512(xoff[r].add(16 * sb).cast());
-                        scaled::<U>(_mm512_sub_epi32(group_sums(v), o), h.sc)
-                    } else {
-                        reduce::<U>(v, h.sc)
-                    };
+                    // With `CH`, Q6_K: W less 32·Σx16 per group (W's order).
+                    let off = xoff[r].wrapping_add(16 * sb);
+                    let (g, late) = less_offsets::<U>(group_sums(v), CH, off, h, s16);
+                    let w = scaled::<U>(g, h.sc);
                     if U::KQ.has_min() {
                         // Lanes 8..16: M_j (Q2_K: the per-16 mins against Σx16; Q4_K, Q5_K:
                         // the 32-value sums Σx16[2j] + Σx16[2j+1], times the min below).
@@ -1152,11 +1164,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                         let ds = _mm512_mul_ps(h.dd, dx2);
                         accz[i][r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(z), accz[i][r]);
                     } else {
-                        let s = if CH && U::OFFSETS.is_some() {
-                            blocks(w)
-                        } else {
-                            _mm256_sub_epi32(blocks(w), _mm256_madd_epi16(h.c16, s16))
-                        };
+                        let s = _mm256_sub_epi32(blocks(w), late);
                         let ds = _mm256_mul_ps(h.d, _mm256_loadu_ps(dx));
                         acc[i][r] = _mm256_fmadd_ps(ds, _mm256_cvtepi32_ps(s), acc[i][r]);
                     }
