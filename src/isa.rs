@@ -37,8 +37,9 @@ pub struct Cpu {
     pub gfni: bool,
     /// AVX-512 VBMI (`vpermb`: a 64-entry byte table lookup). With GFNI, the nvfp4 kernel
     /// of the AVX-512 tier looks its E2M1 codes up by one `vpermb` per vector (the low
-    /// nibbles: no mask needed) and takes the high nibbles down by `vgf2p8affineqb` (a speed
-    /// choice only: the same bits).
+    /// nibbles: no mask needed) and takes the high nibbles down by `vgf2p8affineqb`, and the
+    /// GFNI form of the k-quant passes spreads Q2_K–Q4_K's scale bytes to words by one
+    /// `vpermb` (that form runs where both are present). Speed choices only: the same bits.
     pub avx512vbmi: bool,
     /// AMD family 1Ah (Zen 5) or later: four 512-bit vector pipes, so a 512-bit vector costs
     /// no more issue slots than a 256-bit one. Elsewhere (Intel's cores: 512-bit work on two
