@@ -55,7 +55,9 @@ pub struct Cpu {
     /// 1.03–1.17× faster with one thread and two, q8_1 and q8_K alike, and even in L3;
     /// the passes of two rows (M > 1) still prefetch (without it, M = 4 beyond L3 ran
     /// at about half the speed), as do the grouped formats' kernels (without it, 2–3×
-    /// slower beyond L3). A speed choice only: the same bits.
+    /// slower beyond L3). Only for rows up to K = 8192: longer rows ran up to 2× slower
+    /// without (K = 14336, Q4_K 26 against 45 GMAC/s), so their passes prefetch too. A
+    /// speed choice only: the same bits.
     pub row_stream: bool,
     /// An Intel core with AVX512-FP16 (CPUID leaf 7; Sapphire Rapids and later server cores,
     /// which the Gather Data Sampling microcode mitigation does not slow): there one

@@ -63,7 +63,13 @@
 //! and 15–30% slower beyond it); M > 1 takes RW = 2 (the activation rows no longer fit L1:
 //! measured up to ~20% faster at M = 32). Each super-block step prefetches the same
 //! super-block [`PF_ROWS`] rows further on (as the AVX2 tier; without it the matrix beyond
-//! L3 measured up to 25% slower), but the one-row passes on Zen 4 ([`prefetches`]).
+//! L3 measured up to 25% slower), but the one-row passes of rows up to K = 8192 on Zen 4
+//! ([`prefetches`]). With one weight row and one activation row (M = 1) the pass is
+//! software-pipelined: super-block sb + 1's codes and `vpdpbusd` sums are issued before
+//! super-block sb's reduction and scaling, so that the long dependency chain of each
+//! super-block does not hold the scheduler's entries while its operands arrive (the same
+//! operations on the same values: the same bits; Zen 4, 4096², M = 1: Q2_K +2%, Q3_K +4%,
+//! Q4_K +4%, Q5_K +8%, Q6_K +5%).
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -79,12 +85,23 @@ use std::arch::x86_64::*;
 /// 3 and 6 equal or slower).
 const PF_ROWS: usize = 4;
 
-/// Whether a pass of `rw` weight rows prefetches: always but in the one-row passes on a
-/// CPU whose hardware prefetcher keeps one row's stream ahead by itself
-/// ([`Cpu::row_stream`](crate::isa::Cpu::row_stream), where it measured faster without).
-fn prefetches(rw: usize) -> bool {
-    rw > 1 || !crate::isa::Cpu::get().row_stream
+/// Whether a pass of `rw` weight rows of `nsb` super-blocks prefetches: always but in the
+/// one-row passes of rows up to [`STREAM_SUPER_BLOCKS`] on a CPU whose hardware prefetcher
+/// keeps one row's stream ahead by itself ([`Cpu::row_stream`](crate::isa::Cpu::row_stream),
+/// where it measured faster without).
+fn prefetches(rw: usize, nsb: usize) -> bool {
+    rw > 1 || nsb > STREAM_SUPER_BLOCKS || !crate::isa::Cpu::get().row_stream
 }
+
+/// The longest rows (in super-blocks: K = 8192) whose one-row passes leave the stream to
+/// the hardware prefetcher where [`Cpu::row_stream`](crate::isa::Cpu::row_stream) holds.
+/// Beyond, the activation row's planes and the weight stream no longer share L1 and the
+/// passes without software prefetch fell off a cliff: on an AMD EPYC (Zen 4), one thread,
+/// M = 1, 4096 rows, GMAC/s without / with prefetch: Q4_K 47.6 / 47.5 at K = 10240, 37.6 /
+/// 46.2 at 12288, 26.1 / 45.3 at 14336, 24 / 45 at 16384; Q6_K 32.4 / 34.5, 21.5 / 32.3,
+/// 14.6 / 30.5, 14 / 31; while up to K = 8192 the passes ran faster without (8192², Q6_K
+/// 30.8 / 28.7, Q4_K 43–44 / 41–42; 16384 × 6144, Q4_K 42–43 / 36, Q2_K 55 / 49).
+const STREAM_SUPER_BLOCKS: usize = 32;
 
 /// A super-block's header, decoded once per weight row.
 #[derive(Clone, Copy)]
@@ -1144,7 +1161,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
     let bb = U::KQ.block_bytes();
     let nsb = xs[0].d.len() / 8;
     let pf = PF_ROWS * nsb * bb;
-    let prefetch = prefetches(RW);
+    let prefetch = prefetches(RW, nsb);
     // One up-front check per row: the pointer reads below stay in bounds.
     let wp: [*const u8; RW] = std::array::from_fn(|i| {
         assert!(ws[i].len() >= nsb * bb);
@@ -1168,7 +1185,9 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
     // in lane 8 + j (the fmas are lane-wise: the same roundings).
     let mut acc = [[_mm256_setzero_ps(); RX]; RW];
     let mut accz = [[_mm512_setzero_ps(); RX]; RW];
-    for sb in 0..nsb {
+    // Stage 1 of super-block sb: the headers, and the `vpdpbusd` sums of every (weight row,
+    // activation row) pair (arranged: their one sum in `v[0]`; natural: the four `V_p`).
+    let sums = |sb: usize| {
         // SAFETY (all): super-block sb lies in every weight row and every activation row.
         unsafe {
             if prefetch {
@@ -1183,23 +1202,42 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                 h[i] = U::header(b);
                 c[i] = if ch { U::arranged(b) } else { U::codes(b) };
             }
+            let mut v = [[[_mm512_setzero_si512(); 4]; RX]; RW];
             for r in 0..RX {
                 let x = xq[r].add(256 * sb);
                 let mut xv = [_mm512_setzero_si512(); 4];
                 for p in 0..4 {
                     xv[p] = _mm512_loadu_si512(x.add(64 * p).cast());
                 }
-                let s16 = _mm256_loadu_si256(xs16[r].add(16 * sb).cast());
-                let dx = xd[r].add(8 * sb);
                 for i in 0..RW {
-                    let (h, c) = (&h[i], &c[i]);
+                    let c = &c[i];
                     if ch {
                         // One sum over the four vectors: chunk-major, block j in lanes
                         // 2j, 2j + 1; group-major, 16-value group g in lane g.
-                        let mut v = _mm512_setzero_si512();
                         for p in 0..4 {
-                            v = _mm512_dpbusd_epi32(v, c[p], xv[p]);
+                            v[i][r][0] = _mm512_dpbusd_epi32(v[i][r][0], c[p], xv[p]);
                         }
+                    } else {
+                        for p in 0..4 {
+                            v[i][r][p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p]);
+                        }
+                    }
+                }
+            }
+            (h, v)
+        }
+    };
+    // Stage 2: the sums to block sums, scaled, into the accumulators.
+    let mut blocks_into = |sb: usize, h: &[Hdr; RW], v: &[[[__m512i; 4]; RX]; RW]| {
+        // SAFETY (all): super-block sb lies in every activation row.
+        unsafe {
+            for r in 0..RX {
+                let s16 = _mm256_loadu_si256(xs16[r].add(16 * sb).cast());
+                let dx = xd[r].add(8 * sb);
+                for i in 0..RW {
+                    let h = &h[i];
+                    if ch {
+                        let v = v[i][r][0];
                         let dx2 = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(
                             _mm256_loadu_ps(dx),
                         )));
@@ -1244,13 +1282,9 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                         }
                         continue;
                     }
-                    let mut v = [_mm512_setzero_si512(); 4];
-                    for p in 0..4 {
-                        v[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p]);
-                    }
                     // With `CH`, Q6_K: W less 32·Σx16 per group (W's order).
                     let off = xoff[r].wrapping_add(16 * sb);
-                    let (g, late) = less_offsets::<U>(group_sums(v), CH, off, h, s16);
+                    let (g, late) = less_offsets::<U>(group_sums(v[i][r]), CH, off, h, s16);
                     let w = scaled::<U>(g, h.sc);
                     if U::KQ.has_min() {
                         // Lanes 8..16: M_j (Q2_K: the per-16 mins against Σx16; Q4_K, Q5_K:
@@ -1276,6 +1310,22 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
                     }
                 }
             }
+        }
+    };
+    if RW * RX == 1 && nsb > 0 {
+        // One pair: software-pipelined, the next super-block's sums issued before this
+        // one's block sums, so that the long chain of each finds its operands ready.
+        let mut cur = sums(0);
+        for sb in 0..nsb - 1 {
+            let next = sums(sb + 1);
+            blocks_into(sb, &cur.0, &cur.1);
+            cur = next;
+        }
+        blocks_into(nsb - 1, &cur.0, &cur.1);
+    } else {
+        for sb in 0..nsb {
+            let (h, v) = sums(sb);
+            blocks_into(sb, &h, &v);
         }
     }
     for i in 0..RW {
@@ -1432,7 +1482,7 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
     let bb = U::KQ.block_bytes();
     let nsb = xs[0].d.len();
     let pf = PF_ROWS * nsb * bb;
-    let prefetch = prefetches(1);
+    let prefetch = prefetches(1, nsb);
     // One up-front check per row: the pointer reads below stay in bounds.
     assert!(w.len() >= nsb * bb);
     let arranged = U::ARRANGED.is_some();
