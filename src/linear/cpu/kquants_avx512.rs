@@ -704,7 +704,19 @@ impl<U: ArrangedGfni> K for Gfni<U> {
         // SAFETY: the caller's contract.
         let mut h = unsafe { U::header(b) };
         if Self::WORDS {
-            h.pw = pair_words(U::KQ, h.sc8);
+            h.pw = if U::KQ == Kq::Q4K {
+                // SAFETY: the block's first 16 bytes.
+                let words = k45_scales(unsafe { _mm_loadu_si128(b.cast()) });
+                let dup: [u16; 32] = std::array::from_fn(|t| t as u16 / 2);
+                // SAFETY: 64 readable bytes.
+                let dup = unsafe { _mm512_loadu_si512(dup.as_ptr().cast()) };
+                _mm512_permutexvar_epi16(dup, _mm512_castsi256_si512(words))
+            } else {
+                pair_words(U::KQ, h.sc8)
+            };
+        } else if U::KQ == Kq::Q5K {
+            // SAFETY: the block's first 16 bytes.
+            h.sc = _mm512_cvtepu16_epi32(k45_scales(unsafe { _mm_loadu_si128(b.cast()) }));
         }
         h
     }
@@ -953,6 +965,52 @@ fn pair_words(kq: Kq, sc8: __m128i) -> __m512i {
         return _mm512_gf2p8affine_epi64_epi8::<0>(t, a);
     }
     t
+}
+
+/// Q4_K's and Q5_K's 6-bit scales and mins (the values of `scmn_k4`) as 16 words (w < 8:
+/// the scale of sub-block w, 8 + j: the min of sub-block j) straight from the block's first
+/// 16 bytes `v` (d, dmin, scales[12]), in four 256-bit instructions where `scmn_k4` took
+/// eight 128-bit ones: one `vpermb` places, per word, the byte of its low field and the
+/// byte of its top two bits (sub-blocks 4..8); one `vpmultishiftqb` moves each byte's
+/// field to bit 0 (low field: shift 0 or 4; top bits: shift 6), one mask keeps it (6 or 4
+/// bits; 2 bits or none), and one `vpmaddubsw` by (1, 16) forms low + 16·top per word.
+/// Q4_K's GFNI form doubles each word into its [`pair_words`] pair (one `vpermw`), Q5_K's
+/// widens them to its i32 lanes ([`Hdr::sc`]).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,gfni")]
+fn k45_scales(v: __m128i) -> __m256i {
+    // scales[k] is byte 4 + k of v.
+    let mut idx = [0u8; 32];
+    let mut ctl = [0u8; 32];
+    let mut mask = [0u8; 32];
+    for w in 0..16 {
+        let (min, j) = (w >= 8, w % 8);
+        // (low byte, its shift, its mask, top byte)
+        let (lo, sh, m, top) = match (min, j < 4) {
+            (false, true) => (4 + j, 0, 0x3F, None),
+            (true, true) => (8 + j, 0, 0x3F, None),
+            (false, false) => (8 + j, 0, 0x0F, Some(j)),
+            (true, false) => (8 + j, 4, 0x0F, Some(4 + j)),
+        };
+        let at = 2 * (w % 4);
+        idx[2 * w] = lo as u8;
+        ctl[2 * w] = (8 * at + sh) as u8;
+        mask[2 * w] = m;
+        idx[2 * w + 1] = top.unwrap_or(lo) as u8;
+        ctl[2 * w + 1] = (8 * (at + 1) + 6) as u8;
+        mask[2 * w + 1] = if top.is_some() { 3 } else { 0 };
+    }
+    // SAFETY (the loads): 32 readable bytes each.
+    let (idx, ctl, mask) = unsafe {
+        (
+            _mm256_loadu_si256(idx.as_ptr().cast()),
+            _mm256_loadu_si256(ctl.as_ptr().cast()),
+            _mm256_loadu_si256(mask.as_ptr().cast()),
+        )
+    };
+    let t = _mm256_permutexvar_epi8(idx, _mm256_castsi128_si256(v));
+    let f = _mm256_and_si256(_mm256_multishift_epi64_epi8(ctl, t), mask);
+    _mm256_maddubs_epi16(f, _mm256_set1_epi16(0x1001))
 }
 
 /// The arranged `V` (lane L < 16: a 16-value sum that fits 16 bits, [`ArrangedGfni::WORDS`])
