@@ -119,8 +119,8 @@ pub(super) struct Hdr {
     /// form, the AMX kernel).
     pub(super) scn: __m512i,
     /// Q2_K: the 16 scale bytes (a per-16 scale in bits 0..4, its min in 4..8); Q3_K: the
-    /// 16 signed per-16 scales; Q4_K, Q5_K: the 8 per-32 scales, then the 8 mins (a byte
-    /// each). The sources of [`Hdr::pw`].
+    /// 16 signed per-16 scales; Q4_K, Q5_K: the block's first 16 bytes (d, dmin,
+    /// scales[12]). The sources of [`Hdr::pw`] (and of Q5_K's [`Hdr::sc`] in the GFNI form).
     pub(super) sc8: __m128i,
     /// The GFNI form of Q2_K–Q4_K ([`Gfni`]): the scales as the i16 factors of one
     /// `vpmaddwd` that turns the packed group sums into block sums ([`pair_words`]).
@@ -561,7 +561,7 @@ unsafe fn header_k45(b: *const u8) -> Hdr {
         sc: _mm512_cvtepu8_epi32(scmn),
         c16: _mm256_setzero_si256(),
         scn: _mm512_setzero_si512(),
-        sc8: scmn,
+        sc8: v,
         pw: _mm512_setzero_si512(),
     }
 }
@@ -704,19 +704,9 @@ impl<U: ArrangedGfni> K for Gfni<U> {
         // SAFETY: the caller's contract.
         let mut h = unsafe { U::header(b) };
         if Self::WORDS {
-            h.pw = if U::KQ == Kq::Q4K {
-                // SAFETY: the block's first 16 bytes.
-                let words = k45_scales(unsafe { _mm_loadu_si128(b.cast()) });
-                let dup: [u16; 32] = std::array::from_fn(|t| t as u16 / 2);
-                // SAFETY: 64 readable bytes.
-                let dup = unsafe { _mm512_loadu_si512(dup.as_ptr().cast()) };
-                _mm512_permutexvar_epi16(dup, _mm512_castsi256_si512(words))
-            } else {
-                pair_words(U::KQ, h.sc8)
-            };
+            h.pw = pair_words(U::KQ, h.sc8);
         } else if U::KQ == Kq::Q5K {
-            // SAFETY: the block's first 16 bytes.
-            h.sc = _mm512_cvtepu16_epi32(k45_scales(unsafe { _mm_loadu_si128(b.cast()) }));
+            h.sc = _mm512_cvtepu16_epi32(k45_scales(h.sc8));
         }
         h
     }
@@ -939,32 +929,34 @@ fn blocks_and(w: __m512i, hi: __m256i) -> __m512i {
 /// each pair): Q2_K, words g and 16 + g: the 4-bit scale and min of group g (dword j =
 /// groups 2j, 2j + 1 of block j); Q4_K, words 2j, 2j + 1: the 6-bit scale of block j (its
 /// two halves), 16 + 2j, 17 + 2j: its min; Q3_K, words g < 16: the signed scale of group g.
-/// One `vpermb` spreads the bytes `sc8` ([`Hdr::sc8`]) to words (their high bytes zeroed),
-/// and for Q2_K one `vgf2p8affineqb` takes the scales' nibble (words 0..16) or the mins'
-/// (16..32); Q3_K's widen by one `vpmovsxbw`.
+/// From [`Hdr::sc8`]: for Q2_K one `vpermb` spreads its bytes to words (their high bytes
+/// zeroed) and one `vgf2p8affineqb` takes the scales' nibble (words 0..16) or the mins'
+/// (16..32); Q3_K's widen by one `vpmovsxbw`; Q4_K's come from [`k45_scales`], each word
+/// doubled by one `vpermw`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,gfni")]
 fn pair_words(kq: Kq, sc8: __m128i) -> __m512i {
-    if kq == Kq::Q3K {
-        return _mm512_castsi256_si512(_mm256_cvtepi8_epi16(sc8));
+    match kq {
+        Kq::Q3K => return _mm512_castsi256_si512(_mm256_cvtepi8_epi16(sc8)),
+        Kq::Q4K => {
+            let dup: [u16; 32] = std::array::from_fn(|t| t as u16 / 2);
+            // SAFETY: 64 readable bytes.
+            let dup = unsafe { _mm512_loadu_si512(dup.as_ptr().cast()) };
+            return _mm512_permutexvar_epi16(dup, _mm512_castsi256_si512(k45_scales(sc8)));
+        }
+        _ => {}
     }
-    // Byte 2w of the result = byte idx[2w] of sc8, byte 2w + 1 = 0.
-    let idx: [u8; 64] = std::array::from_fn(|b| match kq {
-        Kq::Q2K => (b / 2 % 16) as u8,
-        _ => (b / 4) as u8,
-    });
+    // Q2_K: byte 2w of the result = byte w mod 16 of sc8, byte 2w + 1 = 0.
+    let idx: [u8; 64] = std::array::from_fn(|b| (b / 2 % 16) as u8);
     // SAFETY: 64 readable bytes.
     let idx = unsafe { _mm512_loadu_si512(idx.as_ptr().cast()) };
     let t = _mm512_maskz_permutexvar_epi8(0x5555_5555_5555_5555, idx, _mm512_castsi128_si512(sc8));
-    if kq == Kq::Q2K {
-        // Matrix byte 7 − i selects the source bits of result bit i: bits 0..4 kept (the
-        // scales, 64-bit slots 0..4) or bits 4..8 moved to 0..4 (the mins, slots 4..8).
-        const LO: i64 = 0x0102_0408_0000_0000;
-        const HI: i64 = 0x1020_4080_0000_0000;
-        let a = _mm512_set_epi64(HI, HI, HI, HI, LO, LO, LO, LO);
-        return _mm512_gf2p8affine_epi64_epi8::<0>(t, a);
-    }
-    t
+    // Matrix byte 7 − i selects the source bits of result bit i: bits 0..4 kept (the
+    // scales, 64-bit slots 0..4) or bits 4..8 moved to 0..4 (the mins, slots 4..8).
+    const LO: i64 = 0x0102_0408_0000_0000;
+    const HI: i64 = 0x1020_4080_0000_0000;
+    let a = _mm512_set_epi64(HI, HI, HI, HI, LO, LO, LO, LO);
+    _mm512_gf2p8affine_epi64_epi8::<0>(t, a)
 }
 
 /// Q4_K's and Q5_K's 6-bit scales and mins (the values of `scmn_k4`) as 16 words (w < 8:
