@@ -189,10 +189,11 @@ fn dot_row_group_in(
         && (super::kquants_avx512::arrangement(kq).is_none()
             || xs.iter().all(|x| !x.arranged.is_empty()))
     {
-        let gfni = gfni && crate::isa::Cpu::get().gfni && crate::isa::Cpu::get().avx512vbmi;
+        let gfni = gfni && super::kquants_avx512::gfni_form();
         // SAFETY: the AVX-512 tier is selected only after run-time detection of its
-        // features, GFNI and VBMI as well; rows arranged by `prepare` exist only for the types with
-        // an arranged form, in its order, and the others read the natural codes.
+        // features, the GFNI form's (GFNI, VBMI) as well; rows arranged by `prepare` exist
+        // only for the types with an arranged form, in its order, and the others read the
+        // natural codes.
         unsafe { super::kquants_avx512::dot_row_group_q8k(kq, gfni, ws, xs, out) };
         return;
     }

@@ -266,8 +266,8 @@ fn dot_row_group_in(isa: Isa, gfni: bool, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], 
             } else if super::kquants_tile_avx512::applies(kq, xs) {
                 super::kquants_tile_avx512::dot_row_group(kq, ws, xs, out)
             } else {
-                // GFNI (with VBMI, which its passes also use) only where detected.
-                let gfni = gfni && crate::isa::Cpu::get().gfni && crate::isa::Cpu::get().avx512vbmi;
+                // The GFNI form only where detected.
+                let gfni = gfni && super::kquants_avx512::gfni_form();
                 super::kquants_avx512::dot_row_group(kq, gfni, ws, xs, out)
             }
         },

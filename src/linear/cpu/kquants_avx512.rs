@@ -103,6 +103,13 @@ fn prefetches(rw: usize, nsb: usize) -> bool {
 /// 30.8 / 28.7, Q4_K 43–44 / 41–42; 16384 × 6144, Q4_K 42–43 / 36, Q2_K 55 / 49).
 const STREAM_SUPER_BLOCKS: usize = 32;
 
+/// Whether this CPU runs the GFNI form of the passes ([`Gfni`], [`Q6KGfni`]): it takes
+/// GFNI and, for its scale words, AVX-512 VBMI.
+pub(super) fn gfni_form() -> bool {
+    let cpu = crate::isa::Cpu::get();
+    cpu.gfni && cpu.avx512vbmi
+}
+
 /// A super-block's header, decoded once per weight row.
 #[derive(Clone, Copy)]
 pub(super) struct Hdr {
@@ -746,7 +753,7 @@ impl K for Q6K {
                 sc: w_order(sc),
                 c16: _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 5),
                 scn: _mm512_cvtepi8_epi32(sc),
-                sc8: sc,
+                sc8: _mm_setzero_si128(),
                 pw: _mm512_setzero_si512(),
             }
         }
