@@ -7,7 +7,7 @@
 //! | [`Isa::Scalar`] | nothing | the portable reference order |
 //! | [`Isa::Avx2`] | AVX2, FMA, F16C | the AVX2 kernels of every family |
 //! | [`Isa::AvxVnni`] | the AVX2 tier + AVX-VNNI | AVX2, with 256-bit `vpdpbusd` (VEX) in the legacy GGUF, Q3_K–Q6_K, i-quant grid, grouped-q8_1 and nvfp4-q8_1 kernels |
-//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K (Q2_K–Q5_K against activation codes arranged per super-block so that their sums need no transpose; Q2_K–Q6_K's codes by `vgf2p8affineqb` where [`Cpu::gfni`] holds; software prefetch but in Q2_K–Q6_K's one-row passes where [`Cpu::row_stream`] holds), for the grouped formats and nvfp4 against q8_1 (q2 / t2 / q4's codes by `vgf2p8affineqb` where [`Cpu::gfni`] holds, nvfp4's by `vpermb` and `vgf2p8affineqb` where [`Cpu::gfni`] and [`Cpu::avx512vbmi`] do), and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register; q2 / t2 / fp8 only where [`Cpu::wide_pipes`] holds, the AVX2 code elsewhere: measured faster on Intel and on Zen 4); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX; on Zen 5, [`Cpu::wide_pipes`], the i-quants but IQ3_S at M = 1 two groups per 512-bit `vpdpbusd`; on Intel cores with [`Cpu::fast_gathers`], the grid entries of IQ3_XXS, IQ3_S, IQ2_S, IQ1_S and IQ1_M by one gather per group, IQ2_XS's by blends kept from becoming shuffles), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; with several activation rows, tile kernels for the legacy types, the k-quants but Q2_K (the k-quants, the legacy types but Q2_0, the i-quants but IQ1_S/IQ1_M and the grouped formats against q8_1 on AMX tiles from M = 16 where [`Cpu::amx_int8`] holds) and the grouped formats and nvfp4 against q8_1 (one 512-bit lane per weight row × activation row pair); 512-bit GGUF row decoding (IQ3_S and IQ1_S only where [`Cpu::wide_pipes`] holds: their AVX2 decoders measured faster on Intel, even on Zen 4) and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
+//! | [`Isa::Avx512`] | the AVX2 tier + AVX-512 F/BW/VL/VNNI | 512-bit kernels of its own for Q2_K–Q6_K (Q2_K–Q5_K against activation codes arranged per super-block so that their sums need no transpose; Q2_K–Q6_K's codes by `vgf2p8affineqb` where [`Cpu::gfni`] holds; software prefetch but in Q2_K–Q6_K's one-row passes where [`Cpu::zen4`] holds), for the grouped formats and nvfp4 against q8_1 (q2 / t2 / q4's codes by `vgf2p8affineqb` where [`Cpu::gfni`] holds, nvfp4's by `vpermb` and `vgf2p8affineqb` where [`Cpu::gfni`] and [`Cpu::avx512vbmi`] do), and for the f32-activation q2 / t2 / q4 / q5 / q6 / q8 / nvfp4 / fp8 (scaled order) rows (two weight rows per register; q2 / t2 / fp8 only where [`Cpu::wide_pipes`] holds, the AVX2 code elsewhere: measured faster on Intel and on Zen 4); the legacy GGUF types and the i-quant grids compile their AVX2 source with 256-bit `vpdpbusd` (EVEX; on Zen 5, [`Cpu::wide_pipes`], the i-quants but IQ3_S at M = 1 two groups per 512-bit `vpdpbusd`, and IQ2_XS on Zen 4, [`Cpu::zen4`]; on Intel cores with [`Cpu::fast_gathers`], the grid entries of IQ3_XXS, IQ3_S, IQ2_S, IQ1_S and IQ1_M by one gather per group, IQ2_XS's by blends kept from becoming shuffles), the grid signs applied as masks (`vpsubb` under a 32-bit mask) and Q5_0's fifth bits as byte masks; with several activation rows, tile kernels for the legacy types, the k-quants but Q2_K (the k-quants, the legacy types but Q2_0, the i-quants but IQ1_S/IQ1_M and the grouped formats against q8_1 on AMX tiles from M = 16 where [`Cpu::amx_int8`] holds) and the grouped formats and nvfp4 against q8_1 (one 512-bit lane per weight row × activation row pair); 512-bit GGUF row decoding (IQ3_S and IQ1_S only where [`Cpu::wide_pipes`] holds: their AVX2 decoders measured faster on Intel, even on Zen 4) and grouped_absmax chunk encoding; bf16 / fp32 rows and fp8 outside the scaled order run the AVX2 code |
 //!
 //! Every tier returns the bits of the scalar reference (docs/linear.md, "Evaluation
 //! orders"). AVX-512 BF16 is reported as a separate capability ([`Cpu::avx512bf16`]); no
@@ -48,17 +48,22 @@ pub struct Cpu {
     /// kernels with both forms ask this fact. A speed choice only: both forms return the
     /// same bits.
     pub wide_pipes: bool,
-    /// AMD family 19h with AVX-512 (Zen 4): its hardware prefetcher alone keeps one
-    /// weight row's stream of GGUF super-blocks ahead of the AVX-512 k-quant kernels, so
-    /// their one-row passes (M = 1) issue no software prefetch there. Measured on an AMD
-    /// EPYC (Zen 4), M = 1, 16384 × 4096 (beyond L3), without against with: Q2_K–Q6_K
-    /// 1.03–1.17× faster with one thread and two, q8_1 and q8_K alike, and even in L3;
-    /// the passes of two rows (M > 1) still prefetch (without it, M = 4 beyond L3 ran
-    /// at about half the speed), as do the grouped formats' kernels (without it, 2–3×
-    /// slower beyond L3). Only for rows up to K = 8192: longer rows ran up to 2× slower
-    /// without (K = 14336, Q4_K 26 against 45 GMAC/s), so their passes prefetch too. A
-    /// speed choice only: the same bits.
-    pub row_stream: bool,
+    /// AMD family 19h with AVX-512 (Zen 4), whose 512-bit instructions run as two 256-bit
+    /// halves. Two speed choices ask it (both return the same bits either way):
+    /// - its hardware prefetcher alone keeps one weight row's stream of GGUF super-blocks
+    ///   ahead of the AVX-512 k-quant kernels, so their one-row passes (M = 1) issue no
+    ///   software prefetch there. Measured on an AMD EPYC (Zen 4), M = 1, 16384 × 4096
+    ///   (beyond L3), without against with: Q2_K–Q6_K 1.03–1.17× faster with one thread and
+    ///   two, q8_1 and q8_K alike, and even in L3; the passes of two rows (M > 1) still
+    ///   prefetch (without it, M = 4 beyond L3 ran at about half the speed), as do the
+    ///   grouped formats' kernels (without it, 2–3× slower beyond L3). Only for rows up to
+    ///   K = 8192: longer rows ran up to 2× slower without (K = 14336, Q4_K 26 against 45
+    ///   GMAC/s), so their passes prefetch too;
+    /// - IQ2_XS at M = 1 runs the i-quants' two-group form (two groups per 512-bit
+    ///   `vpdpbusd`, as on [`Cpu::wide_pipes`] cores): one thread, 4096² and 16384 × 4096,
+    ///   18.7 → 20.5 GMAC/s, two threads alike. The other i-quants measured slower in that
+    ///   form there (IQ2_XXS, IQ3_XXS −4 to −5%, IQ1_S −8%, IQ1_M −10%; IQ2_S, IQ3_S even).
+    pub zen4: bool,
     /// An Intel core with AVX512-FP16 (CPUID leaf 7; Sapphire Rapids and later server cores,
     /// which the Gather Data Sampling microcode mitigation does not slow): there one
     /// `vpgatherdd` / `vpgatherdq` of a group's grid entries measured faster than broadcast
@@ -98,7 +103,7 @@ impl Cpu {
             gfni: has!("gfni"),
             avx512vbmi: has!("avx512vbmi"),
             wide_pipes: amd_family() >= Some(0x1A),
-            row_stream: amd_family() == Some(0x19) && has!("avx512f"),
+            zen4: amd_family() == Some(0x19) && has!("avx512f"),
             fast_gathers: intel_avx512fp16(),
             amx_int8: amx_int8(),
         }
@@ -389,8 +394,8 @@ mod tests {
         if f("amx_int8") && !c.amx_int8 {
             eprintln!("note: amx_int8 listed but its tile data not granted to this process");
         }
-        // The vendor and family lines name the CPU classes of `wide_pipes`, `row_stream`
-        // and `fast_gathers`.
+        // The vendor and family lines name the CPU classes of `wide_pipes`, `zen4` and
+        // `fast_gathers`.
         let field = |key: &str| {
             info.lines()
                 .find(|l| l.split(':').next().map(str::trim) == Some(key))
@@ -405,10 +410,7 @@ mod tests {
                 "wide_pipes for {vendor} family {family}"
             );
             let want = vendor == "AuthenticAMD" && family == 0x19 && f("avx512f");
-            assert_eq!(
-                c.row_stream, want,
-                "row_stream for {vendor} family {family}"
-            );
+            assert_eq!(c.zen4, want, "zen4 for {vendor} family {family}");
             // Linux lists avx512_fp16 only where AVX-512 state is enabled.
             if c.avx512f {
                 let want = vendor == "GenuineIntel" && f("avx512_fp16");

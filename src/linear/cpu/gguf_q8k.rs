@@ -160,7 +160,10 @@ pub(crate) fn prepare(isa: Isa, kind: KindK, rows: &mut Rows) {
 pub(crate) fn dot_row_group(isa: Isa, kind: KindK, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     dot_row_group_in(
         isa,
-        Form::of(isa, crate::isa::Cpu::get()),
+        match kind {
+            KindK::Iq(k) => Form::of(isa, crate::isa::Cpu::get(), k),
+            _ => Form::Blend,
+        },
         true,
         kind,
         ws,

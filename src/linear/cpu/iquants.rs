@@ -236,7 +236,7 @@ pub(super) fn group(kind: IqKind, blk: &[u8], g: usize) -> [i32; 32] {
 pub(crate) fn dot_row_group(isa: Isa, kind: IqKind, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     dot_row_group_in(
         isa,
-        Form::of(isa, crate::isa::Cpu::get()),
+        Form::of(isa, crate::isa::Cpu::get(), kind),
         kind,
         ws,
         xs,
@@ -251,7 +251,8 @@ pub(super) enum Form {
     /// Each group's grid entries by broadcast loads and blends, 256-bit `vpdpbusd`.
     Blend,
     /// At M = 1, two groups per 512-bit `vpdpbusd`: pays where
-    /// [`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes) holds.
+    /// [`Cpu::wide_pipes`](crate::isa::Cpu::wide_pipes) holds, and for IQ2_XS where
+    /// [`Cpu::zen4`](crate::isa::Cpu::zen4) does.
     Wide,
     /// Each group's grid entries by one gather, for the types where that measured faster
     /// (IQ3_XXS, IQ3_S, IQ2_S, IQ1_S, IQ1_M), and IQ2_XS's by blends kept as blends: pays
@@ -260,12 +261,12 @@ pub(super) enum Form {
 }
 
 impl Form {
-    /// The form the tier `isa` runs fastest on this CPU (measured on the AVX-512 tier; the
-    /// other tiers run [`Form::Blend`], though they can run the gather form too).
-    pub(super) fn of(isa: Isa, cpu: &crate::isa::Cpu) -> Form {
+    /// The form the tier `isa` runs fastest on this CPU for `kind` (measured on the AVX-512
+    /// tier; the other tiers run [`Form::Blend`], though they can run the gather form too).
+    pub(super) fn of(isa: Isa, cpu: &crate::isa::Cpu, kind: IqKind) -> Form {
         if isa != Isa::Avx512 {
             Form::Blend
-        } else if cpu.wide_pipes {
+        } else if cpu.wide_pipes || (cpu.zen4 && kind == IqKind::Iq2Xs) {
             Form::Wide
         } else if cpu.fast_gathers {
             Form::Gather

@@ -87,14 +87,14 @@ const PF_ROWS: usize = 4;
 
 /// Whether a pass of `rw` weight rows of `nsb` super-blocks prefetches: always but in the
 /// one-row passes of rows up to [`STREAM_SUPER_BLOCKS`] on a CPU whose hardware prefetcher
-/// keeps one row's stream ahead by itself ([`Cpu::row_stream`](crate::isa::Cpu::row_stream),
+/// keeps one row's stream ahead by itself ([`Cpu::zen4`](crate::isa::Cpu::zen4),
 /// where it measured faster without).
 fn prefetches(rw: usize, nsb: usize) -> bool {
-    rw > 1 || nsb > STREAM_SUPER_BLOCKS || !crate::isa::Cpu::get().row_stream
+    rw > 1 || nsb > STREAM_SUPER_BLOCKS || !crate::isa::Cpu::get().zen4
 }
 
 /// The longest rows (in super-blocks: K = 8192) whose one-row passes leave the stream to
-/// the hardware prefetcher where [`Cpu::row_stream`](crate::isa::Cpu::row_stream) holds.
+/// the hardware prefetcher where [`Cpu::zen4`](crate::isa::Cpu::zen4) holds.
 /// Beyond, the activation row's planes and the weight stream no longer share L1 and the
 /// passes without software prefetch fell off a cliff: on an AMD EPYC (Zen 4), one thread,
 /// M = 1, 4096 rows, GMAC/s without / with prefetch: Q4_K 47.6 / 47.5 at K = 10240, 37.6 /
