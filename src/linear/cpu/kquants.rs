@@ -416,7 +416,7 @@ mod tests {
         let mut rng = Lcg(7);
         let mut counts = [0usize; 5];
         for (ti, kq) in ALL.into_iter().enumerate() {
-            for k in [256, 768, 1792, 2048] {
+            for k in [256, 512, 768, 1792, 2048] {
                 for pattern in 0..4 {
                     let n = 5;
                     let w = payload(kq, n, k, pattern, &mut rng);

@@ -66,11 +66,11 @@
 //! super-block [`PF_ROWS`] rows further on (as the AVX2 tier; without it the matrix beyond
 //! L3 measured up to 25% slower), but the one-row passes of rows up to K = 8192 on Zen 4
 //! ([`prefetches`]). With one weight row and one activation row (M = 1) the pass is
-//! software-pipelined: super-block sb + 1's codes and `vpdpbusd` sums are issued before
-//! super-block sb's reduction and scaling, so that the long dependency chain of each
+//! software-pipelined two deep: super-block sb + 2's codes and `vpdpbusd` sums are issued
+//! before super-block sb's reduction and scaling, so that the long dependency chain of each
 //! super-block does not hold the scheduler's entries while its operands arrive (the same
-//! operations on the same values: the same bits; Zen 4, 4096², M = 1: Q2_K +2%, Q3_K +4%,
-//! Q4_K +4%, Q5_K +8%, Q6_K +5%).
+//! operations on the same values: the same bits; Zen 4, 4096², M = 1, one deep against
+//! none: Q2_K +2%, Q3_K +4%, Q4_K +4%, Q5_K +8%, Q6_K +5%; two deep against one: +1–2%).
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -1391,15 +1391,20 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
         }
     };
     if RW * RX == 1 && nsb > 0 {
-        // One pair: software-pipelined, the next super-block's sums issued before this
-        // one's block sums, so that the long chain of each finds its operands ready.
-        let mut cur = sums(0);
-        for sb in 0..nsb - 1 {
-            let next = sums(sb + 1);
-            blocks_into(sb, &cur.0, &cur.1);
-            cur = next;
+        // One pair: software-pipelined two deep, super-block sb + 2's sums issued before
+        // sb's block sums, so that the long chain of each finds its operands ready.
+        let mut c0 = sums(0);
+        let mut c1 = if nsb > 1 { sums(1) } else { c0 };
+        for sb in 0..nsb.saturating_sub(2) {
+            let next = sums(sb + 2);
+            blocks_into(sb, &c0.0, &c0.1);
+            c0 = c1;
+            c1 = next;
         }
-        blocks_into(nsb - 1, &cur.0, &cur.1);
+        blocks_into(nsb.saturating_sub(2), &c0.0, &c0.1);
+        if nsb > 1 {
+            blocks_into(nsb - 1, &c1.0, &c1.1);
+        }
     } else {
         for sb in 0..nsb {
             let (h, v) = sums(sb);
