@@ -1431,8 +1431,9 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
 /// The q8_K profile (`gguf_q8k` module docs' order): weight rows `ws` against
 /// every q8_K row `xs`, `out[i·M + r]`. Per super-block the arranged form's `V` (module
 /// docs), times the scales lane by lane (Q4_K/Q5_K: sub-block j's scale in lanes 2j,
-/// 2j + 1; Q2_K/Q3_K: group g's in lane g), or Q6_K's `W` (natural order), is summed
-/// across lanes to the exact `S_sb` (Q3_K, Q6_K less the offset times Σ sc·Σx16 through
+/// 2j + 1; Q2_K/Q3_K: group g's in lane g; the GFNI form of Q2_K–Q4_K by one `vpmaddwd`
+/// of the word pairs [`Hdr::pw`], as the q8_1 pass: Zen 4, M = 1, Q2_K +8%, Q4_K +12%), or
+/// Q6_K's `W` (natural order), is summed across lanes to the exact `S_sb` (Q3_K, Q6_K less the offset times Σ sc·Σx16 through
 /// the 16-value sums), beside `M_sb = Σ m·Σx16` (Q2_K, Q4_K, Q5_K); lane 0 of the
 /// accumulator takes `fma(d·dx, f32(S_sb), acc)` and lane 8 `fma(dmin·dx, f32(M_sb),
 /// accm)`. `gfni` as for [`dot_row_group`].
@@ -1599,40 +1600,61 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
                 let xv: [__m512i; 4] =
                     std::array::from_fn(|p| _mm512_loadu_si512(x.add(64 * p).cast()));
                 let b16 = _mm256_loadu_si256(xs[r].bsums.as_ptr().add(16 * sb).cast());
-                let (wv, m8) = if arranged {
+                let t = if arranged && U::WORDS {
+                    // As the q8_1 pass's word pairs: the group sums fit 16 bits against
+                    // q8_K codes too (|x| ≤ 127: Q2_K ≤ 6096, Q3_K's unsigned codes ≤
+                    // 14224, Q4_K's halves ≤ 30480).
                     let mut v = _mm512_setzero_si512();
                     for p in 0..4 {
                         v = _mm512_dpbusd_epi32(v, c[p], xv[p]);
                     }
-                    match U::KQ {
-                        Kq::Q4K | Kq::Q5K => {
-                            let sc16 = _mm512_cvtepi32_epi16(h.sc);
-                            let mins = _mm256_permutexvar_epi16(mdup, sc16);
-                            (
-                                _mm512_mullo_epi32(v, _mm512_permutexvar_epi32(dup, h.sc)),
-                                _mm256_madd_epi16(mins, b16),
-                            )
-                        }
-                        Kq::Q2K => (q2k_scaled(v, h.scn), _mm256_madd_epi16(h.c16, b16)),
-                        _ => (_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256()),
+                    if U::KQ == Kq::Q3K {
+                        // Lane j: the block's two groups times their scales, less their
+                        // offsets 4·sc·Σx16.
+                        let w = _mm512_cvtepi32_epi16(v);
+                        let s8 = _mm256_madd_epi16(w, _mm512_castsi512_si256(h.pw));
+                        _mm512_zextsi256_si512(_mm256_sub_epi32(s8, _mm256_madd_epi16(h.c16, b16)))
+                    } else {
+                        // Lane j: S_j, lane 8 + j: M_j.
+                        _mm512_madd_epi16(packed(v, b16), h.pw)
                     }
                 } else {
-                    // Q6_K: the natural order's W, scaled (its lane order does not matter
-                    // for the total).
-                    let v = std::array::from_fn(|p| {
-                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p])
-                    });
-                    (reduce::<U>(v, h.sc), _mm256_setzero_si256())
+                    let (wv, m8) = if arranged {
+                        let mut v = _mm512_setzero_si512();
+                        for p in 0..4 {
+                            v = _mm512_dpbusd_epi32(v, c[p], xv[p]);
+                        }
+                        match U::KQ {
+                            Kq::Q4K | Kq::Q5K => {
+                                let sc16 = _mm512_cvtepi32_epi16(h.sc);
+                                let mins = _mm256_permutexvar_epi16(mdup, sc16);
+                                (
+                                    _mm512_mullo_epi32(v, _mm512_permutexvar_epi32(dup, h.sc)),
+                                    _mm256_madd_epi16(mins, b16),
+                                )
+                            }
+                            Kq::Q2K => (q2k_scaled(v, h.scn), _mm256_madd_epi16(h.c16, b16)),
+                            _ => (_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256()),
+                        }
+                    } else {
+                        // Q6_K: the natural order's W, scaled (its lane order does not matter
+                        // for the total).
+                        let v = std::array::from_fn(|p| {
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p])
+                        });
+                        (reduce::<U>(v, h.sc), _mm256_setzero_si256())
+                    };
+                    let mut s8 = _mm256_add_epi32(
+                        _mm512_castsi512_si256(wv),
+                        _mm512_extracti64x4_epi64::<1>(wv),
+                    );
+                    if matches!(U::KQ, Kq::Q3K | Kq::Q6K) {
+                        s8 = _mm256_sub_epi32(s8, _mm256_madd_epi16(h.c16, b16));
+                    }
+                    _mm512_inserti64x4::<1>(_mm512_castsi256_si512(s8), m8)
                 };
-                let mut s8 = _mm256_add_epi32(
-                    _mm512_castsi512_si256(wv),
-                    _mm512_extracti64x4_epi64::<1>(wv),
-                );
-                if matches!(U::KQ, Kq::Q3K | Kq::Q6K) {
-                    s8 = _mm256_sub_epi32(s8, _mm256_madd_epi16(h.c16, b16));
-                }
                 // Lanes 0..8: the S terms, 8..16: the M terms; summed within each half.
-                let mut t = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(s8), m8);
+                let mut t = t;
                 t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
                 t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
                 t = _mm512_add_epi32(t, _mm512_shuffle_i64x2(t, t, 0b10_11_00_01));
