@@ -399,7 +399,7 @@ mod tests {
         let mut checked = [0usize; 13];
         for (fi, f) in FORMATS.into_iter().enumerate() {
             let kind = KindK::of(f).unwrap();
-            for (ki, k) in [256usize, 768, 2048].into_iter().enumerate() {
+            for (ki, k) in [256usize, 512, 768, 2048].into_iter().enumerate() {
                 let n = 5;
                 let seed = 100 * fi as u64 + ki as u64;
                 let w = payload(f, n, k, seed, false, false);

@@ -1447,7 +1447,8 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
 /// Q6_K's `W` (natural order), is summed across lanes to the exact `S_sb` (Q3_K, Q6_K less the offset times Σ sc·Σx16 through
 /// the 16-value sums), beside `M_sb = Σ m·Σx16` (Q2_K, Q4_K, Q5_K); lane 0 of the
 /// accumulator takes `fma(d·dx, f32(S_sb), acc)` and lane 8 `fma(dmin·dx, f32(M_sb),
-/// accm)`. `gfni` as for [`dot_row_group`].
+/// accm)`. Q2_K against one activation row is software-pipelined two super-blocks deep
+/// ([`pass_q8k`]). `gfni` as for [`dot_row_group`].
 ///
 /// # Safety
 /// AVX-512 F/BW/VL/VNNI and AVX2/FMA/F16C available, and GFNI where `gfni`; where
@@ -1563,7 +1564,91 @@ unsafe fn pass_q8k_of<U: K, const RX: usize>(
     }
 }
 
-/// Weight row `w` against RX arranged q8_K rows: `out[r]`.
+/// Super-block sb's `vpdpbusd` sums `v` of a weight row against q8_K row `x` (arranged:
+/// their one sum in `v[0]`; natural: the four `V_p`) to its `S_sb` and `M_sb` terms, added
+/// to the accumulator `acc` (lane 0: the S chain, lane 8: the M chain).
+///
+/// # Safety
+/// Super-block sb lies in `x`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+unsafe fn q8k_into<U: K>(
+    x: &crate::linear::q8_k::Row<'_>,
+    sb: usize,
+    h: &Hdr,
+    v: &[__m512i; 4],
+    acc: __m512,
+) -> __m512 {
+    let arranged = U::ARRANGED.is_some();
+    // SAFETY (all): super-block sb lies in `x`.
+    unsafe {
+        let b16 = _mm256_loadu_si256(x.bsums.as_ptr().add(16 * sb).cast());
+        // Sub-block j's scale to lanes 2j, 2j + 1; its min (lane 8 + j of `Hdr::sc`) to the
+        // i16 pair 2j, 2j + 1.
+        let dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+        let mdup = _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+        let t = if arranged && U::WORDS {
+            // As the q8_1 pass's word pairs: the group sums fit 16 bits against
+            // q8_K codes too (|x| ≤ 127: Q2_K ≤ 6096, Q3_K's unsigned codes ≤
+            // 14224, Q4_K's halves ≤ 30480).
+            let v = v[0];
+            if U::KQ == Kq::Q3K {
+                // Lane j: the block's two groups times their scales, less their
+                // offsets 4·sc·Σx16.
+                let w = _mm512_cvtepi32_epi16(v);
+                let s8 = _mm256_madd_epi16(w, _mm512_castsi512_si256(h.pw));
+                _mm512_zextsi256_si512(_mm256_sub_epi32(s8, _mm256_madd_epi16(h.c16, b16)))
+            } else {
+                // Lane j: S_j, lane 8 + j: M_j.
+                _mm512_madd_epi16(packed(v, b16), h.pw)
+            }
+        } else {
+            let (wv, m8) = if arranged {
+                let v = v[0];
+                match U::KQ {
+                    Kq::Q4K | Kq::Q5K => {
+                        let sc16 = _mm512_cvtepi32_epi16(h.sc);
+                        let mins = _mm256_permutexvar_epi16(mdup, sc16);
+                        (
+                            _mm512_mullo_epi32(v, _mm512_permutexvar_epi32(dup, h.sc)),
+                            _mm256_madd_epi16(mins, b16),
+                        )
+                    }
+                    Kq::Q2K => (q2k_scaled(v, h.scn), _mm256_madd_epi16(h.c16, b16)),
+                    _ => (_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256()),
+                }
+            } else {
+                // Q6_K: the natural order's W, scaled (its lane order does not matter
+                // for the total).
+                (reduce::<U>(*v, h.sc), _mm256_setzero_si256())
+            };
+            let mut s8 = _mm256_add_epi32(
+                _mm512_castsi512_si256(wv),
+                _mm512_extracti64x4_epi64::<1>(wv),
+            );
+            if matches!(U::KQ, Kq::Q3K | Kq::Q6K) {
+                s8 = _mm256_sub_epi32(s8, _mm256_madd_epi16(h.c16, b16));
+            }
+            _mm512_inserti64x4::<1>(_mm512_castsi256_si512(s8), m8)
+        };
+        // Lanes 0..8: the S terms, 8..16: the M terms; summed within each half.
+        let mut t = t;
+        t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
+        t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
+        t = _mm512_add_epi32(t, _mm512_shuffle_i64x2(t, t, 0b10_11_00_01));
+        let dd = match U::KQ {
+            Kq::Q3K | Kq::Q6K => _mm512_zextps256_ps512(h.d),
+            _ => h.dd,
+        };
+        let ds = _mm512_mul_ps(dd, _mm512_set1_ps(*x.d.as_ptr().add(sb)));
+        _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(t), acc)
+    }
+}
+
+/// Weight row `w` against RX arranged q8_K rows: `out[r]`. Q2_K with one activation row
+/// issues super-block sb + 2's codes and sums before super-block sb's scaling (the same
+/// operations on the same values: the same bits; Intel Xeon, 4096², M = 1: +13%); Q3_K–Q5_K
+/// measured 2× slower in that form, Q6_K even, and they run one super-block at a time.
 ///
 /// # Safety
 /// As [`dot_row_group_q8k`], with `xs.len() == RX`.
@@ -1588,12 +1673,9 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
     let wp = w.as_ptr();
     // Lane 0: acc; lane 8: accm (the other lanes are never read).
     let mut acc = [_mm512_setzero_ps(); RX];
-    // Sub-block j's scale to lanes 2j, 2j + 1; its min (lane 8 + j of `Hdr::sc`) to the
-    // i16 pair 2j, 2j + 1.
-    let dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-    let mdup = _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
-    for sb in 0..nsb {
-        // SAFETY (all): super-block sb lies in the weight row and every activation row.
+    // Super-block sb's header and codes.
+    let head = |sb: usize| {
+        // SAFETY (all): super-block sb lies in the weight row.
         unsafe {
             let b = wp.add(bb * sb);
             if prefetch {
@@ -1605,76 +1687,77 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
             } else {
                 U::codes(b)
             };
+            (h, c)
+        }
+    };
+    // Activation row r's `vpdpbusd` sums of super-block sb (arranged: their one sum in
+    // `v[0]`; natural: the four `V_p`).
+    let row_sums = |sb: usize, r: usize, c: &[__m512i; 4]| {
+        // SAFETY (all): super-block sb lies in every activation row.
+        unsafe {
+            let codes = if arranged { xs[r].arranged } else { xs[r].qs };
+            let x = codes.as_ptr().add(256 * sb);
+            let xv: [__m512i; 4] =
+                std::array::from_fn(|p| _mm512_loadu_si512(x.add(64 * p).cast()));
+            if arranged {
+                let mut v = [_mm512_setzero_si512(); 4];
+                for p in 0..4 {
+                    v[0] = _mm512_dpbusd_epi32(v[0], c[p], xv[p]);
+                }
+                v
+            } else {
+                std::array::from_fn(|p| _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p]))
+            }
+        }
+    };
+    let mut row_into = |sb: usize, r: usize, h: &Hdr, v: &[__m512i; 4]| {
+        // SAFETY: super-block sb lies in every activation row.
+        unsafe { acc[r] = q8k_into::<U>(&xs[r], sb, h, v, acc[r]) }
+    };
+    if RX == 1 && U::KQ == Kq::Q2K && nsb > 0 {
+        // Q2_K with one activation row: software-pipelined two deep, as the q8_1 pass.
+        let sums = |sb: usize| {
+            let (h, c) = head(sb);
+            (h, row_sums(sb, 0, &c))
+        };
+        let mut c0 = sums(0);
+        let mut c1 = if nsb > 1 { sums(1) } else { c0 };
+        for sb in 0..nsb.saturating_sub(2) {
+            let next = sums(sb + 2);
+            row_into(sb, 0, &c0.0, &c0.1);
+            c0 = c1;
+            c1 = next;
+        }
+        row_into(nsb.saturating_sub(2), 0, &c0.0, &c0.1);
+        if nsb > 1 {
+            row_into(nsb - 1, 0, &c1.0, &c1.1);
+        }
+    } else {
+        // The sums written out rather than through `row_sums` (which measured 6–9% slower
+        // for Q4_K and Q5_K at M = 4 on an Intel Xeon: the same operations, compiled
+        // differently).
+        for sb in 0..nsb {
+            let (h, c) = head(sb);
             for r in 0..RX {
-                let codes = if arranged { xs[r].arranged } else { xs[r].qs };
-                let x = codes.as_ptr().add(256 * sb);
-                let xv: [__m512i; 4] =
-                    std::array::from_fn(|p| _mm512_loadu_si512(x.add(64 * p).cast()));
-                let b16 = _mm256_loadu_si256(xs[r].bsums.as_ptr().add(16 * sb).cast());
-                let t = if arranged && U::WORDS {
-                    // As the q8_1 pass's word pairs: the group sums fit 16 bits against
-                    // q8_K codes too (|x| ≤ 127: Q2_K ≤ 6096, Q3_K's unsigned codes ≤
-                    // 14224, Q4_K's halves ≤ 30480).
-                    let mut v = _mm512_setzero_si512();
-                    for p in 0..4 {
-                        v = _mm512_dpbusd_epi32(v, c[p], xv[p]);
-                    }
-                    if U::KQ == Kq::Q3K {
-                        // Lane j: the block's two groups times their scales, less their
-                        // offsets 4·sc·Σx16.
-                        let w = _mm512_cvtepi32_epi16(v);
-                        let s8 = _mm256_madd_epi16(w, _mm512_castsi512_si256(h.pw));
-                        _mm512_zextsi256_si512(_mm256_sub_epi32(s8, _mm256_madd_epi16(h.c16, b16)))
-                    } else {
-                        // Lane j: S_j, lane 8 + j: M_j.
-                        _mm512_madd_epi16(packed(v, b16), h.pw)
-                    }
-                } else {
-                    let (wv, m8) = if arranged {
-                        let mut v = _mm512_setzero_si512();
+                // SAFETY (all): super-block sb lies in every activation row.
+                unsafe {
+                    let codes = if arranged { xs[r].arranged } else { xs[r].qs };
+                    let x = codes.as_ptr().add(256 * sb);
+                    let xv: [__m512i; 4] =
+                        std::array::from_fn(|p| _mm512_loadu_si512(x.add(64 * p).cast()));
+                    let v = if arranged {
+                        let mut v = [_mm512_setzero_si512(); 4];
                         for p in 0..4 {
-                            v = _mm512_dpbusd_epi32(v, c[p], xv[p]);
+                            v[0] = _mm512_dpbusd_epi32(v[0], c[p], xv[p]);
                         }
-                        match U::KQ {
-                            Kq::Q4K | Kq::Q5K => {
-                                let sc16 = _mm512_cvtepi32_epi16(h.sc);
-                                let mins = _mm256_permutexvar_epi16(mdup, sc16);
-                                (
-                                    _mm512_mullo_epi32(v, _mm512_permutexvar_epi32(dup, h.sc)),
-                                    _mm256_madd_epi16(mins, b16),
-                                )
-                            }
-                            Kq::Q2K => (q2k_scaled(v, h.scn), _mm256_madd_epi16(h.c16, b16)),
-                            _ => (_mm512_mullo_epi32(v, h.scn), _mm256_setzero_si256()),
-                        }
+                        v
                     } else {
-                        // Q6_K: the natural order's W, scaled (its lane order does not matter
-                        // for the total).
-                        let v = std::array::from_fn(|p| {
+                        std::array::from_fn(|p| {
                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[p], xv[p])
-                        });
-                        (reduce::<U>(v, h.sc), _mm256_setzero_si256())
+                        })
                     };
-                    let mut s8 = _mm256_add_epi32(
-                        _mm512_castsi512_si256(wv),
-                        _mm512_extracti64x4_epi64::<1>(wv),
-                    );
-                    if matches!(U::KQ, Kq::Q3K | Kq::Q6K) {
-                        s8 = _mm256_sub_epi32(s8, _mm256_madd_epi16(h.c16, b16));
-                    }
-                    _mm512_inserti64x4::<1>(_mm512_castsi256_si512(s8), m8)
-                };
-                // Lanes 0..8: the S terms, 8..16: the M terms; summed within each half.
-                let mut t = t;
-                t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_BADC));
-                t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
-                t = _mm512_add_epi32(t, _mm512_shuffle_i64x2(t, t, 0b10_11_00_01));
-                let dd = match U::KQ {
-                    Kq::Q3K | Kq::Q6K => _mm512_zextps256_ps512(h.d),
-                    _ => h.dd,
-                };
-                let ds = _mm512_mul_ps(dd, _mm512_set1_ps(*xs[r].d.as_ptr().add(sb)));
-                acc[r] = _mm512_fmadd_ps(ds, _mm512_cvtepi32_ps(t), acc[r]);
+                    acc[r] = q8k_into::<U>(&xs[r], sb, &h, &v, acc[r]);
+                }
             }
         }
     }
