@@ -70,7 +70,9 @@
 //! before super-block sb's reduction and scaling, so that the long dependency chain of each
 //! super-block does not hold the scheduler's entries while its operands arrive (the same
 //! operations on the same values: the same bits; Zen 4, 4096², M = 1, one deep against
-//! none: Q2_K +2%, Q3_K +4%, Q4_K +4%, Q5_K +8%, Q6_K +5%; two deep against one: +1–2%).
+//! none: Q2_K +2%, Q3_K +4%, Q4_K +4%, Q5_K +8%, Q6_K +5%; two deep against one: +1–2%);
+//! Q4_K and Q5_K only where that was measured ([`pipelines`]: elsewhere slower, and up to
+//! 3× slower in builds that enable AVX-512 for the whole crate).
 
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
@@ -103,6 +105,18 @@ fn prefetches(rw: usize, nsb: usize) -> bool {
 /// 14.6 / 30.5, 14 / 31; while up to K = 8192 the passes ran faster without (8192², Q6_K
 /// 30.8 / 28.7, Q4_K 43–44 / 41–42; 16384 × 6144, Q4_K 42–43 / 36, Q2_K 55 / 49).
 const STREAM_SUPER_BLOCKS: usize = 32;
+
+/// Whether `U`'s one-row passes are software-pipelined ([`pass`]): always but Q4_K's and
+/// Q5_K's outside Zen 4 ([`Cpu::zen4`](crate::isa::Cpu::zen4)), or in a build that enables
+/// AVX-512 for the whole crate (`-C target-cpu=native` and the like). Q4_K and Q5_K carry
+/// the largest headers through the pipeline: on an Intel Xeon (4096², M = 1, one thread)
+/// the two-deep loop measured 42.9 / 33.5 GMAC/s against 44.8 / 35.6 without it, and
+/// built with AVX-512 for the whole crate 13.7 / 12.7 against 38.6 / 30.4 (its registers
+/// spill), while on Zen 4 it measured 4–8% faster than none.
+fn pipelines<U: K>() -> bool {
+    !matches!(U::KQ, Kq::Q4K | Kq::Q5K)
+        || (crate::isa::Cpu::get().zen4 && !cfg!(target_feature = "avx512f"))
+}
 
 /// Whether this CPU runs the GFNI form of the passes ([`Gfni`], [`Q6KGfni`]): it takes
 /// GFNI and, for its scale words, AVX-512 VBMI.
@@ -1390,7 +1404,7 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
             }
         }
     };
-    if RW * RX == 1 && nsb > 0 {
+    if RW * RX == 1 && nsb > 0 && pipelines::<U>() {
         // One pair: software-pipelined two deep, super-block sb + 2's sums issued before
         // sb's block sums, so that the long chain of each finds its operands ready. Two
         // copies of the loop, with and without the prefetch (a test in the loop measured
