@@ -106,6 +106,32 @@ fn prefetches(rw: usize, nsb: usize) -> bool {
 /// 30.8 / 28.7, Q4_K 43–44 / 41–42; 16384 × 6144, Q4_K 42–43 / 36, Q2_K 55 / 49).
 const STREAM_SUPER_BLOCKS: usize = 32;
 
+/// Steps `0 .. n` software-pipelined two deep: `first(i + 2)` is issued before
+/// `second(i, first(i))`, so that the long dependency chain of each step's second stage
+/// finds its operands ready. The same calls with the same values as one step at a time.
+#[inline(always)]
+fn two_deep<T: Copy>(
+    n: usize,
+    mut first: impl FnMut(usize) -> T,
+    mut second: impl FnMut(usize, &T),
+) {
+    if n == 0 {
+        return;
+    }
+    let mut c0 = first(0);
+    let mut c1 = if n > 1 { first(1) } else { c0 };
+    for i in 0..n.saturating_sub(2) {
+        let next = first(i + 2);
+        second(i, &c0);
+        c0 = c1;
+        c1 = next;
+    }
+    second(n.saturating_sub(2), &c0);
+    if n > 1 {
+        second(n - 1, &c1);
+    }
+}
+
 /// Whether `U`'s one-row passes are software-pipelined ([`pass`]): always but Q4_K's and
 /// Q5_K's outside Zen 4 ([`Cpu::zen4`](crate::isa::Cpu::zen4)), or in a build that enables
 /// AVX-512 for the whole crate (`-C target-cpu=native` and the like). Q4_K and Q5_K carry
@@ -1404,31 +1430,16 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
             }
         }
     };
-    if RW * RX == 1 && nsb > 0 && pipelines::<U>() {
+    if RW * RX == 1 && pipelines::<U>() {
         // One pair: software-pipelined two deep, super-block sb + 2's sums issued before
         // sb's block sums, so that the long chain of each finds its operands ready. Two
         // copies of the loop, with and without the prefetch (a test in the loop measured
         // up to 2.5% slower).
-        macro_rules! pipelined {
-            ($pf:expr) => {{
-                let mut c0 = sums(0, $pf);
-                let mut c1 = if nsb > 1 { sums(1, $pf) } else { c0 };
-                for sb in 0..nsb.saturating_sub(2) {
-                    let next = sums(sb + 2, $pf);
-                    blocks_into(sb, &c0.0, &c0.1);
-                    c0 = c1;
-                    c1 = next;
-                }
-                blocks_into(nsb.saturating_sub(2), &c0.0, &c0.1);
-                if nsb > 1 {
-                    blocks_into(nsb - 1, &c1.0, &c1.1);
-                }
-            }};
-        }
+        let into = |sb: usize, (h, v): &([Hdr; RW], _)| blocks_into(sb, h, v);
         if prefetch {
-            pipelined!(true)
+            two_deep(nsb, |sb| sums(sb, true), into)
         } else {
-            pipelined!(false)
+            two_deep(nsb, |sb| sums(sb, false), into)
         }
     } else {
         for sb in 0..nsb {
@@ -1728,24 +1739,13 @@ unsafe fn pass_q8k<U: K, const RX: usize>(
         // SAFETY: super-block sb lies in every activation row.
         unsafe { acc[r] = q8k_into::<U>(&xs[r], sb, h, v, acc[r]) }
     };
-    if RX == 1 && U::KQ == Kq::Q2K && nsb > 0 {
+    if RX == 1 && U::KQ == Kq::Q2K {
         // Q2_K with one activation row: software-pipelined two deep, as the q8_1 pass.
         let sums = |sb: usize| {
             let (h, c) = head(sb);
             (h, row_sums(sb, 0, &c))
         };
-        let mut c0 = sums(0);
-        let mut c1 = if nsb > 1 { sums(1) } else { c0 };
-        for sb in 0..nsb.saturating_sub(2) {
-            let next = sums(sb + 2);
-            row_into(sb, 0, &c0.0, &c0.1);
-            c0 = c1;
-            c1 = next;
-        }
-        row_into(nsb.saturating_sub(2), 0, &c0.0, &c0.1);
-        if nsb > 1 {
-            row_into(nsb - 1, 0, &c1.0, &c1.1);
-        }
+        two_deep(nsb, sums, |sb, (h, v): &(Hdr, _)| row_into(sb, 0, h, v));
     } else {
         // The sums written out rather than through `row_sums` (which measured 6–9% slower
         // for Q4_K and Q5_K at M = 4 on an Intel Xeon: the same operations, compiled
