@@ -17,6 +17,9 @@ pub struct WeightView<'a> {
     rows: usize,
     cols: usize,
     planes: [&'a [u8]; MAX_PLANES],
+    /// Each plane's length divided by `rows` (0 when `rows` is 0): [`WeightView::row_bytes`]'s
+    /// stride, computed once so that the kernels' row gathering divides nothing.
+    row_len: [usize; MAX_PLANES],
 }
 
 impl<'a> WeightView<'a> {
@@ -33,12 +36,14 @@ impl<'a> WeightView<'a> {
         planes: [&'a [u8]; MAX_PLANES],
     ) -> Result<Self> {
         layouts::check_planes(format, layout, rows, cols, &planes)?;
+        let row_len = planes.map(|p| p.len().checked_div(rows).unwrap_or(0));
         Ok(WeightView {
             format,
             layout,
             rows,
             cols,
             planes,
+            row_len,
         })
     }
 
@@ -87,8 +92,7 @@ impl<'a> WeightView<'a> {
     /// registered layouts but the scale plane of block_scale_k16_m128x4_v1 and divisors):
     /// the bytes of one row in that plane.
     pub fn row_bytes(&self, plane: usize, row: usize) -> &'a [u8] {
-        let p = self.planes[plane];
-        let per_row = p.len() / self.rows;
-        &p[row * per_row..(row + 1) * per_row]
+        let per_row = self.row_len[plane];
+        &self.planes[plane][row * per_row..(row + 1) * per_row]
     }
 }

@@ -17,6 +17,7 @@ use crate::linear::plan::{Family, Plan};
 use crate::linear::{q8_1, q8_k};
 use crate::registry::Format;
 use crate::view::WeightView;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -177,17 +178,24 @@ impl<'a> Engine<'a> {
     /// eight items per thread, at most 64 rows for the float kernels (whose items gather
     /// per-item scratch: larger items measured up to 10% slower) and 256 for the q8_1 and
     /// q8_K block kernels (fewer item boundaries, where each thread's row stream and its
-    /// prefetch restart: 3–10% faster at M = 1 with two threads on an Intel Xeon).
+    /// prefetch restart: 3–10% faster at M = 1 with two threads on an Intel Xeon), in whole
+    /// float and AMX tiles (8 and 16 rows; an item may end inside a GEMV row group, whose
+    /// last call then takes fewer rows).
     fn rows_per_chunk(&self, rows: usize, mt: usize) -> usize {
-        let most = if self.kernel.q8_blocks() { 256 } else { 64 };
+        let most = if self.kernel.q8_blocks() {
+            GEMV_GROUP
+        } else {
+            64
+        };
         rows.div_ceil(self.parallelism() * 8)
             .clamp(1, most)
-            .next_multiple_of(FLOAT_GROUP.max(self.group(mt)))
+            .next_multiple_of(FLOAT_GROUP.max(self.group(mt).min(AMX_GROUP)))
     }
 
     /// Weight rows per kernel call for a tile of `mt` activation rows: the float kernels run
     /// up to 8 rows side by side at M = 1 (eight independent accumulator chains), the
-    /// q8_1 and q8_K block kernels 16 at M = 1 ([`GEMV_GROUP`]) and 4 beyond, the AMX
+    /// q8_1 and q8_K block kernels a whole work item at M = 1 ([`GEMV_GROUP`]) and 4 beyond
+    /// (their tile kernels' contract), the AMX
     /// kernels (k-quants, legacy types, grouped formats, i-quants but IQ1_S/IQ1_M) 16.
     fn group(&self, mt: usize) -> usize {
         match self.kernel {
@@ -600,51 +608,30 @@ impl<'a> Engine<'a> {
                 // The kernel reads each row's scale words in place: 4 contiguous words per
                 // tile of the swizzled plane, tiles TILE_BYTES apart.
                 let nkb = v.cols() / block_scale::BLOCK;
-                let empty = nvfp4_q8::NRow {
-                    codes: &[],
-                    scales: &[],
-                    d: 0.0,
+                let row = |i: usize| nvfp4_q8::NRow {
+                    codes: bytes(i),
+                    scales: &v.plane(1)[block_scale::offset(r0 + i, 0, nkb)..],
+                    d: nvfp4::row_divisor(v, r0 + i),
                 };
-                let mut ws = [empty; GEMV_GROUP];
-                for (i, wr) in ws.iter_mut().enumerate().take(count) {
-                    let at = block_scale::offset(r0 + i, 0, nkb);
-                    *wr = nvfp4_q8::NRow {
-                        codes: bytes(i),
-                        scales: &v.plane(1)[at..],
-                        d: nvfp4::row_divisor(v, r0 + i),
-                    };
-                }
-                nvfp4_q8::dot_row_group(self.isa, &ws[..count], q, out);
+                gathered::<_, BLOCK_GROUP, _>(count, row, |ws| {
+                    nvfp4_q8::dot_row_group(self.isa, ws, q, out)
+                });
             }
-            Kernel::Gguf(kind) => {
-                let mut ws: [&[u8]; AMX_GROUP] = [&[]; AMX_GROUP];
-                for (i, w) in ws.iter_mut().enumerate().take(count) {
-                    *w = bytes(i);
-                }
-                super::gguf::dot_row_group(self.isa, kind, &ws[..count], q, out);
-            }
-            Kernel::GgufQ8K(kind) => {
-                let mut ws: [&[u8]; GEMV_GROUP] = [&[]; GEMV_GROUP];
-                for (i, w) in ws.iter_mut().enumerate().take(count) {
-                    *w = bytes(i);
-                }
-                gguf_q8k::dot_row_group(self.isa, kind, &ws[..count], qx.q8_k, out);
-            }
+            Kernel::Gguf(kind) => gathered::<_, BLOCK_GROUP, _>(count, bytes, |ws| {
+                super::gguf::dot_row_group(self.isa, kind, ws, q, out)
+            }),
+            Kernel::GgufQ8K(kind) => gathered::<_, BLOCK_GROUP, _>(count, bytes, |ws| {
+                gguf_q8k::dot_row_group(self.isa, kind, ws, qx.q8_k, out)
+            }),
             Kernel::GroupedQ8(kind) => {
-                let empty = grouped_q8::GRow {
-                    codes: &[],
-                    hi: &[],
-                    scales: &[],
+                let row = |i: usize| grouped_q8::GRow {
+                    codes: bytes(i),
+                    hi: v.row_bytes(1, r0 + i),
+                    scales: v.row_bytes(2, r0 + i),
                 };
-                let mut ws = [empty; AMX_GROUP];
-                for (i, w) in ws.iter_mut().enumerate().take(count) {
-                    *w = grouped_q8::GRow {
-                        codes: bytes(i),
-                        hi: v.row_bytes(1, r0 + i),
-                        scales: v.row_bytes(2, r0 + i),
-                    };
-                }
-                grouped_q8::dot_row_group(self.isa, kind, &ws[..count], q, out);
+                gathered::<_, BLOCK_GROUP, _>(count, row, |ws| {
+                    grouped_q8::dot_row_group(self.isa, kind, ws, q, out)
+                });
             }
             Kernel::GgufDecoded | Kernel::Decoded => {
                 let k = v.cols();
@@ -837,14 +824,43 @@ fn fill<'v, T: Copy>(v: &'v mut Vec<T>, len: usize, zero: T, what: &str) -> Resu
     Ok(&mut v[..])
 }
 
+/// Calls `k` with `f(0) .. f(count)` (`count ≤ N`), gathered on the stack in an array of
+/// which only those `count` places are written: a kernel call's row planes, where writing
+/// all N places at every call would cost as much as a small call's work.
+fn gathered<T: Copy, const N: usize, R>(
+    count: usize,
+    mut f: impl FnMut(usize) -> T,
+    k: impl FnOnce(&[T]) -> R,
+) -> R {
+    assert!(count <= N);
+    let mut a = [const { MaybeUninit::<T>::uninit() }; N];
+    for (i, s) in a.iter_mut().enumerate().take(count) {
+        s.write(f(i));
+    }
+    // SAFETY: places 0 .. count were written just above (`count ≤ N`); a `MaybeUninit<T>`
+    // has the layout of a `T`, and `T: Copy` needs no drop whatever happens.
+    let ws = unsafe { std::slice::from_raw_parts(a.as_ptr().cast::<T>(), count) };
+    k(ws)
+}
+
 /// Weight rows computed together (the float kernels' tile height).
 pub(crate) const ROW_GROUP: usize = 4;
 
 /// Weight rows per call of the q8_1 and q8_K block kernels at M = 1 (each family's entry
-/// runs them a few at a time): the engine's work per call (the row planes, the dispatch)
-/// then counts for less than with [`ROW_GROUP`] (measured on Zen 4, one thread, M = 1,
-/// 4096 × 4096: the k-quants 1.03–1.06× faster, and 1.12–1.20× with K = 1024).
-pub(crate) const GEMV_GROUP: usize = 16;
+/// runs them a few at a time): at most a work item's rows ([`Engine::rows_per_chunk`]), so
+/// that the engine's work per call (the row planes, the dispatch, the checks) and each
+/// kernel's set-up per call count for little. Intel Xeon, one thread, M = 1, 4096 × 4096,
+/// against 16 rows per call: Q4_K 1.14×, Q5_K 1.16×, Q6_K 1.09×, q2_g64/t2_g128/nvfp4
+/// 1.02–1.03×, the rest even (16 against 4 measured on Zen 4: the k-quants 1.03–1.06×,
+/// 1.12–1.20× with K = 1024).
+pub(crate) const GEMV_GROUP: usize = 256;
+
+/// The most rows any q8 block kernel call takes.
+const BLOCK_GROUP: usize = if GEMV_GROUP > AMX_GROUP {
+    GEMV_GROUP
+} else {
+    AMX_GROUP
+};
 
 /// Weight rows per call of the AMX kernels (`kquants::amx_rows`): one tile's 16 rows.
 pub(crate) const AMX_GROUP: usize = 16;

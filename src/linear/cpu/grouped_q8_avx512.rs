@@ -37,7 +37,7 @@
 
 use super::float::Grouped;
 use super::grouped_q8::{GRow, blocks_scalar, check_rows, prefetch_next};
-use super::tree8;
+use super::{tree8, tree8_m256};
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
 
@@ -947,6 +947,9 @@ unsafe fn scales2<K: Kernel>(s: *const u8, b: usize) -> __m512 {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 fn finish(kind: Grouped, acc: __m256, w: &GRow<'_>, x: &Row<'_>, whole: usize) -> f32 {
+    if whole == x.d.len() {
+        return tree8_m256(acc);
+    }
     let mut a = [0f32; 8];
     // SAFETY: 8 writable floats.
     unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };

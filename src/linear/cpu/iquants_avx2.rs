@@ -1510,12 +1510,10 @@ unsafe fn accumulate(acc: __m256, dc: f32, x: X, sb: usize, t: __m256i) -> __m25
     }
 }
 
-#[inline(always)]
+#[inline]
+#[target_feature(enable = "avx2")]
 fn finish8(acc: __m256) -> f32 {
-    let mut a = [0f32; 8];
-    // SAFETY: 8 writable floats.
-    unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };
-    super::tree8(a)
+    super::tree8_m256(acc)
 }
 
 /// The kernels of one tier, compiled for its features `$feat` (a string literal); the

@@ -337,6 +337,23 @@ pub(super) fn finish(kq: Kq, acc: &[f32; 8], accm: &[f32; 8]) -> f32 {
     }
 }
 
+/// [`finish`] of the lanes of `acc` and `accm`, in registers (the same operations).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn finish_m256(
+    kq: Kq,
+    acc: std::arch::x86_64::__m256,
+    accm: std::arch::x86_64::__m256,
+) -> f32 {
+    use std::arch::x86_64::_mm256_sub_ps;
+    if kq.has_min() {
+        super::tree8_m256(_mm256_sub_ps(acc, accm))
+    } else {
+        super::tree8_m256(acc)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

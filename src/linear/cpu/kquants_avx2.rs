@@ -56,7 +56,7 @@
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
 
-use super::kquants::{Kq, finish};
+use super::kquants::{Kq, finish_m256};
 use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k};
 use crate::linear::q8_1::Row;
 use std::arch::x86_64::*;
@@ -644,14 +644,7 @@ macro_rules! kernels {
             }
             for i in 0..RW {
                 for r in 0..RX {
-                    let mut a = [0f32; 8];
-                    let mut m = [0f32; 8];
-                    // SAFETY: 8 writable floats each.
-                    unsafe {
-                        _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]);
-                        _mm256_storeu_ps(m.as_mut_ptr(), accm[i][r]);
-                    }
-                    out[i * stride + r] = finish(U::KQ, &a, &m);
+                    out[i * stride + r] = finish_m256(U::KQ, acc[i][r], accm[i][r]);
                 }
             }
         }

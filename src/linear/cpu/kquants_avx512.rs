@@ -77,7 +77,7 @@
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
 
-use super::kquants::{Kq, finish};
+use super::kquants::{Kq, finish_m256};
 use super::kquants_avx2::{f16x8, q3_scales, scmn_k4};
 use crate::formats::gguf::blocks::{q2_k, q3_k, q4_k, q5_k, q6_k};
 use crate::linear::q8_1::Row;
@@ -1449,17 +1449,14 @@ unsafe fn pass<U: K, const RW: usize, const RX: usize, const CH: bool>(
     }
     for i in 0..RW {
         for r in 0..RX {
-            let mut a = [0f32; 16];
-            // SAFETY: 8 and 16 writable floats.
-            unsafe {
-                if U::KQ.has_min() {
-                    _mm512_storeu_ps(a.as_mut_ptr(), accz[i][r]);
-                } else {
-                    _mm256_storeu_ps(a.as_mut_ptr(), acc[i][r]);
-                }
-            }
-            let (a, m) = a.split_at(8);
-            out[i * stride + r] = finish(U::KQ, a.try_into().unwrap(), m.try_into().unwrap());
+            out[i * stride + r] = if U::KQ.has_min() {
+                // Lanes 0..8 `acc`, 8..16 `accm`.
+                let z = accz[i][r];
+                let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(z)));
+                finish_m256(U::KQ, _mm512_castps512_ps256(z), hi)
+            } else {
+                finish_m256(U::KQ, acc[i][r], acc[i][r])
+            };
         }
     }
 }

@@ -168,12 +168,36 @@ const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 fn unpermuted(acc: std::arch::x86_64::__m256) -> [f32; 8] {
     use std::arch::x86_64::*;
     let mut a = [0f32; 8];
-    // SAFETY: `PINV` and `a` each hold 8 four-byte lanes (unaligned loads and stores).
-    unsafe {
-        let pinv = _mm256_loadu_si256(PINV.as_ptr().cast());
-        _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc, pinv));
-    }
+    // SAFETY: `a` holds 8 four-byte lanes (an unaligned store).
+    unsafe { _mm256_storeu_ps(a.as_mut_ptr(), unpermute(acc)) };
     a
+}
+
+/// The lanes of a chunked pass's accumulator back in block order, as a vector.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+fn unpermute(acc: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    // SAFETY: `PINV` holds 8 four-byte lanes (an unaligned load).
+    let pinv = unsafe { _mm256_loadu_si256(PINV.as_ptr().cast()) };
+    _mm256_permutevar8x32_ps(acc, pinv)
+}
+
+/// [`tree8`] of the eight lanes of `v`, in registers: the same additions in the same order
+/// (256 → 128 → 64 → 32 halving), so the same bits, without the round trip through memory
+/// (a lane store and narrower reloads, which stall store forwarding).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx")]
+fn tree8_m256(v: std::arch::x86_64::__m256) -> f32 {
+    use std::arch::x86_64::*;
+    // t[i] = a[i] + a[i + 4]
+    let t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+    // u[i] = t[i] + t[i + 2] (lanes 0, 1)
+    let u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    // u[0] + u[1]
+    _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)))
 }
 
 /// Prefetches (to L2) the `len` bytes from `at`: weight bytes a kernel reads a little

@@ -45,7 +45,7 @@
 
 use super::grouped_q8_avx2::NIBBLES;
 use super::nvfp4_q8::{NRow, blocks_scalar, exact_weights, fast_given_max, scales_span};
-use super::tree8;
+use super::{tree8, tree8_m256};
 use crate::layouts::block_scale::TILE_BYTES;
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
@@ -265,13 +265,16 @@ macro_rules! kernels {
         #[inline]
         #[target_feature(enable = $feat)]
         fn finish(acc: __m256, w: &NRow<'_>, x: &Row<'_>, whole: usize, nb: usize) -> f32 {
-            let mut a = [0f32; 8];
-            // SAFETY: `ORDER` holds 8 i32, `a` 8 f32.
-            unsafe {
-                // ORDER is its own inverse.
-                let q = _mm256_loadu_si256(ORDER.as_ptr().cast());
-                _mm256_storeu_ps(a.as_mut_ptr(), _mm256_permutevar8x32_ps(acc, q));
+            // SAFETY: `ORDER` holds 8 i32.
+            let q = unsafe { _mm256_loadu_si256(ORDER.as_ptr().cast()) };
+            // ORDER is its own inverse.
+            let acc = _mm256_permutevar8x32_ps(acc, q);
+            if whole == nb {
+                return tree8_m256(acc) / w.d;
             }
+            let mut a = [0f32; 8];
+            // SAFETY: `a` holds 8 f32.
+            unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };
             blocks_scalar(w, x, whole, nb, &mut a);
             tree8(a) / w.d
         }
