@@ -186,6 +186,20 @@ pub(super) trait Kernel {
         // SAFETY: the caller's contract.
         unsafe { g64_scales(s, b) }
     }
+    /// The scales of two chunks' blocks (b, b + 8) in block order (the paired kernels).
+    ///
+    /// # Safety
+    /// As [`Kernel::scales`], for both chunks.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales2(s: *const u8, b: usize) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let lo = _mm512_castpd256_pd512(_mm256_castps_pd(Self::scales(s, b)));
+            let hi = _mm256_castps_pd(Self::scales(s, b + 8));
+            _mm512_castpd_ps(_mm512_insertf64x4::<1>(lo, hi))
+        }
+    }
 }
 
 /// Vectors 0, 1 (2, 3) of `u` against those of `x` summed into one vector per run of four
@@ -382,6 +396,15 @@ impl Kernel for Q2 {
     unsafe fn raw2(u: &[[__m512i; 4]; 2], x: &[[__m512i; 4]; 2]) -> __m512i {
         chunk_sums2(u, x)
     }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales2(s: *const u8, b: usize) -> __m512 {
+        // SAFETY: the 8 scale words of groups b/2 .. b/2 + 8 (16 bytes at byte b).
+        let g = unsafe { _mm256_cvtph_ps(_mm_loadu_si128(s.add(b).cast())) };
+        // Block j of the 16 is in group j/2.
+        let idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+        _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(g))
+    }
 }
 
 /// t2_g128_fp16: 8 bytes per block, two's-complement words read as u = word ^ 2 = code + 2.
@@ -421,6 +444,15 @@ impl Kernel for T2 {
         // Groups (0, 0, 0, 0, 1, 1, 1, 1).
         let v = _mm_unpacklo_epi16(v, v);
         _mm256_cvtph_ps(_mm_unpacklo_epi32(v, v))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales2(s: *const u8, b: usize) -> __m512 {
+        // SAFETY: the 4 scale words of groups b/4 .. b/4 + 4 (8 bytes at byte b/2).
+        let g = unsafe { _mm_cvtph_ps(_mm_loadl_epi64(s.add(b / 2).cast())) };
+        // Block j of the 16 is in group j/4.
+        let idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+        _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(g))
     }
 }
 
@@ -557,6 +589,12 @@ impl<K: UnpackGfni> Kernel for Gfni<K> {
     unsafe fn scales(s: *const u8, b: usize) -> __m256 {
         // SAFETY: the caller's contract.
         unsafe { K::scales(s, b) }
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales2(s: *const u8, b: usize) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe { K::scales2(s, b) }
     }
 }
 
@@ -928,21 +966,6 @@ fn fma2(d: __m512, t: __m512i, acc: __m256) -> __m256 {
     _mm256_fmadd_ps(hi(d), hi(t), acc)
 }
 
-/// The scales of the blocks of two chunks (b, b + 8) in block order.
-///
-/// # Safety
-/// As [`Kernel::scales`], for both chunks.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-unsafe fn scales2<K: Kernel>(s: *const u8, b: usize) -> __m512 {
-    // SAFETY: the caller's contract.
-    unsafe {
-        let lo = _mm512_castpd256_pd512(_mm256_castps_pd(K::scales(s, b)));
-        let hi = _mm256_castps_pd(K::scales(s, b + 8));
-        _mm512_castpd_ps(_mm512_insertf64x4::<1>(lo, hi))
-    }
-}
-
 /// Lane j of `acc` as `acc[j]` of the reference, the tail blocks added, then [`tree8`].
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -978,7 +1001,7 @@ unsafe fn tile<const C: usize, K: Kernel>(
         let mut acc = [_mm256_setzero_ps(); C];
         let mut b = 0;
         while K::PAIRED && b + 16 <= whole {
-            let dw = scales2::<K>(sp, b);
+            let dw = K::scales2(sp, b);
             let u = [K::unpack(wp, hp, b), K::unpack(wp, hp, b + 8)];
             for c in 0..C {
                 let x = &xs[c];
@@ -1045,7 +1068,7 @@ unsafe fn rows<const R: usize, K: Kernel>(
                 prefetch(i, b + 8);
                 let u = [K::unpack(wp[i], hp[i], b), K::unpack(wp[i], hp[i], b + 8)];
                 let t = totals2::<K>(&u, xp, ps, b);
-                acc[i] = fma2(_mm512_mul_ps(scales2::<K>(sp[i], b), dx), t, acc[i]);
+                acc[i] = fma2(_mm512_mul_ps(K::scales2(sp[i], b), dx), t, acc[i]);
             }
             b += 16;
         }
