@@ -37,7 +37,7 @@
 
 use super::float::Grouped;
 use super::grouped_q8::{GRow, blocks_scalar, check_rows, prefetch_next};
-use super::{tree8, tree8_m256};
+use super::{fma2, tree8, tree8_m256};
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
 
@@ -952,18 +952,6 @@ unsafe fn totals2<K: Kernel>(
         let e = _mm_cvtsi32_si128(K::OFFSET_LOG2);
         _mm512_sub_epi32(K::raw2(u, &x), _mm512_sll_epi32(s, e))
     }
-}
-
-/// `acc ← fma(d[8..16], t[8..16], fma(d[0..8], t[0..8], acc))`: the steps of two chunks
-/// (lanes 0..8 the first, 8..16 the second), in block order.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-fn fma2(d: __m512, t: __m512i, acc: __m256) -> __m256 {
-    let t = _mm512_cvtepi32_ps(t);
-    let acc = _mm256_fmadd_ps(_mm512_castps512_ps256(d), _mm512_castps512_ps256(t), acc);
-    // The high halves (AVX-512 F: as 64-bit lanes).
-    let hi = |v: __m512| _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
-    _mm256_fmadd_ps(hi(d), hi(t), acc)
 }
 
 /// Lane j of `acc` as `acc[j]` of the reference, the tail blocks added, then [`tree8`].

@@ -200,6 +200,24 @@ fn tree8_m256(v: std::arch::x86_64::__m256) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)))
 }
 
+/// `acc ← fma(d[8..16], t[8..16], fma(d[0..8], t[0..8], acc))`: the steps of two chunks
+/// (lanes 0..8 the first, 8..16 the second), in block order.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn fma2(
+    d: std::arch::x86_64::__m512,
+    t: std::arch::x86_64::__m512i,
+    acc: std::arch::x86_64::__m256,
+) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let t = _mm512_cvtepi32_ps(t);
+    let acc = _mm256_fmadd_ps(_mm512_castps512_ps256(d), _mm512_castps512_ps256(t), acc);
+    // The high halves (AVX-512 F: as 64-bit lanes).
+    let hi = |v: __m512| _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+    _mm256_fmadd_ps(hi(d), hi(t), acc)
+}
+
 /// Prefetches (to L2) the `len` bytes from `at`: weight bytes a kernel reads a little
 /// later. Prefetching an address past the plane is harmless, so the pointer is only
 /// computed (`wrapping_add` by the caller), never read.

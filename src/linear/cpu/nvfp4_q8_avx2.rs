@@ -37,7 +37,9 @@
 //! scale lines; on the AVX-512 tier four consecutive rows of one 32-row stripe of the
 //! swizzled plane, whose words lie 16 bytes apart, read and convert their scale words
 //! together: two masked loads, one `vpermt2d` and two 16-value conversions per chunk in
-//! place of four of each, 1.15× at M = 1 on an Intel Xeon);
+//! place of four of each, 1.15× at M = 1 on an Intel Xeon; and there two chunks per step,
+//! `avx512::rows_paired`: one reduction, conversion and scale product for sixteen blocks,
+//! then the two fmas of each lane in block order, 1.03–1.05×);
 //! with several, one weight row is unpacked once per chunk for up to four activation rows.
 
 // Index loops mirror the lane equations of the module docs.
@@ -174,6 +176,9 @@ macro_rules! chunk256 {
 /// i32 lane: the u8 × i8 products of its 4-byte group in both operand pairs).
 macro_rules! kernels {
     ($feat:tt) => {
+        kernels!($feat, rows);
+    };
+    ($feat:tt, $rows:ident) => {
         /// An activation row's factors for the chunk at block b (lane order `ORDER`): `128·dx` of each
         /// lane's q8_1 block and `12·Σq` of each lane's 16 codes.
         ///
@@ -252,7 +257,7 @@ macro_rules! kernels {
                 // SAFETY: the features (caller); bounds just checked.
                 rows | R,
                 wr,
-                x0 | unsafe { rows::<R>(wr, x0, &mut res) },
+                x0 | unsafe { $rows::<R>(wr, x0, &mut res) },
                 // SAFETY: as above.
                 tile | C,
                 w,
@@ -553,7 +558,187 @@ pub(super) mod avx512 {
         ]
     }
 
-    kernels!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni");
+    /// [`xfactors`] of the two chunks at blocks b and b + 8: lanes 0..8 the first chunk's,
+    /// 8..16 the second's.
+    ///
+    /// # Safety
+    /// The features of this tier; q8_1 blocks b/2 .. b/2 + 8 lie in `x`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn xfactors2(x: &Row<'_>, b: usize) -> (__m512, __m512i) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            let d = _mm512_castps256_ps512(_mm256_loadu_ps(x.d.as_ptr().add(b / 2)));
+            let idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+            // Exact: dx is a binary16 value, 128·dx < 2²⁴.
+            let d = _mm512_mul_ps(_mm512_permutexvar_ps(idx, d), _mm512_set1_ps(128.0));
+            let s = _mm512_cvtepi16_epi32(_mm256_loadu_si256(x.sum16.as_ptr().add(b).cast()));
+            // Exact: |12·Σq| ≤ 12·16·127.
+            (d, _mm512_mullo_epi32(s, _mm512_set1_epi32(12)))
+        }
+    }
+
+    /// [`raw`] of two chunks: lanes 0..8 the first chunk's eight raw block sums, 8..16 the
+    /// second's (each block's two i32 lanes gathered by two `vpermt2d` and added).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn raw2(u: &[W; 2], x: &[X; 2]) -> __m512i {
+        let z = |c: usize| {
+            let z = _mm512_setzero_si512();
+            _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u[c][0], x[c][0]), u[c][1], x[c][1])
+        };
+        let (z0, z1) = (z(0), z(1));
+        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+        _mm512_add_epi32(
+            _mm512_permutex2var_epi32(z0, even, z1),
+            _mm512_permutex2var_epi32(z0, odd, z1),
+        )
+    }
+
+    /// The scales of the two chunks at blocks b and b + 8 (as [`scales4`]) of four rows whose
+    /// first words lie at `p`, `p + 16`, `p + 32` and `p + 48`: row i's 16 words gathered
+    /// into dwords 4i .. 4i + 4 by four masked loads (one per tile: the rows' words lie in
+    /// its dwords 0, 4, 8 and 12), then converted 16 at a time; `max` takes their largest
+    /// bytes.
+    ///
+    /// # Safety
+    /// The features of this tier; tiles b/4 .. b/4 + 4 lie in the scale span of each of the
+    /// four rows, and the slice at `p` reaches the last of those words (row 3's, 48 bytes
+    /// past row 0's).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn scales4x2(p: *const u8, b: usize, max: &mut __m512i) -> [__m512; 4] {
+        let t = p.wrapping_add(b / 4 * TILE_BYTES);
+        // Tile j's words to dwords 4i + j: loaded from 4j bytes before the tile, so that
+        // only the enabled dwords 4i + j, the tile's dwords 4i, are read.
+        let tile = |j: usize| {
+            t.wrapping_add(j * TILE_BYTES)
+                .wrapping_sub(4 * j)
+                .cast::<i32>()
+        };
+        // SAFETY: the caller's contract; masked loads read only their enabled dwords.
+        let w = unsafe {
+            let w = _mm512_maskz_loadu_epi32(0x1111, tile(0));
+            let w = _mm512_mask_loadu_epi32(w, 0x2222, tile(1));
+            let w = _mm512_mask_loadu_epi32(w, 0x4444, tile(2));
+            _mm512_mask_loadu_epi32(w, 0x8888, tile(3))
+        };
+        *max = _mm512_max_epu8(*max, w);
+        let h = |v: __m256i| _mm512_slli_epi16::<7>(_mm512_cvtepu8_epi16(v));
+        let (a, c) = (
+            h(_mm512_castsi512_si256(w)),
+            h(_mm512_extracti64x4_epi64::<1>(w)),
+        );
+        [
+            _mm512_cvtph_ps(_mm512_castsi512_si256(a)),
+            _mm512_cvtph_ps(_mm512_extracti64x4_epi64::<1>(a)),
+            _mm512_cvtph_ps(_mm512_castsi512_si256(c)),
+            _mm512_cvtph_ps(_mm512_extracti64x4_epi64::<1>(c)),
+        ]
+    }
+
+    /// The quad pass of one activation row two chunks at a time, where that is possible.
+    macro_rules! paired {
+        ($feat:tt) => {
+            /// [`rows`], with the four rows of a quad (scale words 16 bytes apart) taken two
+            /// chunks per step: one reduction, one conversion and one product of the scales
+            /// for sixteen blocks, then the same two fmas per lane in block order
+            /// ([`fma2`](crate::linear::cpu::fma2)), so the same bits. Other row groups run
+            /// [`rows`].
+            ///
+            /// # Safety
+            /// As [`rows`].
+            #[inline(never)]
+            #[target_feature(enable = $feat)]
+            unsafe fn rows_paired<const R: usize>(
+                ws: &[NRow<'_>],
+                x: &Row<'_>,
+                res: &mut [f32; 4],
+            ) {
+                let nb = 2 * x.d.len();
+                let whole = nb / 8 * 8;
+                let quad = R == 4
+                    && (1..R).all(|i| {
+                        ws[i].scales.as_ptr() == ws[0].scales.as_ptr().wrapping_add(16 * i)
+                    })
+                    && ws[0].scales.len() >= scales_span(nb) + 48;
+                if !quad || whole < 16 {
+                    // SAFETY: the caller's contract.
+                    return unsafe { rows::<R>(ws, x, res) };
+                }
+                let wp: [*const u8; R] = std::array::from_fn(|i| ws[i].codes.as_ptr());
+                let sp = ws[0].scales.as_ptr();
+                // Rows are consecutive in the code plane: the next group's row i is R rows
+                // ahead.
+                let pf_dist = R * ws[0].codes.len();
+                let xp = x.pairs.as_ptr();
+                let t = table();
+                // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's
+                // checks).
+                unsafe {
+                    let mut acc = [_mm256_setzero_ps(); R];
+                    let mut max = _mm512_setzero_si512();
+                    let prefetch = |b: usize| {
+                        // The next row group's scale words of this chunk (as in [`rows`]).
+                        let tile = sp.wrapping_add(b / 4 * TILE_BYTES + 64);
+                        _mm_prefetch::<_MM_HINT_T1>(tile.cast());
+                        _mm_prefetch::<_MM_HINT_T1>(tile.wrapping_add(TILE_BYTES).cast());
+                    };
+                    let mut b = 0;
+                    while b + 16 <= whole {
+                        let xv = [xcodes(xp.add(16 * b)), xcodes(xp.add(16 * b + 128))];
+                        let (dx, off) = xfactors2(x, b);
+                        prefetch(b);
+                        prefetch(b + 8);
+                        let sf = scales4x2(sp, b, &mut max);
+                        for i in 0..R {
+                            let w = wp[i].add(8 * b);
+                            _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(pf_dist).cast());
+                            _mm_prefetch::<_MM_HINT_T1>(w.wrapping_add(pf_dist + 64).cast());
+                            let u = [unpack_chunk(w, t), unpack_chunk(w.add(64), t)];
+                            let s = _mm512_sub_epi32(raw2(&u, &xv), off);
+                            acc[i] = crate::linear::cpu::fma2(_mm512_mul_ps(sf[i], dx), s, acc[i]);
+                        }
+                        b += 16;
+                    }
+                    // The largest bytes of the four 128-bit lanes.
+                    let max = _mm512_max_epu8(max, _mm512_shuffle_i64x2::<0x4E>(max, max));
+                    let max = _mm512_castsi512_si256(max);
+                    let mut max = _mm_max_epu8(
+                        _mm256_castsi256_si128(max),
+                        _mm256_extracti128_si256::<1>(max),
+                    );
+                    if b < whole {
+                        // The last whole chunk, as in [`rows`].
+                        let xv = xcodes(xp.add(16 * b));
+                        let (dx, off) = xfactors(x, b);
+                        let sf = scales4(sp, b, &mut max);
+                        for i in 0..R {
+                            let u = unpack_chunk(wp[i].add(8 * b), t);
+                            let s = _mm256_cvtepi32_ps(_mm256_sub_epi32(raw(&u, &xv), off));
+                            acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(sf[i], dx), s, acc[i]);
+                        }
+                    }
+                    let gmax = largest(max, &ws[..R], whole, nb);
+                    for i in 0..R {
+                        let w = &ws[i];
+                        res[i] = if fast_given_max(w, gmax, nb) {
+                            finish(acc[i], w, x, whole, nb)
+                        } else {
+                            exact_weights(w, x)
+                        };
+                    }
+                }
+            }
+        };
+    }
+
+    kernels!(
+        "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
+        rows_paired
+    );
+    paired!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni");
 
     /// The AVX-512 tier's kernels with GFNI and AVX-512 VBMI: the low nibbles looked up by
     /// one `vpermb` (its 64-entry table is [`table`], four copies of the 16 entries, so the
@@ -584,7 +769,11 @@ pub(super) mod avx512 {
             ]
         }
 
-        kernels!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni,avx512vbmi");
+        kernels!(
+            "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni,avx512vbmi",
+            rows_paired
+        );
+        paired!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni,avx512vbmi");
     }
 }
 
