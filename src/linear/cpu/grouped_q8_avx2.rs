@@ -31,7 +31,7 @@
 
 use super::float::Grouped;
 use super::grouped_q8::{GRow, blocks_scalar, check_rows, prefetch_next};
-use super::{P, tree8, tree8_m256, unpermute, unpermuted};
+use super::{P, finish_unpermuted};
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
 
@@ -536,13 +536,9 @@ macro_rules! kernels {
                     b += 8;
                 }
                 for c in 0..C {
-                    res[c] = if whole == nb {
-                        tree8_m256(unpermute(acc[c]))
-                    } else {
-                        let mut a = unpermuted(acc[c]);
-                        blocks_scalar(kind, w, &xs[c], whole, nb, &mut a);
-                        tree8(a)
-                    };
+                    res[c] = finish_unpermuted(acc[c], whole < nb, |a| {
+                        blocks_scalar(kind, w, &xs[c], whole, nb, a)
+                    });
                 }
             }
         }
@@ -599,13 +595,9 @@ macro_rules! kernels {
                     b += 8;
                 }
                 for i in 0..R {
-                    res[i] = if whole == nb {
-                        tree8_m256(unpermute(acc[i]))
-                    } else {
-                        let mut a = unpermuted(acc[i]);
-                        blocks_scalar(kind, &ws[i], x, whole, nb, &mut a);
-                        tree8(a)
-                    };
+                    res[i] = finish_unpermuted(acc[i], whole < nb, |a| {
+                        blocks_scalar(kind, &ws[i], x, whole, nb, a)
+                    });
                 }
             }
         }

@@ -37,7 +37,7 @@
 
 use super::float::Grouped;
 use super::grouped_q8::{GRow, blocks_scalar, check_rows, prefetch_next};
-use super::{fma2, tree8, tree8_m256};
+use super::{fma2, pair_sums, tree8, tree8_m256};
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
 
@@ -358,13 +358,7 @@ fn chunk_sums2(u: &[[__m512i; 4]; 2], x: &[[__m512i; 4]; 2]) -> __m512i {
         let (a, d) = runs(&u[c], &x[c]);
         _mm512_add_epi32(a, d)
     };
-    let (s0, s1) = (s(0), s(1));
-    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-    _mm512_add_epi32(
-        _mm512_permutex2var_epi32(s0, even, s1),
-        _mm512_permutex2var_epi32(s0, odd, s1),
-    )
+    pair_sums(s(0), s(1))
 }
 
 /// q2_g64_fp16: 8 bytes per block, words u = code + 1 read as they are.

@@ -32,7 +32,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::legacy::{Legacy, blocks_scalar};
-use super::{P, tree8, tree8_m256, unpermute, unpermuted};
+use super::{P, finish_unpermuted};
 use crate::formats::gguf::blocks::{iq4_nl, iq4_xs, q2_0, q4_0, q5_0, q8_0};
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
 use crate::linear::q8_1::{Row, Rows};
@@ -734,13 +734,9 @@ macro_rules! kernels {
                     b += 8;
                 }
                 for c in 0..C {
-                    res[c] = if whole == nb {
-                        tree8_m256(unpermute(acc[c]))
-                    } else {
-                        let mut a = unpermuted(acc[c]);
-                        blocks_scalar(kind, w, &xs[c], whole, nb, &mut a);
-                        tree8(a)
-                    };
+                    res[c] = finish_unpermuted(acc[c], whole < nb, |a| {
+                        blocks_scalar(kind, w, &xs[c], whole, nb, a)
+                    });
                 }
             }
         }
@@ -806,13 +802,9 @@ macro_rules! kernels {
                     b += 8;
                 }
                 for i in 0..R {
-                    res[i] = if whole == nb {
-                        tree8_m256(unpermute(acc[i]))
-                    } else {
-                        let mut a = unpermuted(acc[i]);
-                        blocks_scalar(kind, ws[i], x, whole, nb, &mut a);
-                        tree8(a)
-                    };
+                    res[i] = finish_unpermuted(acc[i], whole < nb, |a| {
+                        blocks_scalar(kind, ws[i], x, whole, nb, a)
+                    });
                 }
             }
         }

@@ -160,28 +160,48 @@ const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
 #[cfg(target_arch = "x86_64")]
 const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
-/// The lanes of a chunked pass's accumulator back in block order (lane `PINV[c]` is block
-/// c), for the scalar tail and [`tree8`].
+/// The result of a chunked pass's accumulator (lane `PINV[c]` is block c of the chunk):
+/// its lanes back in block order, `tail` (the scalar steps of the blocks past the last whole
+/// chunk, if `has_tail`) added, then [`tree8`]; in registers when there is no tail.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]
-fn unpermuted(acc: std::arch::x86_64::__m256) -> [f32; 8] {
-    use std::arch::x86_64::*;
-    let mut a = [0f32; 8];
-    // SAFETY: `a` holds 8 four-byte lanes (an unaligned store).
-    unsafe { _mm256_storeu_ps(a.as_mut_ptr(), unpermute(acc)) };
-    a
-}
-
-/// The lanes of a chunked pass's accumulator back in block order, as a vector.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx2")]
-fn unpermute(acc: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+fn finish_unpermuted(
+    acc: std::arch::x86_64::__m256,
+    has_tail: bool,
+    tail: impl FnOnce(&mut [f32; 8]),
+) -> f32 {
     use std::arch::x86_64::*;
     // SAFETY: `PINV` holds 8 four-byte lanes (an unaligned load).
     let pinv = unsafe { _mm256_loadu_si256(PINV.as_ptr().cast()) };
-    _mm256_permutevar8x32_ps(acc, pinv)
+    let acc = _mm256_permutevar8x32_ps(acc, pinv);
+    if !has_tail {
+        return tree8_m256(acc);
+    }
+    let mut a = [0f32; 8];
+    // SAFETY: `a` holds 8 four-byte lanes (an unaligned store).
+    unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };
+    tail(&mut a);
+    tree8(a)
+}
+
+/// The sums of two chunks' blocks whose products lie in two i32 lanes each (block j of
+/// chunk c in lanes 2j, 2j + 1 of `s[c]`): the pairs gathered by two `vpermt2d` and added,
+/// lanes 0..8 chunk 0's block sums, 8..16 chunk 1's.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+fn pair_sums(
+    s0: std::arch::x86_64::__m512i,
+    s1: std::arch::x86_64::__m512i,
+) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::*;
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    _mm512_add_epi32(
+        _mm512_permutex2var_epi32(s0, even, s1),
+        _mm512_permutex2var_epi32(s0, odd, s1),
+    )
 }
 
 /// [`tree8`] of the eight lanes of `v`, in registers: the same additions in the same order

@@ -587,13 +587,7 @@ pub(super) mod avx512 {
             let z = _mm512_setzero_si512();
             _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z, u[c][0], x[c][0]), u[c][1], x[c][1])
         };
-        let (z0, z1) = (z(0), z(1));
-        let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-        _mm512_add_epi32(
-            _mm512_permutex2var_epi32(z0, even, z1),
-            _mm512_permutex2var_epi32(z0, odd, z1),
-        )
+        crate::linear::cpu::pair_sums(z(0), z(1))
     }
 
     /// The scales of the two chunks at blocks b and b + 8 (as [`scales4`]) of four rows whose
