@@ -852,7 +852,8 @@ pub(crate) const ROW_GROUP: usize = 4;
 /// kernel's set-up per call count for little. Intel Xeon, one thread, M = 1, 4096 × 4096,
 /// against 16 rows per call: Q4_K 1.14×, Q5_K 1.16×, Q6_K 1.09×, q2_g64/t2_g128/nvfp4
 /// 1.02–1.03×, the rest even (16 against 4 measured on Zen 4: the k-quants 1.03–1.06×,
-/// 1.12–1.20× with K = 1024).
+/// 1.12–1.20× with K = 1024). A call's row planes take up to 12 KiB of the calling
+/// thread's stack ([`gathered`]; 64 rows per call measured 2–5% slower on the k-quants).
 pub(crate) const GEMV_GROUP: usize = 256;
 
 /// The most rows any q8 block kernel call takes.
