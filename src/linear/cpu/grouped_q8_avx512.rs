@@ -37,7 +37,7 @@
 
 use super::float::Grouped;
 use super::grouped_q8::{GRow, blocks_scalar, check_rows, prefetch_next};
-use super::{fma2, pair_sums, tree8, tree8_m256};
+use super::{finish_lanes, fma2, pair_sums};
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
 
@@ -952,14 +952,8 @@ unsafe fn totals2<K: Kernel>(
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
 fn finish(kind: Grouped, acc: __m256, w: &GRow<'_>, x: &Row<'_>, whole: usize) -> f32 {
-    if whole == x.d.len() {
-        return tree8_m256(acc);
-    }
-    let mut a = [0f32; 8];
-    // SAFETY: 8 writable floats.
-    unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };
-    blocks_scalar(kind, w, x, whole, x.d.len(), &mut a);
-    tree8(a)
+    let nb = x.d.len();
+    finish_lanes(acc, whole < nb, |a| blocks_scalar(kind, w, x, whole, nb, a))
 }
 
 /// One weight row against C activation rows, into `res[..C]`.

@@ -160,9 +160,30 @@ const P: [i32; 8] = [0, 2, 4, 6, 1, 3, 5, 7];
 #[cfg(target_arch = "x86_64")]
 const PINV: [i32; 8] = [0, 4, 1, 5, 2, 6, 3, 7];
 
-/// The result of a chunked pass's accumulator (lane `PINV[c]` is block c of the chunk):
-/// its lanes back in block order, `tail` (the scalar steps of the blocks past the last whole
-/// chunk, if `has_tail`) added, then [`tree8`]; in registers when there is no tail.
+/// The result of an accumulator whose lane j is `acc[j]` of the reference: `tail` (the
+/// scalar steps of the blocks past the last whole chunk, if `has_tail`) added, then
+/// [`tree8`]; in registers when there is no tail.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+fn finish_lanes(
+    acc: std::arch::x86_64::__m256,
+    has_tail: bool,
+    tail: impl FnOnce(&mut [f32; 8]),
+) -> f32 {
+    use std::arch::x86_64::*;
+    if !has_tail {
+        return tree8_m256(acc);
+    }
+    let mut a = [0f32; 8];
+    // SAFETY: `a` holds 8 four-byte lanes (an unaligned store).
+    unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };
+    tail(&mut a);
+    tree8(a)
+}
+
+/// [`finish_lanes`] of a chunked pass's accumulator (lane `PINV[c]` is block c of the
+/// chunk), its lanes first put back in block order.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -174,15 +195,7 @@ fn finish_unpermuted(
     use std::arch::x86_64::*;
     // SAFETY: `PINV` holds 8 four-byte lanes (an unaligned load).
     let pinv = unsafe { _mm256_loadu_si256(PINV.as_ptr().cast()) };
-    let acc = _mm256_permutevar8x32_ps(acc, pinv);
-    if !has_tail {
-        return tree8_m256(acc);
-    }
-    let mut a = [0f32; 8];
-    // SAFETY: `a` holds 8 four-byte lanes (an unaligned store).
-    unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };
-    tail(&mut a);
-    tree8(a)
+    finish_lanes(_mm256_permutevar8x32_ps(acc, pinv), has_tail, tail)
 }
 
 /// The sums of two chunks' blocks whose products lie in two i32 lanes each (block j of

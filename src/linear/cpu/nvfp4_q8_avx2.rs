@@ -45,9 +45,9 @@
 // Index loops mirror the lane equations of the module docs.
 #![allow(clippy::needless_range_loop)]
 
+use super::finish_lanes;
 use super::grouped_q8_avx2::NIBBLES;
 use super::nvfp4_q8::{NRow, blocks_scalar, exact_weights, fast_given_max, scales_span};
-use super::{tree8, tree8_m256};
 use crate::layouts::block_scale::TILE_BYTES;
 use crate::linear::q8_1::{Row, Rows};
 use std::arch::x86_64::*;
@@ -171,6 +171,16 @@ macro_rules! chunk256 {
     };
 }
 
+/// Whether the four rows `ws` form a quad: scale words 16 bytes apart (four consecutive
+/// rows of one 32-row stripe of the swizzled plane), row 0's slice reaching row 3's last
+/// word, so that a tier may read their words at once through row 0's pointer.
+fn quad(ws: &[NRow<'_>], nb: usize) -> bool {
+    let p = ws[0].scales.as_ptr();
+    ws.len() == 4
+        && (1..4).all(|i| ws[i].scales.as_ptr() == p.wrapping_add(16 * i))
+        && ws[0].scales.len() >= scales_span(nb) + 48
+}
+
 /// The kernels of one tier, compiled for its features `$feat` (a string literal); the
 /// calling module imports the tier's exact i32 sums `sum4x2_small` of `legacy_avx2` (each
 /// i32 lane: the u8 × i8 products of its 4-byte group in both operand pairs).
@@ -274,14 +284,31 @@ macro_rules! kernels {
             let q = unsafe { _mm256_loadu_si256(ORDER.as_ptr().cast()) };
             // ORDER is its own inverse.
             let acc = _mm256_permutevar8x32_ps(acc, q);
-            if whole == nb {
-                return tree8_m256(acc) / w.d;
+            finish_lanes(acc, whole < nb, |a| blocks_scalar(w, x, whole, nb, a)) / w.d
+        }
+
+        /// The R rows' outputs from their accumulators `acc` and the running maximum `max` of
+        /// their scale words: [`finish`] for the rows found fast ([`fast_given_max`]), the
+        /// exact-weight order for the others.
+        #[inline]
+        #[target_feature(enable = $feat)]
+        fn results<const R: usize>(
+            acc: &[__m256; R],
+            max: __m128i,
+            ws: &[NRow<'_>],
+            x: &Row<'_>,
+            res: &mut [f32; 4],
+        ) {
+            let nb = 2 * x.d.len();
+            let whole = nb / 8 * 8;
+            let gmax = largest(max, ws, whole, nb);
+            for (i, w) in ws.iter().enumerate() {
+                res[i] = if fast_given_max(w, gmax, nb) {
+                    finish(acc[i], w, x, whole, nb)
+                } else {
+                    exact_weights(w, x)
+                };
             }
-            let mut a = [0f32; 8];
-            // SAFETY: `a` holds 8 f32.
-            unsafe { _mm256_storeu_ps(a.as_mut_ptr(), acc) };
-            blocks_scalar(w, x, whole, nb, &mut a);
-            tree8(a) / w.d
         }
 
         /// One weight row against C activation rows, into `res[..C]`.
@@ -344,13 +371,8 @@ macro_rules! kernels {
             let pf_dist = R * ws[0].codes.len();
             let xp = x.pairs.as_ptr();
             let t = table();
-            // Four rows whose scale words lie 16 bytes apart (four consecutive rows of one
-            // 32-row stripe of the swizzled plane), row 0's slice reaching row 3's last
-            // word: the tier may read their words at once, through row 0's pointer.
-            let quad = QUAD
-                && R == 4
-                && (1..R).all(|i| sp[i] == sp[0].wrapping_add(16 * i))
-                && ws[0].scales.len() >= scales_span(nb) + 48;
+            // A quad's scale words may be read at once, through row 0's pointer.
+            let quad = QUAD && quad(ws, nb);
             // SAFETY (all loads): chunks b .. b + 8 ≤ nb lie in every row (the caller's checks).
             unsafe {
                 let mut acc = [_mm256_setzero_ps(); R];
@@ -389,16 +411,7 @@ macro_rules! kernels {
                     }
                     b += 8;
                 }
-                let gmax = largest(max, &ws[..R], whole, nb);
-                for i in 0..R {
-                    let w = &ws[i];
-                    let fast = fast_given_max(w, gmax, nb);
-                    res[i] = if fast {
-                        finish(acc[i], w, x, whole, nb)
-                    } else {
-                        exact_weights(w, x)
-                    };
-                }
+                results(&acc, max, &ws[..R], x, res);
             }
         }
     };
@@ -652,12 +665,7 @@ pub(super) mod avx512 {
             ) {
                 let nb = 2 * x.d.len();
                 let whole = nb / 8 * 8;
-                let quad = R == 4
-                    && (1..R).all(|i| {
-                        ws[i].scales.as_ptr() == ws[0].scales.as_ptr().wrapping_add(16 * i)
-                    })
-                    && ws[0].scales.len() >= scales_span(nb) + 48;
-                if !quad || whole < 16 {
+                if !quad(ws, nb) || whole < 16 {
                     // SAFETY: the caller's contract.
                     return unsafe { rows::<R>(ws, x, res) };
                 }
@@ -714,15 +722,7 @@ pub(super) mod avx512 {
                             acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(sf[i], dx), s, acc[i]);
                         }
                     }
-                    let gmax = largest(max, &ws[..R], whole, nb);
-                    for i in 0..R {
-                        let w = &ws[i];
-                        res[i] = if fast_given_max(w, gmax, nb) {
-                            finish(acc[i], w, x, whole, nb)
-                        } else {
-                            exact_weights(w, x)
-                        };
-                    }
+                    results(&acc, max, &ws[..R], x, res);
                 }
             }
         };
