@@ -161,37 +161,6 @@ pub fn row_scales(swizzled: &[u8], m: usize, out: &mut [u8]) {
     }
 }
 
-/// Rows `first .. first + out.len() / nkb`'s scale words in block order (`out` = rows ×
-/// nkb), gathered from a swizzled plane tile by tile: row m's 4 words of a 128×4 tile are
-/// contiguous and consecutive rows are 16 bytes apart, so one pass over each tile serves
-/// all the rows it holds ([`row_scales`] for many rows at once).
-pub fn rows_scales(swizzled: &[u8], first: usize, nkb: usize, out: &mut [u8]) {
-    // Rows in runs of up to 64, each row's first tile offset computed once per run: tile
-    // kb/4 of a row lies (kb/4)·TILE_BYTES after its first.
-    const RUN: usize = 64;
-    for (r, run) in out.chunks_mut(RUN * nkb.max(1)).enumerate() {
-        let mut base = [0usize; RUN];
-        for (i, b) in base.iter_mut().enumerate().take(run.len() / nkb.max(1)) {
-            *b = offset(first + RUN * r + i, 0, nkb);
-        }
-        for kb in (0..nkb).step_by(TILE_BLOCKS) {
-            let nw = TILE_BLOCKS.min(nkb - kb);
-            let tile = kb / TILE_BLOCKS * TILE_BYTES;
-            for (o, &at) in run.chunks_exact_mut(nkb).zip(&base) {
-                let at = at + tile;
-                if nw == TILE_BLOCKS {
-                    // A fixed-size copy (one 32-bit move, not a memmove call).
-                    let o: &mut [u8; TILE_BLOCKS] =
-                        (&mut o[kb..kb + TILE_BLOCKS]).try_into().expect("4 words");
-                    *o = swizzled[at..at + TILE_BLOCKS].try_into().expect("4 words");
-                } else {
-                    o[kb..kb + nw].copy_from_slice(&swizzled[at..at + nw]);
-                }
-            }
-        }
-    }
-}
-
 /// The first non-zero padding byte of a swizzled plane for `rows × nkb`, as (padded row,
 /// K-block), if any. The layout's canonical padding is zero (0x7F would read as NaN).
 pub fn first_nonzero_padding(swizzled: &[u8], rows: usize, nkb: usize) -> Option<(usize, usize)> {
@@ -250,32 +219,6 @@ mod tests {
                     let o = offset(m, kb, nkb);
                     assert!(!seen[o]);
                     seen[o] = true;
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn rows_scales_gathers_each_rows_words_in_block_order() {
-        // Row runs of 64 with a remainder, nkb with and without a partial tile, first rows
-        // inside a band and across bands; each word against the per-word offset.
-        for (rows, nkb, first, count) in [
-            (300usize, 17usize, 5usize, 150usize),
-            (256, 8, 64, 130),
-            (130, 5, 0, 130),
-            (40, 1, 3, 37),
-        ] {
-            let len = scales_len(rows, nkb).unwrap();
-            let plane: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
-            let mut out = vec![0u8; count * nkb];
-            rows_scales(&plane, first, nkb, &mut out);
-            for i in 0..count {
-                for kb in 0..nkb {
-                    assert_eq!(
-                        out[i * nkb + kb],
-                        plane[offset(first + i, kb, nkb)],
-                        "row {i} block {kb}"
-                    );
                 }
             }
         }

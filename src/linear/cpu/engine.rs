@@ -299,37 +299,30 @@ impl<'a> Engine<'a> {
         // What each thread's work items use (the most any one of them needs).
         let group = FLOAT_GROUP * k;
         let materialize = mt >= MATERIALIZE_M;
-        let (f, values, other, words) = match self.kernel {
+        let (f, values, other) = match self.kernel {
             Kernel::RowSplit(kind) => (
                 FLOAT_GROUP * k.div_ceil(kind.group()),
                 if materialize { group } else { 0 },
                 0,
-                0,
             ),
-            Kernel::Fp8Row => (0, if materialize { group } else { 0 }, FLOAT_GROUP * mt, 0),
-            Kernel::Nvfp4 => {
-                let nkb = k / block_scale::BLOCK;
-                (
-                    FLOAT_GROUP * nkb,
-                    if materialize { group } else { 0 },
-                    FLOAT_GROUP * mt,
-                    self.rows_per_chunk(n, mt) * nkb,
-                )
-            }
-            Kernel::Decoded | Kernel::GgufDecoded => (group, 0, 0, 0),
-            _ => (0, 0, 0, 0),
+            Kernel::Fp8Row => (0, if materialize { group } else { 0 }, FLOAT_GROUP * mt),
+            Kernel::Nvfp4 => (
+                FLOAT_GROUP * (k / block_scale::BLOCK),
+                if materialize { group } else { 0 },
+                FLOAT_GROUP * mt,
+            ),
+            Kernel::Decoded | Kernel::GgufDecoded => (group, 0, 0),
+            _ => (0, 0, 0),
         };
         let threads = self.parallelism();
         // Every plane counted at 4 bytes per value (the q8_1 planes hold about 3 per value).
-        let bytes =
-            4 * (3 * mk + xhat.capacity() + yt.len()) + threads * 4 * (f + values + other + words);
+        let bytes = 4 * (3 * mk + xhat.capacity() + yt.len()) + threads * 4 * (f + values + other);
         let mut slots = try_vec(threads, "per-thread scratch")?;
         for _ in 0..threads {
             slots.push(Mutex::new(Scratch {
                 f: try_vec(f, "a scratch of decoded weight rows")?,
                 values: try_vec(values, "a scratch of weight values")?,
                 other: try_vec(other, "a scratch of products")?,
-                words: try_vec(words, "a scratch of nvfp4 scale words")?,
             }));
         }
         Ok(Box::new(Workspace {
@@ -428,33 +421,14 @@ impl<'a> Engine<'a> {
         let work = |(ci, out): (usize, &mut [f32])| -> Result<()> {
             with_scratch(slots, |s| {
                 let first = rows.start + ci * rows_per_chunk;
-                // nvfp4 (exact profile): the chunk's scale words in block order, gathered
-                // once (tile by tile, not row by row: a row's words are 512 bytes apart).
-                let nkb = match self.kernel {
-                    Kernel::Nvfp4 => {
-                        let nkb = k / block_scale::BLOCK;
-                        let words = fill(&mut s.words, out.len() / m * nkb, 0, "scale words")?;
-                        block_scale::rows_scales(self.view.plane(1), first, nkb, words);
-                        nkb
-                    }
-                    _ => 0,
-                };
-                let Scratch {
-                    f,
-                    values,
-                    other,
-                    words,
-                } = s;
+                let Scratch { f, values, other } = s;
                 for (g, o) in out.chunks_mut(group * m).enumerate() {
-                    let w = words
-                        .get(g * group * nkb..(g * group + o.len() / m) * nkb)
-                        .unwrap_or(&[]);
                     let mut bufs = Bufs { f, values, other };
                     let q = Quantized {
                         q8_1: qrows,
                         q8_k: qkrows,
                     };
-                    self.row_group(first + g * group, xf, m, q, xok, o, &mut bufs, w)?;
+                    self.row_group(first + g * group, xf, m, q, xok, o, &mut bufs)?;
                 }
                 Ok(())
             })
@@ -498,8 +472,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Output rows `r0 .. r0 + out.len() / m` of W against every activation row (`out` is
-    /// row of W major). `bufs` holds reused buffers; `words` the rows' nvfp4 scale
-    /// words in block order (nvfp4 paths only).
+    /// row of W major). `bufs` holds reused buffers.
     #[allow(clippy::too_many_arguments)]
     fn row_group(
         &self,
@@ -510,7 +483,6 @@ impl<'a> Engine<'a> {
         xok: &[bool],
         out: &mut [f32],
         bufs: &mut Bufs<'_>,
-        words: &[u8],
     ) -> Result<()> {
         let q = qx.q8_1;
         let v = &self.view;
@@ -579,7 +551,7 @@ impl<'a> Engine<'a> {
             Kernel::Nvfp4 => {
                 let nkb = v.cols() / block_scale::BLOCK;
                 let scratch = fill(bufs.f, count * nkb, 0.0, "block scales")?;
-                float::e4m3fn_to_f32(self.isa, words, scratch);
+                float::nvfp4_block_scales(self.isa, v.plane(1), r0, nkb, scratch);
                 let (mut scaled, mut plain) =
                     ([WRow::F32(&[]); FLOAT_GROUP], [WRow::F32(&[]); FLOAT_GROUP]);
                 for (i, sf) in scratch.chunks_exact(nkb).enumerate() {
@@ -769,8 +741,6 @@ struct Scratch {
     values: Vec<f32>,
     /// A row group's products in the plain order ([`Engine::scaled_rows`]).
     other: Vec<f32>,
-    /// A chunk's nvfp4 scale words in block order.
-    words: Vec<u8>,
 }
 
 /// A tile's quantized activation rows: q8_1 (q8_1 kernels), q8_K (q8_K kernels), else

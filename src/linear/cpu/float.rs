@@ -322,21 +322,51 @@ pub(crate) fn f16_words_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
     }
 }
 
-/// `out[i]` = the E4M3FN word `words[i]` as f32, exact (`words.len() >= out.len()`; NaN
-/// words give `words::e4m3fn::TABLE`'s NaN bits on every path).
-pub(crate) fn e4m3fn_to_f32(isa: Isa, words: &[u8], out: &mut [f32]) {
-    assert!(words.len() >= out.len());
-    // The words the AVX2 path converted (it leaves a tail to the loop below).
-    let done = match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prepared weight selects a tier above Isa::Scalar (each requiring AVX2,
-        // FMA and F16C) only after run-time detection; the
-        // lengths are checked above.
-        isa if isa.avx2() => unsafe { super::float_avx2::e4m3fn_to_f32(words, out) },
-        _ => 0,
-    };
-    for (o, &w) in out.iter_mut().zip(words).skip(done) {
-        *o = crate::words::e4m3fn::decode(w);
+/// Rows `first..first + out.len() / nkb`'s nvfp4 block scales as f32, exact, in block
+/// order (`out` = rows × nkb, row-major), read from the swizzled scale plane `plane`
+/// (layout block_scale_k16_m128x4_v1; word (m, kb) at [`block_scale::offset`]). NaN words
+/// give `words::e4m3fn::TABLE`'s NaN bits on every path.
+///
+/// Panics when `nkb` is 0, does not divide `out.len()`, or a row's words lie past the
+/// plane.
+pub(crate) fn nvfp4_block_scales(
+    isa: Isa,
+    plane: &[u8],
+    first: usize,
+    nkb: usize,
+    out: &mut [f32],
+) {
+    use crate::layouts::block_scale;
+    assert!(nkb > 0 && out.len().is_multiple_of(nkb));
+    for (i, o) in out.chunks_exact_mut(nkb).enumerate() {
+        let row = first + i;
+        // Row `row`'s words lie between its first and its last one's tile (every word of a
+        // row's whole tiles, padding included, sits at or below the last tile's row slot).
+        let base = block_scale::offset(row, 0, nkb);
+        let last = base + (nkb - 1) / block_scale::TILE_BLOCKS * block_scale::TILE_BYTES;
+        assert!(
+            last + block_scale::TILE_BLOCKS <= plane.len(),
+            "scale plane too short"
+        );
+        // The blocks the vector paths converted (they leave a tail to the loop below).
+        let done = match isa {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prepared weight selects Isa::Avx512 (AVX-512 F/BW/VL on top of
+            // AVX2, FMA and F16C) only after run-time detection; the 4 bytes of every tile
+            // of the row lie in the plane (checked above).
+            Isa::Avx512 => unsafe {
+                super::float_avx512::nvfp4_row_scales(plane.as_ptr().add(base), o)
+            },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above, for AVX2, FMA and F16C.
+            isa if isa.avx2() => unsafe {
+                super::float_avx2::nvfp4_row_scales(plane.as_ptr().add(base), o)
+            },
+            _ => 0,
+        };
+        for (kb, s) in o.iter_mut().enumerate().skip(done) {
+            *s = crate::words::e4m3fn::decode(plane[block_scale::offset(row, kb, nkb)]);
+        }
     }
 }
 
@@ -399,6 +429,59 @@ mod tests {
     use super::*;
     use crate::formats::grouped::Scheme;
     use crate::registry::Format;
+
+    /// Each row's f32 block scales equal the spec's E4M3FN equation written plainly for the
+    /// word at the block_scale_k16_m128x4_v1 offset (also written plainly), bit for bit
+    /// (NaN words: the binary32 quiet NaN of their sign), on every tier: every byte value
+    /// among the words, K-block counts below, at and past one 8- and 16-tile gather with
+    /// and without a partial last tile, rows starting inside a 32-row stripe and crossing
+    /// 128-row bands.
+    #[test]
+    fn nvfp4_block_scales_are_the_words_at_their_swizzled_offsets() {
+        let e4m3fn = |w: u8| -> u32 {
+            let (sign, e, m) = (w >> 7, (w >> 3) & 15, (w & 7) as f64);
+            if w & 0x7F == 0x7F {
+                return 0x7FC0_0000 | (sign as u32) << 31;
+            }
+            let mag = if e == 0 {
+                m * 2f64.powi(-9)
+            } else {
+                (1.0 + m / 8.0) * 2f64.powi(e as i32 - 7)
+            };
+            ((if sign == 1 { -mag } else { mag }) as f32).to_bits()
+        };
+        let offset = |m: usize, kb: usize, nkb: usize| {
+            let tiles = nkb.div_ceil(4);
+            (m / 128) * tiles * 512 + (kb / 4) * 512 + (m % 32) * 16 + (m % 128) / 32 * 4 + kb % 4
+        };
+        for (rows, nkb, first, count) in [
+            (300usize, 17usize, 5usize, 150usize),
+            (256, 64, 64, 130),
+            (130, 67, 0, 130),
+            (40, 1, 3, 37),
+            (200, 130, 31, 9),
+            (129, 256, 120, 9),
+            (8, 33, 0, 8),
+        ] {
+            let len = crate::layouts::block_scale::scales_len(rows, nkb).unwrap();
+            let plane: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+            for isa in Isa::tested() {
+                let mut out = vec![f32::NAN; count * nkb];
+                nvfp4_block_scales(isa, &plane, first, nkb, &mut out);
+                for i in 0..count {
+                    for kb in 0..nkb {
+                        let w = plane[offset(first + i, kb, nkb)];
+                        assert_eq!(
+                            out[i * nkb + kb].to_bits(),
+                            e4m3fn(w),
+                            "{isa:?} nkb {nkb} row {} block {kb} word {w:#04x}",
+                            first + i
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// The code reader gives the layout codec's codes for every word of every grouped
     /// format (the codec is the oracle: it is tested against the spec's packing).

@@ -730,20 +730,42 @@ pub(super) unsafe fn f16_words_to_f32(words: &[u8], out: &mut [f32]) -> usize {
     n
 }
 
-/// Converts the first multiple of 8 of `out.len()` E4M3FN words (exact, as
-/// [`e4m3fn8_div256`] times 256) and returns how many.
+/// Row `row`'s nvfp4 block scales as f32 (exact) for its first `32·(out.len() / 32)`
+/// blocks, read from the swizzled scale plane at `base` = the row's first word
+/// (`block_scale::offset(row, 0, nkb)`): the row's 4 words of tile t lie `t·TILE_BYTES`
+/// bytes on, so one `vpgatherdd` takes 8 tiles' words (32 words, block order), each 8
+/// converted as [`e4m3fn8_div256`] times 256. Returns how many it wrote.
 ///
 /// # Safety
-/// AVX2, FMA and F16C available; `words.len() >= out.len()`.
+/// AVX2, FMA and F16C available; the 4 bytes at `base + t·TILE_BYTES` are readable for
+/// every tile t < `out.len() / 4` (the row's whole tiles).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn e4m3fn_to_f32(words: &[u8], out: &mut [f32]) -> usize {
-    let n = out.len() / 8 * 8;
-    for i in (0..n).step_by(8) {
-        // SAFETY: 8 bytes at i and 8 floats at i are in bounds (i + 8 <= n).
+pub(super) unsafe fn nvfp4_row_scales(base: *const u8, out: &mut [f32]) -> usize {
+    use crate::layouts::block_scale::{TILE_BLOCKS, TILE_BYTES};
+    const TILES: usize = 8;
+    let n = out.len() / (TILES * TILE_BLOCKS) * (TILES * TILE_BLOCKS);
+    let step = TILES * TILE_BYTES;
+    let at = _mm256_mullo_epi32(
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+        _mm256_set1_epi32(TILE_BYTES as i32),
+    );
+    let k256 = _mm256_set1_ps(256.0);
+    for (g, o) in out[..n].chunks_exact_mut(TILES * TILE_BLOCKS).enumerate() {
+        // SAFETY: tiles 8g..8g + 8 are whole tiles of the row (caller): their 4 bytes at
+        // base + t·TILE_BYTES are readable; `o` holds 32 floats.
         unsafe {
-            let c16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(words.as_ptr().add(i).cast()));
-            let v = _mm256_mul_ps(e4m3fn8_div256(c16), _mm256_set1_ps(256.0));
-            _mm256_storeu_ps(out.as_mut_ptr().add(i), v);
+            let w = _mm256_i32gather_epi32::<1>(base.add(g * step).cast(), at);
+            let halves = [_mm256_castsi256_si128(w), _mm256_extracti128_si256::<1>(w)];
+            for (h, c) in halves.into_iter().enumerate() {
+                let pair = [
+                    _mm_cvtepu8_epi16(c),
+                    _mm_cvtepu8_epi16(_mm_srli_si128::<8>(c)),
+                ];
+                for (j, c16) in pair.into_iter().enumerate() {
+                    let v = _mm256_mul_ps(e4m3fn8_div256(c16), k256);
+                    _mm256_storeu_ps(o.as_mut_ptr().add(16 * h + 8 * j), v);
+                }
+            }
         }
     }
     n

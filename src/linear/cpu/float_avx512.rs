@@ -624,6 +624,41 @@ fn e4m3fn32_div256(c: __m256i) -> [__m512; 2] {
     ]
 }
 
+/// Row `row`'s nvfp4 block scales as f32 (exact) for its first `64·(out.len() / 64)`
+/// blocks, read from the swizzled scale plane at `base` = the row's first word
+/// (`block_scale::offset(row, 0, nkb)`): the row's 4 words of tile t lie `t·TILE_BYTES`
+/// bytes on, so one `vpgatherdd` takes 16 tiles' words (64 words, block order), each 32
+/// converted as [`e4m3fn32_div256`] times 256. Returns how many it wrote.
+///
+/// # Safety
+/// AVX-512 F/BW/VL, AVX2 and F16C available; the 4 bytes at `base + t·TILE_BYTES` are
+/// readable for every tile t < `out.len() / 4` (the row's whole tiles).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+pub(super) unsafe fn nvfp4_row_scales(base: *const u8, out: &mut [f32]) -> usize {
+    use crate::layouts::block_scale::{TILE_BLOCKS, TILE_BYTES};
+    const TILES: usize = 16;
+    let n = out.len() / (TILES * TILE_BLOCKS) * (TILES * TILE_BLOCKS);
+    let step = TILES * TILE_BYTES;
+    let at = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(TILE_BYTES as i32),
+    );
+    let k256 = _mm512_set1_ps(256.0);
+    for (g, o) in out[..n].chunks_exact_mut(TILES * TILE_BLOCKS).enumerate() {
+        // SAFETY: tiles 16g..16g + 16 are whole tiles of the row (caller): their 4 bytes
+        // at base + t·TILE_BYTES are readable; `o` holds 64 floats.
+        unsafe {
+            let w = _mm512_i32gather_epi32::<1>(at, base.add(g * step).cast());
+            let lo = e4m3fn32_div256(_mm512_castsi512_si256(w));
+            let hi = e4m3fn32_div256(_mm512_extracti64x4_epi64::<1>(w));
+            for (j, v) in lo.into_iter().chain(hi).enumerate() {
+                _mm512_storeu_ps(o.as_mut_ptr().add(16 * j), _mm512_mul_ps(v, k256));
+            }
+        }
+    }
+    n
+}
+
 impl Load2 for Fp8Scaled {
     /// Codes and the row's factor 256·s.
     type P = (*const u8, f32);
