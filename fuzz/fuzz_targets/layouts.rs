@@ -119,15 +119,11 @@ fn nvfp4_scales(inp: &mut Input<'_>) {
     let mut back = vec![0u8; rows * nkb];
     block_scale::unpack_scales(rows, nkb, &packed, &mut back).unwrap();
     assert_eq!(back, linear, "scales round trip");
-    // Row reads agree with the logical matrix.
+    // A row read agrees with the logical matrix.
     let m = inp.u16() as usize % rows;
     let mut one = vec![0u8; nkb];
     block_scale::row_scales(&packed, m, &mut one);
     assert_eq!(one, linear[m * nkb..(m + 1) * nkb]);
-    let count = 1 + inp.u8() as usize % (rows - m);
-    let mut many = vec![0u8; count * nkb];
-    block_scale::rows_scales(&packed, m, nkb, &mut many);
-    assert_eq!(many, linear[m * nkb..(m + count) * nkb]);
     // An arbitrary swizzled plane: unpack then pack gives it back iff its padding is zero.
     let swz = inp.bytes(sw);
     block_scale::unpack_scales(rows, nkb, &swz, &mut back).unwrap();

@@ -77,7 +77,7 @@ fuzz_target!(|data: &[u8]| {
 
     // Threads: 1 (the calling thread) against rayon's global pool, and in one case of 4 also
     // a pool of 2 owned by the weight (created per weight, hence not every time).
-    let threads_set: &[usize] = if inp.u8() % 4 == 0 {
+    let threads_set: &[usize] = if inp.u8().is_multiple_of(4) {
         &[1, 0, 2]
     } else {
         &[1, 0]
