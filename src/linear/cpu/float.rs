@@ -336,37 +336,53 @@ pub(crate) fn nvfp4_block_scales(
     nkb: usize,
     out: &mut [f32],
 ) {
-    use crate::layouts::block_scale;
+    use crate::layouts::block_scale::{self, TILE_BLOCKS, TILE_BYTES};
     assert!(nkb > 0 && out.len().is_multiple_of(nkb));
-    for (i, o) in out.chunks_exact_mut(nkb).enumerate() {
+    let rows = out.len() / nkb;
+    let mut i = 0;
+    while i < rows {
         let row = first + i;
         // Row `row`'s words lie between its first and its last one's tile (every word of a
         // row's whole tiles, padding included, sits at or below the last tile's row slot).
         let base = block_scale::offset(row, 0, nkb);
-        let last = base + (nkb - 1) / block_scale::TILE_BLOCKS * block_scale::TILE_BYTES;
-        assert!(
-            last + block_scale::TILE_BLOCKS <= plane.len(),
-            "scale plane too short"
-        );
-        // The blocks the vector paths converted (they leave a tail to the loop below).
+        let last = base + (nkb - 1) / TILE_BLOCKS * TILE_BYTES;
+        // Four rows from a multiple of 4 (one 32-row stripe, their 16-byte lines
+        // contiguous in every tile, 64 bytes from 4·stripe below the first row's word) at
+        // once where the tier has a quad pass.
+        let stripe = (row % block_scale::TILE_ROWS) / 32;
+        let quad = row.is_multiple_of(4) && i + 4 <= rows && isa == Isa::Avx512;
+        let (take, end) = if quad {
+            (4, last - 4 * stripe + 64)
+        } else {
+            (1, last + TILE_BLOCKS)
+        };
+        assert!(end <= plane.len(), "scale plane too short");
+        let o = &mut out[i * nkb..(i + take) * nkb];
+        // The blocks of each row the vector paths converted (they leave a tail to the loop
+        // below).
         let done = match isa {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a prepared weight selects Isa::Avx512 (AVX-512 F/BW/VL on top of
-            // AVX2, FMA and F16C) only after run-time detection; the 4 bytes of every tile
-            // of the row lie in the plane (checked above).
-            Isa::Avx512 => unsafe {
-                super::float_avx512::nvfp4_row_scales(plane.as_ptr().add(base), o)
+            // AVX2, FMA and F16C) only after run-time detection; the rows' 64 bytes of
+            // every whole tile up to the last lie in the plane (checked above).
+            Isa::Avx512 if quad => unsafe {
+                let lines = plane.as_ptr().add(base - 4 * stripe);
+                super::float_avx512::nvfp4_quad_scales(lines, stripe, nkb, o)
             },
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above, for AVX2, FMA and F16C.
+            // SAFETY: as above, for AVX2, FMA and F16C; the 4 bytes of every tile of the
+            // row lie in the plane (checked above).
             isa if isa.avx2() => unsafe {
                 super::float_avx2::nvfp4_row_scales(plane.as_ptr().add(base), o)
             },
             _ => 0,
         };
-        for (kb, s) in o.iter_mut().enumerate().skip(done) {
-            *s = crate::words::e4m3fn::decode(plane[block_scale::offset(row, kb, nkb)]);
+        for (j, o) in o.chunks_exact_mut(nkb).enumerate() {
+            for (kb, s) in o.iter_mut().enumerate().skip(done) {
+                *s = crate::words::e4m3fn::decode(plane[block_scale::offset(row + j, kb, nkb)]);
+            }
         }
+        i += take;
     }
 }
 
@@ -433,9 +449,9 @@ mod tests {
     /// Each row's f32 block scales equal the spec's E4M3FN equation written plainly for the
     /// word at the block_scale_k16_m128x4_v1 offset (also written plainly), bit for bit
     /// (NaN words: the binary32 quiet NaN of their sign), on every tier: every byte value
-    /// among the words, K-block counts below, at and past one 8- and 16-tile gather with
-    /// and without a partial last tile, rows starting inside a 32-row stripe and crossing
-    /// 128-row bands.
+    /// among the words, K-block counts below, at and past one step of each tier (an 8- or
+    /// 16-tile gather of one row, 4 tiles of four rows of one stripe) with and without a
+    /// partial last tile, rows starting inside a 32-row stripe and crossing 128-row bands.
     #[test]
     fn nvfp4_block_scales_are_the_words_at_their_swizzled_offsets() {
         let e4m3fn = |w: u8| -> u32 {

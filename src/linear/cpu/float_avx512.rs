@@ -624,36 +624,56 @@ fn e4m3fn32_div256(c: __m256i) -> [__m512; 2] {
     ]
 }
 
-/// Row `row`'s nvfp4 block scales as f32 (exact) for its first `64·(out.len() / 64)`
-/// blocks, read from the swizzled scale plane at `base` = the row's first word
-/// (`block_scale::offset(row, 0, nkb)`): the row's 4 words of tile t lie `t·TILE_BYTES`
-/// bytes on, so one `vpgatherdd` takes 16 tiles' words (64 words, block order), each 32
-/// converted as [`e4m3fn32_div256`] times 256. Returns how many it wrote.
+/// Four consecutive rows' nvfp4 block scales as f32 (exact) for their first
+/// `16·(nkb / 16)` blocks, read from the swizzled scale plane (layout
+/// block_scale_k16_m128x4_v1) at `lines` = `block_scale::offset(row, 0, nkb) − 4·stripe`
+/// for the first row (a multiple of 4), whose 32-row stripe within its 128-row band is
+/// `stripe`: in every tile the four rows' 16-byte lines are 64 contiguous bytes, and each
+/// row's 4 words sit at dword `stripe` of its line. Per 4 tiles, four 64-byte loads and
+/// three two-source dword permutes put the 4 rows' 16 words each in row order; each 32
+/// are converted as [`e4m3fn32_div256`] times 256. `out` = 4 rows × `nkb`, row-major.
+/// Returns how many blocks of each row it wrote.
 ///
 /// # Safety
-/// AVX-512 F/BW/VL, AVX2 and F16C available; the 4 bytes at `base + t·TILE_BYTES` are
-/// readable for every tile t < `out.len() / 4` (the row's whole tiles).
+/// AVX-512 F/BW/VL, AVX2 and F16C available; the 64 bytes at `lines + t·TILE_BYTES` are
+/// readable for every tile t < `nkb / 4` (the rows' whole tiles); `stripe < 4`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
-pub(super) unsafe fn nvfp4_row_scales(base: *const u8, out: &mut [f32]) -> usize {
+pub(super) unsafe fn nvfp4_quad_scales(
+    lines: *const u8,
+    stripe: usize,
+    nkb: usize,
+    out: &mut [f32],
+) -> usize {
     use crate::layouts::block_scale::{TILE_BLOCKS, TILE_BYTES};
-    const TILES: usize = 16;
-    let n = out.len() / (TILES * TILE_BLOCKS) * (TILES * TILE_BLOCKS);
-    let step = TILES * TILE_BYTES;
-    let at = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32(TILE_BYTES as i32),
+    const BLOCKS: usize = 4 * TILE_BLOCKS;
+    assert!(stripe < 4 && out.len() == 4 * nkb);
+    let n = nkb / BLOCKS * BLOCKS;
+    let s = stripe as i32;
+    // Tiles t (source a) and t + 1 (source b): row i's words of both at dwords 2i, 2i + 1.
+    let pair = _mm512_add_epi32(
+        _mm512_setr_epi32(0, 16, 4, 20, 8, 24, 12, 28, 0, 0, 0, 0, 0, 0, 0, 0),
+        _mm512_set1_epi32(s),
     );
+    // Row i's words of tiles t..t + 4 at dwords 4i..4i + 4, from the two pairs.
+    let rows = _mm512_setr_epi32(0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
     let k256 = _mm512_set1_ps(256.0);
-    for (g, o) in out[..n].chunks_exact_mut(TILES * TILE_BLOCKS).enumerate() {
-        // SAFETY: tiles 16g..16g + 16 are whole tiles of the row (caller): their 4 bytes
-        // at base + t·TILE_BYTES are readable; `o` holds 64 floats.
+    for c in (0..n).step_by(BLOCKS) {
+        // SAFETY: tiles c/4..c/4 + 4 are whole tiles of the rows (c + 16 <= nkb): their
+        // 64 bytes at lines + t·TILE_BYTES are readable (caller); each row's slice of
+        // `out` holds blocks c..c + 16.
         unsafe {
-            let w = _mm512_i32gather_epi32::<1>(at, base.add(g * step).cast());
-            let lo = e4m3fn32_div256(_mm512_castsi512_si256(w));
-            let hi = e4m3fn32_div256(_mm512_extracti64x4_epi64::<1>(w));
-            for (j, v) in lo.into_iter().chain(hi).enumerate() {
-                _mm512_storeu_ps(o.as_mut_ptr().add(16 * j), _mm512_mul_ps(v, k256));
-            }
+            let at = lines.add(c / TILE_BLOCKS * TILE_BYTES);
+            let l = |t: usize| _mm512_loadu_si512(at.add(t * TILE_BYTES).cast());
+            let p01 = _mm512_permutex2var_epi32(l(0), pair, l(1));
+            let p23 = _mm512_permutex2var_epi32(l(2), pair, l(3));
+            let w = _mm512_permutex2var_epi32(p01, rows, p23);
+            let [r0, r1] = e4m3fn32_div256(_mm512_castsi512_si256(w));
+            let [r2, r3] = e4m3fn32_div256(_mm512_extracti64x4_epi64::<1>(w));
+            let o = out.as_mut_ptr().add(c);
+            _mm512_storeu_ps(o, _mm512_mul_ps(r0, k256));
+            _mm512_storeu_ps(o.add(nkb), _mm512_mul_ps(r1, k256));
+            _mm512_storeu_ps(o.add(2 * nkb), _mm512_mul_ps(r2, k256));
+            _mm512_storeu_ps(o.add(3 * nkb), _mm512_mul_ps(r3, k256));
         }
     }
     n
