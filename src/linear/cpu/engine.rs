@@ -298,7 +298,7 @@ impl<'a> Engine<'a> {
         let yt = try_filled(mul(n, mt, "N × tile rows")?, 0f32, "a tile of products")?;
         // What each thread's work items use (the most any one of them needs).
         let group = FLOAT_GROUP * k;
-        let materialize = mt >= MATERIALIZE_M;
+        let materialize = mt >= self.materialize_from();
         let (f, values, other) = match self.kernel {
             Kernel::RowSplit(kind) => (
                 FLOAT_GROUP * k.div_ceil(kind.group()),
@@ -673,6 +673,29 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
+    /// From this many activation rows on, [`Self::float_rows`] materializes the in-place
+    /// rows of a row group once (their values as f32) instead of reading the words for
+    /// each activation row: the crossover of the two costs, measured per kernel family and
+    /// tier at 4096² on one thread (docs/linear.md, "Materialized rows"). Where the in-place
+    /// kernel is fast (the AVX-512 nvfp4 and q4 kernels, the q2/t2 kernels), writing and
+    /// rereading 8 rows of f32 loses to it up to about M = 8; where it is slow (the scalar
+    /// tier, q5/q6 on AVX2), it pays from M = 2. Either way the bits are the same.
+    fn materialize_from(&self) -> usize {
+        use Grouped as G;
+        if !self.isa.avx2() {
+            return 2;
+        }
+        let avx512 = self.isa == Isa::Avx512;
+        match self.kernel {
+            Kernel::RowSplit(G::Q2 | G::T2) => 8,
+            Kernel::RowSplit(G::Q4) | Kernel::Nvfp4 if avx512 => 8,
+            Kernel::RowSplit(G::Q4) | Kernel::Nvfp4 => 3,
+            Kernel::RowSplit(G::Q5 | G::Q6) if !avx512 => 2,
+            Kernel::Fp8Row => 3,
+            _ => 4,
+        }
+    }
+
     /// The f32 kernel over weight rows read in place. With many activation rows, rows
     /// whose words take real work to turn into values (q4/q8 codes, E4M3FN, E2M1) are
     /// first materialized once into `values`, then reused by every activation tile: the
@@ -689,7 +712,7 @@ impl<'a> Engine<'a> {
             ws.first(),
             Some(WRow::Bf16Le(_) | WRow::F32Le(_) | WRow::F32(_))
         );
-        if cheap || m < MATERIALIZE_M {
+        if cheap || m < self.materialize_from() {
             float::dot_rows(self.isa, self.all_512, ws, x, m, out);
             return Ok(());
         }
@@ -838,6 +861,3 @@ pub(crate) const AMX_GROUP: usize = 16;
 
 /// Weight rows per call of the f32-activation kernels (a multiple of [`ROW_GROUP`]).
 pub(crate) const FLOAT_GROUP: usize = 8;
-
-/// From this many activation rows on, in-place rows are materialized once per row group.
-pub(crate) const MATERIALIZE_M: usize = 2;
