@@ -677,9 +677,10 @@ impl<'a> Engine<'a> {
     /// rows of a row group once (their values as f32) instead of reading the words for
     /// each activation row: the crossover of the two costs, measured per kernel family and
     /// tier at 4096² on one thread (docs/linear.md, "Materialized rows"). Where the in-place
-    /// kernel is fast (the AVX-512 nvfp4 and q4 kernels, the q2/t2 kernels), writing and
-    /// rereading 8 rows of f32 loses to it up to about M = 8; where it is slow (the scalar
-    /// tier, q5/q6 on AVX2), it pays from M = 2. Either way the bits are the same.
+    /// kernel is fast (the q2/t2 kernels, the AVX-512 nvfp4 and q4 kernels), writing 8 rows
+    /// of f32 and rereading them pays from M = 5 (AVX-512 f32 tiles) or 8 (AVX2); where it
+    /// is slow (the scalar tier, q5/q6 on AVX2), from M = 2. Either way the bits are the
+    /// same.
     fn materialize_from(&self) -> usize {
         use Grouped as G;
         if !self.isa.avx2() {
@@ -687,8 +688,9 @@ impl<'a> Engine<'a> {
         }
         let avx512 = self.isa == Isa::Avx512;
         match self.kernel {
+            Kernel::RowSplit(G::Q2 | G::T2) if avx512 => 5,
             Kernel::RowSplit(G::Q2 | G::T2) => 8,
-            Kernel::RowSplit(G::Q4) | Kernel::Nvfp4 if avx512 => 8,
+            Kernel::RowSplit(G::Q4) | Kernel::Nvfp4 if avx512 => 5,
             Kernel::RowSplit(G::Q4) | Kernel::Nvfp4 => 3,
             Kernel::RowSplit(G::Q5 | G::Q6) if !avx512 => 2,
             Kernel::Fp8Row => 3,

@@ -734,6 +734,11 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
             Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
             Some(WRow::Fp8Scaled { .. }) if all => tiles::<Fp8Scaled>(w, x, m, out),
+            // From 4 activation rows (two pairs: 8 accumulators); below, the AVX2 kernel's
+            // 4 × 2 tiles keep more fmas in flight.
+            Some(WRow::F32(_) | WRow::F32Le(_) | WRow::Bf16Le(_)) if m >= 4 => {
+                word_tiles(w, x, m, out)
+            }
             _ => super::float_avx2::dot_rows(w, x, m, out, true),
         }
     }
@@ -864,6 +869,144 @@ unsafe fn tile<L: Load2, const NP: usize>(
     }
 }
 
+/// f32 / fp32 / bf16 weight rows (materialized values or words) × several activation rows:
+/// tiles of up to 4 weight rows × 8 activation rows, each 512-bit accumulator one weight
+/// row × a pair of activation rows (lanes 0..8 the first, 8..16 the second, lane j holding
+/// elements k ≡ j mod 8: the f32 kernel's order), the weight row's 8 values broadcast to
+/// both halves and the pair's two 8-value runs joined; 16 accumulators per tile.
+///
+/// # Safety
+/// As [`dot_rows`]; every row of `w` is `F32`, `F32Le` or `Bf16Le`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn word_tiles(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+    let mut i = 0;
+    while i < w.len() {
+        let rw = (w.len() - i).min(4);
+        let ws = &w[i..i + rw];
+        let mut r = 0;
+        while r < m {
+            let rx = (m - r).min(8);
+            let t = (r, rx, m, i);
+            // SAFETY: the caller's contract.
+            unsafe {
+                match (rw, rx.div_ceil(2)) {
+                    (4, 4) => word_tile::<4, 4>(ws, x, out, t),
+                    (4, 3) => word_tile::<4, 3>(ws, x, out, t),
+                    (4, 2) => word_tile::<4, 2>(ws, x, out, t),
+                    (4, _) => word_tile::<4, 1>(ws, x, out, t),
+                    (3, 4) => word_tile::<3, 4>(ws, x, out, t),
+                    (3, 3) => word_tile::<3, 3>(ws, x, out, t),
+                    (3, 2) => word_tile::<3, 2>(ws, x, out, t),
+                    (3, _) => word_tile::<3, 1>(ws, x, out, t),
+                    (2, 4) => word_tile::<2, 4>(ws, x, out, t),
+                    (2, 3) => word_tile::<2, 3>(ws, x, out, t),
+                    (2, 2) => word_tile::<2, 2>(ws, x, out, t),
+                    (2, _) => word_tile::<2, 1>(ws, x, out, t),
+                    (_, 4) => word_tile::<1, 4>(ws, x, out, t),
+                    (_, 3) => word_tile::<1, 3>(ws, x, out, t),
+                    (_, 2) => word_tile::<1, 2>(ws, x, out, t),
+                    _ => word_tile::<1, 1>(ws, x, out, t),
+                }
+            }
+            r += rx;
+        }
+        i += rw;
+    }
+}
+
+/// Weight rows `w` (RW of them) × activation rows `r0..r0 + rx` (XP pairs; an odd count
+/// pairs its last row with itself) into `out[(i0 + i)·m + r]`, where `(r0, rx, m, i0)` =
+/// `t`.
+///
+/// # Safety
+/// As [`word_tiles`]; `w.len() == RW`, `rx` is 2·XP − 1 or 2·XP, rows r0..r0 + rx of x.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
+unsafe fn word_tile<const RW: usize, const XP: usize>(
+    w: &[WRow<'_>],
+    x: &[f32],
+    out: &mut [f32],
+    (r0, rx, m, i0): (usize, usize, usize, usize),
+) {
+    let k = w[0].len();
+    assert!(w.len() == RW && (2 * XP - 1..=2 * XP).contains(&rx) && x.len() >= (r0 + rx) * k);
+    let bf16 = matches!(w[0], WRow::Bf16Le(_));
+    let wp: [*const u8; RW] = std::array::from_fn(|i| match w[i] {
+        WRow::F32(v) => v.as_ptr().cast(),
+        WRow::F32Le(b) | WRow::Bf16Le(b) => b.as_ptr(),
+        _ => unreachable!("the word tile on a coded row"),
+    });
+    let xp: [[*const f32; 2]; XP] = std::array::from_fn(|p| {
+        let a = r0 + 2 * p;
+        [
+            x[a * k..].as_ptr(),
+            x[(a + 1).min(r0 + rx - 1) * k..].as_ptr(),
+        ]
+    });
+    let kend = k / 8 * 8;
+    // Words read from their plane (rows one after another): the first activation rows
+    // fetch each new line of the next tile's rows too, as the AVX2 kernel does (beyond L3
+    // the hardware prefetcher does not pick up the short streams in time).
+    let bytes = if bf16 { 2 } else { 4 };
+    let pf = r0 == 0 && !matches!(w[0], WRow::F32(_));
+    let (line, ahead) = (64 / bytes, RW * k * bytes);
+    let mut acc = [[_mm512_setzero_ps(); XP]; RW];
+    let mut kk = 0;
+    while kk < kend {
+        if pf && kk % line == 0 {
+            for p in wp {
+                let at = p.wrapping_add(kk * bytes + ahead);
+                // SAFETY: a prefetch reads no memory (an unsafe function in older Rust
+                // releases).
+                #[allow(unused_unsafe)]
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T1>(at.cast())
+                };
+            }
+        }
+        // SAFETY: kk + 8 <= K values in every activation and weight row.
+        unsafe {
+            let xv: [__m512; XP] = std::array::from_fn(|p| {
+                // (64-bit lane forms: AVX-512 F alone has them.)
+                let a = _mm512_castpd256_pd512(_mm256_loadu_pd(xp[p][0].add(kk).cast()));
+                let b = _mm256_loadu_pd(xp[p][1].add(kk).cast());
+                _mm512_castpd_ps(_mm512_insertf64x4::<1>(a, b))
+            });
+            for i in 0..RW {
+                let wv = if bf16 {
+                    // The row's 8 bf16 words in both halves, widened and shifted: exact.
+                    let h = _mm256_broadcastsi128_si256(_mm_loadu_si128(wp[i].add(2 * kk).cast()));
+                    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+                } else {
+                    let h = _mm256_loadu_pd(wp[i].add(4 * kk).cast());
+                    _mm512_castpd_ps(_mm512_broadcast_f64x4(h))
+                };
+                for p in 0..XP {
+                    acc[i][p] = _mm512_fmadd_ps(wv, xv[p], acc[i][p]);
+                }
+            }
+        }
+        kk += 8;
+    }
+    for i in 0..RW {
+        for p in 0..XP {
+            let mut a = [0f32; 16];
+            // SAFETY: 16 writable floats.
+            unsafe { _mm512_storeu_ps(a.as_mut_ptr(), acc[i][p]) };
+            for h in 0..2 {
+                let r = r0 + 2 * p + h;
+                if r >= r0 + rx {
+                    break;
+                }
+                let mut lanes: [f32; 8] = a[8 * h..8 * h + 8].try_into().unwrap();
+                accumulate_scalar(&w[i], &x[r * k..(r + 1) * k], kend, &mut lanes);
+                out[(i0 + i) * m + r] = w[i].finish(tree8(lanes));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::float::{Grouped, dot_rows as dot};
@@ -973,6 +1116,67 @@ mod tests {
                             dot(Isa::Avx512, all, w, &x, m, &mut got);
                             assert_eq!(canon(&got), canon(&want), "K={k} N={n} M={m} {all}");
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// f32 values, fp32 words and bf16 words at M = 2..17 (the 512-bit word tiles from
+    /// M = 4: tiles of 1..=4 weight rows × 1..=4 activation-row pairs, odd pairs, K tails):
+    /// the words equal the scalar reference's, with NaN, ±Inf, ±0 and subnormals among the
+    /// weights and activations (NaN outputs compared as NaN).
+    #[test]
+    fn word_rows_at_several_activation_rows_equal_scalar_word_for_word() {
+        if !Isa::Avx512.available() {
+            eprintln!("note: no avx512 on this machine, its tier is not tested");
+            return;
+        }
+        let mut next = crate::linear::cpu::tests::xorshift(0x2545_F491_4F6C_DD1D);
+        let canon = |v: &[f32]| -> Vec<u32> {
+            v.iter()
+                .map(|y| if y.is_nan() { 0x7FC0_0000 } else { y.to_bits() })
+                .collect()
+        };
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            -f32::INFINITY,
+            0.0,
+            -0.0,
+            1e-40,
+            -3e-39,
+        ];
+        let value = move |r: u64| match r % 32 {
+            0 => specials[(r / 32) as usize % specials.len()],
+            _ => ((r >> 8) % 4001) as f32 / 1000.0 - 2.0,
+        };
+        for k in [8usize, 13, 40, 200, 1029] {
+            for n in 1..=9 {
+                let vals: Vec<f32> = (0..n * k).map(|_| value(next())).collect();
+                let le: Vec<u8> = (0..n * k)
+                    .flat_map(|_| value(next()).to_le_bytes())
+                    .collect();
+                let bf: Vec<u8> = (0..2 * n * k).map(|_| next() as u8).collect();
+                let cases: [Vec<WRow<'_>>; 3] = [
+                    (0..n)
+                        .map(|i| WRow::F32(&vals[i * k..(i + 1) * k]))
+                        .collect(),
+                    (0..n)
+                        .map(|i| WRow::F32Le(&le[4 * i * k..4 * (i + 1) * k]))
+                        .collect(),
+                    (0..n)
+                        .map(|i| WRow::Bf16Le(&bf[2 * i * k..2 * (i + 1) * k]))
+                        .collect(),
+                ];
+                for m in [2, 3, 4, 5, 7, 8, 9, 17] {
+                    let x: Vec<f32> = (0..m * k).map(|_| value(next())).collect();
+                    for w in &cases {
+                        let mut want = vec![0f32; n * m];
+                        let mut got = vec![0f32; n * m];
+                        dot(Isa::Scalar, true, w, &x, m, &mut want);
+                        dot(Isa::Avx512, true, w, &x, m, &mut got);
+                        assert_eq!(canon(&got), canon(&want), "K={k} N={n} M={m}");
                     }
                 }
             }
