@@ -688,13 +688,13 @@ impl<'a> Engine<'a> {
         }
         let avx512 = self.isa == Isa::Avx512;
         match self.kernel {
-            Kernel::RowSplit(G::Q2 | G::T2) if avx512 => 5,
+            Kernel::RowSplit(G::Q2 | G::T2 | G::Q4) | Kernel::Nvfp4 if avx512 => 5,
             Kernel::RowSplit(G::Q2 | G::T2) => 8,
-            Kernel::RowSplit(G::Q4) | Kernel::Nvfp4 if avx512 => 5,
             Kernel::RowSplit(G::Q4) | Kernel::Nvfp4 => 3,
             Kernel::RowSplit(G::Q5 | G::Q6) if !avx512 => 2,
-            Kernel::Fp8Row => 3,
-            _ => 4,
+            Kernel::RowSplit(G::Q8) if !avx512 => 4,
+            // fp8 rows; q5/q6/q8 on the AVX-512 tier.
+            _ => 3,
         }
     }
 

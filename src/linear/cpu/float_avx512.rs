@@ -734,9 +734,9 @@ pub(super) unsafe fn dot_rows(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f3
             Some(WRow::Nvfp4 { .. }) => tiles::<Nvfp4>(w, x, m, out),
             Some(WRow::Nvfp4Scaled { .. }) => tiles::<Nvfp4Scaled>(w, x, m, out),
             Some(WRow::Fp8Scaled { .. }) if all => tiles::<Fp8Scaled>(w, x, m, out),
-            // From 4 activation rows (two pairs: 8 accumulators); below, the AVX2 kernel's
-            // 4 × 2 tiles keep more fmas in flight.
-            Some(WRow::F32(_) | WRow::F32Le(_) | WRow::Bf16Le(_)) if m >= 4 => {
+            // From 3 activation rows (8 weight rows × 2 pairs); at M = 2 the AVX2 kernel's
+            // 4 × 2 tiles measured faster beyond L3.
+            Some(WRow::F32(_) | WRow::F32Le(_) | WRow::Bf16Le(_)) if m >= 3 => {
                 word_tiles(w, x, m, out)
             }
             _ => super::float_avx2::dot_rows(w, x, m, out, true),
@@ -870,27 +870,38 @@ unsafe fn tile<L: Load2, const NP: usize>(
 }
 
 /// f32 / fp32 / bf16 weight rows (materialized values or words) × several activation rows:
-/// tiles of up to 4 weight rows × 8 activation rows, each 512-bit accumulator one weight
-/// row × a pair of activation rows (lanes 0..8 the first, 8..16 the second, lane j holding
-/// elements k ≡ j mod 8: the f32 kernel's order), the weight row's 8 values broadcast to
-/// both halves and the pair's two 8-value runs joined; 16 accumulators per tile.
+/// tiles of up to 4 weight rows × 8 activation rows (8 × 3 at M ≤ 3), each 512-bit
+/// accumulator one weight row × a pair of activation rows (lanes 0..8 the first, 8..16
+/// the second, lane j holding elements k ≡ j mod 8: the f32 kernel's order), the weight
+/// row's 8 values broadcast to both halves and the pair's two 8-value runs joined; 16
+/// accumulators per full tile.
 ///
 /// # Safety
 /// As [`dot_rows`]; every row of `w` is `F32`, `F32Le` or `Bf16Le`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 unsafe fn word_tiles(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
+    // Up to 3 activation rows: 8 weight rows × 1 or 2 pairs (8 or 16 accumulators).
+    let (max_rw, max_rx) = if m <= 3 { (8, 3) } else { (4, 8) };
     let mut i = 0;
     while i < w.len() {
-        let rw = (w.len() - i).min(4);
+        let rw = (w.len() - i).min(max_rw);
         let ws = &w[i..i + rw];
         let mut r = 0;
         while r < m {
-            let rx = (m - r).min(8);
+            let rx = (m - r).min(max_rx);
             let t = (r, rx, m, i);
             // SAFETY: the caller's contract.
             unsafe {
                 match (rw, rx.div_ceil(2)) {
+                    (8, 2) => word_tile::<8, 2>(ws, x, out, t),
+                    (8, _) => word_tile::<8, 1>(ws, x, out, t),
+                    (7, 2) => word_tile::<7, 2>(ws, x, out, t),
+                    (7, _) => word_tile::<7, 1>(ws, x, out, t),
+                    (6, 2) => word_tile::<6, 2>(ws, x, out, t),
+                    (6, _) => word_tile::<6, 1>(ws, x, out, t),
+                    (5, 2) => word_tile::<5, 2>(ws, x, out, t),
+                    (5, _) => word_tile::<5, 1>(ws, x, out, t),
                     (4, 4) => word_tile::<4, 4>(ws, x, out, t),
                     (4, 3) => word_tile::<4, 3>(ws, x, out, t),
                     (4, 2) => word_tile::<4, 2>(ws, x, out, t),
