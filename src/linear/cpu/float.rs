@@ -449,9 +449,10 @@ mod tests {
     /// Each row's f32 block scales equal the spec's E4M3FN equation written plainly for the
     /// word at the block_scale_k16_m128x4_v1 offset (also written plainly), bit for bit
     /// (NaN words: the binary32 quiet NaN of their sign), on every tier: every byte value
-    /// among the words, K-block counts below, at and past one step of each tier (an 8- or
-    /// 16-tile gather of one row, 4 tiles of four rows of one stripe) with and without a
-    /// partial last tile, rows starting inside a 32-row stripe and crossing 128-row bands.
+    /// among the words, K-block counts below, at and past one step of each tier (an 8-tile
+    /// gather of one row; on AVX-512, 4 tiles of four rows of one stripe) with and without
+    /// a partial last tile, rows starting inside a 32-row stripe and crossing 128-row
+    /// bands.
     #[test]
     fn nvfp4_block_scales_are_the_words_at_their_swizzled_offsets() {
         let e4m3fn = |w: u8| -> u32 {
