@@ -870,19 +870,21 @@ unsafe fn tile<L: Load2, const NP: usize>(
 }
 
 /// f32 / fp32 / bf16 weight rows (materialized values or words) × several activation rows:
-/// tiles of up to 4 weight rows × 8 activation rows (8 × 3 at M ≤ 3), each 512-bit
+/// tiles of up to 4 weight rows × 8 activation rows (8 × 3 at M = 3), each 512-bit
 /// accumulator one weight row × a pair of activation rows (lanes 0..8 the first, 8..16
 /// the second, lane j holding elements k ≡ j mod 8: the f32 kernel's order), the weight
 /// row's 8 values broadcast to both halves and the pair's two 8-value runs joined; 16
 /// accumulators per full tile.
 ///
 /// # Safety
-/// As [`dot_rows`]; every row of `w` is `F32`, `F32Le` or `Bf16Le`.
+/// As [`dot_rows`]; every row of `w` is `F32`, `F32Le` or `Bf16Le`; M ≥ 3.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma,f16c")]
 unsafe fn word_tiles(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
-    // Up to 3 activation rows: 8 weight rows × 1 or 2 pairs (8 or 16 accumulators).
-    let (max_rw, max_rx) = if m <= 3 { (8, 3) } else { (4, 8) };
+    // M = 3: 8 weight rows × 2 pairs (16 accumulators), so a tile of more than 4 weight
+    // rows always takes 2 pairs.
+    debug_assert!(m >= 3);
+    let (max_rw, max_rx) = if m == 3 { (8, 3) } else { (4, 8) };
     let mut i = 0;
     while i < w.len() {
         let rw = (w.len() - i).min(max_rw);
@@ -894,14 +896,10 @@ unsafe fn word_tiles(w: &[WRow<'_>], x: &[f32], m: usize, out: &mut [f32]) {
             // SAFETY: the caller's contract.
             unsafe {
                 match (rw, rx.div_ceil(2)) {
-                    (8, 2) => word_tile::<8, 2>(ws, x, out, t),
-                    (8, _) => word_tile::<8, 1>(ws, x, out, t),
-                    (7, 2) => word_tile::<7, 2>(ws, x, out, t),
-                    (7, _) => word_tile::<7, 1>(ws, x, out, t),
-                    (6, 2) => word_tile::<6, 2>(ws, x, out, t),
-                    (6, _) => word_tile::<6, 1>(ws, x, out, t),
-                    (5, 2) => word_tile::<5, 2>(ws, x, out, t),
-                    (5, _) => word_tile::<5, 1>(ws, x, out, t),
+                    (8, _) => word_tile::<8, 2>(ws, x, out, t),
+                    (7, _) => word_tile::<7, 2>(ws, x, out, t),
+                    (6, _) => word_tile::<6, 2>(ws, x, out, t),
+                    (5, _) => word_tile::<5, 2>(ws, x, out, t),
                     (4, 4) => word_tile::<4, 4>(ws, x, out, t),
                     (4, 3) => word_tile::<4, 3>(ws, x, out, t),
                     (4, 2) => word_tile::<4, 2>(ws, x, out, t),
