@@ -13,6 +13,7 @@ python3 -m pip install -q --disable-pip-version-check -r scripts/requirements.tx
 echo "== style"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --release -q -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 
 echo "== unit, integration, C and CLI tests"
 # `cargo test` builds only the rlib; the C tests link the shared and static libraries.

@@ -3,8 +3,8 @@
 //! A caller that enabled flush-to-zero or denormals-are-zero (a `-ffast-math` program, or
 //! an explicit MXCSR change) would make subnormal products and operands collapse to zero,
 //! changing decoded values and encoder outputs the spec defines bit for bit. Every C entry
-//! point therefore runs with FTZ and DAZ cleared on the calling thread ([`IeeeSubnormals`],
-//! restored on return); encoders also check each worker thread ([`require_subnormals`]) and
+//! point therefore runs with FTZ and DAZ cleared on the calling thread (`IeeeSubnormals`,
+//! restored on return); encoders also check each worker thread (`require_subnormals`) and
 //! refuse with `UNSUPPORTED` rather than emit different words.
 
 use crate::error::{Error, Result};

@@ -2,8 +2,8 @@
 //! GGUF paragraph after §3.4, §9's operator oracle).
 //!
 //! A [`PreparedWeight`] is made once from a [`WeightView`] (N × K) and then applied to
-//! activations x [M, K] (f32, bf16 or f16) giving y [M, N] (f32 or bf16), with an optional
-//! f32 bias [N]:
+//! activations x \[M, K\] (f32, bf16 or f16) giving y \[M, N\] (f32 or bf16), with an optional
+//! f32 bias \[N\]:
 //!
 //! ```text
 //! y[m, n] = Σ_k x[m, k] · w[n, k]  (+ bias[n])
@@ -34,11 +34,11 @@
 //! - Opt-in ([`PreparedWeight::set_activation`] with [`Activation::Q8_1`]): the grouped
 //!   formats q2/t2/q4/q5/q6/q8 and nvfp4 (K a multiple of 32) quantize x to the same q8_1
 //!   blocks and accumulate the exact weight values times x̂ in f32 with integer block sums
-//!   ([`cpu::grouped_q8`], [`cpu::nvfp4_q8`]); [`supported_activation`] says which formats
+//!   (`linear::cpu::grouped_q8`, `linear::cpu::nvfp4_q8`); [`supported_activation`] says which formats
 //!   have it.
 //! - Opt-in [`Activation::Q8K`]: the GGUF k-quants and 256-value i-quants quantize x to
 //!   ggml's q8_K blocks ([`q8_k`], one binary32 scale per 256 values) and accumulate one
-//!   exact integer super-block sum per fma ([`cpu::gguf_q8k`]).
+//!   exact integer super-block sum per fma (`linear::cpu::gguf_q8k`).
 //! - Every output is computed by one thread in an order fixed per kernel family, so any
 //!   thread count and any M give the same bits for the same row of x, and the AVX2 path
 //!   gives the bits of the scalar path.

@@ -134,7 +134,7 @@ pub fn inspect(file: &StFile, label: &str) -> Result<bool> {
     Ok(broken == 0)
 }
 
-/// Decodes all rows: (values, non-finite count, Σy for x[i] = sin(0.1·i)).
+/// Decodes all rows: (values, non-finite count, Σy for x\[i\] = sin(0.1·i)).
 fn check_rows(rows: &Rows<'_>) -> Result<(Vec<f32>, u64, f64), String> {
     let (n, k) = (rows.rows(), rows.k());
     if n == 0 || k == 0 {

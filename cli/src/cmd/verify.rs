@@ -10,7 +10,7 @@
 //!   oracle computed from the decoded rows, and the paths with each other word for word
 //!   ([`crate::check`]).
 //!
-//! It also prints Σy of y = W·x in f64 (x[i] = sin(0.1·i)) from the decoded rows, a figure
+//! It also prints Σy of y = W·x in f64 (x\[i\] = sin(0.1·i)) from the decoded rows, a figure
 //! a reader can compare with an independent decoder's (`tests/real_models.py` lists
 //! Gemma's). Any failed comparison makes the exit status non-zero.
 
@@ -84,7 +84,7 @@ impl Outcome {
     }
 }
 
-/// The activation of the reference mat-vec: x[i] = sin(0.1·i), in f64.
+/// The activation of the reference mat-vec: x\[i\] = sin(0.1·i), in f64.
 pub fn activation(k: usize) -> Vec<f64> {
     (0..k).map(|i| (0.1 * i as f64).sin()).collect()
 }

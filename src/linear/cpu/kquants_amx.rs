@@ -126,9 +126,10 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     // stored); the block sums C of the super-block's eight sub-blocks.
     let mut codes = Aligned([0u8; MAX_ROWS * 256]);
     let mut c = Aligned([[0i32; WIDTH * MAX_ROWS]; 8]);
-    // Per weight row: the eight scales (lanes 0..8) and mins (8..16) as f32, and d, dmin.
+    // Per weight row: the eight scales (lanes 0..8) and dmin times the eight mins (8..16)
+    // as f32, and d.
     let mut sc = Aligned([[0f32; 16]; MAX_ROWS]);
-    let mut dd = [[0f32; 2]; MAX_ROWS];
+    let mut dd = [0f32; MAX_ROWS];
     // SAFETY: AMX usable (the caller's contract).
     let tiles = unsafe { Tiles::configure(32) };
     let groups = m.div_ceil(WIDTH);
@@ -142,8 +143,11 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
             // buffers are the sizes the tiles read and write.
             unsafe {
                 unpack::<U>(ws, sb, &mut codes, |n, h| {
-                    _mm512_store_ps(sc.0[n].as_mut_ptr(), _mm512_cvtepi32_ps(h.sc));
-                    dd[n] = d_dmin(h);
+                    // Lanes 8..16: dmin·m_j, exact (an 11-bit binary16 significand times a
+                    // 6-bit integer).
+                    let v = _mm512_cvtepi32_ps(h.sc);
+                    _mm512_store_ps(sc.0[n].as_mut_ptr(), _mm512_mask_mul_ps(v, 0xff00, v, h.dd));
+                    dd[n] = d_dmin(h)[0];
                 });
                 for (g, (acc, accm)) in pass.clone().zip(acc.iter_mut().zip(accm.iter_mut())) {
                     let q = &xs[WIDTH * g].quad;
@@ -158,24 +162,28 @@ unsafe fn tile<U: K>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
                             [c.0[j].as_mut_ptr(), c.0[j + 1].as_mut_ptr()],
                         );
                     }
+                    // Per block: dx, and dx·Σx (exact: an 11-bit significand times an
+                    // integer below 2¹²).
                     let mut dx = [_mm512_setzero_ps(); 8];
-                    let mut sx = [_mm512_setzero_ps(); 8];
+                    let mut px = [_mm512_setzero_ps(); 8];
                     for j in 0..8 {
                         let t = 8 * sb + j;
                         dx[j] = _mm512_loadu_ps(xd.add(WIDTH * t));
-                        sx[j] = _mm512_cvtepi32_ps(_mm512_loadu_si512(xsum.add(WIDTH * t).cast()));
+                        let sx = _mm512_cvtepi32_ps(_mm512_loadu_si512(xsum.add(WIDTH * t).cast()));
+                        px[j] = _mm512_mul_ps(dx[j], sx);
                     }
                     for n in 0..rows {
-                        let (d, dmin) = (_mm512_set1_ps(dd[n][0]), _mm512_set1_ps(dd[n][1]));
+                        let d = _mm512_set1_ps(dd[n]);
                         for j in 0..8 {
                             let s = _mm512_cvtepi32_ps(_mm512_load_si512(
                                 c.0[j].as_ptr().add(WIDTH * n).cast(),
                             ));
                             let s = _mm512_mul_ps(s, _mm512_set1_ps(sc.0[n][j]));
                             acc[n][j] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx[j]), s, acc[n][j]);
-                            let mj = _mm512_mul_ps(sx[j], _mm512_set1_ps(sc.0[n][8 + j]));
+                            // (dmin·m_j)·(dx·Σx) is the exact product (dmin·dx)·(Σx·m_j) of
+                            // the reference, so the fma rounds the same real number.
                             accm[n][j] =
-                                _mm512_fmadd_ps(_mm512_mul_ps(dmin, dx[j]), mj, accm[n][j]);
+                                _mm512_fmadd_ps(_mm512_set1_ps(sc.0[n][8 + j]), px[j], accm[n][j]);
                         }
                     }
                 }
