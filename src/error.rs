@@ -200,13 +200,21 @@ pub enum Error {
     UnknownFormatNumber(u32, usize),
     #[error("unknown layout {0:?}")]
     UnknownLayout(String),
+    /// A layout number that names no registered layout.
+    #[error("unknown layout number {0}: layouts are numbered 0 to {n}", n = .1 - 1)]
+    UnknownLayoutNumber(u32, usize),
     #[error("format {format} cannot be stored in layout {layout}")]
     IncompatibleLayout {
         format: &'static str,
         layout: &'static str,
     },
-    #[error("ggml type {name} ({id}) has no registered format")]
-    UnregisteredType { id: u32, name: String },
+    #[error("ggml type {name} ({id}) {why}")]
+    UnregisteredType {
+        id: u32,
+        name: String,
+        /// What the call takes instead, e.g. "has no registered format".
+        why: &'static str,
+    },
     #[error("bad shape: {0}")]
     BadShape(String),
     #[error("{plane}: {actual} {unit} given, {expected} {unit} expected")]
@@ -266,7 +274,7 @@ impl Error {
             Error::Misaligned(..) => Status::Misaligned,
             Error::InvalidArgument(_) => Status::InvalidArgument,
             Error::UnknownFormat(_) | Error::UnknownFormatNumber(..) => Status::UnknownFormat,
-            Error::UnknownLayout(_) => Status::UnknownLayout,
+            Error::UnknownLayout(_) | Error::UnknownLayoutNumber(..) => Status::UnknownLayout,
             Error::IncompatibleLayout { .. } => Status::IncompatibleLayout,
             Error::UnregisteredType { .. } => Status::UnregisteredType,
             Error::BadShape(_) => Status::BadShape,

@@ -381,6 +381,7 @@ impl Format {
             .ok_or_else(|| Error::UnregisteredType {
                 id: ty,
                 name: ggml_type_name(ty).unwrap_or("unknown").to_owned(),
+                why: "has no registered format",
             })
     }
 
@@ -452,7 +453,7 @@ impl Layout {
         LAYOUTS
             .get(v as usize)
             .map(|l| l.0)
-            .ok_or_else(|| Error::UnknownLayout(format!("#{v}")))
+            .ok_or(Error::UnknownLayoutNumber(v, LAYOUTS.len()))
     }
 
     /// Exact-name lookup.

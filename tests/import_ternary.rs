@@ -253,7 +253,10 @@ fn hand_made_blocks_and_refusals() {
         1,
         256,
         Status::UnregisteredType,
-        &["Q8_0"],
+        &[
+            "ggml type Q8_0 (8) is not ternary",
+            "TQ1_0 (34) and TQ2_0 (35)",
+        ],
     );
     // A plane of the wrong length.
     let sizes = plane_sizes(T2, Layout::RowSplitK128_V1, 1, 256).unwrap();

@@ -171,6 +171,19 @@ fn unregistered_ggml_types_are_refused_by_name() {
 }
 
 #[test]
+fn unknown_numbers_say_the_range() {
+    let e = Layout::from_u32(99).unwrap_err();
+    assert_eq!(e.status(), ninfer::Status::UnknownLayout);
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "unknown layout number 99: layouts are numbered 0 to {}",
+            Layout::COUNT - 1
+        )
+    );
+}
+
+#[test]
 fn each_format_has_exactly_one_legal_layout() {
     for f in Format::all() {
         let legal: Vec<Layout> = (0..Layout::COUNT as u32)

@@ -447,7 +447,15 @@ pub fn linear(view: &WeightView<'_>, decode: &DecodeRow<'_>, devices: &Devices) 
                         let (rf, sa) = refs[mm][i];
                         let (ok, ratio) = within(got, rf, sa, k);
                         report.outputs += 1;
-                        if ratio.is_finite() && ratio > report.worst {
+                        // An output outside the tolerance without a finite ratio above 1 (a
+                        // NaN or infinite y, or a non-finite oracle missed) counts as
+                        // infinitely far.
+                        let ratio = if ok || ratio > 1.0 {
+                            ratio
+                        } else {
+                            f64::INFINITY
+                        };
+                        if ratio > report.worst {
                             report.worst = ratio;
                         }
                         if !ok {

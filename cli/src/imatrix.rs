@@ -158,7 +158,12 @@ impl Imatrix {
         let mut at = 0usize;
         let take = |at: &mut usize, len: usize, what: &str| -> Result<&[u8]> {
             let s = b.get(*at..at.saturating_add(len)).with_context(|| {
-                format!("truncated: {what} needs {len} bytes at byte {at}", at = *at)
+                format!(
+                    "{what}: {len} bytes at byte {at} run past the end of the {}-byte file (a \
+                     truncated file, or not a llama.cpp importance matrix)",
+                    b.len(),
+                    at = *at
+                )
             })?;
             *at += len;
             Ok(s)

@@ -178,10 +178,10 @@ pub fn import_fp8_row(
     }
     let sizes = layouts::plane_sizes(target, target.info().layout, rows, cols)
         .or_else(|e| refuse(prefix, e.to_string()))?;
-    let (mut p0, mut p1) = (vec![0u8; sizes[0]], vec![0u8; sizes[1]]);
+    let (mut p0, mut p1) = (try_zeroed(sizes[0], prefix)?, try_zeroed(sizes[1], prefix)?);
     fp8_row::pack(target, rows, cols, w.data(), &words, [&mut p0, &mut p1])
         .or_else(|e| refuse(prefix, e.to_string()))?;
-    let planes = [p0, p1, vec![]];
+    let planes = [p0, p1, Vec::new()];
     let out = Imported {
         format: target,
         rows,
@@ -332,7 +332,7 @@ pub fn import_nvfp4(st: &SafeTensors<'_>, prefixes: &[&str]) -> Result<Imported,
         .collect();
     let sizes = layouts::plane_sizes(Format::Nvfp4, Layout::BlockScaleK16_M128x4_V1, rows, cols)
         .or_else(|e| refuse(*first, e.to_string()))?;
-    let mut swizzled = vec![0u8; sizes[1]];
+    let mut swizzled = try_zeroed(sizes[1], first)?;
     block_scale::pack_scales(rows, nkb, &linear, &mut swizzled)
         .or_else(|e| refuse(*first, e.to_string()))?;
     let out = Imported {

@@ -10,10 +10,18 @@ use ninfer::{Format, Layout, WeightView};
 use safetensors::Dtype;
 use std::path::Path;
 
-/// Refuses an output path that names the input file (writing it would replace the input).
-pub fn refuse_out_is_input(input: &Path, out: &Path) -> Result<()> {
+/// Refuses, before any work, an output path that names the input file (writing it would
+/// replace the input) or lies in a directory that does not exist.
+pub fn check_out(input: &Path, out: &Path) -> Result<()> {
     if out.exists() && input.canonicalize().ok() == out.canonicalize().ok() {
         bail!("--out {} is the input file", out.display());
+    }
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!("--out {}: no directory {}", out.display(), dir.display());
     }
     Ok(())
 }
@@ -106,7 +114,10 @@ impl Source {
                         Entry::Encoded(enc) => Item::Copied {
                             name: enc.name.clone(),
                             desc: enc.desc,
-                            planes: file.view(enc)?.planes(),
+                            planes: file
+                                .view(enc)
+                                .with_context(|| format!("tensor {:?}", enc.name))?
+                                .planes(),
                         },
                         Entry::Broken { name, message } => bail!("{name}: {message}"),
                     });

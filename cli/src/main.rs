@@ -21,6 +21,7 @@ macro_rules! out {
     }};
 }
 
+mod alloc;
 mod check;
 mod cmd;
 mod gguf;
@@ -230,7 +231,7 @@ fn run(cli: Cli) -> Result<bool> {
             }
         },
         Command::Decode { file, tensor, out } => {
-            input::refuse_out_is_input(&file, &out)?;
+            input::check_out(&file, &out)?;
             if st::is_safetensors(&file) {
                 cmd::st_files::decode(&StFile::open(&file)?, &tensor, &out)?;
             } else {

@@ -35,16 +35,22 @@ pub fn chunk_rows(k: usize, target: usize) -> usize {
 }
 
 /// Decodes every row of `rows` into one vector, advancing `bar` by values.
-pub fn decode_all(rows: &Rows<'_>, bar: &ProgressBar) -> Result<Vec<f32>, (usize, ninfer::Error)> {
+/// On failure returns the library's error and the failing row (none when the values could
+/// not be allocated).
+pub fn decode_all(
+    rows: &Rows<'_>,
+    bar: &ProgressBar,
+) -> Result<Vec<f32>, (Option<usize>, ninfer::Error)> {
     let k = rows.k();
-    let mut out = vec![0f32; rows.rows() * k];
+    let mut out =
+        crate::alloc::zeroed(rows.rows() * k, "the decoded values").map_err(|e| (None, e))?;
     if out.is_empty() {
         // An empty tensor (a zero dimension): nothing to decode.
         return Ok(out);
     }
     let step = chunk_rows(k, 1 << 22) * k;
     for (c, chunk) in out.chunks_mut(step).enumerate() {
-        decode_range(rows, c * (step / k), chunk)?;
+        decode_range(rows, c * (step / k), chunk).map_err(|(r, e)| (Some(r), e))?;
         bar.inc(chunk.len() as u64);
     }
     Ok(out)

@@ -504,22 +504,35 @@ fn plain_file_mode(_path: &Path) -> Result<()> {
 }
 
 /// The exact binary32 values of a plain F32, BF16 or F16 tensor's bytes.
-pub fn widen(dtype: Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
+///
+/// # Errors
+/// `None` for another dtype; [`ninfer::Error::OutOfMemory`] when the values do not fit in
+/// memory.
+pub fn widen(dtype: Dtype, bytes: &[u8]) -> Option<Result<Vec<f32>, ninfer::Error>> {
     Some(match dtype {
-        Dtype::F32 => bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        Dtype::BF16 => bytes
-            .chunks_exact(2)
-            .map(|b| f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16))
-            .collect(),
-        Dtype::F16 => bytes
-            .chunks_exact(2)
-            .map(|b| half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
-            .collect(),
+        Dtype::F32 => words(bytes, "the f32 values", f32::from_le_bytes),
+        Dtype::BF16 => words(bytes, "the bf16 values", |b| {
+            f32::from_bits((u16::from_le_bytes(b) as u32) << 16)
+        }),
+        Dtype::F16 => words(bytes, "the f16 values", |b| {
+            half::f16::from_bits(u16::from_le_bytes(b)).to_f32()
+        }),
         _ => return None,
     })
+}
+
+/// `f` of each whole `N`-byte word of `bytes`, in a fallibly allocated vector (see
+/// [`crate::alloc::zeroed`]).
+pub fn words<const N: usize, T: Clone + Default>(
+    bytes: &[u8],
+    what: &str,
+    f: impl Fn([u8; N]) -> T,
+) -> Result<Vec<T>, ninfer::Error> {
+    let mut v = crate::alloc::zeroed(bytes.len() / N, what)?;
+    for (o, b) in v.iter_mut().zip(bytes.chunks_exact(N)) {
+        *o = f(b.try_into().expect("N bytes"));
+    }
+    Ok(v)
 }
 
 #[cfg(test)]

@@ -227,6 +227,49 @@ fn decode_refuses_to_overwrite_its_input() {
     }
 }
 
+/// An output in a directory that does not exist is refused before any work; a run whose
+/// every candidate the encoder refused says so.
+#[test]
+fn quantize_checks_its_output_first_and_names_refusals() {
+    let dir = scratch("quantize-out");
+    let st = small_st(&dir);
+    let s = st.to_str().unwrap();
+    let missing = dir.join("no-such-dir/q.safetensors");
+    let o = ninfer(&[
+        "quantize",
+        s,
+        "--format",
+        "q8_g32_fp16",
+        "--out",
+        missing.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no directory"), "{err}");
+    assert!(!err.contains(".tmp"), "{err}");
+    // A NaN makes the encoder refuse the only matrix.
+    let input = dir.join("nan.safetensors");
+    let mut values = vec![0u8; 4 * 4 * 64];
+    values[..4].copy_from_slice(&f32::NAN.to_le_bytes());
+    let view = TensorView::new(Dtype::F32, vec![4, 64], &values).unwrap();
+    safetensors::serialize_to_file(vec![("w".to_string(), view)], None, &input).unwrap();
+    let out = dir.join("q.safetensors");
+    let o = ninfer(&[
+        "quantize",
+        input.to_str().unwrap(),
+        "--format",
+        "q8_g32_fp16",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let text = stdout_of(&o);
+    assert!(
+        text.contains("no tensor encoded: every candidate was refused"),
+        "{text}"
+    );
+    assert!(!out.exists());
+}
+
 /// `ninfer ARGS > /dev/full`: a failed write to stdout is an error (exit 2), not a panic.
 #[test]
 fn a_full_stdout_is_an_error_not_a_panic() {

@@ -203,6 +203,9 @@ pub(crate) unsafe fn mut_planes<'a>(
     planes: *const super::quantize::ninfer_mut_bytes,
     names: [&'static str; crate::layouts::MAX_PLANES],
 ) -> Result<[&'a mut [u8]; crate::layouts::MAX_PLANES]> {
+    if planes.is_null() {
+        return Err(Error::NullPointer("planes"));
+    }
     let p = unsafe { in_slice(planes, crate::layouts::MAX_PLANES, "planes") }?;
     let [a, b, c] = [0, 1, 2].map(|i| unsafe { out_slice(p[i].ptr, p[i].len, names[i]) });
     Ok([a?, b?, c?])

@@ -95,7 +95,7 @@ pub extern "C" fn ninfer_linear_supported(
             Ok(())
         } else {
             Err(Error::Unsupported(format!(
-                "linear: {format} in {layout}, x {}, y {} on {device:?} is not implemented",
+                "linear: {format} in {layout}, x {}, y {} on {device} is not implemented",
                 x.name(),
                 y.name()
             )))
@@ -134,7 +134,7 @@ pub extern "C" fn ninfer_linear_activation_supported(
             Ok(())
         } else {
             Err(Error::Unsupported(format!(
-                "linear: {format} in {layout} with {} activations on {device:?} is not \
+                "linear: {format} in {layout} with {} activations on {device} is not \
                  implemented",
                 activation.name()
             )))

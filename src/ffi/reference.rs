@@ -128,7 +128,11 @@ pub unsafe extern "C" fn ninfer_convert(
         let to = Dtype::from_u32(dst_dtype)?;
         if !src_bytes.is_multiple_of(from.size()) {
             return Err(Error::SizeMismatch {
-                plane: "source",
+                plane: if from.size() == 4 {
+                    "source (whole 4-byte elements)"
+                } else {
+                    "source (whole 2-byte elements)"
+                },
                 unit: "bytes",
                 expected: src_bytes / from.size() * from.size(),
                 actual: src_bytes,

@@ -173,10 +173,11 @@ pub fn import_gguf_ternary(
         other => {
             return Err(Error::UnregisteredType {
                 id: other,
-                name: format!(
-                    "{} (the ternary imports into t2_g128_fp16 take TQ1_0 (34) and TQ2_0 (35) only)",
-                    crate::registry::ggml_type_name(other).unwrap_or("unknown")
-                ),
+                name: crate::registry::ggml_type_name(other)
+                    .unwrap_or("unknown")
+                    .to_owned(),
+                why: "is not ternary: the ternary imports into t2_g128_fp16 take TQ1_0 (34) \
+                      and TQ2_0 (35)",
             });
         }
     };

@@ -95,6 +95,16 @@ impl Device {
     }
 }
 
+impl std::fmt::Display for Device {
+    /// `CPU` or `CUDA`, as in the C names `NINFER_DEVICE_*`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Device::Cpu => "CPU",
+            Device::Cuda => "CUDA",
+        })
+    }
+}
+
 /// The activation precision of a product (spec §2: "Activation and output precision are
 /// chosen by the consumer"; a compute profile owns explicit quantization boundaries).
 /// Numbers are part of the ABI (`NINFER_ACTIVATION_*`).

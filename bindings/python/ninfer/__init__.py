@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import enum
+import numbers
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,11 +148,41 @@ _u32, _u64, _sz = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
 _P = ctypes.POINTER
 
 
+_BITS = {_u32: 32, _u64: 64, _sz: 8 * ctypes.sizeof(_sz)}
+
+
+def _unsigned(value, bits: int, what: str):
+    """``value`` when it is not an int or fits an unsigned ``bits``-bit word; ctypes would
+    silently wrap it (2**32 + 18 as 18), so anything else raises OverflowError."""
+    if isinstance(value, numbers.Integral) and not 0 <= value < 1 << bits:
+        raise OverflowError(f"{what}: {value} does not fit a {bits}-bit unsigned integer")
+    return value
+
+
 def _declare(name, restype, *argtypes):
     fn = getattr(_lib, name)
     fn.restype = restype
     fn.argtypes = list(argtypes)
-    return fn
+    bits = [(i, _BITS[t]) for i, t in enumerate(argtypes) if t in _BITS]
+    if not bits:
+        return fn
+
+    def checked(*args):
+        for i, b in bits:
+            if i < len(args):
+                _unsigned(args[i], b, f"{name}: argument {i + 1}")
+        return fn(*args)
+
+    checked.__name__ = name
+    return checked
+
+
+def _set_view(v, fmt, layout, rows, cols) -> None:
+    """The descriptor fields of a view struct, each checked against its C type."""
+    for what, value, bits in (("format", fmt, 32), ("layout", layout, 32),
+                              ("rows", rows, 64), ("cols", cols, 64)):
+        _unsigned(value, bits, what)
+    v.format, v.layout, v.rows, v.cols = fmt, layout, rows, cols
 
 
 # One line per export: adding quantize / linear later is a declaration plus a wrapper.
@@ -631,7 +662,7 @@ class WeightView:
             raise ValueError(f"at most {MAX_PLANES} planes")
         self._planes = [_as_bytes(p) for p in planes]  # keeps the buffers alive
         v = _View()
-        v.format, v.layout, v.rows, v.cols = fmt, layout, rows, cols
+        _set_view(v, fmt, layout, rows, cols)
         for i, p in enumerate(self._planes):
             v.planes[i].ptr = p.ctypes.data if p.size else None
             v.planes[i].len = p.size
@@ -960,7 +991,7 @@ class Linear:
         if len(planes) > MAX_PLANES:
             raise ValueError(f"at most {MAX_PLANES} planes")
         v = _DeviceView()
-        v.format, v.layout, v.rows, v.cols = fmt, layout, rows, cols
+        _set_view(v, fmt, layout, rows, cols)
         keep = []
         for i, p in enumerate(planes):
             if isinstance(p, tuple) and len(p) == 2 and all(isinstance(n, int) for n in p):

@@ -74,6 +74,21 @@ class Registry(unittest.TestCase):
             ninfer.format_layout_compatible(f, ninfer.layout_lookup("row_split_k128_v1"))
         self.assertEqual(cm.exception.status, Status.INCOMPATIBLE_LAYOUT)
 
+    def test_integers_outside_their_c_type_raise(self):
+        # ctypes alone would wrap them: 2**32 + 18 would read as format 18.
+        for call in (lambda: ninfer.format_info(2**32 + 18),
+                     lambda: ninfer.format_info(np.int64(-1)),
+                     lambda: ninfer.WeightView("gguf_q8_0", 2**64 + 2, 32, [bytes(68)]),
+                     lambda: ninfer.WeightView(2**32 + 12, 1, 32, [bytes(34)])):
+            with self.assertRaises(OverflowError):
+                call()
+        v = ninfer.WeightView("gguf_q8_0", 2, 32, [bytes(68)])
+        with self.assertRaises(OverflowError):
+            v.decode_rows(-1, 1)
+        with self.assertRaises(OverflowError):
+            v.decode_rows(0, 2**64 + 1)
+        self.assertEqual(v.decode_rows(0, 2).shape, (2, 32))
+
 
 class Decode(unittest.TestCase):
     def test_hand_made_q8_0(self):

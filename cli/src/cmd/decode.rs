@@ -21,7 +21,8 @@ fn decoded(t: &Tensor<'_>) -> Result<Vec<f32>> {
     let bar = value_bar(rows.rows() as u64 * rows.k() as u64);
     bar.set_message(t.info.name.clone());
     let v = decode_all(rows, &bar).map_err(|(row, e)| {
-        anyhow::anyhow!("{}: row {row}: {} ({e})", t.info.name, e.status().name())
+        let at = row.map_or(String::new(), |r| format!(" row {r}:"));
+        anyhow::anyhow!("{}:{at} {} ({e})", t.info.name, e.status().name())
     })?;
     bar.finish_and_clear();
     Ok(v)
@@ -87,11 +88,9 @@ pub fn dump(file: &GgufFile, names: &[String]) -> Result<()> {
                 match v {
                     Ok(v) => {
                         writeln!(out, "{}\t{ty}\tOK\t{}\t", t.info.name, v.len())?;
-                        let mut bytes = Vec::with_capacity(v.len() * 4);
                         for x in &v {
-                            bytes.extend_from_slice(&x.to_le_bytes());
+                            out.write_all(&x.to_le_bytes())?;
                         }
-                        out.write_all(&bytes)?;
                     }
                     Err(e) => writeln!(out, "{}\t{ty}\tERROR\t0\t{e:#}", t.info.name)?,
                 }

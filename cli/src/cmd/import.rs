@@ -20,6 +20,7 @@
 //! ternary tensor cannot be copied through (safetensors has no TQ dtype): the refusals are
 //! reported, nothing is written, and the exit status is 1.
 
+use crate::alloc::zeroed;
 use crate::import::{self, Imported, Nvfp4Scheme};
 use crate::input::{Item, Source};
 use crate::st::{self, Descriptor, StFile, Writer};
@@ -81,7 +82,7 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target, ternary: &TernaryArgs) -> R
         true => ninfer::formats::import::TernaryScaleRule::Multiply,
         false => ninfer::formats::import::TernaryScaleRule::Divide,
     };
-    crate::input::refuse_out_is_input(input, out)?;
+    crate::input::check_out(input, out)?;
     let file = StFile::open(input)?;
     let bytes = file.bytes();
     let stf = SafeTensors::deserialize(bytes).map_err(|e| anyhow::anyhow!("safetensors: {e}"))?;
@@ -273,7 +274,7 @@ pub fn run(input: &Path, out: &Path, fp8: Fp8Target, ternary: &TernaryArgs) -> R
 /// `ninfer import` of a GGUF file: see the module documentation.
 fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
     let source = Source::open(input)?;
-    crate::input::refuse_out_is_input(input, out)?;
+    crate::input::check_out(input, out)?;
     let mut w = Writer::default();
     let mut report = Vec::new();
     let mut refusals = Vec::new();
@@ -291,7 +292,12 @@ fn run_gguf(input: &Path, out: &Path) -> Result<bool> {
                 let target = Format::T2_G128Fp16;
                 let res = layouts::plane_sizes(target, target.info().layout, rows, cols).and_then(
                     |sizes| {
-                        let mut planes = sizes.map(|n| vec![0u8; n]);
+                        let [a, b, c] = sizes;
+                        let mut planes = [
+                            zeroed(a, "plane 0")?,
+                            zeroed(b, "plane 1")?,
+                            zeroed(c, "plane 2")?,
+                        ];
                         let [a, b, c] = &mut planes;
                         import_gguf_ternary(ggml_type, blocks, rows, cols, [a, b, c])
                             .map(|()| planes)

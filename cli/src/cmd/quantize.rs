@@ -9,6 +9,7 @@
 //! gguf_* format are copied as that format's `gguf_blocks_v1` tensor. GGUF metadata is not
 //! carried (safetensors metadata holds strings only).
 
+use crate::alloc::zeroed;
 use crate::imatrix::Imatrix;
 use crate::input::{Item, Source};
 use crate::st::{self, Descriptor, Writer};
@@ -142,19 +143,16 @@ fn encode(
 ) -> Result<([Vec<u8>; 3], String), ninfer::Error> {
     let sizes = layouts::plane_sizes(format, format.info().layout, rows, cols)?;
     let mut planes = [
-        vec![0u8; sizes[0]],
-        vec![0u8; sizes[1]],
-        vec![0u8; sizes[2]],
+        zeroed(sizes[0], "plane 0")?,
+        zeroed(sizes[1], "plane 1")?,
+        zeroed(sizes[2], "plane 2")?,
     ];
     // The planes' words are copied out of the (possibly unaligned) file bytes first.
     let (f32s, u16s): (Vec<f32>, Vec<u16>) = match dtype {
-        Dtype::F32 => (st::widen(dtype, bytes).unwrap_or_default(), vec![]),
+        Dtype::F32 => (st::widen(dtype, bytes).unwrap_or(Ok(vec![]))?, vec![]),
         _ => (
             vec![],
-            bytes
-                .chunks_exact(2)
-                .map(|b| u16::from_le_bytes([b[0], b[1]]))
-                .collect(),
+            st::words(bytes, "the 16-bit words", u16::from_le_bytes)?,
         ),
     };
     let fsrc = match dtype {
@@ -344,7 +342,7 @@ pub fn run(
 ) -> Result<bool> {
     check_target(format, method, search)?;
     let source = Source::open(input)?;
-    crate::input::refuse_out_is_input(input, out)?;
+    crate::input::check_out(input, out)?;
     let items = source.items()?;
     if let Some(m) = &search.imatrix
         && !check_imatrix(m, &items, filter)?
@@ -539,7 +537,7 @@ pub fn run(
             cols,
         };
         let bytes: usize = planes.iter().map(Vec::len).sum();
-        let src = st::widen(p.dtype, data).expect("float dtype");
+        let src = st::widen(p.dtype, data).expect("float dtype")?;
         let view = WeightView::new(
             format,
             desc.layout,
@@ -692,10 +690,12 @@ pub fn run(
         }
     }
     if encoded == 0 {
-        outln!(
-            "\nno tensor encoded: nothing selected is a 2-D F32/BF16/F16 matrix the encoder accepts; {} not written",
-            out.display()
-        );
+        let why = if refusals.is_empty() {
+            "nothing selected is a 2-D F32/BF16/F16 matrix"
+        } else {
+            "every candidate was refused (above)"
+        };
+        outln!("\nno tensor encoded: {why}; {} not written", out.display());
         return Ok(false);
     }
     let tensors = w.len();

@@ -141,7 +141,7 @@ fn check_rows(rows: &Rows<'_>) -> Result<(Vec<f32>, u64, f64), String> {
         // An empty tensor.
         return Ok((Vec::new(), 0, 0.0));
     }
-    let mut out = vec![0f32; n * k];
+    let mut out = crate::alloc::zeroed(n * k, "the decoded values").map_err(|e| e.to_string())?;
     let step = chunk_rows(k, 1 << 22) * k;
     for (c, chunk) in out.chunks_mut(step).enumerate() {
         decode_range(rows, c * (step / k), chunk)
