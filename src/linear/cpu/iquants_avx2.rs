@@ -1815,15 +1815,54 @@ macro_rules! kernels {
         }
 
         /// One weight row against one activation row, each group unpacked and used at once.
+        /// (The loop of [`fused`] written again: through its closure, IQ1_M and IQ3_S
+        /// measured 4–8% slower at M = 1 on an Intel Xeon.)
         ///
         /// # Safety
         /// The tier's features; nsb super-blocks at `w` and in `x`.
         #[inline]
         #[target_feature(enable = $feat)]
         unsafe fn row_fused<U: Iq, const G: bool>(w: *const u8, nsb: usize, x: X) -> f32 {
+            const { assert!(U::PER16 || U::M == 1 || U::M == 8) };
             let mut acc = _mm256_setzero_ps();
-            // SAFETY: the caller's contract.
-            unsafe { fused::<U, G>(w, nsb, x, |sb, dc, t| acc = accumulate(acc, dc, x, sb, t)) };
+            // The sign vectors from the stored sign words (a constant per type and tier).
+            let vec = U::SIGN_VEC && WORDS;
+            // The indices of super-block sb + 1 are written while sb runs (its loads then
+            // read stores that have long completed).
+            let mut bufs = [IdxBuf([0; IDX_MAX]), IdxBuf([0; IDX_MAX])];
+            // SAFETY: nsb ≥ 1 super-blocks at w (else the loop does not run, and neither
+            // does this write: indices are only read for sb < nsb).
+            let mut ip_next = if nsb > 0 {
+                unsafe { indices::<U>(w, &mut bufs[0], vec) }
+            } else {
+                bufs[0].0.as_ptr()
+            };
+            for sb in 0..nsb {
+                // SAFETY: super-blocks sb and sb + 1 < nsb lie in w and x; each buffer
+                // holds IDX_MAX indices.
+                unsafe {
+                    let blk = w.add(sb * U::BB);
+                    let (dc, ctx) = U::context(blk);
+                    let ip = ip_next;
+                    if sb + 1 < nsb {
+                        ip_next = indices::<U>(blk.add(U::BB), &mut bufs[(sb + 1) % 2], vec);
+                    }
+                    let b = 8 * sb;
+                    // Written out so that the eight groups stay in registers.
+                    let v = [
+                        group_dot::<U>(x, b, unpack::<U, G>(blk, 0, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 1, unpack::<U, G>(blk, 1, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 2, unpack::<U, G>(blk, 2, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 3, unpack::<U, G>(blk, 3, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 4, unpack::<U, G>(blk, 4, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 5, unpack::<U, G>(blk, 5, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 6, unpack::<U, G>(blk, 6, &ctx, ip, vec)),
+                        group_dot::<U>(x, b + 7, unpack::<U, G>(blk, 7, &ctx, ip, vec)),
+                    ];
+                    let t = reduce::<U>(v, &ctx, x, b);
+                    acc = accumulate(acc, dc, x, sb, t);
+                }
+            }
             finish8(acc)
         }
 
