@@ -232,6 +232,12 @@ impl StFile {
             .unwrap_or_default()
             .into_iter()
             .collect();
+        match metadata.get(FILE_KEY) {
+            Some(v) if v != FILE_VERSION => bail!(
+                "container version {v:?} (`{FILE_KEY}` in the metadata): this build reads {FILE_VERSION:?}"
+            ),
+            _ => {}
+        }
         let infos: HashMap<String, _> = meta
             .tensors()
             .into_iter()

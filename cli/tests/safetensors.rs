@@ -630,6 +630,24 @@ fn verify_fails_on_a_broken_descriptor_or_invalid_planes() {
     assert!(out_text(&o).contains("SIZE_MISMATCH"), "{}", out_text(&o));
 }
 
+/// A container version this build does not read is refused, not read as this one.
+#[test]
+fn another_container_version_is_refused() {
+    let dir = scratch("version");
+    let path = dir.join("v99.safetensors");
+    let bytes = f32_bytes(&[1.0, 2.0]);
+    let view = TensorView::new(Dtype::F32, vec![2], &bytes).unwrap();
+    let md = HashMap::from([("ninfer".to_string(), "safetensors_v99".to_string())]);
+    safetensors::serialize_to_file(vec![("b".to_string(), view)], Some(md), &path).unwrap();
+    let o = ninfer(&["inspect", s(&path)]);
+    let t = out_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("\"safetensors_v99\"") && t.contains("safetensors_v1"),
+        "{t}"
+    );
+}
+
 #[test]
 fn import_the_python_checkpoint() {
     let path =
