@@ -585,7 +585,8 @@ typedef struct ninfer_bytes {
  * shape `[rows, cols]` (cols is K, the quantization axis) and the byte planes the layout
  * defines. The library never keeps the pointers past the call that receives the view.
  *
- * Planes per layout (unused slots: `{NULL, 0}`); exact lengths come from
+ * Planes per layout (unused slots: length 0, conventionally `{NULL, 0}`: their pointer is
+ * not read); exact lengths come from
  * `ninfer_layout_plane_sizes`:
  * - `contiguous_le_v1`: `planes[0]` = little-endian words, row-major.
  * - `gguf_blocks_v1`: `planes[0]` = rows × (K / block_values) ggml blocks, row-major.
