@@ -159,21 +159,9 @@ fn help_shows_defaults_as_typed_and_no_tracker_numbers() {
 fn quantize_writes_files_with_the_usual_mode() {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = scratch("mode");
-    let input = dir.join("in.safetensors");
-    let values: Vec<u8> = (0..4 * 64)
-        .flat_map(|i| ((i as f32 * 0.37).sin()).to_le_bytes())
-        .collect();
-    let view = TensorView::new(Dtype::F32, vec![4, 64], &values).unwrap();
-    safetensors::serialize_to_file(vec![("w".to_string(), view)], None, &input).unwrap();
+    let input = small_st(&dir);
     let out = dir.join("out.safetensors");
-    let o = ninfer(&[
-        "quantize",
-        input.to_str().unwrap(),
-        "--format",
-        "q8_g32_fp16",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = quantize_q8_g32(&input, &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // What a plain File::create gives in this process (0666 less the umask).
     let probe = dir.join("probe");
@@ -197,13 +185,29 @@ fn shapes_print_in_one_notation(st_file: &Path, _dir: &Path) {
 
 /// A small safetensors file with one F32 [4, 64] tensor "w".
 fn small_st(dir: &Path) -> PathBuf {
-    let input = dir.join("in.safetensors");
-    let values: Vec<u8> = (0..4 * 64)
-        .flat_map(|i| ((i as f32 * 0.37).sin()).to_le_bytes())
-        .collect();
-    let view = TensorView::new(Dtype::F32, vec![4, 64], &values).unwrap();
-    safetensors::serialize_to_file(vec![("w".to_string(), view)], None, &input).unwrap();
-    input
+    let values: Vec<f32> = (0..4 * 64).map(|i| (i as f32 * 0.37).sin()).collect();
+    st_of(dir, "in.safetensors", &values)
+}
+
+/// `dir/name`, a safetensors file of one F32 [4, 64] tensor `w` holding `values`.
+fn st_of(dir: &Path, name: &str, values: &[f32]) -> PathBuf {
+    let path = dir.join(name);
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let view = TensorView::new(Dtype::F32, vec![4, 64], &bytes).unwrap();
+    safetensors::serialize_to_file(vec![("w".to_string(), view)], None, &path).unwrap();
+    path
+}
+
+/// `ninfer quantize INPUT --format q8_g32_fp16 --out OUT`.
+fn quantize_q8_g32(input: &Path, out: &Path) -> Output {
+    ninfer(&[
+        "quantize",
+        input.to_str().unwrap(),
+        "--format",
+        "q8_g32_fp16",
+        "--out",
+        out.to_str().unwrap(),
+    ])
 }
 
 #[test]
@@ -233,35 +237,17 @@ fn decode_refuses_to_overwrite_its_input() {
 fn quantize_checks_its_output_first_and_names_refusals() {
     let dir = scratch("quantize-out");
     let st = small_st(&dir);
-    let s = st.to_str().unwrap();
-    let missing = dir.join("no-such-dir/q.safetensors");
-    let o = ninfer(&[
-        "quantize",
-        s,
-        "--format",
-        "q8_g32_fp16",
-        "--out",
-        missing.to_str().unwrap(),
-    ]);
+    let o = quantize_q8_g32(&st, &dir.join("no-such-dir/q.safetensors"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("no directory"), "{err}");
     assert!(!err.contains(".tmp"), "{err}");
     // A NaN makes the encoder refuse the only matrix.
-    let input = dir.join("nan.safetensors");
-    let mut values = vec![0u8; 4 * 4 * 64];
-    values[..4].copy_from_slice(&f32::NAN.to_le_bytes());
-    let view = TensorView::new(Dtype::F32, vec![4, 64], &values).unwrap();
-    safetensors::serialize_to_file(vec![("w".to_string(), view)], None, &input).unwrap();
+    let mut values = vec![0f32; 4 * 64];
+    values[0] = f32::NAN;
+    let input = st_of(&dir, "nan.safetensors", &values);
     let out = dir.join("q.safetensors");
-    let o = ninfer(&[
-        "quantize",
-        input.to_str().unwrap(),
-        "--format",
-        "q8_g32_fp16",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = quantize_q8_g32(&input, &out);
     let text = stdout_of(&o);
     assert!(
         text.contains("no tensor encoded: every candidate was refused"),
