@@ -1378,14 +1378,12 @@ ninfer_status ninfer_linear_shape(const struct ninfer_linear *handle,
  * `BAD_SHAPE` (k differs from K), `BUFFER_TOO_SMALL` (x, y or bias shorter than needed),
  * `UNKNOWN_DTYPE`, `UNSUPPORTED` (f16 outputs), `MISALIGNED` (bias), `OVERFLOW`,
  * `OUT_OF_MEMORY` (a temporary could not be allocated, e.g. under a memory limit: the
- * message names it and its bytes; `y` is untouched and the process keeps running),
- * `INVALID_ENCODING` from formats
- * computed through `decode_row` (q2_g64_fp16, q5_g64_fp16, q6_g64_fp16, t2_g128_fp16)
- * when a weight row breaks a rule `ninfer_decode_row` checks (a NaN, ±Inf or −0 group
- * scale, non-canonical padding). Formats read in place (bf16, fp32, q4_g64_fp16,
- * q8_g32_fp16, fp8_e4m3fn_row_*, nvfp4) do not check payloads (spec §8): a rule-breaking
- * word is multiplied with its arithmetic meaning (an E4M3FN NaN word as NaN, a −0 scale
- * as −0), never undefined behaviour. GGUF weights are never refused: NaN/±Inf binary16
+ * message names it and its bytes; `y` is untouched and the process keeps running).
+ * Every format is read in place (bf16, fp32, the six grouped formats, fp8_e4m3fn_row_*,
+ * nvfp4), and payloads are not checked (spec §8): a word that breaks a
+ * rule `ninfer_decode_row` checks is multiplied with its arithmetic meaning (an E4M3FN
+ * NaN word as NaN, a NaN group scale as NaN, a −0 scale as −0), never undefined
+ * behaviour. GGUF weights are never refused: NaN/±Inf binary16
  * scales propagate into `y` as in ggml. Run `ninfer_validate` first on untrusted weights
  * (docs/linear.md).
  *
@@ -1455,8 +1453,7 @@ ninfer_status ninfer_linear_forward(const struct ninfer_linear *handle,
  * `ldx < k`, `ldy < n1`); `INVALID_ARGUMENT` (n0 > n1); `ROW_OUT_OF_RANGE` (n1 > N);
  * `BUFFER_TOO_SMALL` (bias shorter than n1, x or y shorter than the extents above);
  * `MISALIGNED` (bias); `UNSUPPORTED` (f16 outputs, the CUDA case above); and as
- * `ninfer_linear_forward` (`UNKNOWN_DTYPE`, `OVERFLOW`, `OUT_OF_MEMORY`,
- * `INVALID_ENCODING`).
+ * `ninfer_linear_forward` (`UNKNOWN_DTYPE`, `OVERFLOW`, `OUT_OF_MEMORY`).
  *
  * # Safety
  * `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`

@@ -964,8 +964,9 @@ class Linear:
             raise ValueError(f"unsupported y dtype {y.dtype} (float32, bf16 words)")
         if y.shape[0] != m:
             raise ValueError(f"y has {y.shape[0]} rows, x has {m}")
-        if y.shape[1] and y.strides[1] != y.itemsize or y.strides[0] < 0 \
-                or y.strides[0] % y.itemsize:
+        # An empty y (numpy gives it strides (0, 0)) has no row to check.
+        if y.size and (y.strides[1] != y.itemsize or y.strides[0] < 0
+                       or y.strides[0] % y.itemsize):
             raise ValueError("y: elements of a row must be contiguous, rows ascending")
         ldy = y.strides[0] // y.itemsize if m > 1 else y.shape[1]
         y_elems = (m - 1) * ldy + y.shape[1] if m else 0

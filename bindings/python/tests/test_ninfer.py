@@ -464,6 +464,8 @@ class LinearTests(unittest.TestCase):
             np.testing.assert_array_equal(
                 yb, lin.forward(np.array([[1, 2, 3], [0, 0, 1]], np.float32),
                                 y_dtype=ninfer.Dtype.BF16))
+            # No activation rows: nothing to do (numpy gives empty arrays strides (0, 0)).
+            lin.forward_rows(np.zeros((0, 3), np.float32), np.zeros((0, 2), np.float32), 0, 2)
 
     def test_quantized_weights_exact(self):
         rng = np.random.default_rng(11)
