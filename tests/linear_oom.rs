@@ -3,7 +3,9 @@
 //! temporaries beyond the limit if they grew with M runs in bounded memory and gives the
 //! bits of its rows alone, and a product whose bounded temporaries still do not fit returns
 //! `NINFER_STATUS_OUT_OF_MEMORY` with its message through the C API, leaves `y` untouched
-//! and leaves the process running, instead of aborting it.
+//! and leaves the process running, instead of aborting it; with the default thread
+//! setting and no room for a thread, a product runs on the calling thread, and later ones
+//! get their pool once there is room.
 
 #![cfg(target_os = "linux")]
 
@@ -287,5 +289,65 @@ fn out_of_memory_is_a_status_through_the_c_api_not_an_abort() {
     );
     // SAFETY: from prepare, freed once.
     unsafe { ninfer_linear_free(h) };
+    println!("child: done");
+}
+
+#[test]
+#[cfg_attr(not(target_arch = "x86_64"), ignore = "native x86-64 only")]
+fn default_threads_when_no_thread_can_start() {
+    const NAME: &str = "default_threads_when_no_thread_can_start";
+    if !is_child(NAME) {
+        return in_child(NAME);
+    }
+    // The default thread setting (0) with room for no thread stack: the first product
+    // runs on the calling thread (the library's pool cannot be made), and once the limit
+    // is lifted the pool is made and later products, on this handle and a new one, run.
+    let (n, k, m) = (64usize, 256usize, 2usize);
+    let w = bf16_weight(n, k);
+    let v = bf16_view(n as u64, k as u64, &w);
+    let h = prepare(&v);
+    let x: Vec<u8> = (0..m * k)
+        .flat_map(|i| half::bf16::from_f32((i % 5) as f32).to_bits().to_ne_bytes())
+        .collect();
+    let mut want = vec![0f32; m * n];
+    assert_eq!(forward(h, &x, m, k, &mut want), Status::Ok);
+    // SAFETY: h from prepare, not in use elsewhere.
+    assert_eq!(unsafe { ninfer_linear_set_threads(h, 0) }, Status::Ok);
+    set_as_limit(vm_size() + (256 << 10));
+    if !limit_binds(256 << 20) {
+        return;
+    }
+    let mut y = vec![f32::NAN; m * n];
+    let status = forward(h, &x, m, k, &mut y);
+    let message = last_message();
+    lift_as_limit();
+    assert_eq!(status, Status::Ok, "{message}");
+    assert_eq!(y, want);
+    for _ in 0..2 {
+        y.fill(f32::NAN);
+        assert_eq!(
+            forward(h, &x, m, k, &mut y),
+            Status::Ok,
+            "{}",
+            last_message()
+        );
+        assert_eq!(y, want);
+    }
+    let h2 = prepare(&v);
+    // SAFETY: h2 from prepare, not in use elsewhere.
+    assert_eq!(unsafe { ninfer_linear_set_threads(h2, 0) }, Status::Ok);
+    y.fill(f32::NAN);
+    assert_eq!(
+        forward(h2, &x, m, k, &mut y),
+        Status::Ok,
+        "{}",
+        last_message()
+    );
+    assert_eq!(y, want);
+    // SAFETY: from prepare, each freed once.
+    unsafe {
+        ninfer_linear_free(h);
+        ninfer_linear_free(h2);
+    }
     println!("child: done");
 }

@@ -174,9 +174,10 @@ pub unsafe extern "C" fn ninfer_linear_prepare(
 }
 
 /// Sets the threads `ninfer_linear_forward` and `ninfer_linear_forward_rows` use on this
-/// handle: 0 = as many threads as rayon's process-wide pool has (the default;
-/// `RAYON_NUM_THREADS` sizes it, else one thread per core): the calling thread and that
-/// many − 1 of the pool's, 1 = the calling thread only, n ≥ 2 = the calling thread and a
+/// handle: 0 = the default, `RAYON_NUM_THREADS` threads if set, else one per logical CPU:
+/// the calling thread and that many − 1 of a pool the library keeps for the process
+/// (made on first use; should no thread start, e.g. under a resource limit, the call runs
+/// on the calling thread alone and a later one tries again), 1 = the calling thread only, n ≥ 2 = the calling thread and a
 /// pool of n − 1 threads owned by the handle. The calling thread starts at once; the
 /// others join in as they wake up. Results never depend on it (each output is computed by
 /// one thread in a fixed order). A runtime that splits products across its own threads sets 1.
@@ -405,8 +406,8 @@ pub unsafe extern "C" fn ninfer_linear_forward(
 ///   nothing.
 ///
 /// Threads: on a CPU handle each call runs on the handle's thread setting
-/// (`ninfer_linear_set_threads`): by default (0) on the calling thread and the
-/// process-wide rayon pool (sized by `RAYON_NUM_THREADS`, else one thread per core), with
+/// (`ninfer_linear_set_threads`): by default (0) on the calling thread and the library's
+/// process-wide pool (sized by `RAYON_NUM_THREADS`, else one thread per logical CPU), with
 /// n ≥ 2 on the calling thread and the handle's own pool of n − 1 threads, with 1 on the
 /// calling thread only. A runtime that partitions N with its own threads should set 1, so
 /// that each call stays on the thread that makes it instead of also queueing on the

@@ -429,8 +429,10 @@ impl<'a> PreparedWeight<'a> {
     }
 
     /// Threads for [`forward`](Self::forward) and [`forward_rows`](Self::forward_rows):
-    /// 0 = as many threads as rayon's global pool has (the default; `RAYON_NUM_THREADS`
-    /// sizes it): the calling thread and that many − 1 of the pool's, 1 = the calling
+    /// 0 = the default, `RAYON_NUM_THREADS` threads if set, else one per logical CPU: the
+    /// calling thread and that many − 1 of a pool the library keeps for the process (made
+    /// on first use; should no thread start, the call runs on the calling thread alone and
+    /// a later one tries again), 1 = the calling
     /// thread only, n ≥ 2 = the calling thread and a pool of n − 1 threads owned by this
     /// weight. The calling thread starts on the work at once; the others take work items
     /// from the same queue as they wake up (none is woken beyond one per item). Results do

@@ -19,7 +19,7 @@ use crate::registry::Format;
 use crate::view::WeightView;
 use std::mem::MaybeUninit;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The CPU kernel a prepared weight runs: its plan's family, resolved to the format's code
 /// reader or GGUF block kernel.
@@ -165,10 +165,10 @@ impl<'a> Engine<'a> {
     }
 
     /// Threads a product may run on at once (the setting: the calling thread and, from 2 on,
-    /// the pool's; 0: rayon's global pool).
+    /// the pool's; 0: [`default_threads`]).
     fn parallelism(&self) -> usize {
         match self.threads {
-            0 => rayon::current_num_threads(),
+            0 => default_threads(),
             t => t,
         }
     }
@@ -441,8 +441,8 @@ impl<'a> Engine<'a> {
         }
         // The calling thread works too (the pool's other threads wake up meanwhile and join
         // in), all taking chunks from one shared iterator: no thread waits for the pool to
-        // start, and no more threads run than the setting says (the weight's pool holds
-        // t − 1 threads; of rayon's global pool, t − 1 are asked for).
+        // start, and no more threads run than the setting says (the weight's pool, or the
+        // default one, holds t − 1 threads).
         let nchunks = yt.len().div_ceil(rows_per_chunk * m);
         let chunks = Mutex::new(yt.chunks_mut(rows_per_chunk * m).enumerate());
         let first_err = Mutex::new(None);
@@ -461,9 +461,15 @@ impl<'a> Engine<'a> {
         };
         // No thread is woken up for want of work: at most one per chunk.
         let t = self.parallelism().min(nchunks);
-        match &self.pool {
+        match self
+            .pool
+            .clone()
+            .or_else(|| if t > 1 { default_pool() } else { None })
+        {
             Some(pool) => pool.in_place_scope(|s| spread(s, t, &run)),
-            None => rayon::in_place_scope(|s| spread(s, t, &run)),
+            // One thread, or no pool could be made: the calling thread does every item
+            // (the same results).
+            None => run(),
         }
         first_err
             .into_inner()
@@ -781,6 +787,40 @@ struct Bufs<'s> {
     f: &'s mut Vec<f32>,
     values: &'s mut Vec<f32>,
     other: &'s mut Vec<f32>,
+}
+
+/// Threads of the default setting (0): `RAYON_NUM_THREADS` when it is a positive number,
+/// else the logical CPUs this process may use (rayon's own default), at most 1024.
+fn default_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .min(1024)
+    })
+}
+
+/// The pool of the default setting, shared by every weight of the process: the
+/// [`default_threads`] − 1 threads beside the calling one, made on first use. The library
+/// keeps its own pool rather than rayon's global one, whose creation, once failed (no
+/// thread could be started, e.g. under a resource limit), fails for the rest of the
+/// process: `None` here means the product runs on the calling thread alone (the same
+/// results), and a later call tries again.
+fn default_pool() -> Option<Arc<rayon::ThreadPool>> {
+    static POOL: OnceLock<Arc<rayon::ThreadPool>> = OnceLock::new();
+    if let Some(p) = POOL.get() {
+        return Some(p.clone());
+    }
+    let threads = default_threads().checked_sub(1).filter(|&n| n > 0)?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .ok()?;
+    // Two first calls may both build one; the second is dropped.
+    Some(POOL.get_or_init(|| Arc::new(pool)).clone())
 }
 
 /// Runs `run` on the calling thread and, spawned on the scope's pool, on `t − 1` more.
