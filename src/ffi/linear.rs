@@ -296,9 +296,8 @@ unsafe fn forward_args<'a>(
     let y_dtype = Dtype::from_u32(y_dtype)?;
     let m = to_usize(m, "m")?;
     let k = to_usize(k, "k")?;
-    if m > 0 && x.is_null() {
-        return Err(Error::NullPointer("x"));
-    }
+    // x NULL with x_bytes 0 is an empty buffer (then too small for m > 0 and k > 0); NULL
+    // with a length is NULL_POINTER (`bytes`).
     if m > 0 && y.is_null() {
         return Err(Error::NullPointer("y"));
     }
