@@ -14,6 +14,9 @@ mod st;
 #[allow(dead_code)]
 #[path = "../../cli/src/gguf.rs"]
 mod gguf;
+// st.rs allocates its word vectors through alloc.rs's fallible helper.
+#[path = "../../cli/src/alloc.rs"]
+mod alloc;
 
 use libfuzzer_sys::fuzz_target;
 
@@ -33,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
                 let _ = (
                     st::dtype_name(p.dtype),
                     f.data(p).len(),
-                    st::widen(p.dtype, f.data(p)).map(|v| v.len()),
+                    st::widen(p.dtype, f.data(p)).map(|v| v.map(|v| v.len())),
                 );
             }
             st::Entry::Encoded(enc) => {
