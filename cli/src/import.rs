@@ -382,14 +382,10 @@ pub fn import_encoded(
     }
 }
 
-/// A vector sized by the input, allocated fallibly (a refusal when memory is short).
+/// A vector sized by the input, allocated fallibly ([`crate::alloc::zeroed`]): a refusal of
+/// tensor `name` when memory is short.
 fn try_zeroed<T: Clone + Default>(n: usize, name: &str) -> Result<Vec<T>, Refusal> {
-    let mut v = Vec::new();
-    if v.try_reserve_exact(n).is_err() {
-        return refuse(name, format!("out of memory for {n} values"));
-    }
-    v.resize(n, T::default());
-    Ok(v)
+    crate::alloc::zeroed(n, "a buffer of the import").or_else(|e| refuse(name, e.to_string()))
 }
 
 /// How a ternary safetensors layer `P` is stored.
