@@ -682,25 +682,24 @@ impl<'a> Engine<'a> {
     /// From this many activation rows on, [`Self::float_rows`] materializes the in-place
     /// rows of a row group once (their values as f32) instead of reading the words for
     /// each activation row: the crossover of the two costs, measured per kernel family and
-    /// tier at 4096² on one thread (docs/linear.md, "Materialized rows"). Where the in-place
-    /// kernel is fast (the q2/t2 kernels, the AVX-512 nvfp4 and q4 kernels), writing 8 rows
-    /// of f32 and rereading them pays from M = 5 (AVX-512 f32 tiles) or 8 (AVX2); where it
-    /// is slow (the scalar tier, q5/q6 on AVX2), from M = 2. Either way the bits are the
-    /// same.
+    /// tier at 4096² on one thread (docs/linear.md, "Materialized rows"). On the AVX-512
+    /// tier, where the in-place q2/t2/q4/nvfp4 kernels are fast, writing 8 rows of f32 and
+    /// rereading them pays from M = 5 (M = 3 for the others). On the AVX2 tier, measured on
+    /// an AVX2-only AMD Zen 3, from M = 2, except q8 (M = 4), whose in-place kernel is the
+    /// fastest there. The AVX-VNNI tier runs on Intel cores (AVX-VNNI without AVX-512),
+    /// whose in-place kernels measured faster (an Intel Xeon on the AVX2 tier): from M = 8
+    /// (q2/t2), 4 (q8), 2 (q5/q6) or 3. On the scalar tier from M = 2. Either way the bits
+    /// are the same.
     fn materialize_from(&self) -> usize {
         use Grouped as G;
-        if !self.isa.avx2() {
-            return 2;
-        }
-        let avx512 = self.isa == Isa::Avx512;
-        match self.kernel {
-            Kernel::RowSplit(G::Q2 | G::T2 | G::Q4) | Kernel::Nvfp4 if avx512 => 5,
-            Kernel::RowSplit(G::Q2 | G::T2) => 8,
-            Kernel::RowSplit(G::Q4) | Kernel::Nvfp4 => 3,
-            Kernel::RowSplit(G::Q5 | G::Q6) if !avx512 => 2,
-            Kernel::RowSplit(G::Q8) if !avx512 => 4,
-            // fp8 rows; q5/q6/q8 on the AVX-512 tier.
-            _ => 3,
+        match (self.isa, self.kernel) {
+            (Isa::Avx512, Kernel::RowSplit(G::Q2 | G::T2 | G::Q4) | Kernel::Nvfp4) => 5,
+            (Isa::Avx512, _) => 3,
+            (Isa::Avx2 | Isa::AvxVnni, Kernel::RowSplit(G::Q8)) => 4,
+            (Isa::AvxVnni, Kernel::RowSplit(G::Q2 | G::T2)) => 8,
+            (Isa::AvxVnni, Kernel::RowSplit(G::Q5 | G::Q6)) => 2,
+            (Isa::AvxVnni, _) => 3,
+            _ => 2,
         }
     }
 
