@@ -39,6 +39,7 @@ pub mod linear;
 pub mod reference;
 pub mod registry;
 pub mod rows;
+mod threads;
 pub mod validate;
 pub mod view;
 /// cbindgen:ignore

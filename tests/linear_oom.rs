@@ -65,7 +65,7 @@ fn in_child(name: &str) {
     println!("child stdout:\n{stdout}\nchild stderr:\n{stderr}");
     assert!(
         out.status.success() && stdout.contains("child: done"),
-        "the child of {name} failed ({:?}): a product under the address-space limit must \
+        "the child of {name} failed ({:?}): a call under the address-space limit must \
          not abort the process",
         out.status
     );
@@ -348,6 +348,74 @@ fn default_threads_when_no_thread_can_start() {
     unsafe {
         ninfer_linear_free(h);
         ninfer_linear_free(h2);
+    }
+    println!("child: done");
+}
+
+/// Every encoder's planes for one source (grouped q4, fp8 rows, nvfp4), each then
+/// validated; the same bytes whatever threads ran them.
+fn encode_all(x: &[f32], rows: usize, cols: usize) -> Vec<Vec<u8>> {
+    use ninfer::formats::float_source::FloatSource;
+    use ninfer::formats::{fp8_row, grouped, nvfp4};
+    use ninfer::layouts::plane_sizes;
+    let mut out = Vec::new();
+    let planes = |f: Format| plane_sizes(f, f.info().layout, rows, cols).unwrap();
+    let check = |f: Format, p: &[Vec<u8>; 3]| {
+        let v =
+            ninfer::WeightView::new(f, f.info().layout, rows, cols, p.each_ref().map(|p| &p[..]))
+                .unwrap();
+        ninfer::validate::validate(&v).unwrap();
+    };
+
+    let f = Format::Q4_G64Fp16;
+    let mut p = planes(f).map(|n| vec![0u8; n]);
+    let [a, b, c] = &mut p;
+    let opts = grouped::encode::Options::ABSMAX;
+    grouped::encode::quantize(f, FloatSource::F32(x), rows, cols, &opts, [a, b, c]).unwrap();
+    check(f, &p);
+    out.extend(p);
+
+    let f = Format::Fp8E4m3fnRowBf16;
+    let mut p = planes(f).map(|n| vec![0u8; n]);
+    let [a, b, _] = &mut p;
+    fp8_row::fp8_row_maxabs(f, FloatSource::F32(x), rows, cols, [a, b]).unwrap();
+    check(f, &p);
+    out.extend(p);
+
+    let f = Format::Nvfp4;
+    let mut p = planes(f).map(|n| vec![0u8; n]);
+    let [a, b, c] = &mut p;
+    nvfp4::nvfp4_quantize(FloatSource::F32(x), rows, cols, 1, [a, b, c]).unwrap();
+    check(f, &p);
+    out.extend(p);
+    out
+}
+
+#[test]
+#[cfg_attr(not(target_arch = "x86_64"), ignore = "native x86-64 only")]
+fn encoders_when_no_thread_can_start() {
+    const NAME: &str = "encoders_when_no_thread_can_start";
+    if !is_child(NAME) {
+        return in_child(NAME);
+    }
+    // With room for no thread stack, the encoders and validators (which run on the
+    // library's default pool) work on the calling thread; once the limit is lifted the
+    // pool is made and they give the same bytes. (On rayon's global pool, whose creation
+    // fails once for good, they panicked here and on every later call.)
+    let (rows, cols) = (300usize, 256usize);
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 97.0)
+        .collect();
+    // 1 MiB of headroom: the encoders' buffers fit, a thread's 2 MiB stack does not.
+    set_as_limit(vm_size() + (1 << 20));
+    if !limit_binds(256 << 20) {
+        return;
+    }
+    let alone = std::panic::catch_unwind(|| encode_all(&x, rows, cols));
+    lift_as_limit();
+    let alone = alone.expect("the encoders must run on the calling thread");
+    for _ in 0..2 {
+        assert!(encode_all(&x, rows, cols) == alone);
     }
     println!("child: done");
 }

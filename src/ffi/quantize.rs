@@ -104,7 +104,9 @@ impl From<Provenance> for ninfer_quantize_provenance {
 ///   except for q5/q6. K is padded to a multiple of 128 with canonical zero padding.
 /// - `provenance`: NULL, or receives the method, its parameters and counters.
 ///
-/// Rows are encoded in parallel (rayon's global pool; `RAYON_NUM_THREADS` sets its size).
+/// Rows are encoded in parallel, on the calling thread and a pool the library keeps for the
+/// process (the default thread count: `RAYON_NUM_THREADS`, else the logical CPUs; when no
+/// thread can be started, on the calling thread alone, with the same output).
 /// A first pass checks every row for the failures an encoding can have (non-finite values,
 /// overflowing scales); the planes and `*provenance` are written only after it passed, so on
 /// error they keep their contents. The output does not depend on the thread count.

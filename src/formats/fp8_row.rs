@@ -11,10 +11,10 @@ use crate::formats::float_source::FloatSource;
 use crate::isa::{Isa, on_tier};
 use crate::layouts::{self, fp8_row as layout};
 use crate::registry::{Format, Layout};
+use crate::threads;
 use crate::view::WeightView;
 use crate::words::e4m3fn;
 use half::{bf16, f16};
-use rayon::prelude::*;
 
 /// The whole-row "block" of an error location (the rule concerns the row scale).
 const WHOLE_ROW: u64 = crate::error::Location::NONE;
@@ -94,13 +94,15 @@ pub fn check_row(format: Format, row: u64, scale: u16, codes: &[u8]) -> Result<(
 pub fn validate(view: &WeightView<'_>) -> Result<()> {
     is_fp8_row(view.format())?;
     let format = view.format();
-    (0..view.rows())
-        .into_par_iter()
-        .find_map_first(|r| {
+    threads::first_error(
+        view.rows(),
+        || (),
+        |_, r| {
             let (s, codes) = layout::row_parts(view, r);
             check_row(format, r as u64, s, codes).err()
-        })
-        .map_or(Ok(()), Err)
+        },
+    )
+    .map_or(Ok(()), Err)
 }
 
 /// Decodes row `r` (already range-checked) into `out` (exactly K values): checks the row
@@ -402,13 +404,14 @@ pub(crate) fn fp8_row_maxabs_on(
         cols,
         [planes[0].len(), planes[1].len(), 0],
     )?;
-    let scales: Vec<Result<u16>> = (0..rows)
-        .into_par_iter()
-        .map(|r| {
+    let scales: Vec<Result<u16>> = threads::map_rows(
+        rows,
+        || (),
+        |_, r| {
             crate::fpenv::require_subnormals("fp8_row_maxabs")?;
             on_tier!(isa, || row_scale(format, &src, r, cols))
-        })
-        .collect();
+        },
+    );
     let scales = scales.into_iter().collect::<Result<Vec<u16>>>()?;
     layout::for_each_row_mut(lay, cols, planes, |r, s, codes| {
         s.copy_from_slice(&scales[r].to_le_bytes());

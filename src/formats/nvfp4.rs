@@ -12,9 +12,9 @@ use crate::formats::float_source::FloatSource;
 use crate::isa::{Isa, on_tier};
 use crate::layouts::block_scale::{self as layout, BLOCK, DIVISORS_PLANE};
 use crate::registry::{Format, Layout};
+use crate::threads;
 use crate::view::WeightView;
 use crate::words::{e2m1, e4m3fn};
-use rayon::prelude::*;
 
 /// The whole-row / whole-source "block" of an error location.
 const WHOLE: u64 = crate::error::Location::NONE;
@@ -109,11 +109,15 @@ pub fn validate(view: &WeightView<'_>) -> Result<()> {
     }
     let nkb = view.cols() / BLOCK;
     let scales = view.plane(1);
-    if let Some(e) = (0..view.rows()).into_par_iter().find_map_first(|m| {
-        (0..nkb).find_map(|kb| {
-            check_scale(m as u64, kb as u64, scales[layout::offset(m, kb, nkb)]).err()
-        })
-    }) {
+    if let Some(e) = threads::first_error(
+        view.rows(),
+        || (),
+        |_, m| {
+            (0..nkb).find_map(|kb| {
+                check_scale(m as u64, kb as u64, scales[layout::offset(m, kb, nkb)]).err()
+            })
+        },
+    ) {
         return Err(e);
     }
     if let Some((m, kb)) = layout::first_nonzero_padding(scales, view.rows(), nkb) {
@@ -360,24 +364,22 @@ pub(crate) fn nvfp4_quantize_on(
 
     // Pass 1: per-block max |x| and per-row max, refusing non-finite values.
     let mut bmax = vec![0f32; rows * nkb];
-    let row_max: Vec<Result<f32>> = bmax
-        .par_chunks_mut(nkb)
-        .enumerate()
-        .map_init(
-            || vec![0f32; cols],
-            |buf, (r, bm)| {
-                crate::fpenv::require_subnormals("the NVFP4 quantizer")?;
-                src.read_into(r * cols, buf);
-                if let Some(k) = buf.iter().position(|x| !x.is_finite()) {
-                    return Err(Error::NonFiniteSource {
-                        row: r as u64,
-                        col: k as u64,
-                    });
-                }
-                Ok(on_tier!(isa, || block_maxima(buf, bm)))
-            },
-        )
-        .collect();
+    let mut bmax_rows: Vec<&mut [f32]> = bmax.chunks_mut(nkb).collect();
+    let row_max: Vec<Result<f32>> = threads::map_slice(
+        &mut bmax_rows,
+        || vec![0f32; cols],
+        |buf, r, bm| {
+            crate::fpenv::require_subnormals("the NVFP4 quantizer")?;
+            src.read_into(r * cols, buf);
+            if let Some(k) = buf.iter().position(|x| !x.is_finite()) {
+                return Err(Error::NonFiniteSource {
+                    row: r as u64,
+                    col: k as u64,
+                });
+            }
+            Ok(on_tier!(isa, || block_maxima(buf, bm)))
+        },
+    );
     let row_max = row_max.into_iter().collect::<Result<Vec<f32>>>()?;
     let mut divisors = Vec::with_capacity(sources);
     for i in 0..sources {
@@ -395,11 +397,16 @@ pub(crate) fn nvfp4_quantize_on(
     }
 
     // Pass 2: block scales and multipliers.
-    let blocks: Vec<(u8, f32)> = bmax
-        .par_iter()
-        .enumerate()
-        .map(|(i, &b)| block_scale(b, divisors[i / nkb / per]))
-        .collect();
+    let mut blocks = vec![(0u8, 0f32); rows * nkb];
+    threads::for_each(
+        blocks.chunks_mut(nkb).zip(bmax.chunks(nkb)).enumerate(),
+        || (),
+        |_, (r, (out, bm))| {
+            for (o, &b) in out.iter_mut().zip(bm) {
+                *o = block_scale(b, divisors[r / per]);
+            }
+        },
+    );
     if let Some(i) = blocks.iter().position(|&(_, inv)| !inv.is_finite()) {
         return Err(Error::ScaleOverflow {
             row: (i / nkb) as u64,
@@ -409,9 +416,11 @@ pub(crate) fn nvfp4_quantize_on(
 
     // Pass 3: write. Nothing below can fail.
     let [codes, scales, divs] = planes;
-    codes.par_chunks_mut(cols / 2).enumerate().for_each_init(
+    let mut code_rows: Vec<&mut [u8]> = codes.chunks_mut(cols / 2).collect();
+    threads::map_slice(
+        &mut code_rows,
         || vec![0f32; cols],
-        |buf, (r, out)| {
+        |buf, r, out| {
             src.read_into(r * cols, buf);
             let inv = |kb: usize| blocks[r * nkb + kb].1;
             on_tier!(isa, || row_codes(buf, inv, out));

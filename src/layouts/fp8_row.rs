@@ -54,20 +54,10 @@ pub(crate) fn for_each_row_mut<F>(layout: Layout, cols: usize, planes: [&mut [u8
 where
     F: Fn(usize, &mut [u8], &mut [u8]) + Sync + Send,
 {
-    use rayon::prelude::*;
     let [p0, p1] = planes;
-    match layout {
-        Layout::RowInterleavedV1 => p0
-            .par_chunks_mut(cols + 2)
-            .enumerate()
-            .for_each(|(r, rec)| {
-                let (s, c) = rec.split_at_mut(2);
-                f(r, s, c)
-            }),
-        _ => p0
-            .par_chunks_mut(cols)
-            .zip(p1.par_chunks_mut(2))
-            .enumerate()
-            .for_each(|(r, (c, s))| f(r, s, c)),
-    }
+    let mut rows: Vec<(&mut [u8], &mut [u8])> = match layout {
+        Layout::RowInterleavedV1 => p0.chunks_mut(cols + 2).map(|r| r.split_at_mut(2)).collect(),
+        _ => p1.chunks_mut(2).zip(p0.chunks_mut(cols)).collect(),
+    };
+    crate::threads::map_slice(&mut rows, || (), |_, r, (s, c)| f(r, s, c));
 }

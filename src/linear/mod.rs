@@ -263,7 +263,7 @@ impl std::fmt::Debug for PreparedWeight<'_> {
 }
 
 impl<'a> PreparedWeight<'a> {
-    /// Prepares `view` for the CPU (best instruction set, the global rayon pool).
+    /// Prepares `view` for the CPU (best instruction set, the default thread setting).
     ///
     /// Errors: [`Error::Unsupported`] when this build has no kernel for the format and
     /// layout (e.g. int32, or a format whose decoder is not built).

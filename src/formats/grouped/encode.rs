@@ -9,7 +9,7 @@ use crate::isa::Isa;
 use crate::layouts::MAX_PLANES;
 use crate::layouts::row_split::{pack_codes, pack_scales, padded_k, row_plane_bytes};
 use crate::registry::{Format, Layout};
-use rayon::prelude::*;
+use crate::threads;
 
 /// A conversion method (C: `NINFER_QUANTIZE_METHOD_*`, a `uint32_t`).
 ///
@@ -102,7 +102,9 @@ struct RowStats {
 
 /// Encodes a `rows × cols` source into the `row_split_k128_v1` planes of `format`.
 ///
-/// Rows are encoded in parallel (rayon). A first pass checks every row for the failures an
+/// Rows are encoded in parallel, on the library's threads (the default thread count:
+/// `RAYON_NUM_THREADS`, else the logical CPUs; on the calling thread alone when no other
+/// thread can be started). A first pass checks every row for the failures an
 /// encoding can have; `planes` are written only after it passed, so on error they keep
 /// their previous contents. The result is
 /// identical for any thread count. Errors (the lowest failing row is reported; within a row
@@ -141,33 +143,30 @@ pub fn quantize(
     let kernel = Isa::detect();
     // Pass 1: every failure an encoding can have (non-finite value, scale overflow) is
     // found before anything is written; the lowest failing row is reported.
-    let first_error = (0..rows)
-        .into_par_iter()
-        .map_init(
-            || vec![0f32; cols],
-            |buf, r| check_row(kernel, &s, &src, r, cols, buf).err(),
-        )
-        .find_first(Option::is_some)
-        .flatten();
+    let first_error = threads::first_error(
+        rows,
+        || vec![0f32; cols],
+        |buf, r| check_row(kernel, &s, &src, r, cols, buf).err(),
+    );
     if let Some(e) = first_error {
         return Err(e);
     }
     // Pass 2: encode straight into the caller's planes.
     let [p0, p1, p2] = planes;
-    let rows_out: Vec<[&mut [u8]; 3]> = split_rows(p0, per[0], rows)
+    let mut rows_out: Vec<[&mut [u8]; 3]> = split_rows(p0, per[0], rows)
         .into_iter()
         .zip(split_rows(p1, per[1], rows))
         .zip(split_rows(p2, per[2], rows))
         .map(|((a, b), c)| [a, b, c])
         .collect();
-    let results: Vec<Result<RowStats>> = rows_out
-        .into_par_iter()
-        .enumerate()
-        .map_init(
-            || Scratch::new(cols, kp),
-            |scr, (r, out)| encode_row(kernel, &s, &src, r, cols, opts, scr, out),
-        )
-        .collect();
+    let results: Vec<Result<RowStats>> = threads::map_slice(
+        &mut rows_out,
+        || Scratch::new(cols, kp),
+        |scr, r, out| {
+            let out = out.each_mut().map(|p| &mut **p);
+            encode_row(kernel, &s, &src, r, cols, opts, scr, out)
+        },
+    );
     let mut stats = Vec::with_capacity(rows);
     for r in results {
         // Pass 1 proved every row encodable: an error here is a bug.
@@ -664,8 +663,9 @@ mod tests {
     }
 
     /// Single-thread throughput of the encoders on every tier (MB/s of f32 source, best of
-    /// 5), for the record: `cargo test --release --lib encoder_tier_throughput -- --ignored
-    /// --nocapture`.
+    /// 5), for the record: `RAYON_NUM_THREADS=1 cargo test --release --lib
+    /// encoder_tier_throughput -- --ignored --nocapture` (the fp8 and nvfp4 encoders run on
+    /// the library's default thread count, which that variable sets).
     #[test]
     #[ignore]
     fn encoder_tier_throughput() {
@@ -680,10 +680,7 @@ mod tests {
                 ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
             })
             .collect();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
+        eprintln!("threads: {}", crate::threads::default_threads());
         let mb = (rows * cols * 4) as f64 / 1e6;
         let best = |f: &mut dyn FnMut()| {
             (0..5)
@@ -724,23 +721,19 @@ mod tests {
             let fmt = Format::Fp8E4m3fnRowBf16;
             let lens = crate::layouts::plane_sizes(fmt, fmt.info().layout, rows, cols).unwrap();
             let mut p = [vec![0u8; lens[0]], vec![0u8; lens[1]]];
-            let t = pool.install(|| {
-                best(&mut || {
-                    let [a, b] = &mut p;
-                    let src = FloatSource::F32(&x);
-                    fp8_row::fp8_row_maxabs_on(isa, fmt, src, rows, cols, [a, b]).unwrap();
-                })
+            let t = best(&mut || {
+                let [a, b] = &mut p;
+                let src = FloatSource::F32(&x);
+                fp8_row::fp8_row_maxabs_on(isa, fmt, src, rows, cols, [a, b]).unwrap();
             });
             line += &format!("  fp8_row_maxabs {:6.0} MB/s", mb / t);
             let fmt = Format::Nvfp4;
             let lens = crate::layouts::plane_sizes(fmt, fmt.info().layout, rows, cols).unwrap();
             let mut p = lens.map(|n| vec![0u8; n]);
-            let t = pool.install(|| {
-                best(&mut || {
-                    let [a, b, c] = &mut p;
-                    let src = FloatSource::F32(&x);
-                    nvfp4::nvfp4_quantize_on(isa, src, rows, cols, 1, [a, b, c]).unwrap();
-                })
+            let t = best(&mut || {
+                let [a, b, c] = &mut p;
+                let src = FloatSource::F32(&x);
+                nvfp4::nvfp4_quantize_on(isa, src, rows, cols, 1, [a, b, c]).unwrap();
             });
             line += &format!("  nvfp4_quantize {:6.0} MB/s", mb / t);
             eprintln!("{line}");

@@ -16,10 +16,11 @@ use crate::layouts::{self, block_scale};
 use crate::linear::plan::{Family, Plan};
 use crate::linear::{q8_1, q8_k};
 use crate::registry::Format;
+use crate::threads::{default_pool, default_threads, spread};
 use crate::view::WeightView;
 use std::mem::MaybeUninit;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The CPU kernel a prepared weight runs: its plan's family, resolved to the format's code
 /// reader or GGUF block kernel.
@@ -786,48 +787,6 @@ struct Bufs<'s> {
     f: &'s mut Vec<f32>,
     values: &'s mut Vec<f32>,
     other: &'s mut Vec<f32>,
-}
-
-/// Threads of the default setting (0): `RAYON_NUM_THREADS` when it is a positive number,
-/// else the logical CPUs this process may use (rayon's own default), at most 1024.
-fn default_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| {
-        std::env::var("RAYON_NUM_THREADS")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .min(1024)
-    })
-}
-
-/// The pool of the default setting, shared by every weight of the process: the
-/// [`default_threads`] − 1 threads beside the calling one, made on first use. The library
-/// keeps its own pool rather than rayon's global one, whose creation, once failed (no
-/// thread could be started, e.g. under a resource limit), fails for the rest of the
-/// process: `None` here means the product runs on the calling thread alone (the same
-/// results), and a later call tries again.
-fn default_pool() -> Option<Arc<rayon::ThreadPool>> {
-    static POOL: OnceLock<Arc<rayon::ThreadPool>> = OnceLock::new();
-    if let Some(p) = POOL.get() {
-        return Some(p.clone());
-    }
-    let threads = default_threads().checked_sub(1).filter(|&n| n > 0)?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .ok()?;
-    // Two first calls may both build one; the second is dropped.
-    Some(POOL.get_or_init(|| Arc::new(pool)).clone())
-}
-
-/// Runs `run` on the calling thread and, spawned on the scope's pool, on `t − 1` more.
-fn spread<'s>(s: &rayon::Scope<'s>, t: usize, run: &'s (dyn Fn() + Sync)) {
-    for _ in 1..t {
-        s.spawn(move |_| run());
-    }
-    run();
 }
 
 /// Runs `f` with a free scratch: the current thread's slot when it is free, else any free
