@@ -1454,8 +1454,10 @@ ninfer_status ninfer_linear_forward(const struct ninfer_linear *handle,
  * Errors (nothing is written unless OK): `NULL_POINTER`; `BAD_SHAPE` (k differs from K,
  * `ldx < k`, `ldy < n1`); `INVALID_ARGUMENT` (n0 > n1); `ROW_OUT_OF_RANGE` (n1 > N);
  * `BUFFER_TOO_SMALL` (bias shorter than n1, x or y shorter than the extents above);
- * `MISALIGNED` (bias); `UNSUPPORTED` (f16 outputs, the CUDA case above); and as
- * `ninfer_linear_forward` (`UNKNOWN_DTYPE`, `OVERFLOW`, `OUT_OF_MEMORY`).
+ * `MISALIGNED` (bias); `UNSUPPORTED` (f16 outputs, the CUDA case above); `OVERFLOW` (an
+ * extent above beyond the address space; with m = 1 the strides are unused and any
+ * value ≥ k, ≥ n1 is accepted); and as `ninfer_linear_forward` (`UNKNOWN_DTYPE`,
+ * `OUT_OF_MEMORY`).
  *
  * # Safety
  * `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`
@@ -1593,7 +1595,9 @@ ninfer_status ninfer_nvfp4_unpack_scales(uint64_t rows,
  *   except for q5/q6. K is padded to a multiple of 128 with canonical zero padding.
  * - `provenance`: NULL, or receives the method, its parameters and counters.
  *
- * Rows are encoded in parallel (rayon's global pool; `RAYON_NUM_THREADS` sets its size).
+ * Rows are encoded in parallel, on the calling thread and a pool the library keeps for the
+ * process (the default thread count: `RAYON_NUM_THREADS`, else the logical CPUs; when no
+ * thread can be started, on the calling thread alone, with the same output).
  * A first pass checks every row for the failures an encoding can have (non-finite values,
  * overflowing scales); the planes and `*provenance` are written only after it passed, so on
  * error they keep their contents. The output does not depend on the thread count.

@@ -798,6 +798,31 @@ fn c_forward_rows_errors_and_concurrent_ranges() {
         expect(st, Status::Unsupported, "f16", &y);
         let st = call(xp, xb, ldx, null, 0, (0, 4), yp, yb, 9, ldy);
         expect(st, Status::UnknownDtype, "9", &y);
+        // One row: its strides are never used, whatever their value.
+        let mut one = vec![0f32; n];
+        let st = ninfer_linear_forward_rows(
+            h,
+            packed.as_ptr().cast(),
+            k * 4,
+            0,
+            1,
+            k as u64,
+            u64::MAX,
+            bp,
+            n,
+            0,
+            n as u64,
+            one.as_mut_ptr().cast(),
+            n * 4,
+            0,
+            u64::MAX,
+        );
+        assert_eq!(st, Status::Ok, "{}", last_message());
+        assert!(
+            one.iter()
+                .zip(&whole[..n])
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+        );
         let st = ninfer_linear_forward_rows(
             std::ptr::null(),
             xp,

@@ -429,8 +429,10 @@ pub unsafe extern "C" fn ninfer_linear_forward(
 /// Errors (nothing is written unless OK): `NULL_POINTER`; `BAD_SHAPE` (k differs from K,
 /// `ldx < k`, `ldy < n1`); `INVALID_ARGUMENT` (n0 > n1); `ROW_OUT_OF_RANGE` (n1 > N);
 /// `BUFFER_TOO_SMALL` (bias shorter than n1, x or y shorter than the extents above);
-/// `MISALIGNED` (bias); `UNSUPPORTED` (f16 outputs, the CUDA case above); and as
-/// `ninfer_linear_forward` (`UNKNOWN_DTYPE`, `OVERFLOW`, `OUT_OF_MEMORY`).
+/// `MISALIGNED` (bias); `UNSUPPORTED` (f16 outputs, the CUDA case above); `OVERFLOW` (an
+/// extent above beyond the address space; with m = 1 the strides are unused and any
+/// value ≥ k, ≥ n1 is accepted); and as `ninfer_linear_forward` (`UNKNOWN_DTYPE`,
+/// `OUT_OF_MEMORY`).
 ///
 /// # Safety
 /// `handle` from `ninfer_linear_prepare` and not freed (its planes still valid); `x`
@@ -462,10 +464,13 @@ pub unsafe extern "C" fn ninfer_linear_forward_rows(
         let h = unsafe { req(handle, "handle") }?;
         // SAFETY: forwarded from this function's contract.
         let a = unsafe { forward_args(x, x_bytes, x_dtype, m, k, bias, bias_len, y, y_dtype) }?;
-        let ldx = to_usize(ldx, "ldx")?;
+        // Strides only ever multiply a row index below m − 1: with m = 1 any value is
+        // unused, and with more rows an extent beyond memory is OVERFLOW or
+        // BUFFER_TOO_SMALL where it is computed. So they saturate here instead of failing.
+        let ldx = usize::try_from(ldx).unwrap_or(usize::MAX);
         let n0 = to_usize(n0, "n0")?;
         let n1 = to_usize(n1, "n1")?;
-        let ldy = to_usize(ldy, "ldy")?;
+        let ldy = usize::try_from(ldy).unwrap_or(usize::MAX);
         if y_bytes > isize::MAX as usize {
             return Err(Error::Overflow(format!("y: length {y_bytes}")));
         }
