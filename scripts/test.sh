@@ -54,18 +54,18 @@ if cargo +nightly --version >/dev/null 2>&1; then
   fi
   if have_component miri || rustup component add miri --toolchain nightly >/dev/null 2>&1; then
     echo "== miri: the pure-Rust codec tests (words, direct, layouts, fp8 row, nvfp4, grouped, rows) and the aligned activation planes"
-    # Modules without SIMD or FFI, 47 tests: about 1 minute of interpretation on 2 cores
+    # Modules without SIMD or FFI, 50 tests: about 2 minutes of interpretation on 2 cores
     # (plus the first build of Miri's sysroot). Flags: tree borrows and permissive
     # provenance because crossbeam-epoch (rayon's deque) breaks the experimental stacked
     # borrows rules and casts integers to pointers; deterministic floats because Miri
     # otherwise perturbs powi() by a few ulp and the hand-worked tests compare exact values;
-    # ignore-leaks because rayon's global pool threads are never joined (they outlive main).
+    # ignore-leaks because the pool threads are never joined (they outlive main).
     # Skipped: the exhaustive and randomized sweeps (every word, every code, every offset:
     # hours in the interpreter; the native suite runs them), the SIMD-vs-scalar comparisons
     # (the SIMD paths are the native suite's) and the MXCSR tests (inline assembly).
     MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-deterministic-floats -Zmiri-ignore-leaks" \
       cargo +nightly miri test -q --lib -- --test-threads=1 words:: formats::direct layouts:: formats::fp8_row \
-      formats::nvfp4 formats::grouped::absmax formats::grouped::tests rows::tests linear::plane \
+      formats::nvfp4 formats::grouped::absmax formats::grouped::tests rows::tests linear::plane threads::tests \
       --skip bf16_every_word_round_trips --skip round_bf16_matches_half \
       --skip random_values_match_exhaustive_search --skip pack_unpack_round_trip_every_word \
       --skip offsets_are_a_bijection --skip round_trip_every_code_and_partial_k \
