@@ -53,7 +53,7 @@ if cargo +nightly --version >/dev/null 2>&1; then
     echo "tsan: skipped: the nightly rust-src component is missing and could not be added"
   fi
   if have_component miri || rustup component add miri --toolchain nightly >/dev/null 2>&1; then
-    echo "== miri: the pure-Rust codec tests (words, direct, layouts, fp8 row, nvfp4, grouped, rows) and the aligned activation planes"
+    echo "== miri: the pure-Rust codec tests (words, direct, layouts, fp8 row, nvfp4, grouped, rows), the aligned activation planes and the thread pool's row loops"
     # Modules without SIMD or FFI, 50 tests: about 2 minutes of interpretation on 2 cores
     # (plus the first build of Miri's sysroot). Flags: tree borrows and permissive
     # provenance because crossbeam-epoch (rayon's deque) breaks the experimental stacked

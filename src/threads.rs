@@ -80,7 +80,8 @@ pub(crate) fn for_each<I, S>(
     }
 }
 
-/// Rows per item of [`map_rows`] and [`first_error`]: about eight items per thread.
+/// Items per chunk of [`map_slice`] (and so [`map_rows`]) and rows per item of
+/// [`first_error`]: about eight chunks per thread.
 fn rows_per_item(rows: usize) -> usize {
     rows.div_ceil(default_threads() * 8).max(1)
 }
