@@ -196,8 +196,9 @@ impl<'a> Engine<'a> {
     /// Weight rows per kernel call for a tile of `mt` activation rows: the float kernels run
     /// up to 8 rows side by side at M = 1 (eight independent accumulator chains), the
     /// q8_1 and q8_K block kernels a whole work item at M = 1 ([`GEMV_GROUP`]) and 4 beyond
-    /// (their tile kernels' contract), the AMX
-    /// kernels (k-quants, legacy types, grouped formats, i-quants but IQ1_S/IQ1_M) 16.
+    /// (their tile kernels' contract; the k-quants' 512-bit tile kernel 8,
+    /// `kquants::tile_rows`), the AMX kernels (k-quants, legacy types, grouped formats,
+    /// i-quants but IQ1_S/IQ1_M) 16.
     fn group(&self, mt: usize) -> usize {
         match self.kernel {
             Kernel::Gguf(super::gguf::Kind::KQuant(kq))
@@ -213,6 +214,9 @@ impl<'a> Engine<'a> {
             Kernel::GroupedQ8(_) if super::grouped_q8::amx_rows(self.isa, mt) => AMX_GROUP,
             Kernel::Gguf(super::gguf::Kind::Iq(k)) if super::iquants::amx_rows(self.isa, k, mt) => {
                 AMX_GROUP
+            }
+            Kernel::Gguf(super::gguf::Kind::KQuant(kq)) if mt > 1 => {
+                super::kquants::tile_rows(self.isa, kq, mt).unwrap_or(ROW_GROUP)
             }
             k if k.q8_blocks() && mt == 1 => GEMV_GROUP,
             k if k.q8_blocks() => ROW_GROUP,

@@ -203,6 +203,20 @@ pub(crate) fn tile_min_m(isa: Isa, kq: Kq) -> Option<usize> {
     }
 }
 
+/// Weight rows per call where `m` activation rows of `kq` on `isa` take a tile kernel that
+/// runs more than four at once (the 512-bit one: two sets of four sharing each activation
+/// load), if they do.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+pub(crate) fn tile_rows(isa: Isa, kq: Kq, m: usize) -> Option<usize> {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 if tile_min_m(isa, kq).is_some_and(|min| m >= min) && !amx_rows(isa, kq, m) => {
+            Some(super::kquants_tile_avx512::ROWS)
+        }
+        _ => None,
+    }
+}
+
 /// Whether `m` activation rows of `kq` on `isa` take the AMX kernel (the AVX-512 tier on a
 /// CPU with AMX-INT8, from `kquants_amx::min_m` rows): the rows are then interleaved in
 /// groups of 16 ([`prepare`]) and the engine hands the kernel up to 16 weight rows a call.
@@ -242,7 +256,8 @@ pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
 }
 
 /// Up to 16 consecutive weight rows `ws` (whole super-blocks of `kq`; four beyond M = 1
-/// but where the rows are interleaved for the AMX kernel, [`amx_rows`]) against every q8_1
+/// but where the rows are interleaved for the AMX kernel, [`amx_rows`], or the tile kernel
+/// takes more, [`tile_rows`]) against every q8_1
 /// row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     dot_row_group_in(isa, true, kq, ws, xs, out)
@@ -586,7 +601,8 @@ mod tests {
     /// The AMX kernel (where the CPU has it) against the scalar reference for 1, 3, 15 and
     /// 16 weight rows per call (at both ends of 19), activation groups of 16 with remainders; and, since the AVX-512 tier
     /// then prefers it, the 512-bit tile kernel on rows interleaved in fours by hand, so
-    /// both stay tested on such a CPU.
+    /// both stay tested on such a CPU (1, 4, 5 and 8 weight rows per call: one or two sets
+    /// of four).
     #[test]
     fn amx_and_tile_kernels_equal_scalar_for_every_row_count() {
         if !Isa::Avx512.available() {
@@ -612,7 +628,9 @@ mod tests {
                 let amx = prepare(Isa::Avx512, kq, Rows::quantize(&x, m, k));
                 let mut quads = Rows::quantize(&x, m, k);
                 quads.arrange_quads(false);
-                for (form, qp, widths) in [(0, &amx, &[1, 3, 15, 16][..]), (1, &quads, &[1, 4])] {
+                for (form, qp, widths) in
+                    [(0, &amx, &[1, 3, 15, 16][..]), (1, &quads, &[1, 4, 5, 8])]
+                {
                     if form == 0 && !amx_rows(Isa::Avx512, kq, m) {
                         continue;
                     }
