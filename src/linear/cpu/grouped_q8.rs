@@ -326,6 +326,7 @@ mod tests {
                     cases += q8_1_tiers(
                         &mut next,
                         n,
+                        4,
                         32 * nb,
                         &format!("{kind:?} nb{nb} gfni {gfni}"),
                         |isa, q| prepare(isa, kind, q),

@@ -104,6 +104,22 @@ pub(crate) fn amx_rows(isa: Isa, kind: Legacy, m: usize) -> bool {
     false
 }
 
+/// Weight rows per call where `m` activation rows of `kind` on `isa` take a tile kernel that
+/// runs more than four at once (the 512-bit one: two sets of four sharing each activation
+/// load), if they do.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+pub(crate) fn tile_rows(isa: Isa, kind: Legacy, m: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512
+        && kind != Legacy::Q2_0
+        && m >= super::legacy_tile_avx512::MIN_M
+        && !amx_rows(isa, kind, m)
+    {
+        return Some(super::legacy_tile_avx512::ROWS);
+    }
+    None
+}
+
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
 /// pair's codes rearranged in the order of their weight bytes; the AMX kernel, where
 /// [`amx_rows`] holds, the rows interleaved in groups of 16).
@@ -215,7 +231,8 @@ pub(super) fn blocks_scalar(
 }
 
 /// Up to 16 consecutive weight rows `ws` (four beyond M = 1 but where the rows are
-/// interleaved for the AMX kernel, [`amx_rows`]) against every q8_1 row `xs`:
+/// interleaved for the AMX kernel, [`amx_rows`], or the tile kernel takes more,
+/// [`tile_rows`]) against every q8_1 row `xs`:
 /// `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major), in the order of
 /// the module docs.
 ///
@@ -317,7 +334,7 @@ mod tests {
     /// Every tier equals the scalar reference word for word (NaN where it is NaN): random codes, scale words
     /// drawn from NaN, ±Inf, subnormals, ±0 and normals, K with a tail past the last whole
     /// chunk of eight blocks where the type allows one, M = 1 (rows) and M > 1 (tiles),
-    /// groups of 1..4 weight rows.
+    /// groups of 1..8 weight rows (the 512-bit tile kernel's two sets of four).
     #[test]
     fn every_tier_equals_scalar_word_for_word() {
         const SPECIAL: [u16; 10] = [
@@ -332,7 +349,7 @@ mod tests {
             Legacy::Iq4Nl,
             Legacy::Iq4Xs,
         ];
-        let n = 6;
+        let n = 9;
         let mut cases = 0;
         for kind in kinds {
             let sb = kind.sub_blocks();
@@ -356,6 +373,7 @@ mod tests {
                 cases += q8_1_tiers(
                     &mut next,
                     n,
+                    8,
                     32 * nb,
                     &format!("{kind:?} nb{nb}"),
                     |isa, q| prepare(isa, kind, q),

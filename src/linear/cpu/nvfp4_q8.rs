@@ -405,6 +405,7 @@ mod tests {
                 cases += q8_1_tiers(
                     &mut next,
                     n,
+                    4,
                     16 * nb,
                     &format!("nb{nb} gfni {gfni}"),
                     prepare,
@@ -451,6 +452,7 @@ mod tests {
                 cases += q8_1_tiers(
                     &mut next,
                     n,
+                    4,
                     16 * nb,
                     &format!("swizzled nb{nb} gfni {gfni}"),
                     prepare,

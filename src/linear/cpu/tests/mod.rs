@@ -102,11 +102,13 @@ pub(crate) fn note_gfni(vbmi: bool) {
 /// grouped and nvfp4 kernels. For each M of [`TIER_MS`]: M rows of K random activations
 /// (block 1 all zero, so a zero activation scale is met) are quantized once for the scalar
 /// reference and once per tier by `prepare`; for every tier the machine has, every group of
-/// 1..=4 of the `n` weight rows at both ends gives `dot`'s words equal to `Isa::Scalar`'s.
+/// 1..=`most` (the rows a call of the family takes; at most `n`) of the `n` weight rows at
+/// both ends gives `dot`'s words equal to `Isa::Scalar`'s.
 /// `dot(isa, rows, xs, out)` writes `rows.len()·M` results. Returns the cases run.
 pub(super) fn q8_1_tiers(
     next: &mut impl FnMut() -> u64,
     n: usize,
+    most: usize,
     k: usize,
     what: &str,
     prepare: impl Fn(Isa, q8_1::Rows) -> q8_1::Rows,
@@ -123,7 +125,7 @@ pub(super) fn q8_1_tiers(
         for isa in Isa::tested() {
             let q = prepare(isa, q8_1::Rows::quantize(&x, m, k));
             let xq: Vec<q8_1::Row<'_>> = (0..m).map(|i| q.row(i)).collect();
-            for g in 1..=4 {
+            for g in (1..=most).filter(|&g| g <= n) {
                 for r0 in [0, n - g] {
                     let mut want = vec![0f32; g * m];
                     dot(Isa::Scalar, r0..r0 + g, &xs, &mut want);
@@ -138,6 +140,6 @@ pub(super) fn q8_1_tiers(
     cases
 }
 
-/// The activation row counts of [`q8_1_tiers`]: M = 1 (the rows pass) and M > 1 (tiles of
-/// 1..=4 activation rows, with remainders).
+/// The activation row counts of [`q8_1_tiers`]: M = 1 (the rows pass) and M > 1 (groups
+/// of four activation rows, with remainders).
 pub(super) const TIER_MS: [usize; 9] = [1, 2, 3, 4, 5, 6, 8, 13, 17];
