@@ -196,8 +196,9 @@ impl<'a> Engine<'a> {
     /// Weight rows per kernel call for a tile of `mt` activation rows: the float kernels run
     /// up to 8 rows side by side at M = 1 (eight independent accumulator chains), the
     /// q8_1 and q8_K block kernels a whole work item at M = 1 ([`GEMV_GROUP`]) and 4 beyond
-    /// (their tile kernels' contract; the 512-bit tile kernels of the k-quants and the
-    /// legacy family 8, `kquants::tile_rows`, `legacy::tile_rows`), the AMX kernels (k-quants, legacy types, grouped formats,
+    /// (their tile kernels' contract; the 512-bit tile kernels of the k-quants, the legacy
+    /// family and the grouped formats 8, `kquants::tile_rows`, `legacy::tile_rows`,
+    /// `grouped_q8::tile_rows`), the AMX kernels (k-quants, legacy types, grouped formats,
     /// i-quants but IQ1_S/IQ1_M) 16.
     fn group(&self, mt: usize) -> usize {
         match self.kernel {
@@ -220,6 +221,9 @@ impl<'a> Engine<'a> {
             }
             Kernel::Gguf(super::gguf::Kind::Legacy(l)) if mt > 1 => {
                 super::legacy::tile_rows(self.isa, l, mt).unwrap_or(ROW_GROUP)
+            }
+            Kernel::GroupedQ8(kind) if mt > 1 => {
+                super::grouped_q8::tile_rows(self.isa, kind, mt).unwrap_or(ROW_GROUP)
             }
             k if k.q8_blocks() && mt == 1 => GEMV_GROUP,
             k if k.q8_blocks() => ROW_GROUP,

@@ -48,6 +48,18 @@ pub(crate) fn amx_rows(isa: Isa, m: usize) -> bool {
     false
 }
 
+/// Weight rows per call where `m` activation rows of `kind` on `isa` take a tile kernel that
+/// runs more than four at once (the 512-bit one: two sets of four sharing each activation
+/// load), if they do.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+pub(crate) fn tile_rows(isa: Isa, kind: Grouped, m: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && m >= super::grouped_tile_avx512::min_m(kind) && !amx_rows(isa, m) {
+        return Some(super::grouped_tile_avx512::ROWS);
+    }
+    None
+}
+
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
 /// pair's codes rearranged in the order of their weight bytes; the AMX kernel, where
 /// [`amx_rows`] holds, the rows interleaved in groups of 16).
@@ -164,7 +176,8 @@ pub(super) fn prefetch_next<const R: usize>(
 }
 
 /// Up to 16 consecutive weight rows `ws` (four beyond M = 1 but where the rows are
-/// interleaved for the AMX kernel, [`amx_rows`]) against every q8_1 row `xs`:
+/// interleaved for the AMX kernel, [`amx_rows`], or the tile kernel takes more,
+/// [`tile_rows`]) against every q8_1 row `xs`:
 /// `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major), in the order of
 /// the module docs.
 ///
@@ -198,14 +211,19 @@ fn dot_row_group_in(
         // only where detected.
         Isa::Avx512 => unsafe {
             // Several activation rows: the AMX kernel when the rows are interleaved for it,
-            // else four weight rows at a time the tile kernel when they are interleaved for
-            // that one, or the pair kernels; the same bits.
+            // else the tile kernel (eight weight rows at a time) when they are interleaved
+            // for that one, or the pair kernels (four at a time); the same bits.
             if super::grouped_amx::applies(xs) {
                 super::grouped_amx::dot_row_group(kind, ws, xs, out)
             } else {
                 let tile = super::grouped_tile_avx512::applies(kind, xs);
                 let gfni = gfni && crate::isa::Cpu::get().gfni;
-                for (w, o) in ws.chunks(4).zip(out.chunks_mut(4 * xs.len().max(1))) {
+                let per = if tile {
+                    super::grouped_tile_avx512::ROWS
+                } else {
+                    4
+                };
+                for (w, o) in ws.chunks(per).zip(out.chunks_mut(per * xs.len().max(1))) {
                     if tile {
                         super::grouped_tile_avx512::dot_row_group(kind, w, xs, o)
                     } else {
@@ -295,7 +313,7 @@ mod tests {
             (Grouped::Q6, 16, 8),
             (Grouped::Q8, 32, 0),
         ];
-        let n = 6;
+        let n = 9;
         let mut cases = 0;
         for (kind, cb, hb) in kinds {
             for nb in [8usize, 12, 16, 20, 36] {

@@ -1,8 +1,11 @@
 //! The AVX-512 tile kernel of the grouped formats against q8_1 activations with several
-//! activation rows: four weight rows against every group of four activation rows, one
-//! 512-bit lane per (weight row, activation row) pair, as the legacy family's tile kernel
-//! ([`super::legacy_tile_avx512`]). Same bits as [`super::grouped_q8`]'s order: only the
-//! way the exact block sums `T_b` are formed differs.
+//! activation rows: up to two sets of four weight rows against every group of four
+//! activation rows, one 512-bit lane per (weight row, activation row) pair of a set, as the
+//! legacy family's tile kernel ([`super::legacy_tile_avx512`]); each activation chunk's
+//! broadcast serves both sets (Zen 4, one thread, 4096², against one set per call: M = 32
+//! q2 83–84 → 91–102 GMAC/s, q4 78–82 → 97–100, q6 76–79 → 95–98, q8 64–77 → 75–98, t2
+//! 83–85 → 97–107; M = 16 1.07–1.3×). Same bits as [`super::grouped_q8`]'s order: only
+//! the way the exact block sums `T_b` are formed differs.
 //!
 //! Per run of four blocks each weight row is unpacked by the 512-bit kernels' own code
 //! ([`Kernel::unpack_run`]: 128 unsigned codes in the order their activations were
@@ -69,8 +72,11 @@ pub(super) const fn chunks(kind: Grouped) -> [[usize; 8]; 4] {
     out
 }
 
-/// Up to four weight rows `ws` against the rows `xs` ([`applies`] holds, `xs` prepared with
-/// the arrangement of `kind`): `out[i·M + r]`, the reference's bits.
+/// Weight rows per call: two sets of four.
+pub(crate) const ROWS: usize = 8;
+
+/// Up to [`ROWS`] weight rows `ws` against the rows `xs` ([`applies`] holds, `xs` prepared
+/// with the arrangement of `kind`): `out[i·M + r]`, the reference's bits.
 ///
 /// # Safety
 /// The AVX-512 tier's features (F/BW/VL/VNNI, with AVX2, FMA, F16C); [`applies`] holds (the
@@ -84,36 +90,46 @@ pub(super) unsafe fn dot_row_group(
 ) {
     debug_assert!(applies(kind, xs));
     let m = xs.len();
-    assert!((1..=4).contains(&ws.len()) && out.len() >= ws.len() * m && m <= 4 * MAX_GROUPS);
+    assert!((1..=ROWS).contains(&ws.len()) && out.len() >= ws.len() * m && m <= 4 * MAX_GROUPS);
     // SAFETY (each): the features (the caller's contract); `tile` checks the rows.
     unsafe {
-        match kind {
-            Grouped::Q2 => tile::<Q2>(kind, ws, xs, out),
-            Grouped::T2 => tile::<T2>(kind, ws, xs, out),
-            Grouped::Q4 => tile::<Q4>(kind, ws, xs, out),
-            Grouped::Q5 => tile::<Q5>(kind, ws, xs, out),
-            Grouped::Q6 => tile::<Q6>(kind, ws, xs, out),
-            Grouped::Q8 => tile::<Q8>(kind, ws, xs, out),
+        match (kind, ws.len() > 4) {
+            (Grouped::Q2, false) => tile::<Q2, 1>(kind, ws, xs, out),
+            (Grouped::Q2, true) => tile::<Q2, 2>(kind, ws, xs, out),
+            (Grouped::T2, false) => tile::<T2, 1>(kind, ws, xs, out),
+            (Grouped::T2, true) => tile::<T2, 2>(kind, ws, xs, out),
+            (Grouped::Q4, false) => tile::<Q4, 1>(kind, ws, xs, out),
+            (Grouped::Q4, true) => tile::<Q4, 2>(kind, ws, xs, out),
+            (Grouped::Q5, false) => tile::<Q5, 1>(kind, ws, xs, out),
+            (Grouped::Q5, true) => tile::<Q5, 2>(kind, ws, xs, out),
+            (Grouped::Q6, false) => tile::<Q6, 1>(kind, ws, xs, out),
+            (Grouped::Q6, true) => tile::<Q6, 2>(kind, ws, xs, out),
+            (Grouped::Q8, false) => tile::<Q8, 1>(kind, ws, xs, out),
+            (Grouped::Q8, true) => tile::<Q8, 2>(kind, ws, xs, out),
         }
     }
 }
 
-/// [`dot_row_group`] for the format `K`.
+/// [`dot_row_group`] for the format `K`, with `S` sets of four weight rows (1 or 2).
 ///
 /// # Safety
-/// As [`dot_row_group`].
+/// As [`dot_row_group`]; `ws.len() <= 4·S`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-unsafe fn tile<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &mut [f32]) {
+unsafe fn tile<K: Kernel, const S: usize>(
+    kind: Grouped,
+    ws: &[GRow<'_>],
+    xs: &[Row<'_>],
+    out: &mut [f32],
+) {
     // Every pointer read below stays inside these.
     check_rows(kind, ws, xs, K::BLOCK_BYTES, K::HI_BYTES, false);
     let (m, nb) = (xs.len(), xs[0].d.len());
     let groups = m.div_ceil(4);
     let ch = chunks(kind);
     // A missing weight row repeats row 0; its lanes are never stored.
-    let row = |a: usize| ws.get(a).unwrap_or(&ws[0]);
-    let wr = [row(0), row(1), row(2), row(3)];
-    let mut acc = [[_mm512_setzero_ps(); 8]; MAX_GROUPS];
+    let wr: [&GRow<'_>; 8] = std::array::from_fn(|a| ws.get(a).unwrap_or(&ws[0]));
+    let mut acc = [[[_mm512_setzero_ps(); 8]; S]; MAX_GROUPS];
     let quads = tile_avx512::quads(xs);
     let shift = _mm_cvtsi32_si128(K::OFFSET_LOG2);
     for r in 0..nb / 4 {
@@ -121,8 +137,14 @@ unsafe fn tile<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &
         // SAFETY: the run's codes, plane-1 bytes and scales lie in every row (checked).
         unsafe {
             let run = |w: &GRow<'_>| K::unpack_run(w.codes.as_ptr(), w.hi.as_ptr(), b0);
-            let u = [run(wr[0]), run(wr[1]), run(wr[2]), run(wr[3])];
-            // Segment s (chunks 8s .. 8s + 8) of rows 0, 1 and of rows 2, 3.
+            let u: [[__m512i; 2]; 8] = std::array::from_fn(|a| {
+                if a < 4 * S {
+                    run(wr[a])
+                } else {
+                    [_mm512_setzero_si512(); 2]
+                }
+            });
+            // Segment s (chunks 8s .. 8s + 8) of rows a, a + 1.
             let seg = |s: usize, a: usize| {
                 let (x, y) = (u[a][s / 2], u[a + 1][s / 2]);
                 if s.is_multiple_of(2) {
@@ -131,54 +153,64 @@ unsafe fn tile<K: Kernel>(kind: Grouped, ws: &[GRow<'_>], xs: &[Row<'_>], out: &
                     _mm512_shuffle_i64x2::<0b1110_1110>(x, y)
                 }
             };
-            let lohi = [
-                (seg(0, 0), seg(0, 2)),
-                (seg(1, 0), seg(1, 2)),
-                (seg(2, 0), seg(2, 2)),
-                (seg(3, 0), seg(3, 2)),
-            ];
-            for (q, chq) in ch.iter().enumerate() {
-                let b = b0 + q;
-                let mut w = [_mm512_setzero_si512(); 8];
-                for (k, w) in w.iter_mut().enumerate() {
-                    let c = chq[k];
-                    let (lo, hi) = lohi[c / 8];
-                    *w = spread_chunk(lo, hi, c % 8);
-                }
+            // Per set: each segment of its rows 0, 1 and of its rows 2, 3.
+            let lohi: [[(__m512i, __m512i); 4]; S] = std::array::from_fn(|q| {
+                std::array::from_fn(|s| (seg(s, 4 * q), seg(s, 4 * q + 2)))
+            });
+            for (p, chq) in ch.iter().enumerate() {
+                let b = b0 + p;
+                let w: [[__m512i; 8]; S] = std::array::from_fn(|q| {
+                    std::array::from_fn(|k| {
+                        let c = chq[k];
+                        let (lo, hi) = lohi[q][c / 8];
+                        spread_chunk(lo, hi, c % 8)
+                    })
+                });
                 let g = 32 * b / kind.group();
                 let word = |w: &GRow<'_>| {
                     u16::from_le_bytes([w.scales[2 * g], w.scales[2 * g + 1]]) as i16
                 };
-                let sw = _mm_setr_epi16(
-                    word(wr[0]),
-                    word(wr[1]),
-                    word(wr[2]),
-                    word(wr[3]),
-                    0,
-                    0,
-                    0,
-                    0,
-                );
-                let dw = spread(_mm_cvtph_ps(sw));
+                let dw: [__m512; S] = std::array::from_fn(|q| {
+                    let h = |a: usize| word(wr[4 * q + a]);
+                    spread(_mm_cvtph_ps(_mm_setr_epi16(
+                        h(0),
+                        h(1),
+                        h(2),
+                        h(3),
+                        0,
+                        0,
+                        0,
+                        0,
+                    )))
+                });
                 for (acc, &(xc, xd, xsum, _)) in acc.iter_mut().zip(&quads).take(groups) {
-                    let mut t = [_mm512_setzero_si512(); 2];
+                    let mut t = [[_mm512_setzero_si512(); 2]; S];
                     for k in 0..8 {
                         let x = _mm512_broadcast_i32x4(_mm_loadu_si128(
                             xc.add(16 * (32 * r + chq[k])).cast(),
                         ));
-                        t[k % 2] = _mm512_dpbusd_epi32(t[k % 2], w[k], x);
+                        for q in 0..S {
+                            t[q][k % 2] = _mm512_dpbusd_epi32(t[q][k % 2], w[q][k], x);
+                        }
                     }
-                    let t = _mm512_add_epi32(t[0], t[1]);
                     let s = _mm512_broadcast_i32x4(_mm_loadu_si128(xsum.add(4 * b).cast()));
-                    let t = _mm512_sub_epi32(t, _mm512_sll_epi32(s, shift));
+                    let off = _mm512_sll_epi32(s, shift);
                     let dx = _mm512_broadcast_f32x4(_mm_loadu_ps(xd.add(4 * b)));
                     let l = b % 8;
-                    acc[l] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dx), _mm512_cvtepi32_ps(t), acc[l]);
+                    for q in 0..S {
+                        let t = _mm512_sub_epi32(_mm512_add_epi32(t[q][0], t[q][1]), off);
+                        let p = _mm512_mul_ps(dw[q], dx);
+                        acc[q][l] = _mm512_fmadd_ps(p, _mm512_cvtepi32_ps(t), acc[q][l]);
+                    }
                 }
             }
         }
     }
-    for (g, a) in acc.iter().enumerate().take(groups) {
-        store(&tree(a, None), g, ws.len(), m, out, |_, _, v| v);
+    for q in 0..S {
+        let rows = ws.len().saturating_sub(4 * q).min(4);
+        let out = &mut out[4 * q * m..];
+        for (g, a) in acc.iter().enumerate().take(groups) {
+            store(&tree(&a[q], None), g, rows, m, out, |_, _, v| v);
+        }
     }
 }
