@@ -196,9 +196,8 @@ impl<'a> Engine<'a> {
     /// Weight rows per kernel call for a tile of `mt` activation rows: the float kernels run
     /// up to 8 rows side by side at M = 1 (eight independent accumulator chains), the
     /// q8_1 and q8_K block kernels a whole work item at M = 1 ([`GEMV_GROUP`]) and 4 beyond
-    /// (their tile kernels' contract; the 512-bit tile kernels of the k-quants, the legacy
-    /// family and the grouped formats 8, `kquants::tile_rows`, `legacy::tile_rows`,
-    /// `grouped_q8::tile_rows`), the AMX kernels (k-quants, legacy types, grouped formats,
+    /// (their tile kernels' contract; the 512-bit tile kernels 8: `kquants::tile_rows`,
+    /// `legacy::tile_rows`, `grouped_q8::tile_rows`, `nvfp4_q8::tile_rows`), the AMX kernels (k-quants, legacy types, grouped formats,
     /// i-quants but IQ1_S/IQ1_M) 16.
     fn group(&self, mt: usize) -> usize {
         match self.kernel {
@@ -224,6 +223,9 @@ impl<'a> Engine<'a> {
             }
             Kernel::GroupedQ8(kind) if mt > 1 => {
                 super::grouped_q8::tile_rows(self.isa, kind, mt).unwrap_or(ROW_GROUP)
+            }
+            Kernel::Nvfp4Q8 if mt > 1 => {
+                super::nvfp4_q8::tile_rows(self.isa, mt).unwrap_or(ROW_GROUP)
             }
             k if k.q8_blocks() && mt == 1 => GEMV_GROUP,
             k if k.q8_blocks() => ROW_GROUP,

@@ -15,9 +15,11 @@
 //! - [`nvfp4_q8`] (x86: `nvfp4_q8_avx2`, every tier): nvfp4 against q8_1 activations (the same opt-in
 //!   profile).
 //! - With several activation rows on the AVX-512 tier: `legacy_tile_avx512`,
-//!   `kquants_tile_avx512`, `grouped_tile_avx512` and `nvfp4_tile_avx512`, four weight rows
-//!   against groups of four activation rows interleaved once per forward
-//!   (`Rows::arrange_quads`), one 512-bit lane per (weight row, activation row) pair; each
+//!   `kquants_tile_avx512`, `grouped_tile_avx512` and `nvfp4_tile_avx512`, one or two sets
+//!   of four weight rows against groups of four activation rows interleaved once per
+//!   forward (`Rows::arrange_quads`), one 512-bit lane per (weight row, activation row) pair
+//!   of a set, each activation broadcast serving both sets (the engine hands them eight
+//!   weight rows per call); each
 //!   family's dispatcher takes them from a per-type row count on (same bits; Q2_K has
 //!   none: `kquants_avx512`'s group-major pass kernel is faster at every M). On the
 //!   256-bit tiers `kquants_tile_avx2` does the same for Q3_K–Q6_K, two weight rows per

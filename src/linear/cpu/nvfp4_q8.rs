@@ -135,6 +135,18 @@ pub(super) fn fast_range(max: u8, min1: u8, d: f32) -> bool {
     0.5 * lo >= 2f64.powi(-126) * d && 6.0 * hi <= 2f64.powi(127) * d
 }
 
+/// Weight rows per call where `m` activation rows on `isa` take a tile kernel that runs more
+/// than four at once (the 512-bit one: two sets of four sharing each activation load), if
+/// they do.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+pub(crate) fn tile_rows(isa: Isa, m: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && m >= super::nvfp4_tile_avx512::MIN_M {
+        return Some(super::nvfp4_tile_avx512::ROWS);
+    }
+    None
+}
+
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernel reads each 64-value
 /// pair of q8_1 blocks as [even elements, odd elements], the order of the code nibbles).
 pub(crate) fn prepare(isa: Isa, rows: Rows) -> Rows {
@@ -370,7 +382,7 @@ mod tests {
             f32::INFINITY,
         ];
         let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
-        let n = 6;
+        let n = 9;
         let mut cases = 0;
         // K = 16·nb: nb 16-value blocks, a tail of 2, 4 or 6 past the whole chunks.
         for nb in [8, 10, 12, 16, 22, 38] {
@@ -405,7 +417,7 @@ mod tests {
                 cases += q8_1_tiers(
                     &mut next,
                     n,
-                    4,
+                    8,
                     16 * nb,
                     &format!("nb{nb} gfni {gfni}"),
                     prepare,
@@ -452,7 +464,7 @@ mod tests {
                 cases += q8_1_tiers(
                     &mut next,
                     n,
-                    4,
+                    8,
                     16 * nb,
                     &format!("swizzled nb{nb} gfni {gfni}"),
                     prepare,

@@ -1,8 +1,9 @@
 //! The lane layout the AVX-512 tile kernels share (`legacy_tile_avx512`,
 //! `kquants_tile_avx512`, `grouped_tile_avx512`, `nvfp4_tile_avx512`; the 256-bit
-//! `kquants_tile_avx2` takes its activation groups from here too): four weight rows
+//! `kquants_tile_avx2` takes its activation groups from here too): four weight rows (a
+//! set; the kernels run one or two sets per call, each activation load serving both)
 //! against each group of four activation rows, lane `4a + j` of every 512-bit vector
-//! belonging to weight row a and activation row j of the group. The activation side was
+//! belonging to weight row a of the set and activation row j of the group. The activation side was
 //! interleaved once per forward ([`Rows::arrange_quads`](crate::linear::q8_1::Rows)): chunk
 //! c (4 codes) of the group's four rows is 16 bytes, broadcast to the four 128-bit lanes by
 //! the load; the weight side is spread per call ([`spread_chunks`]): 128-bit lane a repeats
