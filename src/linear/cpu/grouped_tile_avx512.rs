@@ -137,13 +137,10 @@ unsafe fn tile<K: Kernel, const S: usize>(
         // SAFETY: the run's codes, plane-1 bytes and scales lie in every row (checked).
         unsafe {
             let run = |w: &GRow<'_>| K::unpack_run(w.codes.as_ptr(), w.hi.as_ptr(), b0);
-            let u: [[__m512i; 2]; 8] = std::array::from_fn(|a| {
-                if a < 4 * S {
-                    run(wr[a])
-                } else {
-                    [_mm512_setzero_si512(); 2]
-                }
-            });
+            let mut u = [[_mm512_setzero_si512(); 2]; 8];
+            for a in 0..4 * S {
+                u[a] = run(wr[a]);
+            }
             // Segment s (chunks 8s .. 8s + 8) of rows a, a + 1.
             let seg = |s: usize, a: usize| {
                 let (x, y) = (u[a][s / 2], u[a + 1][s / 2]);
@@ -154,25 +151,28 @@ unsafe fn tile<K: Kernel, const S: usize>(
                 }
             };
             // Per set: each segment of its rows 0, 1 and of its rows 2, 3.
-            let lohi: [[(__m512i, __m512i); 4]; S] = std::array::from_fn(|q| {
-                std::array::from_fn(|s| (seg(s, 4 * q), seg(s, 4 * q + 2)))
-            });
+            let mut lohi = [[(_mm512_setzero_si512(), _mm512_setzero_si512()); 4]; S];
+            for (q, lohi) in lohi.iter_mut().enumerate() {
+                for (s, lohi) in lohi.iter_mut().enumerate() {
+                    *lohi = (seg(s, 4 * q), seg(s, 4 * q + 2));
+                }
+            }
             for (p, chq) in ch.iter().enumerate() {
                 let b = b0 + p;
-                let w: [[__m512i; 8]; S] = std::array::from_fn(|q| {
-                    std::array::from_fn(|k| {
-                        let c = chq[k];
-                        let (lo, hi) = lohi[q][c / 8];
-                        spread_chunk(lo, hi, c % 8)
-                    })
-                });
                 let g = 32 * b / kind.group();
                 let word = |w: &GRow<'_>| {
                     u16::from_le_bytes([w.scales[2 * g], w.scales[2 * g + 1]]) as i16
                 };
-                let dw: [__m512; S] = std::array::from_fn(|q| {
+                let mut w = [[_mm512_setzero_si512(); 8]; S];
+                let mut dw = [_mm512_setzero_ps(); S];
+                for q in 0..S {
+                    for (k, w) in w[q].iter_mut().enumerate() {
+                        let c = chq[k];
+                        let (lo, hi) = lohi[q][c / 8];
+                        *w = spread_chunk(lo, hi, c % 8);
+                    }
                     let h = |a: usize| word(wr[4 * q + a]);
-                    spread(_mm_cvtph_ps(_mm_setr_epi16(
+                    dw[q] = spread(_mm_cvtph_ps(_mm_setr_epi16(
                         h(0),
                         h(1),
                         h(2),
@@ -181,8 +181,8 @@ unsafe fn tile<K: Kernel, const S: usize>(
                         0,
                         0,
                         0,
-                    )))
-                });
+                    )));
+                }
                 for (acc, &(xc, xd, xsum, _)) in acc.iter_mut().zip(&quads).take(groups) {
                     let mut t = [[_mm512_setzero_si512(); 2]; S];
                     for k in 0..8 {

@@ -172,10 +172,11 @@ unsafe fn tile<U: K, const S: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f3
             }
             let dd = _mm256_cvtph_ps(_mm_loadu_si128(words.as_ptr().cast()));
             let dm = _mm256_cvtph_ps(_mm_loadu_si128(words.as_ptr().add(8).cast()));
-            (
-                std::array::from_fn(|q| spread(quarter(dd, q))),
-                std::array::from_fn(|q| spread(quarter(dm, q))),
-            )
+            let (mut dw, mut dmw) = ([_mm512_setzero_ps(); S], [_mm512_setzero_ps(); S]);
+            for q in 0..S {
+                (dw[q], dmw[q]) = (spread(quarter(dd, q)), spread(quarter(dm, q)));
+            }
+            (dw, dmw)
         };
         for j in 0..8 {
             let t = 8 * sb + j;
@@ -185,19 +186,18 @@ unsafe fn tile<U: K, const S: usize>(ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f3
                 let half = |a: usize| {
                     _mm256_loadu_si256(codes[a].as_ptr().cast::<u8>().add(32 * j).cast())
                 };
-                let w: [[__m512i; 8]; S] = std::array::from_fn(|q| {
-                    let (lo, hi) = pair_rows([
-                        half(4 * q),
-                        half(4 * q + 1),
-                        half(4 * q + 2),
-                        half(4 * q + 3),
-                    ]);
-                    spread_chunks(lo, hi)
-                });
                 let load4 = |v: &[f32; 8], q: usize| spread(_mm_loadu_ps(v.as_ptr().add(4 * q)));
-                let sc_lo: [__m512; S] = std::array::from_fn(|q| load4(&sc_t[2 * j], q));
-                let sc_hi: [__m512; S] = std::array::from_fn(|q| load4(&sc_t[2 * j + 1], q));
-                let m_lo: [__m512; S] = std::array::from_fn(|q| load4(&m_t[2 * j], q));
+                let mut w = [[_mm512_setzero_si512(); 8]; S];
+                let (mut sc_lo, mut sc_hi) = ([_mm512_setzero_ps(); S], [_mm512_setzero_ps(); S]);
+                let mut m_lo = [_mm512_setzero_ps(); S];
+                for q in 0..S {
+                    let a = 4 * q;
+                    let (lo, hi) = pair_rows([half(a), half(a + 1), half(a + 2), half(a + 3)]);
+                    w[q] = spread_chunks(lo, hi);
+                    sc_lo[q] = load4(&sc_t[2 * j], q);
+                    sc_hi[q] = load4(&sc_t[2 * j + 1], q);
+                    m_lo[q] = load4(&m_t[2 * j], q);
+                }
                 for g in 0..groups {
                     let (xc, xd, xsum, xsum16) = quads[g];
                     let mut tl = [[_mm512_setzero_si512(); 2]; S];

@@ -185,7 +185,13 @@ unsafe fn tile<const K: usize, const S: usize>(ws: &[&[u8]], xs: &[Row<'_>], out
             let mut w = [[_mm512_setzero_si512(); 8]; S];
             let (mut dw, mut f) = ([_mm512_setzero_ps(); S], [_mm512_setzero_ps(); S]);
             for q in 0..S {
-                let r: [_; 4] = std::array::from_fn(|a| codes(kind, wp[4 * q + a], b));
+                let p = &wp[4 * q..];
+                let r = [
+                    codes(kind, p[0], b),
+                    codes(kind, p[1], b),
+                    codes(kind, p[2], b),
+                    codes(kind, p[3], b),
+                ];
                 let (lo, hi) = pair_rows([r[0].0, r[1].0, r[2].0, r[3].0]);
                 w[q] = spread_chunks(lo, hi);
                 let h = |a: usize| r[a].1 as i16;

@@ -94,11 +94,12 @@ unsafe fn tile<const S: usize>(ws: &[NRow<'_>], xs: &[Row<'_>], out: &mut [f32])
                 let c = _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
                 _mm256_shuffle_epi8(table, c)
             };
-            let w: [[__m512i; 8]; S] = std::array::from_fn(|q| {
-                let u: [__m256i; 4] = std::array::from_fn(|a| codes(wr[4 * q + a]));
-                let (lo, hi) = pair_rows(u);
-                spread_chunks(lo, hi)
-            });
+            let mut w = [[_mm512_setzero_si512(); 8]; S];
+            for (q, w) in w.iter_mut().enumerate() {
+                let r = &wr[4 * q..];
+                let (lo, hi) = pair_rows([codes(r[0]), codes(r[1]), codes(r[2]), codes(r[3])]);
+                *w = spread_chunks(lo, hi);
+            }
             // sf/256 per lane: a valid E4M3FN word shifted left by 7 is the binary16 of its
             // value / 256 (exact; invalid words make the row not fast, replaced below).
             let mut sf = [[_mm512_setzero_ps(); 2]; S];
