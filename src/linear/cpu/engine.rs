@@ -195,39 +195,19 @@ impl<'a> Engine<'a> {
 
     /// Weight rows per kernel call for a tile of `mt` activation rows: the float kernels run
     /// up to 8 rows side by side at M = 1 (eight independent accumulator chains), the
-    /// q8_1 and q8_K block kernels a whole work item at M = 1 ([`GEMV_GROUP`]) and 4 beyond
-    /// (their tile kernels' contract; the 512-bit tile kernels 8: `kquants::tile_rows`,
-    /// `legacy::tile_rows`, `grouped_q8::tile_rows`, `nvfp4_q8::tile_rows`), the AMX kernels (k-quants, legacy types, grouped formats,
-    /// i-quants but IQ1_S/IQ1_M) 16.
+    /// q8_1 and q8_K block kernels a whole work item at M = 1 ([`GEMV_GROUP`]) and beyond
+    /// what each family's kernels take per call (`rows_per_call`: 4, the 512-bit tile
+    /// kernels 8, the AMX kernels 16; [`ROW_GROUP`] for the others).
     fn group(&self, mt: usize) -> usize {
+        use super::gguf::Kind;
+        let isa = self.isa;
         match self.kernel {
-            Kernel::Gguf(super::gguf::Kind::KQuant(kq))
-                if super::kquants::amx_rows(self.isa, kq, mt) =>
-            {
-                AMX_GROUP
-            }
-            Kernel::Gguf(super::gguf::Kind::Legacy(l))
-                if super::legacy::amx_rows(self.isa, l, mt) =>
-            {
-                AMX_GROUP
-            }
-            Kernel::GroupedQ8(_) if super::grouped_q8::amx_rows(self.isa, mt) => AMX_GROUP,
-            Kernel::Gguf(super::gguf::Kind::Iq(k)) if super::iquants::amx_rows(self.isa, k, mt) => {
-                AMX_GROUP
-            }
-            Kernel::Gguf(super::gguf::Kind::KQuant(kq)) if mt > 1 => {
-                super::kquants::tile_rows(self.isa, kq, mt).unwrap_or(ROW_GROUP)
-            }
-            Kernel::Gguf(super::gguf::Kind::Legacy(l)) if mt > 1 => {
-                super::legacy::tile_rows(self.isa, l, mt).unwrap_or(ROW_GROUP)
-            }
-            Kernel::GroupedQ8(kind) if mt > 1 => {
-                super::grouped_q8::tile_rows(self.isa, kind, mt).unwrap_or(ROW_GROUP)
-            }
-            Kernel::Nvfp4Q8 if mt > 1 => {
-                super::nvfp4_q8::tile_rows(self.isa, mt).unwrap_or(ROW_GROUP)
-            }
             k if k.q8_blocks() && mt == 1 => GEMV_GROUP,
+            Kernel::Gguf(Kind::KQuant(kq)) => super::kquants::rows_per_call(isa, kq, mt),
+            Kernel::Gguf(Kind::Legacy(l)) => super::legacy::rows_per_call(isa, l, mt),
+            Kernel::Gguf(Kind::Iq(k)) => super::iquants::rows_per_call(isa, k, mt),
+            Kernel::GroupedQ8(kind) => super::grouped_q8::rows_per_call(isa, kind, mt),
+            Kernel::Nvfp4Q8 => super::nvfp4_q8::rows_per_call(isa, mt),
             k if k.q8_blocks() => ROW_GROUP,
             _ => FLOAT_GROUP,
         }

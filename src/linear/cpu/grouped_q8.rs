@@ -23,6 +23,7 @@
 //! unsigned (code + 1, + 2, + 8, + 16, + 32; the AVX-512 tier also q8, as code + 128) and
 //! subtract that offset times Σx with the activation block's exact code sum.
 
+use super::engine::{AMX_GROUP, ROW_GROUP};
 use super::float::Grouped;
 use super::{Isa, tree8};
 use crate::linear::q8_1::{Row, Rows};
@@ -48,16 +49,19 @@ pub(crate) fn amx_rows(isa: Isa, m: usize) -> bool {
     false
 }
 
-/// Weight rows per call where `m` activation rows of `kind` on `isa` take a tile kernel that
-/// runs more than four at once (the 512-bit one: two sets of four sharing each activation
-/// load), if they do.
+/// Weight rows the engine hands each call with `m` > 1 activation rows of `kind` on `isa`:
+/// 16 where they take the AMX kernel ([`amx_rows`]), 8 where they take the 512-bit tile
+/// kernel (two sets of four sharing each activation load), else 4.
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
-pub(crate) fn tile_rows(isa: Isa, kind: Grouped, m: usize) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx512 && m >= super::grouped_tile_avx512::min_m(kind) && !amx_rows(isa, m) {
-        return Some(super::grouped_tile_avx512::ROWS);
+pub(crate) fn rows_per_call(isa: Isa, kind: Grouped, m: usize) -> usize {
+    if amx_rows(isa, m) {
+        return AMX_GROUP;
     }
-    None
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && m >= super::grouped_tile_avx512::min_m(kind) {
+        return super::grouped_tile_avx512::ROWS;
+    }
+    ROW_GROUP
 }
 
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
@@ -177,7 +181,7 @@ pub(super) fn prefetch_next<const R: usize>(
 
 /// Up to 16 consecutive weight rows `ws` (four beyond M = 1 but where the rows are
 /// interleaved for the AMX kernel, [`amx_rows`], or the tile kernel takes more,
-/// [`tile_rows`]) against every q8_1 row `xs`:
+/// [`rows_per_call`]) against every q8_1 row `xs`:
 /// `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major), in the order of
 /// the module docs.
 ///

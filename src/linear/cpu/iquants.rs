@@ -28,6 +28,7 @@
 //!
 //! So each output rounds once per 256 values in each of the 8 lanes plus the 3-level tree.
 
+use super::engine::{AMX_GROUP, ROW_GROUP};
 use super::{Isa, tree8};
 use crate::formats::gguf::blocks::{
     BlockType, iq1_m, iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs,
@@ -100,6 +101,16 @@ pub(super) const AMX_MIN_M: usize = 16;
 /// interleaved in groups of 16 ([`prepare`]) and the engine passes 16 weight rows per call.
 pub(crate) fn amx_rows(isa: Isa, kind: IqKind, m: usize) -> bool {
     isa == Isa::Avx512 && crate::isa::Cpu::get().amx_int8 && kind.amx() && m >= AMX_MIN_M
+}
+
+/// Weight rows the engine hands each call with `m` > 1 activation rows of `kind` on `isa`:
+/// 16 where they take the AMX kernel ([`amx_rows`]), else 4.
+pub(crate) fn rows_per_call(isa: Isa, kind: IqKind, m: usize) -> usize {
+    if amx_rows(isa, kind, m) {
+        AMX_GROUP
+    } else {
+        ROW_GROUP
+    }
 }
 
 /// Activation rows as the kernel on `isa` reads them: interleaved in groups of 16 where

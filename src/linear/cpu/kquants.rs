@@ -28,6 +28,7 @@
 // Index loops mirror the layout equations of the docs.
 #![allow(clippy::needless_range_loop)]
 
+use super::engine::{AMX_GROUP, ROW_GROUP};
 use super::{Isa, tree8};
 use crate::formats::gguf::blocks::{BlockType, q2_k, q3_k, q4_k, q5_k, q6_k, scale_min_k4};
 use crate::formats::gguf::f16_at;
@@ -203,18 +204,18 @@ pub(crate) fn tile_min_m(isa: Isa, kq: Kq) -> Option<usize> {
     }
 }
 
-/// Weight rows per call where `m` activation rows of `kq` on `isa` take a tile kernel that
-/// runs more than four at once (the 512-bit one: two sets of four sharing each activation
-/// load), if they do.
-#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
-pub(crate) fn tile_rows(isa: Isa, kq: Kq, m: usize) -> Option<usize> {
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 if tile_min_m(isa, kq).is_some_and(|min| m >= min) && !amx_rows(isa, kq, m) => {
-            Some(super::kquants_tile_avx512::ROWS)
-        }
-        _ => None,
+/// Weight rows the engine hands each call with `m` > 1 activation rows of `kq` on `isa`:
+/// 16 where they take the AMX kernel ([`amx_rows`]), 8 where they take the 512-bit tile
+/// kernel (two sets of four sharing each activation load), else 4.
+pub(crate) fn rows_per_call(isa: Isa, kq: Kq, m: usize) -> usize {
+    if amx_rows(isa, kq, m) {
+        return AMX_GROUP;
     }
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && tile_min_m(isa, kq).is_some_and(|min| m >= min) {
+        return super::kquants_tile_avx512::ROWS;
+    }
+    ROW_GROUP
 }
 
 /// Whether `m` activation rows of `kq` on `isa` take the AMX kernel (the AVX-512 tier on a
@@ -257,7 +258,7 @@ pub(crate) fn prepare(isa: Isa, kq: Kq, rows: Rows) -> Rows {
 
 /// Up to 16 consecutive weight rows `ws` (whole super-blocks of `kq`; four beyond M = 1
 /// but where the rows are interleaved for the AMX kernel, [`amx_rows`], or the tile kernel
-/// takes more, [`tile_rows`]) against every q8_1
+/// takes more, [`rows_per_call`]) against every q8_1
 /// row `xs`: `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major).
 pub(crate) fn dot_row_group(isa: Isa, kq: Kq, ws: &[&[u8]], xs: &[Row<'_>], out: &mut [f32]) {
     dot_row_group_in(isa, true, kq, ws, xs, out)

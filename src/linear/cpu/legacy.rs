@@ -24,6 +24,7 @@
 //! Nothing depends on the thread count, M, the activation row's position or how many
 //! weight rows share a pass.
 
+use super::engine::{AMX_GROUP, ROW_GROUP};
 use super::{Isa, tree8};
 use crate::formats::gguf::blocks::{BlockType, iq4_nl, iq4_xs, q2_0, q4_0, q5_0, q8_0};
 use crate::formats::gguf::grids::KVALUES_IQ4NL;
@@ -104,20 +105,18 @@ pub(crate) fn amx_rows(isa: Isa, kind: Legacy, m: usize) -> bool {
     false
 }
 
-/// Weight rows per call where `m` activation rows of `kind` on `isa` take a tile kernel that
-/// runs more than four at once (the 512-bit one: two sets of four sharing each activation
-/// load), if they do.
-#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
-pub(crate) fn tile_rows(isa: Isa, kind: Legacy, m: usize) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
-    if isa == Isa::Avx512
-        && kind != Legacy::Q2_0
-        && m >= super::legacy_tile_avx512::MIN_M
-        && !amx_rows(isa, kind, m)
-    {
-        return Some(super::legacy_tile_avx512::ROWS);
+/// Weight rows the engine hands each call with `m` > 1 activation rows of `kind` on `isa`:
+/// 16 where they take the AMX kernel ([`amx_rows`]), 8 where they take the 512-bit tile
+/// kernel (two sets of four sharing each activation load), else 4.
+pub(crate) fn rows_per_call(isa: Isa, kind: Legacy, m: usize) -> usize {
+    if amx_rows(isa, kind, m) {
+        return AMX_GROUP;
     }
-    None
+    #[cfg(target_arch = "x86_64")]
+    if isa == Isa::Avx512 && kind != Legacy::Q2_0 && m >= super::legacy_tile_avx512::MIN_M {
+        return super::legacy_tile_avx512::ROWS;
+    }
+    ROW_GROUP
 }
 
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernels read each block
@@ -232,7 +231,7 @@ pub(super) fn blocks_scalar(
 
 /// Up to 16 consecutive weight rows `ws` (four beyond M = 1 but where the rows are
 /// interleaved for the AMX kernel, [`amx_rows`], or the tile kernel takes more,
-/// [`tile_rows`]) against every q8_1 row `xs`:
+/// [`rows_per_call`]) against every q8_1 row `xs`:
 /// `out[i·M + r]` = the product of `ws[i]` with `xs[r]` (row of W major), in the order of
 /// the module docs.
 ///

@@ -52,6 +52,7 @@
 //! activation's exact 16-value code sums, and form `C_b` as `(sf_b/256)·(128·dx_j)` (the same exact value); the exact-weight order
 //! runs in scalar code on every instruction set.
 
+use super::engine::ROW_GROUP;
 use super::{Isa, tree8};
 use crate::layouts::block_scale::{TILE_BLOCKS, TILE_BYTES};
 use crate::linear::q8_1::{Row, Rows};
@@ -135,16 +136,15 @@ pub(super) fn fast_range(max: u8, min1: u8, d: f32) -> bool {
     0.5 * lo >= 2f64.powi(-126) * d && 6.0 * hi <= 2f64.powi(127) * d
 }
 
-/// Weight rows per call where `m` activation rows on `isa` take a tile kernel that runs more
-/// than four at once (the 512-bit one: two sets of four sharing each activation load), if
-/// they do.
+/// Weight rows the engine hands each call with `m` > 1 activation rows on `isa`: 8 where
+/// they take the 512-bit tile kernel (two sets of four sharing each activation load), else 4.
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
-pub(crate) fn tile_rows(isa: Isa, m: usize) -> Option<usize> {
+pub(crate) fn rows_per_call(isa: Isa, m: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     if isa == Isa::Avx512 && m >= super::nvfp4_tile_avx512::MIN_M {
-        return Some(super::nvfp4_tile_avx512::ROWS);
+        return super::nvfp4_tile_avx512::ROWS;
     }
-    None
+    ROW_GROUP
 }
 
 /// Activation rows as the kernel on `isa` reads them (the AVX2 kernel reads each 64-value
